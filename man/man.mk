@@ -1,0 +1,1 @@
+# man/man.mk: owned by its module; appends to the lists in Makefile.am.

@@ -1,0 +1,47 @@
+/* chat_template.h - chat templates of the supported model families,
+ * rendered in C. The family is recognised from tokenizer_config.json's
+ * template (and the model type); an unknown template is refused with a
+ * clear message rather than guessed. Rendering is compared in tests with
+ * the reference Jinja template rendered by a JS Jinja implementation. */
+#ifndef COLI_CHAT_TEMPLATE_H
+#define COLI_CHAT_TEMPLATE_H
+
+#include <stddef.h>
+
+#include "coli_err.h"
+#include "tokenizer.h"
+
+enum coli_chat_family {
+	COLI_CHAT_UNKNOWN = 0,
+	COLI_CHAT_DEEPSEEK_V3,
+	COLI_CHAT_GLM5,
+	COLI_CHAT_DEFAULT_MODEL,   /* the template of data/'s default model */
+	COLI_CHAT_CHATML,          /* qwen-style <|im_start|> */
+	COLI_CHAT_LLAMA3,
+};
+
+typedef struct coli_chat_msg {
+	const char *role;      /* "system", "user", "assistant", "tool" ("developer" maps to system) */
+	const char *content;   /* UTF-8 text */
+	/* Tool calling (optional; NULL/0 when unused). JSON text. */
+	const char *tool_calls_json;   /* assistant: OpenAI-style tool_calls array */
+	const char *tool_call_id;      /* tool: id of the call answered */
+	const char *name;              /* tool: function name */
+} coli_chat_msg;
+
+typedef struct coli_chat_template {
+	int family;
+	const char *bos_text;  /* BOS as text, as the template writes it */
+	const char *eos_text;
+} coli_chat_template;
+
+/* Recognise the family of a tokenizer's template. */
+int coli_chat_template_detect(const coli_tokenizer *t, const char *model_type,
+			      coli_chat_template *out, coli_err *err);
+/* Render messages; with add_generation_prompt the assistant turn is opened.
+ * tools_json (may be NULL): OpenAI-style tools array as JSON text. */
+int coli_chat_render(const coli_chat_template *tpl, const coli_chat_msg *msgs, int n,
+		     const char *tools_json, int add_generation_prompt, char **out,
+		     coli_err *err);
+
+#endif

@@ -1,0 +1,59 @@
+/* coli_main.c - `coli` command dispatch. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct coli_command {
+	const char *name;
+	coli_cmd_fn fn;
+	const char *summary;
+};
+
+/* Keep in the order of coli(1). */
+static const struct coli_command commands[] = {
+	/* COMMANDS-TABLE: one line per subcommand, added as each lands. */
+	{ NULL, NULL, NULL },
+};
+
+void cli_errorf(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "coli %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: coli COMMAND [ARGS...]\n\ncommands:\n");
+	for (const struct coli_command *c = commands; c->name; c++)
+		fprintf(f, "  %-10s %s\n", c->name, c->summary);
+	fprintf(f, "\nRun 'coli COMMAND --help' for a command's options; see coli(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return COLI_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return COLI_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("coli %s\n", PACKAGE_VERSION);
+		return COLI_EXIT_OK;
+	}
+	for (const struct coli_command *c = commands; c->name; c++)
+		if (!strcmp(c->name, argv[1]))
+			return c->fn(argc - 1, argv + 1);
+	fprintf(stderr, "coli: unknown command '%s' (see 'coli --help')\n", argv[1]);
+	return COLI_EXIT_USAGE;
+}

@@ -1,0 +1,1 @@
+# src/convert.mk: owned by its module; appends to the lists in Makefile.am.

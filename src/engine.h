@@ -1,0 +1,96 @@
+/* engine.h - the engine thread: one model, one bounded request queue.
+ *
+ * Threads: coli_engine_new starts the engine thread, which owns the model,
+ * the KV state and the expert store. Any thread (TUI main thread, HTTP
+ * threads, the CLI) submits requests; events come back through a
+ * per-request channel read with coli_request_next. A full queue refuses at
+ * once (-EBUSY) so callers answer 503 instead of growing without bound.
+ * A cancelled request (client gone, Esc in the TUI) stops within one step. */
+#ifndef COLI_ENGINE_H
+#define COLI_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coli_err.h"
+#include "model_config.h"
+#include "tokenizer.h"
+
+typedef struct coli_engine coli_engine;
+typedef struct coli_request coli_request;
+
+typedef struct coli_engine_opts {
+	const char *model_dir;     /* NULL = $COLI_MODEL, then the default model */
+	const char *cache_dir;     /* NULL = default beside the model */
+	int threads;               /* compute threads; <= 0 = online cores */
+	int max_queue;             /* queued requests before -EBUSY; 0 = default 16 */
+	int ctx;                   /* max context tokens; 0 = model/default */
+	int64_t expert_cache_bytes; /* -1 = automatic */
+	int64_t pin_bytes;         /* -1 = automatic */
+	int prefetch;              /* 1 on (default), 0 off */
+	int direct;                /* -1 auto, 0 buffered, 1 O_DIRECT */
+	const char *const *mirrors; /* NULL-terminated */
+} coli_engine_opts;
+
+void coli_engine_opts_default(coli_engine_opts *o);
+
+typedef struct coli_gen_params {
+	int max_tokens;            /* <= 0: up to the context limit */
+	float temperature;         /* 0 = greedy */
+	float top_p;               /* 1 = off */
+	uint64_t seed;
+	const char *const *stop;   /* NULL-terminated stop strings (copied) */
+	const char *session;       /* KV session name to continue, or NULL */
+	int ignore_eos;
+} coli_gen_params;
+
+void coli_gen_params_default(coli_gen_params *p);
+
+enum coli_event_kind {
+	COLI_EV_TEXT = 1,   /* text: complete UTF-8 characters (may be empty for special tokens) */
+	COLI_EV_DONE,       /* finish + usage; the last event */
+	COLI_EV_ERROR,      /* message; the last event */
+};
+
+enum coli_finish { COLI_FINISH_STOP = 1, COLI_FINISH_LENGTH, COLI_FINISH_CANCELLED, COLI_FINISH_ERROR };
+
+typedef struct coli_event {
+	int kind;
+	int token;                 /* TEXT: the token id */
+	char text[1024];           /* TEXT: bytes (NUL-terminated) */
+	size_t text_len;
+	int finish;                /* DONE: enum coli_finish */
+	int prompt_tokens;         /* DONE: usage */
+	int cached_tokens;
+	int completion_tokens;
+	double ttft_ms;            /* DONE: time to first token */
+	double decode_tps;         /* DONE: decode tokens per second */
+	char message[512];         /* ERROR */
+	int error_code;            /* ERROR: negative errno-style */
+} coli_event;
+
+int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err);
+/* Stop accepting, finish or cancel in-flight work, join the thread. */
+void coli_engine_free(coli_engine *e);
+
+const coli_config *coli_engine_config(const coli_engine *e);
+const coli_tokenizer *coli_engine_tokenizer(const coli_engine *e);
+const char *coli_engine_model_name(const coli_engine *e);
+int coli_engine_ctx(const coli_engine *e);
+
+/* Submit prompt token ids (copied). -EBUSY when the queue is full,
+ * -E2BIG (context_length_exceeded) when prompt + 1 exceeds the context. */
+int coli_engine_submit(coli_engine *e, const int *prompt, int n_prompt,
+		       const coli_gen_params *p, coli_request **out, coli_err *err);
+/* Wait up to timeout_ms (-1 = forever) for the next event. Returns 1 when
+ * an event was written, 0 on timeout. After DONE/ERROR it keeps returning
+ * that event. */
+int coli_request_next(coli_request *r, coli_event *ev, int timeout_ms);
+void coli_request_cancel(coli_request *r);
+/* Cancel if still running and release. Safe from any thread. */
+void coli_request_free(coli_request *r);
+
+/* Queue length and requests served so far (for status lines and /metrics). */
+int coli_engine_queue_len(const coli_engine *e);
+
+#endif

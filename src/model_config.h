@@ -1,0 +1,83 @@
+/* model_config.h - the normalized architecture description.
+ *
+ * One struct for DeepSeek-V3, Kimi-K2 (model_type kimi_k2 / deepseek_v3) and
+ * GLM-5 (glm_moe_dsa): MLA attention, dense first layers, MoE layers with
+ * shared + routed experts (sigmoid scoring, bias-corrected group-limited
+ * top-k), optional MTP layers. Parsed from a Hugging Face config.json by
+ * hf_config.c and stored verbatim (same keys) in the container manifest, so
+ * one parser serves both. */
+#ifndef COLI_MODEL_CONFIG_H
+#define COLI_MODEL_CONFIG_H
+
+#include <stdbool.h>
+
+enum coli_rope_kind { COLI_ROPE_DEFAULT = 0, COLI_ROPE_YARN = 1 };
+
+typedef struct coli_config {
+	char model_type[32];         /* "deepseek_v3", "kimi_k2", "glm_moe_dsa" */
+	int vocab_size;
+	int hidden_size;             /* H */
+	int intermediate_size;       /* dense FFN width */
+	int moe_intermediate_size;   /* routed/shared expert width */
+	int num_hidden_layers;       /* main layers, MTP layers not included */
+	int first_k_dense_replace;   /* layers [0, k) are dense FFN */
+	int moe_layer_freq;          /* 1 for all supported models */
+	int num_attention_heads;
+	int num_key_value_heads;     /* informational for MLA */
+	int q_lora_rank;             /* 0 = no q LoRA (q_proj directly) */
+	int kv_lora_rank;
+	int qk_nope_head_dim;
+	int qk_rope_head_dim;
+	int v_head_dim;
+	int n_routed_experts;
+	int n_shared_experts;
+	int num_experts_per_tok;
+	int n_group;
+	int topk_group;
+	float routed_scaling_factor;
+	bool norm_topk_prob;
+	char scoring_func[16];       /* "sigmoid" (only supported value) */
+	char topk_method[16];        /* "noaux_tc" (or "greedy" when n_group == 1) */
+	float rms_norm_eps;
+	/* epsilon used for q_a_layernorm / kv_a_layernorm; we use rms_norm_eps
+	 * (vLLM / Megatron) rather than transformers' hard-coded 1e-6. */
+	float attn_norm_eps;
+	double rope_theta;
+	int max_position_embeddings;
+	/* rope_scaling (YaRN) */
+	int rope_kind;               /* enum coli_rope_kind */
+	double rope_factor;
+	int rope_original_max_pos;
+	double rope_beta_fast;
+	double rope_beta_slow;
+	double rope_mscale;
+	double rope_mscale_all_dim;
+	int num_nextn_predict_layers; /* MTP layers stored after the main layers */
+	bool tie_word_embeddings;
+	int bos_token_id;            /* -1 when absent */
+	int eos_token_ids[8];        /* eos_token_id may be an int or a list */
+	int n_eos_token_ids;
+	/* GLM-5 DSA lightning indexer; 0 when absent. Below index_topk tokens
+	 * of context it selects every key, so attention equals dense MLA. */
+	int index_topk;
+	int index_head_dim;
+	int index_n_heads;
+} coli_config;
+
+/* Derived sizes. */
+static inline int coli_config_qk_head_dim(const coli_config *c)
+{
+	return c->qk_nope_head_dim + c->qk_rope_head_dim;
+}
+/* Numbers per token per layer in the compressed KV cache. */
+static inline int coli_config_kv_width(const coli_config *c)
+{
+	return c->kv_lora_rank + c->qk_rope_head_dim;
+}
+static inline bool coli_config_layer_is_moe(const coli_config *c, int layer)
+{
+	return c->n_routed_experts > 0 && layer >= c->first_k_dense_replace &&
+	       (c->moe_layer_freq <= 1 || layer % c->moe_layer_freq == 0);
+}
+
+#endif

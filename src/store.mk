@@ -1,0 +1,1 @@
+# src/store.mk: owned by its module; appends to the lists in Makefile.am.

@@ -1,0 +1,1 @@
+# src/tokenizer.mk: owned by its module; appends to the lists in Makefile.am.

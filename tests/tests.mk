@@ -1,0 +1,1 @@
+# tests/tests.mk: owned by its module; appends to the lists in Makefile.am.

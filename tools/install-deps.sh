@@ -1,0 +1,18 @@
+#!/bin/sh
+# Install every Debian package the build, the tests and the tools need.
+# Idempotent: only missing packages are fetched. Run as root (or via sudo).
+set -e
+PKGS="build-essential autoconf automake pkg-config clang llvm libclang-rt-14-dev \
+libjansson-dev liburing-dev libmicrohttpd-dev libncurses-dev libpcre2-dev \
+python3 python3-numpy python3-httpx mandoc tmux curl nodejs npm wrk"
+missing=""
+for p in $PKGS; do
+	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	SUDO=""
+	[ "$(id -u)" = 0 ] || SUDO=sudo
+	echo "installing:$missing"
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi

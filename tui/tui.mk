@@ -1,0 +1,1 @@
+# tui/tui.mk: owned by its module; appends to the lists in Makefile.am.
