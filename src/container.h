@@ -4,11 +4,11 @@
  *                              colitop-model(5)): config (HF keys), quant of
  *                              each part, tensor index, expert index, files
  *                              with size + sha256, measured quant error
- *   MODEL_DIR/dense/*.bin      resident tensors (embed, attention, norms,
+ *   MODEL_DIR/dense/NAME.bin     resident tensors (embed, attention, norms,
  *                              routers, shared experts, dense FFN, lm_head)
  *   MODEL_DIR/experts/shard-NNN.bin   routed experts, one shard per MoE layer;
  *                              expert e of the shard at offset e*record_size
- *   MODEL_DIR/mtp/*.bin        MTP layer tensors
+ *   MODEL_DIR/mtp/NAME.bin        MTP layer tensors
  *   MODEL_DIR/tokenizer/       tokenizer.json, tokenizer_config.json
  *
  * Tensor names are the Hugging Face names (e.g.

@@ -4,7 +4,18 @@ libcoli_a_SOURCES = \
 	src/coli_err.c src/coli_err.h \
 	src/coli_log.c src/coli_log.h \
 	src/model_config.h \
-	src/cli.h
+	src/cli.h src/cli_util.c src/cli_util.h \
+	src/model.c src/model.h \
+	src/state.c src/state.h \
+	src/forward.c src/forward_ops.h \
+	src/moe.c src/moe.h \
+	src/sampler.c src/sampler.h \
+	src/stop_match.c src/stop_match.h \
+	src/model_dir.c src/model_dir.h \
+	src/engine.c src/engine.h \
+	src/engine_request.c src/engine_request.h \
+	src/engine_flags.c src/engine_flags.h \
+	src/cmd_logits.c src/cmd_generate.c
 
 bin_PROGRAMS += coli
 coli_SOURCES = src/coli_main.c

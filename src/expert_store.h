@@ -15,6 +15,19 @@
 #include "container.h"
 
 typedef struct expert_store expert_store;
+typedef struct expert_stats expert_stats;
+
+#define EXPERT_STORE_MAX_MIRRORS 7
+
+/* Eviction policies. The default (EXPERT_POLICY_DEFAULT) is chosen by the
+ * trace-replay measurement in expert_store_policy.c. BELADY needs the
+ * future and exists only for expert_store_replay_trace. */
+enum expert_policy {
+	EXPERT_POLICY_LRU = 0,
+	EXPERT_POLICY_LFU_DECAY = 1,
+	EXPERT_POLICY_BELADY = 2,
+	EXPERT_POLICY_COUNT
+};
 
 typedef struct expert_store_opts {
 	int64_t cache_bytes;     /* RAM budget for cached experts; -1 = automatic */
@@ -24,6 +37,18 @@ typedef struct expert_store_opts {
 	const char *const *mirrors; /* NULL-terminated list of mirror dirs */
 	const char *heat_dir;    /* CACHE_DIR/hot-experts; NULL = no persistence */
 	int queue_depth;         /* io_uring depth; 0 = default */
+	/* --- added after the first contract; zeroed/defaulted by
+	 * expert_store_opts_default, so older callers keep working. --- */
+	int policy;              /* enum expert_policy; -1 = default (measured) */
+	int max_batch;           /* experts per acquire call; 0 = 2 x top_k */
+	int64_t kv_bytes;        /* KV budget subtracted by the automatic cache
+	                          * budget; -1 = default (1 GiB) */
+	int verify_mirrors;      /* 1 = sha256 every mirror shard at open (slow) */
+	double mirror_weights[1 + EXPERT_STORE_MAX_MIRRORS]; /* [0] primary, then
+	                          * each mirror; 0 = equal shares */
+	/* storage for flags parsed by expert_store_opts_parse_flag / _env */
+	const char *mirror_list[EXPERT_STORE_MAX_MIRRORS + 1];
+	char mirror_env[1024];
 } expert_store_opts;
 
 void expert_store_opts_default(expert_store_opts *o);
@@ -32,12 +57,29 @@ int expert_store_open(const coli_container *c, const expert_store_opts *o,
 		      expert_store **out, coli_err *err);
 void expert_store_free(expert_store *s);
 
+/* Budgets and batching.
+ *
+ * RAM = pin + cache + scratch records, allocated once at open (virtual
+ * memory; pages are touched only when a record is read into them). The
+ * scratch pool is 2 x max_batch records so that, whatever the cache size
+ * (even 0), the engine can hold one layer's set while the next layer's set
+ * is prefetched. Requests larger than expert_store_max_batch() are the
+ * caller's to split: acquire a group, compute, release, acquire the next.
+ * acquire fails with -ENOBUFS (nothing left pinned) when the request cannot
+ * fit beside what is already held. */
+int expert_store_max_batch(const expert_store *s);
+
 /* Make experts[0..n) of `layer` resident and return a pointer to each
  * record in recs[i] (valid until expert_store_release for that layer).
  * Issues all missing reads at once (one io_uring batch) and waits. */
 int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 			 const void **recs, coli_err *err);
 void expert_store_release(expert_store *s, int layer);
+
+/* Largest n that one expert_store_acquire call accepts with the current
+ * budget (the engine acquires a prefill's experts in groups of this size;
+ * at least 1 even with cache 0, via the store's own scratch records). */
+int expert_store_max_batch(const expert_store *s);
 
 /* Hint: these experts of `layer` are likely needed next. Non-blocking;
  * wrong guesses cost bandwidth only. */
@@ -46,5 +88,60 @@ void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n
 /* Record routing of one token at a layer (for heat, telemetry). */
 void expert_store_note_routing(expert_store *s, int layer, const int *experts,
 			       const float *weights, int n);
+
+/* Telemetry block (expert_stats.h); lives as long as the store. */
+const expert_stats *expert_store_stats(const expert_store *s);
+
+/* Write the heat file now (also done periodically and by expert_store_free).
+ * 0 when heat_dir is NULL. */
+int expert_store_save_heat(expert_store *s, coli_err *err);
+
+/* Shared option parsing so every command spells the store's flags the same
+ * way (see man/engine-options.inc):
+ *   --expert-cache SIZE   (COLI_EXPERT_CACHE)   size_parse.h syntax, "auto"
+ *   --pin-budget SIZE     (COLI_PIN_BUDGET)
+ *   --prefetch / --no-prefetch (COLI_PREFETCH=0|1)
+ *   --direct / --no-direct     (COLI_DIRECT=0|1|auto)
+ *   --mirror DIR          (COLI_MODEL_MIRROR, colon-separated), repeatable
+ *   --mirror-weights W0,W1,...  primary first (COLI_MIRROR_WEIGHTS)
+ *   --cache-policy lru|lfu-decay (COLI_CACHE_POLICY)
+ * `flag` may be given as "--name" or "--name=value". Returns the number of
+ * argv words consumed from `value` (0 or 1), -ENOENT when the flag is not a
+ * store flag, or -EINVAL with err naming the flag. */
+int expert_store_opts_parse_flag(expert_store_opts *o, const char *flag,
+				 const char *value, coli_err *err);
+/* Read the environment twins (flags given afterwards override them). */
+int expert_store_opts_from_env(expert_store_opts *o, coli_err *err);
+
+/* Policy simulation (trace replay), used by tests and `coli bench`.
+ * A trace is the routed experts of each token at each layer:
+ * ids[(t * n_layers + l) * top_k + j], -1 for "none" (dense layers). */
+typedef struct expert_trace {
+	int n_layers, n_experts, top_k, n_tokens;
+	int32_t *ids;
+} expert_trace;
+
+/* Synthetic routing: per layer a Zipf(zipf_s) popularity over a random
+ * permutation of experts that drifts slowly, and with probability
+ * `locality` an expert of the previous token is routed again. */
+int expert_trace_synth(expert_trace *t, int n_layers, int n_experts, int top_k,
+		       int n_tokens, double zipf_s, double locality, uint64_t seed,
+		       coli_err *err);
+void expert_trace_free(expert_trace *t);
+/* Text format, one token per line: "l:e,e,e;l:e,e,..." (written by
+ * expert_store's trace recorder, read by `coli bench`). */
+int expert_trace_load(expert_trace *t, const char *path, int n_layers,
+		      int n_experts, int top_k, coli_err *err);
+
+typedef struct expert_replay_result {
+	uint64_t accesses, hits;
+	double hit_rate;
+} expert_replay_result;
+
+/* Replay `t` through `policy` with room for `capacity` records; every
+ * policy runs the same victim-selection code as the live store. */
+int expert_store_replay_trace(const expert_trace *t, int policy, int64_t capacity,
+			      expert_replay_result *out, coli_err *err);
+const char *expert_policy_name(int policy);
 
 #endif

@@ -1,0 +1,176 @@
+/* engine_request.c - request lifetime and the per-request event channel. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine_request.h"
+
+double engine_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int engine_request_new(const int *prompt, int n, const coli_gen_params *p, coli_request **out,
+		       coli_err *err)
+{
+	coli_request *r = calloc(1, sizeof *r);
+	if (!r)
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	r->prompt = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+	if (!r->prompt)
+		goto oom;
+	memcpy(r->prompt, prompt, sizeof(int) * (size_t)n);
+	r->n_prompt = n;
+	r->params = *p;
+	int ns = 0;
+	for (; p->stop && p->stop[ns]; ns++) {
+		if (ns == COLI_MAX_STOP) {
+			engine_request_unref(r);
+			return coli_err_set(err, -EINVAL, "at most %d stop sequences are supported", COLI_MAX_STOP);
+		}
+		if (!(r->stop[ns] = strdup(p->stop[ns])))
+			goto oom;
+	}
+	r->params.stop = (const char *const *)r->stop;
+	if (p->session && !(r->session = strdup(p->session)))
+		goto oom;
+	r->params.session = r->session;
+	atomic_init(&r->refs, 2);
+	atomic_init(&r->cancelled, 0);
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+	r->submit_time = engine_now();
+	*out = r;
+	return 0;
+oom:
+	for (int i = 0; i < COLI_MAX_STOP; i++)
+		free(r->stop[i]);
+	free(r->prompt);
+	free(r);
+	return coli_err_set(err, -ENOMEM, "out of memory");
+}
+
+void engine_request_unref(coli_request *r)
+{
+	if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
+		return;
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cond);
+	for (int i = 0; i < COLI_MAX_STOP; i++)
+		free(r->stop[i]);
+	free(r->session);
+	free(r->prompt);
+	free(r);
+}
+
+void engine_request_push_text(coli_request *r, int token, const char *text, size_t len)
+{
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		if (r->count > 0) {
+			coli_event *tail = &r->ring[(r->head + r->count - 1) % COLI_REQ_RING];
+			if (r->count == COLI_REQ_RING && tail->text_len + len < sizeof tail->text) {
+				memcpy(tail->text + tail->text_len, text, len);
+				tail->text_len += len;
+				tail->text[tail->text_len] = '\0';
+				tail->token = token;
+				break;
+			}
+		}
+		if (r->count < COLI_REQ_RING) {
+			coli_event *ev = &r->ring[(r->head + r->count) % COLI_REQ_RING];
+			memset(ev, 0, sizeof *ev);
+			ev->kind = COLI_EV_TEXT;
+			ev->token = token;
+			if (len >= sizeof ev->text)
+				len = sizeof ev->text - 1;
+			memcpy(ev->text, text, len);
+			ev->text[len] = '\0';
+			ev->text_len = len;
+			r->count++;
+			break;
+		}
+		if (atomic_load(&r->cancelled))
+			break;
+		/* consumer is far behind: wait for it (or for cancellation) */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
+	}
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void engine_request_finish(coli_request *r, const coli_event *ev)
+{
+	pthread_mutex_lock(&r->lock);
+	r->last = *ev;
+	r->finished = 1;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+int coli_request_next(coli_request *r, coli_event *ev, int timeout_ms)
+{
+	int got = 0;
+	pthread_mutex_lock(&r->lock);
+	struct timespec until;
+	if (timeout_ms >= 0) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += timeout_ms / 1000;
+		until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+	}
+	for (;;) {
+		if (r->count > 0) {
+			*ev = r->ring[r->head];
+			r->head = (r->head + 1) % COLI_REQ_RING;
+			r->count--;
+			got = 1;
+			pthread_cond_broadcast(&r->cond);
+			break;
+		}
+		if (r->finished) {
+			*ev = r->last;
+			got = 1;
+			break;
+		}
+		if (timeout_ms < 0)
+			pthread_cond_wait(&r->cond, &r->lock);
+		else if (pthread_cond_timedwait(&r->cond, &r->lock, &until) == ETIMEDOUT)
+			break;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return got;
+}
+
+void coli_request_cancel(coli_request *r)
+{
+	if (!r)
+		return;
+	atomic_store(&r->cancelled, 1);
+	pthread_mutex_lock(&r->lock);
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void coli_request_free(coli_request *r)
+{
+	if (!r)
+		return;
+	coli_request_cancel(r);
+	engine_request_unref(r);
+}

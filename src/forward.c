@@ -1,0 +1,222 @@
+/* forward.c - the DeepSeek-V3 forward pass: embedding, MLA attention over
+ * the compressed KV cache, dense FFN, MoE (moe.c), final norm and lm_head.
+ *
+ * Positions are processed in chunks of up to max_batch so every weight
+ * matrix is streamed once per chunk (prefill) and once per token (decode).
+ * Attention always uses the absorbed form:
+ *   score(t, j) = (W_UK^T q_nope_t) . latent_j + q_rope_t . k_rope_j
+ *   out_t       = W_UV (sum_j p_j latent_j)
+ * which equals attention over the expanded keys/values (k_nope = W_UK
+ * latent, v = W_UV latent) but never expands the cache: the per-token cost
+ * is O(context * kv_lora) per head. Prefill and decode run the same code
+ * per position, so incremental decode reproduces the full pass exactly. */
+#include "config.h"
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "forward_ops.h"
+#include "moe.h"
+#include "state.h"
+
+struct attn_job {
+	const coli_model *m;
+	coli_state *s;
+	const coli_layer_weights *w;
+	float *kv;
+	int n;      /* positions in the chunk */
+	int pos0;   /* absolute position of the first */
+};
+
+/* One head: absorb q_nope through W_UK for every position of the chunk. */
+static void attn_absorb_head(void *arg, int h)
+{
+	struct attn_job *j = arg;
+	const coli_config *c = &j->m->cfg;
+	coli_state *s = j->s;
+	const int L = c->kv_lora_rank, nope = c->qk_nope_head_dim;
+	const int qk = coli_config_qk_head_dim(c), B = s->max_batch;
+	const int qrow = c->num_attention_heads * qk;
+	float *row = s->rowbuf + (size_t)h * L;
+	float *qlat = s->qlat + (size_t)h * B * L;
+	memset(qlat, 0, sizeof(float) * (size_t)j->n * L);
+	const int base = h * (nope + c->v_head_dim);
+	for (int i = 0; i < nope; i++) {
+		coli_qmat r = fwd_rows(&j->w->kv_b, base + i, 1);
+		coli_dequantize_rows(r.qtype, r.data, 1, L, row);
+		for (int b = 0; b < j->n; b++) {
+			const float a = s->q[(size_t)b * qrow + (size_t)h * qk + i];
+			float *dst = qlat + (size_t)b * L;
+			for (int k = 0; k < L; k++)
+				dst[k] += a * row[k];
+		}
+	}
+}
+
+/* One head: scores over the cache, softmax, weighted latents, then W_UV. */
+static void attn_head(void *arg, int h)
+{
+	struct attn_job *j = arg;
+	const coli_model *m = j->m;
+	const coli_config *c = &m->cfg;
+	coli_state *s = j->s;
+	const int L = c->kv_lora_rank, R = c->qk_rope_head_dim, W = s->kv_width;
+	const int qk = coli_config_qk_head_dim(c), B = s->max_batch, V = c->v_head_dim;
+	const int qrow = c->num_attention_heads * qk;
+	float *sc = s->scores + (size_t)h * s->cap;
+	for (int b = 0; b < j->n; b++) {
+		const int t = j->pos0 + b;
+		const float *ql = s->qlat + ((size_t)h * B + b) * L;
+		const float *qr = s->q + (size_t)b * qrow + (size_t)h * qk + c->qk_nope_head_dim;
+		float mx = -FLT_MAX;
+		for (int p = 0; p <= t; p++) {
+			const float *kv = j->kv + (size_t)p * W;
+			float d = 0.0f;
+			for (int k = 0; k < L; k++)
+				d += ql[k] * kv[k];
+			for (int k = 0; k < R; k++)
+				d += qr[k] * kv[L + k];
+			d *= m->softmax_scale;
+			sc[p] = d;
+			if (d > mx)
+				mx = d;
+		}
+		double sum = 0.0;
+		for (int p = 0; p <= t; p++) {
+			sc[p] = expf(sc[p] - mx);
+			sum += sc[p];
+		}
+		const float inv = (float)(1.0 / sum);
+		float *cl = s->ctxlat + ((size_t)h * B + b) * L;
+		memset(cl, 0, sizeof(float) * L);
+		for (int p = 0; p <= t; p++) {
+			const float pw = sc[p] * inv;
+			const float *kv = j->kv + (size_t)p * W;
+			for (int k = 0; k < L; k++)
+				cl[k] += pw * kv[k];
+		}
+	}
+	coli_qmat wuv = fwd_rows(&j->w->kv_b, h * (c->qk_nope_head_dim + V) + c->qk_nope_head_dim, V);
+	coli_matmul(NULL, &wuv, s->ctxlat + (size_t)h * B * L, j->n, s->vhead + (size_t)h * B * V);
+}
+
+static void attention(const coli_model *m, coli_state *s, int l, int n)
+{
+	const coli_config *c = &m->cfg;
+	const coli_layer_weights *w = &m->layers[l];
+	const int H = c->hidden_size, L = c->kv_lora_rank, R = c->qk_rope_head_dim;
+	const int nh = c->num_attention_heads, qk = coli_config_qk_head_dim(c);
+	const int V = c->v_head_dim, W = s->kv_width, B = s->max_batch;
+	for (int b = 0; b < n; b++)
+		fwd_rmsnorm(s->xn + (size_t)b * H, s->x + (size_t)b * H, w->attn_norm, H, c->rms_norm_eps);
+	/* queries */
+	if (c->q_lora_rank > 0) {
+		const int Q = c->q_lora_rank;
+		coli_matmul(m->pool, &w->q_a, s->xn, n, s->qa);
+		for (int b = 0; b < n; b++)
+			fwd_rmsnorm(s->qa + (size_t)b * Q, s->qa + (size_t)b * Q, w->q_a_norm, Q, c->attn_norm_eps);
+		coli_matmul(m->pool, &w->q_b, s->qa, n, s->q);
+	} else {
+		coli_matmul(m->pool, &w->q, s->xn, n, s->q);
+	}
+	/* compressed KV: normalized latent + roped shared key, into the cache */
+	coli_matmul(m->pool, &w->kv_a, s->xn, n, s->kva);
+	float *kv = s->kv[l];
+	for (int b = 0; b < n; b++) {
+		const int t = s->pos + b;
+		const float *src = s->kva + (size_t)b * W;
+		float *dst = kv + (size_t)t * W;
+		fwd_rmsnorm(dst, src, w->kv_a_norm, L, c->attn_norm_eps);
+		memcpy(dst + L, src + L, sizeof(float) * R);
+		fwd_rope(dst + L, R, t, m->rope_inv_freq, m->rope_mscale);
+		for (int h = 0; h < nh; h++)
+			fwd_rope(s->q + (size_t)b * nh * qk + (size_t)h * qk + c->qk_nope_head_dim, R, t,
+				 m->rope_inv_freq, m->rope_mscale);
+	}
+	struct attn_job job = { m, s, w, kv, n, s->pos };
+	coli_pool_run(m->pool, nh, attn_absorb_head, &job);
+	coli_pool_run(m->pool, nh, attn_head, &job);
+	for (int h = 0; h < nh; h++)
+		for (int b = 0; b < n; b++)
+			memcpy(s->vout + (size_t)b * nh * V + (size_t)h * V,
+			       s->vhead + ((size_t)h * B + b) * V, sizeof(float) * V);
+	coli_matmul(m->pool, &w->o, s->vout, n, s->ffn_out);
+	for (size_t i = 0; i < (size_t)n * H; i++)
+		s->x[i] += s->ffn_out[i];
+}
+
+static void dense_ffn(const coli_model *m, coli_state *s, int l, int n)
+{
+	const coli_config *c = &m->cfg;
+	const coli_layer_weights *w = &m->layers[l];
+	const int H = c->hidden_size, I = c->intermediate_size;
+	coli_matmul(m->pool, &w->gate, s->xn, n, s->ffn_a);
+	coli_matmul(m->pool, &w->up, s->xn, n, s->ffn_b);
+	for (int b = 0; b < n; b++)
+		fwd_swiglu(s->ffn_a + (size_t)b * I, s->ffn_b + (size_t)b * I, I);
+	coli_matmul(m->pool, &w->down, s->ffn_a, n, s->ffn_out);
+	for (size_t i = 0; i < (size_t)n * H; i++)
+		s->x[i] += s->ffn_out[i];
+}
+
+static int forward_chunk(coli_model *m, coli_state *s, const int *tokens, int n, coli_err *err)
+{
+	const coli_config *c = &m->cfg;
+	const int H = c->hidden_size;
+	for (int b = 0; b < n; b++) {
+		if (tokens[b] < 0 || tokens[b] >= c->vocab_size)
+			return coli_err_set(err, -EINVAL, "token id %d is outside the vocabulary (0..%d)",
+					    tokens[b], c->vocab_size - 1);
+		coli_qmat r = fwd_rows(&m->embed, tokens[b], 1);
+		coli_dequantize_rows(r.qtype, r.data, 1, H, s->x + (size_t)b * H);
+	}
+	for (int l = 0; l < c->num_hidden_layers; l++) {
+		const coli_layer_weights *w = &m->layers[l];
+		attention(m, s, l, n);
+		for (int b = 0; b < n; b++)
+			fwd_rmsnorm(s->xn + (size_t)b * H, s->x + (size_t)b * H, w->ffn_norm, H, c->rms_norm_eps);
+		if (w->is_moe) {
+			int rc = moe_forward(m, s, l, n, err);
+			if (rc)
+				return rc;
+		} else {
+			dense_ffn(m, s, l, n);
+		}
+	}
+	s->pos += n;
+	return 0;
+}
+
+int coli_forward(coli_model *m, coli_state *s, const int *tokens, int n, float *logits,
+		 int all_logits, coli_err *err)
+{
+	const coli_config *c = &m->cfg;
+	const int H = c->hidden_size;
+	if (n <= 0)
+		return coli_err_set(err, -EINVAL, "nothing to evaluate");
+	if (s->pos + n > s->cap)
+		return coli_err_set(err, -E2BIG, "context is full: %d tokens + %d new exceed %d",
+				    s->pos, n, s->cap);
+	for (int done = 0; done < n;) {
+		int chunk = n - done < s->max_batch ? n - done : s->max_batch;
+		int rc = forward_chunk(m, s, tokens + done, chunk, err);
+		if (rc)
+			return rc;
+		done += chunk;
+		if (!logits)
+			continue;
+		if (all_logits) {
+			for (int b = 0; b < chunk; b++)
+				fwd_rmsnorm(s->logits_h + (size_t)b * H, s->x + (size_t)b * H, m->final_norm, H,
+					    c->rms_norm_eps);
+			coli_matmul(m->pool, &m->lm_head, s->logits_h, chunk,
+				    logits + (size_t)(done - chunk) * c->vocab_size);
+		} else if (done == n) {
+			fwd_rmsnorm(s->logits_h, s->x + (size_t)(chunk - 1) * H, m->final_norm, H, c->rms_norm_eps);
+			coli_matvec(m->pool, &m->lm_head, s->logits_h, logits);
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,233 @@
+/* model.c - bind a container's resident tensors to the forward pass.
+ *
+ * All shape checks happen here, once, so the forward pass can trust every
+ * view. Missing or mis-shaped tensors are refused naming the tensor. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coli_log.h"
+#include "model.h"
+
+void coli_model_opts_default(coli_model_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->threads = 0;
+	expert_store_opts_default(&o->store);
+}
+
+static int bind_mat(const coli_model *m, coli_qmat *out, int rows, int cols, coli_err *err,
+		    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static int bind_mat(const coli_model *m, coli_qmat *out, int rows, int cols, coli_err *err,
+		    const char *fmt, ...)
+{
+	char name[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof name, fmt, ap);
+	va_end(ap);
+	return coli_container_qmat(m->container, name, rows, cols, out, err);
+}
+
+static int bind_vec(const coli_model *m, const float **out, int len, int optional,
+		    coli_err *err, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static int bind_vec(const coli_model *m, const float **out, int len, int optional,
+		    coli_err *err, const char *fmt, ...)
+{
+	char name[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof name, fmt, ap);
+	va_end(ap);
+	const coli_container_tensor *t = coli_container_find(m->container, name);
+	if (!t) {
+		*out = NULL;
+		if (optional)
+			return 0;
+		return coli_err_set(err, -ENOENT, "%s: tensor %s is missing", m->container->dir, name);
+	}
+	if (t->qtype != COLI_Q_F32 || (int64_t)t->rows * t->cols != len)
+		return coli_err_set(err, -EINVAL, "%s: tensor %s must be an f32 vector of %d values",
+				    m->container->dir, name, len);
+	*out = t->data;
+	return 0;
+}
+
+static int bind_layer(coli_model *m, int l, coli_err *err)
+{
+	const coli_config *c = &m->cfg;
+	coli_layer_weights *w = &m->layers[l];
+	const int H = c->hidden_size, nh = c->num_attention_heads;
+	const int qk = coli_config_qk_head_dim(c);
+	int rc;
+#define P "model.layers.%d."
+	if ((rc = bind_vec(m, &w->attn_norm, H, 0, err, P "input_layernorm.weight", l)) ||
+	    (rc = bind_vec(m, &w->ffn_norm, H, 0, err, P "post_attention_layernorm.weight", l)))
+		return rc;
+	if (c->q_lora_rank > 0) {
+		if ((rc = bind_mat(m, &w->q_a, c->q_lora_rank, H, err, P "self_attn.q_a_proj.weight", l)) ||
+		    (rc = bind_vec(m, &w->q_a_norm, c->q_lora_rank, 0, err, P "self_attn.q_a_layernorm.weight", l)) ||
+		    (rc = bind_mat(m, &w->q_b, nh * qk, c->q_lora_rank, err, P "self_attn.q_b_proj.weight", l)))
+			return rc;
+	} else if ((rc = bind_mat(m, &w->q, nh * qk, H, err, P "self_attn.q_proj.weight", l))) {
+		return rc;
+	}
+	if ((rc = bind_mat(m, &w->kv_a, c->kv_lora_rank + c->qk_rope_head_dim, H, err,
+			   P "self_attn.kv_a_proj_with_mqa.weight", l)) ||
+	    (rc = bind_vec(m, &w->kv_a_norm, c->kv_lora_rank, 0, err, P "self_attn.kv_a_layernorm.weight", l)) ||
+	    (rc = bind_mat(m, &w->kv_b, nh * (c->qk_nope_head_dim + c->v_head_dim), c->kv_lora_rank, err,
+			   P "self_attn.kv_b_proj.weight", l)) ||
+	    (rc = bind_mat(m, &w->o, H, nh * c->v_head_dim, err, P "self_attn.o_proj.weight", l)))
+		return rc;
+	w->is_moe = coli_config_layer_is_moe(c, l);
+	if (!w->is_moe) {
+		const int I = c->intermediate_size;
+		if ((rc = bind_mat(m, &w->gate, I, H, err, P "mlp.gate_proj.weight", l)) ||
+		    (rc = bind_mat(m, &w->up, I, H, err, P "mlp.up_proj.weight", l)) ||
+		    (rc = bind_mat(m, &w->down, H, I, err, P "mlp.down_proj.weight", l)))
+			return rc;
+		return 0;
+	}
+	if ((rc = bind_mat(m, &w->router, c->n_routed_experts, H, err, P "mlp.gate.weight", l)) ||
+	    (rc = bind_vec(m, &w->router_bias, c->n_routed_experts, 1, err,
+			   P "mlp.gate.e_score_correction_bias", l)))
+		return rc;
+	w->has_shared = c->n_shared_experts > 0;
+	if (w->has_shared) {
+		const int Is = c->moe_intermediate_size * c->n_shared_experts;
+		if ((rc = bind_mat(m, &w->sh_gate, Is, H, err, P "mlp.shared_experts.gate_proj.weight", l)) ||
+		    (rc = bind_mat(m, &w->sh_up, Is, H, err, P "mlp.shared_experts.up_proj.weight", l)) ||
+		    (rc = bind_mat(m, &w->sh_down, H, Is, err, P "mlp.shared_experts.down_proj.weight", l)))
+			return rc;
+	}
+#undef P
+	return 0;
+}
+
+/* YaRN helpers, following the DeepSeek-V3 definition of rope_scaling. */
+static double yarn_mscale(double scale, double mscale)
+{
+	return scale <= 1.0 ? 1.0 : 0.1 * mscale * log(scale) + 1.0;
+}
+
+static double yarn_correction_dim(double rotations, int dim, double base, int max_pos)
+{
+	return dim * log(max_pos / (rotations * 2.0 * M_PI)) / (2.0 * log(base));
+}
+
+static int rope_init(coli_model *m, coli_err *err)
+{
+	const coli_config *c = &m->cfg;
+	const int d = c->qk_rope_head_dim, half = d / 2;
+	m->rope_inv_freq = malloc(sizeof(float) * (size_t)(half > 0 ? half : 1));
+	if (!m->rope_inv_freq)
+		return coli_err_set(err, -ENOMEM, "out of memory (rope tables)");
+	double softmax_scale = 1.0 / sqrt((double)coli_config_qk_head_dim(c));
+	m->rope_mscale = 1.0f;
+	for (int i = 0; i < half; i++) {
+		double extra = 1.0 / pow(c->rope_theta, (2.0 * i) / d);
+		double inv = extra;
+		if (c->rope_kind == COLI_ROPE_YARN) {
+			double inter = extra / c->rope_factor;
+			double lo = floor(yarn_correction_dim(c->rope_beta_fast, d, c->rope_theta,
+							      c->rope_original_max_pos));
+			double hi = ceil(yarn_correction_dim(c->rope_beta_slow, d, c->rope_theta,
+							     c->rope_original_max_pos));
+			if (lo < 0)
+				lo = 0;
+			if (hi > d - 1)
+				hi = d - 1;
+			if (lo == hi)
+				hi += 0.001;
+			double ramp = (i - lo) / (hi - lo);
+			ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+			double extra_mask = 1.0 - ramp;
+			inv = inter * (1.0 - extra_mask) + extra * extra_mask;
+		}
+		m->rope_inv_freq[i] = (float)inv;
+	}
+	if (c->rope_kind == COLI_ROPE_YARN) {
+		m->rope_mscale = (float)(yarn_mscale(c->rope_factor, c->rope_mscale) /
+					 yarn_mscale(c->rope_factor, c->rope_mscale_all_dim));
+		if (c->rope_mscale_all_dim != 0.0) {
+			double ms = yarn_mscale(c->rope_factor, c->rope_mscale_all_dim);
+			softmax_scale *= ms * ms;
+		}
+	}
+	m->softmax_scale = (float)softmax_scale;
+	return 0;
+}
+
+int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out, coli_err *err)
+{
+	coli_model_opts defaults;
+	if (!o) {
+		coli_model_opts_default(&defaults);
+		o = &defaults;
+	}
+	int rc;
+	coli_model *m = calloc(1, sizeof *m);
+	if (!m)
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	coli_container_opts copts = { 0 };
+	if ((rc = coli_container_open(dir, &copts, &m->container, err)))
+		goto fail;
+	m->cfg = m->container->config;
+	const coli_config *c = &m->cfg;
+	if (c->qk_rope_head_dim % 2) {
+		rc = coli_err_set(err, -EINVAL, "%s: qk_rope_head_dim must be even", dir);
+		goto fail;
+	}
+	m->layers = calloc((size_t)c->num_hidden_layers, sizeof *m->layers);
+	if (!m->layers) {
+		rc = coli_err_set(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((rc = bind_mat(m, &m->embed, c->vocab_size, c->hidden_size, err, "model.embed_tokens.weight")) ||
+	    (rc = bind_vec(m, &m->final_norm, c->hidden_size, 0, err, "model.norm.weight")))
+		goto fail;
+	if (coli_container_find(m->container, "lm_head.weight"))
+		rc = bind_mat(m, &m->lm_head, c->vocab_size, c->hidden_size, err, "lm_head.weight");
+	else if (c->tie_word_embeddings)
+		m->lm_head = m->embed;
+	else
+		rc = coli_err_set(err, -ENOENT, "%s: tensor lm_head.weight is missing", dir);
+	if (rc)
+		goto fail;
+	for (int l = 0; l < c->num_hidden_layers; l++)
+		if ((rc = bind_layer(m, l, err)))
+			goto fail;
+	if ((rc = rope_init(m, err)))
+		goto fail;
+	m->pool = coli_pool_new(o->threads);
+	if (!m->pool) {
+		rc = coli_err_set(err, -ENOMEM, "cannot start the compute pool");
+		goto fail;
+	}
+	if (c->n_routed_experts > 0 && (rc = expert_store_open(m->container, &o->store, &m->store, err)))
+		goto fail;
+	*out = m;
+	return 0;
+fail:
+	coli_model_free(m);
+	return rc;
+}
+
+void coli_model_free(coli_model *m)
+{
+	if (!m)
+		return;
+	expert_store_free(m->store);
+	coli_pool_free(m->pool);
+	free(m->rope_inv_freq);
+	free(m->layers);
+	coli_container_free(m->container);
+	free(m);
+}

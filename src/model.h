@@ -1,0 +1,98 @@
+/* model.h - the model (weights, bound once at load) and per-sequence state.
+ *
+ * Lifetimes, as in llama2.c: coli_model holds the config, views into the
+ * container's resident tensors, the expert store and the compute pool; it
+ * is read-only after coli_model_open. coli_state holds one sequence's
+ * compressed KV cache and every scratch buffer the forward pass needs, all
+ * allocated in coli_state_new so the per-token path allocates nothing.
+ *
+ * Owner: the engine thread (or the single thread of a CLI command). */
+#ifndef COLI_MODEL_H
+#define COLI_MODEL_H
+
+#include <stdint.h>
+
+#include "coli_err.h"
+#include "container.h"
+#include "expert_store.h"
+#include "kernels.h"
+#include "model_config.h"
+
+typedef struct coli_layer_weights {
+	int is_moe;
+	const float *attn_norm;      /* (H) input_layernorm */
+	const float *ffn_norm;       /* (H) post_attention_layernorm */
+	/* MLA */
+	coli_qmat q_a;               /* (q_lora, H) when q_lora_rank > 0 */
+	const float *q_a_norm;       /* (q_lora) */
+	coli_qmat q_b;               /* (heads*(nope+rope), q_lora) */
+	coli_qmat q;                 /* (heads*(nope+rope), H) when q_lora_rank == 0 */
+	coli_qmat kv_a;              /* (kv_lora+rope, H) */
+	const float *kv_a_norm;      /* (kv_lora) */
+	coli_qmat kv_b;              /* (heads*(nope+v), kv_lora): W_UK | W_UV per head */
+	coli_qmat o;                 /* (H, heads*v) */
+	/* dense FFN (layers < first_k_dense_replace) */
+	coli_qmat gate, up, down;    /* (I,H) (I,H) (H,I) */
+	/* MoE */
+	coli_qmat router;            /* (E, H), f32 */
+	const float *router_bias;    /* (E) e_score_correction_bias, may be NULL */
+	coli_qmat sh_gate, sh_up, sh_down; /* shared experts (Is,H) (Is,H) (H,Is) */
+	int has_shared;
+} coli_layer_weights;
+
+typedef struct coli_model_opts {
+	int threads;                 /* <= 0: online cores */
+	expert_store_opts store;
+} coli_model_opts;
+
+void coli_model_opts_default(coli_model_opts *o);
+
+typedef struct coli_model {
+	coli_config cfg;
+	coli_container *container;   /* owned */
+	coli_layer_weights *layers;  /* (num_hidden_layers) */
+	coli_qmat embed;             /* (V, H) */
+	const float *final_norm;     /* (H) */
+	coli_qmat lm_head;           /* (V, H) */
+	expert_store *store;         /* owned */
+	coli_pool *pool;             /* owned */
+	/* RoPE tables: inv_freq (rope/2) and the YaRN magnitude factor */
+	float *rope_inv_freq;
+	float rope_mscale;           /* multiplies cos/sin (YaRN _mscale) */
+	float softmax_scale;         /* qk_head_dim^-0.5 * mscale^2 */
+} coli_model;
+
+int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out, coli_err *err);
+void coli_model_free(coli_model *m);
+
+/* Per-token routing observed by the last forward call (for telemetry and
+ * tests): experts and weights of the last position, per MoE layer. */
+typedef struct coli_routing {
+	int *experts;                /* (layers, topk) */
+	float *weights;              /* (layers, topk) */
+} coli_routing;
+
+typedef struct coli_state coli_state;
+
+/* max_ctx: KV capacity in tokens; max_batch: positions per forward call. */
+int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state **out,
+		   coli_err *err);
+void coli_state_free(coli_state *s);
+int coli_state_pos(const coli_state *s);        /* tokens in the KV cache */
+int coli_state_capacity(const coli_state *s);
+/* Forget everything after n tokens (n <= pos). */
+void coli_state_rewind(coli_state *s, int n);
+/* The compressed KV rows of one layer: (capacity, kv_lora+rope), row t
+ * valid for t < pos. Used to persist and restore sessions. */
+float *coli_state_kv(coli_state *s, int layer);
+/* Set pos after KV rows were restored from a session. */
+void coli_state_set_pos(coli_state *s, int pos);
+const coli_routing *coli_state_routing(const coli_state *s);
+
+/* Run tokens[0..n) at positions pos..pos+n, appending to the KV cache.
+ * logits: NULL, or (n, vocab) when all_logits, else (vocab) for the last
+ * position only. n may exceed max_batch (processed in chunks). */
+int coli_forward(coli_model *m, coli_state *s, const int *tokens, int n, float *logits,
+		 int all_logits, coli_err *err);
+
+#endif

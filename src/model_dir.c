@@ -1,0 +1,43 @@
+/* model_dir.c - see model_dir.h. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "model_dir.h"
+
+static int has_manifest(const char *dir)
+{
+	char p[4096];
+	struct stat st;
+	if (snprintf(p, sizeof p, "%s/manifest.json", dir) >= (int)sizeof p)
+		return 0;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int coli_model_dir_resolve(const char *arg, char *out, size_t cap, coli_err *err)
+{
+	const char *env = getenv("COLI_MODEL");
+	const char *pick = arg && *arg ? arg : env && *env ? env : NULL;
+	if (pick) {
+		if (strlen(pick) >= cap)
+			return coli_err_set(err, -ENAMETOOLONG, "model path too long: %s", pick);
+		strcpy(out, pick);
+		return 0;
+	}
+	/* Running from the build tree must find the shipped model without an
+	 * install step; an installed binary finds it under PKGDATADIR. */
+	const char *candidates[] = { COLI_SRCDIR "/data/default-model", COLI_DATADIR "/default-model" };
+	for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+		if (has_manifest(candidates[i]) && strlen(candidates[i]) < cap) {
+			strcpy(out, candidates[i]);
+			return 0;
+		}
+	}
+	return coli_err_set(err, -ENOENT,
+			    "no model given: pass a model directory or set COLI_MODEL "
+			    "(the default model was not found in %s)", COLI_DATADIR);
+}

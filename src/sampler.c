@@ -1,0 +1,115 @@
+/* sampler.c - see sampler.h. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "sampler.h"
+
+int coli_sampler_init(coli_sampler *s, int vocab, float temperature, float top_p, uint64_t seed,
+		      coli_err *err)
+{
+	s->vocab = vocab;
+	s->prob = malloc(sizeof(float) * (size_t)vocab);
+	s->idx = malloc(sizeof(int) * (size_t)vocab);
+	if (!s->prob || !s->idx) {
+		coli_sampler_free(s);
+		return coli_err_set(err, -ENOMEM, "out of memory (sampler)");
+	}
+	coli_sampler_reset(s, temperature, top_p, seed);
+	return 0;
+}
+
+void coli_sampler_reset(coli_sampler *s, float temperature, float top_p, uint64_t seed)
+{
+	s->temperature = temperature;
+	s->top_p = top_p > 0.0f && top_p < 1.0f ? top_p : 1.0f;
+	/* splitmix64 of the seed, so seed 0 is a valid state */
+	uint64_t z = seed + 0x9e3779b97f4a7c15ULL;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	s->rng = (z ^ (z >> 31)) | 1;
+}
+
+void coli_sampler_free(coli_sampler *s)
+{
+	free(s->prob);
+	free(s->idx);
+	s->prob = NULL;
+	s->idx = NULL;
+}
+
+int coli_argmax(const float *logits, int n)
+{
+	int best = 0;
+	for (int i = 1; i < n; i++)
+		if (logits[i] > logits[best])
+			best = i;
+	return best;
+}
+
+static float rng_uniform(coli_sampler *s)
+{
+	s->rng ^= s->rng >> 12;
+	s->rng ^= s->rng << 25;
+	s->rng ^= s->rng >> 27;
+	return (float)((s->rng * 0x2545F4914F6CDD1DULL) >> 40) / 16777216.0f;
+}
+
+static int cmp_prob_desc(const void *a, const void *b, void *ctx)
+{
+	const float *p = ctx;
+	float x = p[*(const int *)a], y = p[*(const int *)b];
+	if (x != y)
+		return x > y ? -1 : 1;
+	return *(const int *)a - *(const int *)b;
+}
+
+int coli_sampler_sample(coli_sampler *s, const float *logits)
+{
+	const int n = s->vocab;
+	if (s->temperature <= 0.0f)
+		return coli_argmax(logits, n);
+	const float mx = logits[coli_argmax(logits, n)];
+	double sum = 0.0;
+	for (int i = 0; i < n; i++) {
+		s->prob[i] = expf((logits[i] - mx) / s->temperature);
+		sum += s->prob[i];
+	}
+	for (int i = 0; i < n; i++)
+		s->prob[i] = (float)(s->prob[i] / sum);
+	float r = rng_uniform(s);
+	if (s->top_p >= 1.0f) {
+		float acc = 0.0f;
+		for (int i = 0; i < n; i++) {
+			acc += s->prob[i];
+			if (r < acc)
+				return i;
+		}
+		return n - 1;
+	}
+	/* nucleus: only tokens that could be in the top-p set need sorting */
+	const float cutoff = (1.0f - s->top_p) / (float)(n > 1 ? n - 1 : 1);
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (s->prob[i] >= cutoff)
+			s->idx[m++] = i;
+	qsort_r(s->idx, (size_t)m, sizeof(int), cmp_prob_desc, s->prob);
+	float cum = 0.0f;
+	int last = m - 1;
+	for (int i = 0; i < m; i++) {
+		cum += s->prob[s->idx[i]];
+		if (cum > s->top_p) {
+			last = i;
+			break;
+		}
+	}
+	float target = r * cum, acc = 0.0f;
+	for (int i = 0; i <= last; i++) {
+		acc += s->prob[s->idx[i]];
+		if (target < acc)
+			return s->idx[i];
+	}
+	return s->idx[last];
+}

@@ -1,0 +1,120 @@
+/* state.c - allocation of one sequence's KV cache and scratch buffers. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state.h"
+
+static void *zalloc(size_t n, size_t size, int *failed)
+{
+	if (n == 0)
+		n = 1;
+	void *p = calloc(n, size);
+	if (!p)
+		*failed = 1;
+	return p;
+}
+
+int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state **out,
+		   coli_err *err)
+{
+	const coli_config *c = &m->cfg;
+	if (max_ctx < 1 || max_batch < 1)
+		return coli_err_set(err, -EINVAL, "context and batch sizes must be positive");
+	coli_state *s = calloc(1, sizeof *s);
+	if (!s)
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	int failed = 0;
+	const size_t B = (size_t)max_batch, H = (size_t)c->hidden_size;
+	const size_t nh = (size_t)c->num_attention_heads, L = (size_t)c->kv_lora_rank;
+	const size_t E = (size_t)(c->n_routed_experts > 0 ? c->n_routed_experts : 1);
+	const size_t K = (size_t)(c->num_experts_per_tok > 0 ? c->num_experts_per_tok : 1);
+	size_t ffn = (size_t)c->intermediate_size;
+	size_t shared = (size_t)c->moe_intermediate_size * (size_t)c->n_shared_experts;
+	if (shared > ffn)
+		ffn = shared;
+	s->cap = max_ctx;
+	s->max_batch = max_batch;
+	s->n_layers = c->num_hidden_layers;
+	s->kv_width = coli_config_kv_width(c);
+	s->kv = zalloc((size_t)s->n_layers, sizeof *s->kv, &failed);
+	for (int l = 0; !failed && l < s->n_layers; l++)
+		s->kv[l] = zalloc((size_t)max_ctx * (size_t)s->kv_width, sizeof(float), &failed);
+	s->x = zalloc(B * H, sizeof(float), &failed);
+	s->xn = zalloc(B * H, sizeof(float), &failed);
+	s->qa = zalloc(B * (size_t)(c->q_lora_rank > 0 ? c->q_lora_rank : 1), sizeof(float), &failed);
+	s->q = zalloc(B * nh * (size_t)coli_config_qk_head_dim(c), sizeof(float), &failed);
+	s->kva = zalloc(B * (size_t)s->kv_width, sizeof(float), &failed);
+	s->qlat = zalloc(nh * B * L, sizeof(float), &failed);
+	s->ctxlat = zalloc(nh * B * L, sizeof(float), &failed);
+	s->vhead = zalloc(nh * B * (size_t)c->v_head_dim, sizeof(float), &failed);
+	s->vout = zalloc(B * nh * (size_t)c->v_head_dim, sizeof(float), &failed);
+	s->rowbuf = zalloc(nh * L, sizeof(float), &failed);
+	s->scores = zalloc(nh * (size_t)max_ctx, sizeof(float), &failed);
+	s->ffn_a = zalloc(B * ffn, sizeof(float), &failed);
+	s->ffn_b = zalloc(B * ffn, sizeof(float), &failed);
+	s->ffn_out = zalloc(B * H, sizeof(float), &failed);
+	s->router_logits = zalloc(B * E, sizeof(float), &failed);
+	s->sel = zalloc(B * K, sizeof(int), &failed);
+	s->sel_w = zalloc(B * K, sizeof(float), &failed);
+	s->moe_out = zalloc(B * K * H, sizeof(float), &failed);
+	s->union_experts = zalloc(E, sizeof(int), &failed);
+	s->tok_slot = zalloc(B * K, sizeof(int), &failed);
+	s->exp_in = zalloc(B * H, sizeof(float), &failed);
+	s->exp_a = zalloc(B * (size_t)c->moe_intermediate_size, sizeof(float), &failed);
+	s->exp_b = zalloc(B * (size_t)c->moe_intermediate_size, sizeof(float), &failed);
+	s->exp_out = zalloc(B * H, sizeof(float), &failed);
+	s->recs = zalloc(E, sizeof(void *), &failed);
+	s->predict = zalloc(E, sizeof(int), &failed);
+	s->pred_scores = zalloc(E, sizeof(float), &failed);
+	s->route_tmp = zalloc(2 * E, sizeof(float), &failed);
+	s->pred_w = zalloc(K, sizeof(float), &failed);
+	s->logits_h = zalloc(B * H, sizeof(float), &failed);
+	s->routing.experts = zalloc((size_t)s->n_layers * K, sizeof(int), &failed);
+	s->routing.weights = zalloc((size_t)s->n_layers * K, sizeof(float), &failed);
+	if (failed) {
+		coli_state_free(s);
+		return coli_err_set(err, -ENOMEM, "out of memory allocating a %d-token context", max_ctx);
+	}
+	for (size_t i = 0; i < (size_t)s->n_layers * K; i++)
+		s->routing.experts[i] = -1;
+	*out = s;
+	return 0;
+}
+
+void coli_state_free(coli_state *s)
+{
+	if (!s)
+		return;
+	for (int l = 0; s->kv && l < s->n_layers; l++)
+		free(s->kv[l]);
+	free(s->kv);
+	void *bufs[] = { s->x, s->xn, s->qa, s->q, s->kva, s->qlat, s->ctxlat, s->vhead,
+			 s->vout, s->rowbuf, s->scores, s->ffn_a, s->ffn_b, s->ffn_out,
+			 s->router_logits, s->sel, s->sel_w, s->moe_out, s->union_experts,
+			 s->tok_slot, s->exp_in, s->exp_a, s->exp_b, s->exp_out, (void *)s->recs,
+			 s->predict, s->pred_scores, s->route_tmp, s->pred_w, s->logits_h, s->routing.experts,
+			 s->routing.weights };
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+		free(bufs[i]);
+	free(s);
+}
+
+int coli_state_pos(const coli_state *s) { return s->pos; }
+int coli_state_capacity(const coli_state *s) { return s->cap; }
+float *coli_state_kv(coli_state *s, int layer) { return s->kv[layer]; }
+const coli_routing *coli_state_routing(const coli_state *s) { return &s->routing; }
+
+void coli_state_rewind(coli_state *s, int n)
+{
+	if (n >= 0 && n < s->pos)
+		s->pos = n;
+}
+
+void coli_state_set_pos(coli_state *s, int pos)
+{
+	if (pos >= 0 && pos <= s->cap)
+		s->pos = pos;
+}

@@ -1,0 +1,46 @@
+/* state.h - layout of coli_state (private to the forward pass). */
+#ifndef COLI_STATE_H
+#define COLI_STATE_H
+
+#include "model.h"
+
+struct coli_state {
+	int cap;                /* KV capacity (tokens) */
+	int max_batch;          /* B: positions per forward chunk */
+	int pos;                /* tokens currently in the KV cache */
+	int n_layers;
+	int kv_width;           /* kv_lora + rope */
+	float **kv;             /* (layers) -> (cap, kv_width): latent | roped key */
+	/* activations for one chunk of B positions */
+	float *x;               /* (B, H) residual stream */
+	float *xn;              /* (B, H) normed input of a block */
+	float *qa;              /* (B, q_lora) */
+	float *q;               /* (B, heads * qk_head_dim) */
+	float *kva;             /* (B, kv_lora + rope) */
+	float *qlat;            /* (heads, B, kv_lora): q_nope absorbed through W_UK */
+	float *ctxlat;          /* (heads, B, kv_lora): attention-weighted latents */
+	float *vhead;           /* (heads, B, v) */
+	float *vout;            /* (B, heads * v) */
+	float *rowbuf;          /* (heads, kv_lora) dequantized W_UK rows */
+	float *scores;          /* (heads, cap) */
+	float *ffn_a, *ffn_b;   /* (B, max FFN width) */
+	float *ffn_out;         /* (B, H) */
+	float *router_logits;   /* (B, E) */
+	int *sel;               /* (B, topk) chosen experts, ascending */
+	float *sel_w;           /* (B, topk) their weights */
+	float *moe_out;         /* (B, topk, H) each chosen expert's output */
+	int *union_experts;     /* (E) experts used by the chunk, ascending */
+	int *tok_slot;          /* (B * topk) (b * topk + k) routed to the current expert */
+	float *exp_in;          /* (B, H) gathered inputs for one expert */
+	float *exp_a, *exp_b;   /* (B, moe_I) */
+	float *exp_out;         /* (B, H) */
+	const void **recs;      /* (E) expert records of the current group */
+	int *predict;           /* (E) predicted experts for the next layer */
+	float *pred_scores;     /* (E) */
+	float *route_tmp;       /* (2E) scratch for moe_route */
+	float *pred_w;          /* (topk) */
+	float *logits_h;        /* (B, H) final-normed states for lm_head */
+	coli_routing routing;   /* (layers, topk) of the last position */
+};
+
+#endif
