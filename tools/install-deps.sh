@@ -3,7 +3,7 @@
 # Idempotent: only missing packages are fetched. Run as root (or via sudo).
 set -e
 PKGS="build-essential autoconf automake pkg-config clang llvm libclang-rt-14-dev \
-libjansson-dev liburing-dev libmicrohttpd-dev libncurses-dev libpcre2-dev \
+libjansson-dev liburing-dev libmicrohttpd-dev libncurses-dev libpcre2-dev libutf8proc-dev \
 python3 python3-numpy python3-httpx mandoc tmux curl nodejs npm wrk"
 missing=""
 for p in $PKGS; do
