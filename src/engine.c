@@ -238,7 +238,7 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 		goto fail;
 	e->opts.model_dir = e->model_dir;
 	const char *slash = strrchr(e->model_dir, '/');
-	snprintf(e->model_name, sizeof e->model_name, "%s", slash && slash[1] ? slash + 1 : e->model_dir);
+	snprintf(e->model_name, sizeof e->model_name, "%.255s", slash && slash[1] ? slash + 1 : e->model_dir);
 	coli_model_opts mo;
 	coli_model_opts_default(&mo);
 	mo.threads = e->opts.threads;

@@ -1,1 +1,7 @@
-# tests/tests.mk: owned by its module; appends to the lists in Makefile.am.
+# Core tests (forward pass helpers, engine pieces).
+check_PROGRAMS += tests/core_stop_match_test tests/core_sampler_test
+TESTS += tests/core_stop_match_test tests/core_sampler_test
+tests_core_stop_match_test_SOURCES = tests/core_stop_match_test.c
+tests_core_stop_match_test_LDADD = libcoli.a $(COLI_LIBS)
+tests_core_sampler_test_SOURCES = tests/core_sampler_test.c
+tests_core_sampler_test_LDADD = libcoli.a $(COLI_LIBS)
