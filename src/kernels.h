@@ -29,4 +29,19 @@ void coli_matmul(coli_pool *p, const coli_qmat *w, const float *x, int n, float 
 /* Name of the code path in use ("avx2" or "generic"), for bench/info. */
 const char *coli_kernels_isa(void);
 
+/* Tests and benchmarks only: nonzero forces the portable C path (for the
+ * rest of the process, or until called again with 0). Returns the previous
+ * setting. Not to be flipped while kernels run on other threads. */
+int coli_kernels_force_generic(int on);
+
+/* Internal contract between kernels.c and kernels_avx2.c (not for other
+ * modules): compute rows [r0, r1) of Y[n][rows] = X[n][cols] W^T for one
+ * weight type. xsum[k * (cols / 64) + b] holds the sum of block b of input
+ * k (used by INT4's "+ m" term; NULL for other types). */
+typedef void (*coli_rows_fn)(const coli_qmat *w, const float *x, int n,
+			     const float *xsum, int r0, int r1, float *y);
+/* The AVX2+FMA+F16C implementation for qtype, or NULL when this CPU or
+ * build lacks it. */
+coli_rows_fn coli_kernels_avx2_rows(int qtype);
+
 #endif

@@ -64,6 +64,15 @@ int coli_quantize_rows(int qtype, const float *src, int n_rows, int cols, void *
 /* Inverse: expand rows back to f32 (for error measurement and tests). */
 void coli_dequantize_rows(int qtype, const void *src, int n_rows, int cols, float *dst);
 
+/* Relative RMS error of a round trip: ||W - deq(q(W))|| / ||W|| over the
+ * rows x cols matrix w (computed in double). 0 for F32; -1 on bad
+ * arguments (cols not a multiple of 64 for quantized types, no memory). */
+double coli_quant_rel_rms(int qtype, const float *w, int rows, int cols);
+/* The same figure for a symmetric int4 grid with the same storage cost
+ * (half scale d = signed absmax / -8, q in [-8, 7]), so convert can publish
+ * why the affine layout was chosen. Not a container format. */
+double coli_quant_rel_rms_int4_symmetric(const float *w, int rows, int cols);
+
 /* Half-precision helpers (IEEE binary16 <-> float), round-to-nearest-even. */
 float coli_half_to_float(uint16_t h);
 uint16_t coli_float_to_half(float f);

@@ -1,1 +1,22 @@
 # src/quant.mk: owned by its module; appends to the lists in Makefile.am.
+# Weight formats, matrix kernels, compute pool, kernel benchmark.
+libcoli_a_SOURCES += \
+	src/quant.c src/quant.h \
+	src/kernels.c src/kernels_avx2.c src/kernels.h \
+	src/pool.c \
+	src/bench_kernels.c src/bench_kernels.h
+
+check_PROGRAMS += tests/quant_format_test tests/quant_kernels_test tests/quant_pool_test
+TESTS += tests/quant_format_test tests/quant_kernels_test tests/quant_pool_test
+tests_quant_format_test_SOURCES = tests/quant_format.c
+tests_quant_format_test_LDADD = libcoli.a $(COLI_LIBS)
+tests_quant_kernels_test_SOURCES = tests/quant_kernels.c
+tests_quant_kernels_test_LDADD = libcoli.a $(COLI_LIBS)
+tests_quant_pool_test_SOURCES = tests/quant_pool.c
+tests_quant_pool_test_LDADD = libcoli.a $(COLI_LIBS)
+
+# Not a test (it measures, it asserts nothing): `tests/quant_bench [SECONDS]
+# [THREADS]` prints coli_bench_kernels() as JSON.
+noinst_PROGRAMS += tests/quant_bench
+tests_quant_bench_SOURCES = tests/quant_bench.c
+tests_quant_bench_LDADD = libcoli.a $(COLI_LIBS)

@@ -1,0 +1,259 @@
+/* bench_kernels.c - memory bandwidth vs kernel bandwidth (bench_kernels.h).
+ *
+ * Buffers come from mmap so they are returned to the system at once, and
+ * are first touched by the pool's threads (the pages then live where the
+ * threads that stream them run). */
+#include "config.h"
+
+#include "bench_kernels.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coli_log.h"
+
+#define MIB (1024.0 * 1024.0)
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static size_t llc_bytes(void)
+{
+	long v = -1;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+	v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+	if (v <= 0)
+		v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+	if (v <= 0) {
+		FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+		unsigned long k;
+		if (f) {
+			if (fscanf(f, "%luK", &k) == 1)
+				v = (long)k * 1024;
+			fclose(f);
+		}
+	}
+	return v > 0 ? (size_t)v : (size_t)32 << 20;
+}
+
+static void *big_alloc(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	madvise(p, bytes, MADV_HUGEPAGE); /* fewer TLB misses; optional */
+#endif
+	return p;
+}
+
+/* ---- triad ---- */
+
+struct triad {
+	float *a, *b, *c;
+	size_t n;
+	int parts;
+	int init;
+};
+
+static void triad_task(void *arg, int i)
+{
+	struct triad *t = arg;
+	size_t lo = t->n * (size_t)i / (size_t)t->parts;
+	size_t hi = t->n * (size_t)(i + 1) / (size_t)t->parts;
+	if (t->init) {
+		for (size_t k = lo; k < hi; k++) {
+			t->a[k] = 0.0f;
+			t->b[k] = 1.0f;
+			t->c[k] = 2.0f;
+		}
+		return;
+	}
+	float *restrict a = t->a;
+	const float *restrict b = t->b, *restrict c = t->c;
+	for (size_t k = lo; k < hi; k++)
+		a[k] = b[k] + 3.0f * c[k];
+}
+
+static int bench_triad(coli_pool *p, size_t array_bytes, double budget, json_t *out)
+{
+	struct triad t = { 0 };
+	t.n = array_bytes / sizeof(float);
+	t.parts = coli_pool_size(p);
+	t.a = big_alloc(array_bytes);
+	t.b = big_alloc(array_bytes);
+	t.c = big_alloc(array_bytes);
+	int rc = -1;
+	if (!t.a || !t.b || !t.c)
+		goto out;
+	t.init = 1;
+	coli_pool_run(p, t.parts, triad_task, &t);
+	t.init = 0;
+	double best = 0.0, t_end = now_s() + budget;
+	int runs = 0;
+	do {
+		double t0 = now_s();
+		coli_pool_run(p, t.parts, triad_task, &t);
+		double dt = now_s() - t0;
+		double gbps = 3.0 * (double)array_bytes / dt * 1e-9;
+		if (gbps > best)
+			best = gbps;
+		runs++;
+	} while (runs < 2 || (now_s() < t_end && runs < 20));
+	json_object_set_new(out, "array_bytes", json_integer((json_int_t)array_bytes));
+	json_object_set_new(out, "runs", json_integer(runs));
+	json_object_set_new(out, "gbps", json_real(best));
+	rc = 0;
+out:
+	if (t.a)
+		munmap(t.a, array_bytes);
+	if (t.b)
+		munmap(t.b, array_bytes);
+	if (t.c)
+		munmap(t.c, array_bytes);
+	return rc;
+}
+
+/* ---- matvec on a weight set beyond the LLC ---- */
+
+struct fill {
+	uint8_t *buf;
+	size_t bytes;
+	int parts;
+	int qtype;
+};
+
+/* Random nibbles/bytes with plausible scales; values do not matter for
+ * speed, only that nothing is a compressible constant page. */
+static void fill_task(void *arg, int i)
+{
+	struct fill *f = arg;
+	size_t blk = f->qtype == COLI_Q_INT4 ? sizeof(coli_block_q4) : sizeof(coli_block_q8);
+	size_t nblk = f->bytes / blk;
+	size_t lo = nblk * (size_t)i / (size_t)f->parts;
+	size_t hi = nblk * (size_t)(i + 1) / (size_t)f->parts;
+	uint64_t s = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+	for (size_t k = lo; k < hi; k++) {
+		uint8_t *b = f->buf + k * blk;
+		for (size_t j = 0; j < blk; j += 8) {
+			s ^= s << 13;
+			s ^= s >> 7;
+			s ^= s << 17;
+			memcpy(b + j, &s, blk - j < 8 ? blk - j : 8);
+		}
+		if (f->qtype == COLI_Q_INT4) {
+			coli_block_q4 *q = (coli_block_q4 *)b;
+			q->d = coli_float_to_half(0.002f);
+			q->m = coli_float_to_half(-0.015f);
+		} else {
+			float d = 0.0002f;
+			memcpy(b, &d, sizeof d);
+		}
+	}
+}
+
+static const struct {
+	int rows, cols;
+	const char *what;
+} shapes[] = {
+	{ 2048, 6144, "expert gate/up" },
+	{ 6144, 2048, "expert down" },
+	{ 16384, 2048, "attention q_b-like" },
+};
+
+#define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
+
+static int bench_matvec(coli_pool *p, int qtype, size_t set_bytes, double budget,
+			double triad_gbps, json_t *arr)
+{
+	struct fill f = { 0 };
+	f.bytes = set_bytes;
+	f.parts = coli_pool_size(p);
+	f.qtype = qtype;
+	f.buf = big_alloc(set_bytes);
+	static float x[16384], y[16384];
+	if (!f.buf)
+		return -1;
+	coli_pool_run(p, f.parts, fill_task, &f);
+	for (int j = 0; j < 16384; j++)
+		x[j] = (float)((j * 37) % 101) * 0.01f - 0.5f;
+
+	for (int s = 0; s < N_SHAPES; s++) {
+		coli_qmat w = { qtype, shapes[s].rows, shapes[s].cols, NULL };
+		size_t mb = coli_qtype_bytes(qtype, w.rows, w.cols);
+		size_t count = set_bytes / mb;
+		if (count < 1)
+			count = 1;
+		double t_end = now_s() + budget / N_SHAPES;
+		double t0 = now_s(), dt;
+		size_t calls = 0;
+		do {
+			w.data = f.buf + (calls % count) * mb;
+			coli_matvec(p, &w, x, y);
+			calls++;
+		} while (calls < count || now_s() < t_end);
+		dt = now_s() - t0;
+		double gbps = (double)mb * (double)calls / dt * 1e-9;
+		json_t *o = json_object();
+		char name[32];
+		snprintf(name, sizeof name, "%dx%d", w.rows, w.cols);
+		json_object_set_new(o, "shape", json_string(name));
+		json_object_set_new(o, "what", json_string(shapes[s].what));
+		json_object_set_new(o, "matrix_bytes", json_integer((json_int_t)mb));
+		json_object_set_new(o, "matrices", json_integer((json_int_t)count));
+		json_object_set_new(o, "calls", json_integer((json_int_t)calls));
+		json_object_set_new(o, "us_per_call", json_real(dt / (double)calls * 1e6));
+		json_object_set_new(o, "gbps", json_real(gbps));
+		json_object_set_new(o, "ratio_to_triad", json_real(triad_gbps > 0 ? gbps / triad_gbps : 0.0));
+		json_array_append_new(arr, o);
+	}
+	munmap(f.buf, set_bytes);
+	return 0;
+}
+
+json_t *coli_bench_kernels(coli_pool *p, double seconds_budget)
+{
+	if (seconds_budget <= 0)
+		seconds_budget = 3.0;
+	size_t llc = llc_bytes();
+	/* 3 x 256 MiB at least, and twice the LLC in all */
+	size_t array_bytes = (size_t)256 << 20;
+	if (array_bytes * 3 < llc * 2)
+		array_bytes = (llc * 2 / 3 + 4095) & ~(size_t)4095;
+	/* weights: twice the LLC, at least 512 MiB */
+	size_t set_bytes = llc * 2 > ((size_t)512 << 20) ? llc * 2 : (size_t)512 << 20;
+
+	json_t *out = json_object();
+	json_t *triad = json_object();
+	json_t *q4 = json_array(), *q8 = json_array();
+	json_object_set_new(out, "isa", json_string(coli_kernels_isa()));
+	json_object_set_new(out, "threads", json_integer(coli_pool_size(p)));
+	json_object_set_new(out, "llc_bytes", json_integer((json_int_t)llc));
+	json_object_set_new(out, "weight_set_bytes", json_integer((json_int_t)set_bytes));
+	json_object_set_new(out, "triad", triad);
+	json_object_set_new(out, "int4", q4);
+	json_object_set_new(out, "int8", q8);
+
+	if (bench_triad(p, array_bytes, seconds_budget * 0.3, triad) < 0)
+		goto fail;
+	double tg = json_real_value(json_object_get(triad, "gbps"));
+	if (bench_matvec(p, COLI_Q_INT4, set_bytes, seconds_budget * 0.4, tg, q4) < 0)
+		goto fail;
+	if (bench_matvec(p, COLI_Q_INT8, set_bytes, seconds_budget * 0.3, tg, q8) < 0)
+		goto fail;
+	coli_debug("bench kernels: triad %.1f GB/s (%.0f MiB arrays)", tg, (double)array_bytes / MIB);
+	return out;
+fail:
+	coli_warn("bench kernels: could not map %.0f MiB of memory", (double)set_bytes / MIB);
+	json_decref(out);
+	return NULL;
+}

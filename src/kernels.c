@@ -1,0 +1,236 @@
+/* kernels.c - matvec / matmul dispatch and the portable C kernels.
+ *
+ * Work split: rows are cut into contiguous chunks handed out by the pool;
+ * each output element is computed by one thread with one fixed summation
+ * order, so the thread count never changes a bit of the result. coli_matvec
+ * is coli_matmul with n = 1 through the same row function, which is what
+ * makes matmul row k bit-identical to matvec of input k.
+ *
+ * Activations stay f32 for every weight type (no int8 activation
+ * quantization): measured, the AVX2 int4 kernel is memory bound with f32
+ * activations on the target machines, so quantizing x would only add error.
+ *
+ * INT4 uses w = d*q + m, so a block contributes d * sum(q*x) + m * sum(x);
+ * sum(x) per block is computed once per call (here, by the caller) instead
+ * of once per row. */
+#include "config.h"
+
+#include "kernels.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "coli_log.h"
+
+/* Block sums of x kept on the caller's stack; matmul inputs are processed
+ * in as many passes as needed to fit (32 KiB). */
+#define XSUM_MAX 8192
+/* Below this many weight bytes a call runs on the calling thread only: the
+ * pool's wakeup would cost more than the work. */
+#define POOL_MIN_BYTES (64 * 1024)
+
+static _Atomic int force_generic;
+
+int coli_kernels_force_generic(int on)
+{
+	return atomic_exchange(&force_generic, on ? 1 : 0);
+}
+
+/* ---- portable kernels ---- */
+
+static void rows_f32_generic(const coli_qmat *w, const float *x, int n,
+			     const float *xsum, int r0, int r1, float *y)
+{
+	(void)xsum;
+	const float *W = w->data;
+	int cols = w->cols;
+	for (int r = r0; r < r1; r++) {
+		const float *row = W + (size_t)r * (size_t)cols;
+		for (int k = 0; k < n; k++) {
+			const float *xk = x + (size_t)k * (size_t)cols;
+			float s = 0.0f;
+			for (int j = 0; j < cols; j++)
+				s += row[j] * xk[j];
+			y[(size_t)k * (size_t)w->rows + (size_t)r] = s;
+		}
+	}
+}
+
+static void rows_q8_generic(const coli_qmat *w, const float *x, int n,
+			    const float *xsum, int r0, int r1, float *y)
+{
+	(void)xsum;
+	int nb = w->cols / COLI_QK;
+	for (int r = r0; r < r1; r++) {
+		const coli_block_q8 *row = (const coli_block_q8 *)w->data + (size_t)r * (size_t)nb;
+		for (int k = 0; k < n; k++) {
+			const float *xk = x + (size_t)k * (size_t)w->cols;
+			float acc = 0.0f;
+			for (int b = 0; b < nb; b++) {
+				const float *xb = xk + b * COLI_QK;
+				float s = 0.0f;
+				for (int j = 0; j < COLI_QK; j++)
+					s += (float)row[b].q[j] * xb[j];
+				acc += row[b].d * s;
+			}
+			y[(size_t)k * (size_t)w->rows + (size_t)r] = acc;
+		}
+	}
+}
+
+static void rows_q4_generic(const coli_qmat *w, const float *x, int n,
+			    const float *xsum, int r0, int r1, float *y)
+{
+	int nb = w->cols / COLI_QK;
+	for (int r = r0; r < r1; r++) {
+		const coli_block_q4 *row = (const coli_block_q4 *)w->data + (size_t)r * (size_t)nb;
+		for (int k = 0; k < n; k++) {
+			const float *xk = x + (size_t)k * (size_t)w->cols;
+			const float *xs = xsum + (size_t)k * (size_t)nb;
+			float acc = 0.0f, accm = 0.0f;
+			for (int b = 0; b < nb; b++) {
+				const float *xb = xk + b * COLI_QK;
+				float s = 0.0f;
+				for (int j = 0; j < COLI_QK / 2; j++)
+					s += (float)(row[b].q[j] & 0x0f) * xb[j];
+				for (int j = 0; j < COLI_QK / 2; j++)
+					s += (float)(row[b].q[j] >> 4) * xb[j + 32];
+				acc += coli_half_to_float(row[b].d) * s;
+				accm += coli_half_to_float(row[b].m) * xs[b];
+			}
+			y[(size_t)k * (size_t)w->rows + (size_t)r] = acc + accm;
+		}
+	}
+}
+
+static coli_rows_fn rows_fn(int qtype)
+{
+	if (!atomic_load_explicit(&force_generic, memory_order_relaxed)) {
+		coli_rows_fn f = coli_kernels_avx2_rows(qtype);
+		if (f)
+			return f;
+	}
+	switch (qtype) {
+	case COLI_Q_F32: return rows_f32_generic;
+	case COLI_Q_INT8: return rows_q8_generic;
+	case COLI_Q_INT4: return rows_q4_generic;
+	default: return NULL;
+	}
+}
+
+const char *coli_kernels_isa(void)
+{
+	return rows_fn(COLI_Q_INT4) == rows_q4_generic ? "generic" : "avx2";
+}
+
+/* ---- dispatch over the pool ---- */
+
+struct mm_job {
+	coli_rows_fn fn;
+	const coli_qmat *w;
+	const float *x;
+	const float *xsum;
+	float *y;
+	int n;
+	int chunk;
+};
+
+static void mm_task(void *arg, int i)
+{
+	const struct mm_job *j = arg;
+	int r0 = i * j->chunk;
+	int r1 = r0 + j->chunk;
+	if (r1 > j->w->rows)
+		r1 = j->w->rows;
+	j->fn(j->w, j->x, j->n, j->xsum, r0, r1, j->y);
+}
+
+static void fill_nan(float *y, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		y[i] = NAN;
+}
+
+/* Rows per task: about 4 tasks per thread so a slow thread (the machine
+ * is shared) does not hold everyone up, in multiples of 8 rows. */
+static int chunk_rows(int rows, int threads)
+{
+	int c = (rows + threads * 4 - 1) / (threads * 4);
+	c = (c + 7) & ~7;
+	return c > 0 ? c : 8;
+}
+
+static void run_rows(coli_pool *p, coli_rows_fn fn, const coli_qmat *w,
+		     const float *x, int n, const float *xsum, float *y)
+{
+	int threads = coli_pool_size(p);
+	size_t bytes = coli_qtype_bytes(w->qtype, w->rows, w->cols);
+	struct mm_job job = { fn, w, x, xsum, y, n, w->rows };
+	if (threads <= 1 || bytes * (size_t)n < POOL_MIN_BYTES || w->rows < 16) {
+		fn(w, x, n, xsum, 0, w->rows, y);
+		return;
+	}
+	job.chunk = chunk_rows(w->rows, threads);
+	coli_pool_run(p, (w->rows + job.chunk - 1) / job.chunk, mm_task, &job);
+}
+
+static void block_sums(const float *x, int nb, float *xs)
+{
+	for (int b = 0; b < nb; b++) {
+		float s = 0.0f;
+		for (int j = 0; j < COLI_QK; j++)
+			s += x[b * COLI_QK + j];
+		xs[b] = s;
+	}
+}
+
+void coli_matmul(coli_pool *p, const coli_qmat *w, const float *x, int n, float *y)
+{
+	if (n <= 0 || w->rows <= 0)
+		return;
+	coli_rows_fn fn = rows_fn(w->qtype);
+	if (!fn || w->cols < 0 || (w->qtype != COLI_Q_F32 && w->cols % COLI_QK)) {
+		coli_error("matmul: unsupported matrix (type %d, %d x %d)", w->qtype, w->rows, w->cols);
+		fill_nan(y, (size_t)n * (size_t)w->rows);
+		return;
+	}
+	if (w->qtype != COLI_Q_INT4) {
+		run_rows(p, fn, w, x, n, NULL, y);
+		return;
+	}
+	int nb = w->cols / COLI_QK;
+	float xs_stack[XSUM_MAX];
+	float *xs = xs_stack;
+	int per_pass = nb > 0 ? XSUM_MAX / nb : n;
+	if (per_pass < 1) {
+		/* More than 512k columns: no model has that; pay one malloc. */
+		xs = malloc((size_t)nb * sizeof *xs);
+		if (!xs) {
+			coli_error("matmul: out of memory for %d block sums", nb);
+			fill_nan(y, (size_t)n * (size_t)w->rows);
+			return;
+		}
+		per_pass = 1;
+	}
+	for (int k0 = 0; k0 < n; k0 += per_pass) {
+		int kn = n - k0 < per_pass ? n - k0 : per_pass;
+		for (int k = 0; k < kn; k++)
+			block_sums(x + (size_t)(k0 + k) * (size_t)w->cols, nb, xs + (size_t)k * (size_t)nb);
+		if (kn == n) {
+			run_rows(p, fn, w, x, n, xs, y);
+		} else {
+			/* rows of Y are strided by w->rows: a pass writes inputs
+			 * k0.. into the same layout by offsetting both sides. */
+			run_rows(p, fn, w, x + (size_t)k0 * (size_t)w->cols, kn, xs,
+				 y + (size_t)k0 * (size_t)w->rows);
+		}
+	}
+	if (xs != xs_stack)
+		free(xs);
+}
+
+void coli_matvec(coli_pool *p, const coli_qmat *w, const float *x, float *y)
+{
+	coli_matmul(p, w, x, 1, y);
+}

@@ -1,0 +1,184 @@
+/* quant_kernels.c - matvec/matmul against a double-precision reference,
+ * for F32, INT8 and INT4, through both the AVX2 and the portable path.
+ *
+ * What it proves:
+ *  - accuracy: |y - y_ref| <= (k + 80) * 2^-24 * S for every output, where
+ *    y_ref is the double-precision product of the DEQUANTIZED weights with
+ *    x, S = sum_j |w_j x_j| (for INT4 sum_j (|w_j| + 2|m|)|x_j|, because the
+ *    kernel splits w = d*q + m), and k = cols for the portable path,
+ *    cols / 8 for AVX2 (its longest sequential chain). This is the a-priori
+ *    rounding bound of the summation trees used, so activations are not
+ *    quantized (that would add ~1e-3 relative error and fail it);
+ *  - matmul row k is bit-identical to matvec of input k, for n = 1..17;
+ *  - results are bit-identical with no pool and pools of 1, 2, 3 threads;
+ *  - block sums for INT4 split into several passes (huge cols * n) give
+ *    the same bits as one pass would (row k == matvec). */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+static int fails;
+static double worst_ratio;
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static float frand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (float)((double)(rng >> 11) * 0x1p-53 * 2.0 - 1.0);
+}
+
+struct shape {
+	int rows, cols, nmax;
+};
+
+static void reference(int qtype, const void *q, const float *wd, int rows, int cols,
+		      const float *x, int n, double *ref, double *scale)
+{
+	int nb = cols / 64;
+	for (int k = 0; k < n; k++) {
+		for (int r = 0; r < rows; r++) {
+			double s = 0.0, a = 0.0;
+			const float *row = wd + (size_t)r * cols;
+			const float *xk = x + (size_t)k * cols;
+			for (int j = 0; j < cols; j++) {
+				s += (double)row[j] * xk[j];
+				double wabs = fabs(row[j]);
+				if (qtype == COLI_Q_INT4) {
+					const coli_block_q4 *b = (const coli_block_q4 *)q + (size_t)r * nb + j / 64;
+					wabs += 2.0 * fabs(coli_half_to_float(b->m));
+				}
+				a += wabs * fabs(xk[j]);
+			}
+			ref[(size_t)k * rows + r] = s;
+			scale[(size_t)k * rows + r] = a;
+		}
+	}
+}
+
+static void check_shape(coli_pool *pools[3], int generic, int qtype, struct shape sh)
+{
+	int rows = sh.rows, cols = sh.cols, nmax = sh.nmax;
+	size_t nw = (size_t)rows * cols;
+	float *w = malloc(nw * sizeof *w), *wd = malloc(nw * sizeof *wd);
+	void *q = malloc(coli_qtype_bytes(qtype, rows, cols) + 1);
+	float *x = malloc((size_t)nmax * cols * sizeof *x);
+	float *y = malloc((size_t)nmax * rows * sizeof *y);
+	float *y2 = malloc((size_t)nmax * rows * sizeof *y2);
+	float *yv = malloc((size_t)rows * sizeof *yv);
+	double *ref = malloc((size_t)nmax * rows * sizeof *ref);
+	double *scale = malloc((size_t)nmax * rows * sizeof *scale);
+	if (!w || !wd || !q || !x || !y || !y2 || !yv || !ref || !scale) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	for (size_t i = 0; i < nw; i++)
+		w[i] = frand() * 0.1f + (i % 5 == 0 ? 0.02f : 0.0f);
+	for (size_t i = 0; i < (size_t)nmax * cols; i++)
+		x[i] = frand() * 2.0f;
+	coli_quantize_rows(qtype, w, rows, cols, q);
+	coli_dequantize_rows(qtype, q, rows, cols, wd);
+	reference(qtype, q, wd, rows, cols, x, nmax, ref, scale);
+	coli_qmat m = { qtype, rows, cols, q };
+	double k = generic ? cols : cols / 8.0;
+	double tol = (k + 80.0) * 0x1p-24;
+
+	for (int n = 1; n <= nmax; n++) {
+		if (nmax > 5 && n > 5 && n < nmax && (size_t)rows * cols > 200000)
+			continue; /* big shapes: n = 1..5 and nmax only */
+		coli_matmul(NULL, &m, x, n, y);
+		for (int kk = 0; kk < n; kk++) {
+			coli_matvec(NULL, &m, x + (size_t)kk * cols, yv);
+			if (memcmp(yv, y + (size_t)kk * rows, (size_t)rows * sizeof *yv)) {
+				fprintf(stderr, "%s %s %dx%d n=%d: matmul row %d != matvec\n",
+					generic ? "generic" : "avx2", coli_qtype_name(qtype), rows, cols, n, kk);
+				fails++;
+			}
+			for (int r = 0; r < rows; r++) {
+				size_t i = (size_t)kk * rows + r;
+				double err = fabs((double)y[i] - ref[i]);
+				double ratio = scale[i] > 0 ? err / (0x1p-24 * scale[i]) : 0.0;
+				if (ratio > worst_ratio)
+					worst_ratio = ratio;
+				if (!(err <= tol * scale[i] + 1e-30)) {
+					fprintf(stderr, "%s %s %dx%d n=%d: y[%d][%d] = %.9g, ref %.9g (err %.3g, bound %.3g)\n",
+						generic ? "generic" : "avx2", coli_qtype_name(qtype), rows, cols, n,
+						kk, r, (double)y[i], ref[i], err, tol * scale[i]);
+					fails++;
+					goto next;
+				}
+			}
+		}
+		for (int p = 0; p < 3; p++) {
+			coli_matmul(pools[p], &m, x, n, y2);
+			if (memcmp(y, y2, (size_t)n * rows * sizeof *y)) {
+				fprintf(stderr, "%s %s %dx%d n=%d: pool of %d threads changed bits\n",
+					generic ? "generic" : "avx2", coli_qtype_name(qtype), rows, cols, n,
+					coli_pool_size(pools[p]));
+				fails++;
+			}
+			coli_matvec(pools[p], &m, x, yv);
+			if (memcmp(y, yv, (size_t)rows * sizeof *yv)) {
+				fprintf(stderr, "%s %s %dx%d: matvec on a pool of %d changed bits\n",
+					generic ? "generic" : "avx2", coli_qtype_name(qtype), rows, cols,
+					coli_pool_size(pools[p]));
+				fails++;
+			}
+		}
+next:;
+	}
+	free(w);
+	free(wd);
+	free(q);
+	free(x);
+	free(y);
+	free(y2);
+	free(yv);
+	free(ref);
+	free(scale);
+}
+
+int main(void)
+{
+	const struct shape quant_shapes[] = {
+		{ 1, 64, 17 }, { 7, 128, 17 }, { 33, 640, 17 }, { 250, 2048, 17 },
+		{ 1003, 1024, 9 }, { 9, 64 * 600, 17 },
+	};
+	const struct shape f32_shapes[] = {
+		{ 1, 1, 3 }, { 5, 100, 17 }, { 17, 7, 17 }, { 37, 64, 4 }, { 300, 1000, 6 },
+		{ 1003, 1024, 3 },
+	};
+	coli_pool *pools[3] = { coli_pool_new(1), coli_pool_new(2), coli_pool_new(3) };
+	if (!pools[0] || !pools[1] || !pools[2])
+		return 1;
+	coli_kernels_force_generic(0);
+	int have_avx2 = !strcmp(coli_kernels_isa(), "avx2");
+	if (!have_avx2)
+		printf("no AVX2 path on this machine/build: testing the portable path only\n");
+	for (int generic = have_avx2 ? 0 : 1; generic <= 1; generic++) {
+		coli_kernels_force_generic(generic);
+		for (size_t s = 0; s < sizeof quant_shapes / sizeof quant_shapes[0]; s++) {
+			check_shape(pools, generic, COLI_Q_INT4, quant_shapes[s]);
+			if (quant_shapes[s].cols < 64 * 100)
+				check_shape(pools, generic, COLI_Q_INT8, quant_shapes[s]);
+		}
+		for (size_t s = 0; s < sizeof f32_shapes / sizeof f32_shapes[0]; s++)
+			check_shape(pools, generic, COLI_Q_F32, f32_shapes[s]);
+		printf("%s path: worst error %.2f x 2^-24 x sum|w x|\n", generic ? "generic" : "avx2",
+		       worst_ratio);
+		worst_ratio = 0.0;
+	}
+	coli_kernels_force_generic(0);
+	for (int p = 0; p < 3; p++)
+		coli_pool_free(pools[p]);
+	if (fails)
+		fprintf(stderr, "%d failures\n", fails);
+	return fails ? 1 : 0;
+}
