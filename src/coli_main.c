@@ -16,6 +16,8 @@ struct coli_command {
 /* Keep in the order of coli(1). */
 static const struct coli_command commands[] = {
 	/* COMMANDS-TABLE: one line per subcommand, added as each lands. */
+	{ "tokenize", cmd_tokenize, "text to token ids and back, chat rendering (JSON)" },
+	{ "synth", cmd_synth, "write a random model of the real architecture (HF layout)" },
 	{ NULL, NULL, NULL },
 };
 

@@ -1,0 +1,293 @@
+/* cmd_tokenize.c - `coli tokenize`: text -> ids, ids -> text, and chat
+ * rendering, as JSON on stdout. See coli-tokenize(1). */
+#include "config.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "chat_template.h"
+#include "cli.h"
+#include "tokenizer.h"
+
+static const char usage_text[] =
+	"usage: coli tokenize [DIR|tokenizer.json] TEXT\n"
+	"       coli tokenize [DIR|tokenizer.json] --file FILE\n"
+	"       coli tokenize [DIR|tokenizer.json] --lines FILE\n"
+	"       coli tokenize [DIR|tokenizer.json] --decode IDS [--skip-special]\n"
+	"       coli tokenize [DIR|tokenizer.json] --chat MESSAGES.json [--no-generation-prompt]\n"
+	"                     [--model-type TYPE]\n"
+	"DIR defaults to $COLI_MODEL, then to the embedded default model.\n";
+
+static int read_file(const char *path, char **out, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -errno;
+	size_t cap = 4096, n = 0;
+	char *p = malloc(cap);
+	while (p) {
+		if (n + 4096 > cap) {
+			char *q = realloc(p, cap *= 2);
+			if (!q) {
+				free(p);
+				p = NULL;
+				break;
+			}
+			p = q;
+		}
+		size_t r = fread(p + n, 1, cap - n - 1, f);
+		n += r;
+		if (r == 0)
+			break;
+	}
+	int bad = ferror(f);
+	fclose(f);
+	if (!p || bad) {
+		free(p);
+		return p ? -EIO : -ENOMEM;
+	}
+	p[n] = '\0';
+	*out = p;
+	*len = n;
+	return 0;
+}
+
+static const char *default_dir(void)
+{
+	static char buf[4096];
+	const char *env = getenv("COLI_MODEL");
+	struct stat st;
+	if (env && *env)
+		return env;
+	snprintf(buf, sizeof buf, "%s/data/default-model", COLI_SRCDIR);
+	if (stat(buf, &st) == 0)
+		return buf;
+	snprintf(buf, sizeof buf, "%s/default-model", COLI_DATADIR);
+	return buf;
+}
+
+static void print_ids(const int *ids, size_t n)
+{
+	fputs("{\"ids\":[", stdout);
+	for (size_t i = 0; i < n; i++)
+		printf(i ? ",%d" : "%d", ids[i]);
+	fputs("]}\n", stdout);
+}
+
+static int print_text(const char *text, size_t len)
+{
+	json_t *o = json_pack("{s:s%}", "text", text, len);
+	if (!o)
+		return -EINVAL;
+	char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(o);
+	if (!s)
+		return -ENOMEM;
+	puts(s);
+	free(s);
+	return 0;
+}
+
+static int parse_ids(const char *s, int **ids, size_t *n)
+{
+	size_t cap = 16;
+	*n = 0;
+	*ids = malloc(cap * sizeof **ids);
+	if (!*ids)
+		return -ENOMEM;
+	while (*s) {
+		while (*s == ',' || *s == ' ' || *s == '\t' || *s == '\n')
+			s++;
+		if (!*s)
+			break;
+		char *end;
+		errno = 0;
+		long v = strtol(s, &end, 10);
+		if (end == s || errno || v < 0 || v > 0x7FFFFFFF || (*end && *end != ',' && *end != ' ' &&
+								    *end != '\t' && *end != '\n'))
+			return -EINVAL;
+		if (*n == cap) {
+			int *q = realloc(*ids, (cap *= 2) * sizeof *q);
+			if (!q)
+				return -ENOMEM;
+			*ids = q;
+		}
+		(*ids)[(*n)++] = (int)v;
+		s = end;
+	}
+	return 0;
+}
+
+/* --lines: one JSON string per line in, one {"ids":[...]} per line out
+ * (lets tests tokenize thousands of strings in one process). */
+static int encode_lines(const coli_tokenizer *t, const char *path)
+{
+	char *data;
+	size_t len;
+	int rc = read_file(path, &data, &len);
+	if (rc < 0) {
+		cli_errorf("tokenize", "%s: %s", path, strerror(-rc));
+		return COLI_EXIT_FAIL;
+	}
+	int status = COLI_EXIT_OK;
+	size_t lineno = 0;
+	for (char *line = data, *next; line < data + len; line = next) {
+		char *nl = memchr(line, '\n', (size_t)(data + len - line));
+		next = nl ? nl + 1 : data + len;
+		lineno++;
+		if (next - line <= 1 && nl)
+			continue;
+		json_error_t je;
+		json_t *v = json_loadb(line, (size_t)(next - line), JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+		if (!json_is_string(v)) {
+			cli_errorf("tokenize", "%s:%zu: not a JSON string", path, lineno);
+			json_decref(v);
+			status = COLI_EXIT_FAIL;
+			break;
+		}
+		int *ids;
+		size_t n;
+		coli_err err = { 0 };
+		rc = coli_tokenizer_encode(t, json_string_value(v), json_string_length(v), &ids, &n, &err);
+		json_decref(v);
+		if (rc < 0) {
+			cli_errorf("tokenize", "%s:%zu: %s", path, lineno, err.msg);
+			status = COLI_EXIT_FAIL;
+			break;
+		}
+		print_ids(ids, n);
+		free(ids);
+	}
+	free(data);
+	return status;
+}
+
+int tokenize_chat(const coli_tokenizer *t, const char *path, const char *model_type, int gen_prompt);
+
+int cmd_tokenize(int argc, char **argv)
+{
+	const char *file = NULL, *lines = NULL, *decode = NULL, *chat = NULL, *model_type = NULL;
+	const char *pos[2];
+	int npos = 0, skip_special = 0, gen_prompt = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char **slot = NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage_text, stdout);
+			return COLI_EXIT_OK;
+		} else if (!strcmp(a, "--file"))
+			slot = &file;
+		else if (!strcmp(a, "--lines"))
+			slot = &lines;
+		else if (!strcmp(a, "--decode"))
+			slot = &decode;
+		else if (!strcmp(a, "--chat"))
+			slot = &chat;
+		else if (!strcmp(a, "--model-type"))
+			slot = &model_type;
+		else if (!strcmp(a, "--skip-special"))
+			skip_special = 1;
+		else if (!strcmp(a, "--no-generation-prompt"))
+			gen_prompt = 0;
+		else if (!strcmp(a, "--")) {
+			while (++i < argc && npos < 2)
+				pos[npos++] = argv[i];
+			if (i < argc) {
+				cli_errorf("tokenize", "too many arguments (see --help)");
+				return COLI_EXIT_USAGE;
+			}
+		} else if (a[0] == '-' && a[1]) {
+			cli_errorf("tokenize", "unknown option '%s' (see --help)", a);
+			return COLI_EXIT_USAGE;
+		} else if (npos < 2) {
+			pos[npos++] = a;
+		} else {
+			cli_errorf("tokenize", "too many arguments (see --help)");
+			return COLI_EXIT_USAGE;
+		}
+		if (slot) {
+			if (i + 1 >= argc) {
+				cli_errorf("tokenize", "%s needs a value", a);
+				return COLI_EXIT_USAGE;
+			}
+			*slot = argv[++i];
+		}
+	}
+	int modes = !!file + !!lines + !!decode + !!chat;
+	if (modes > 1) {
+		cli_errorf("tokenize", "--file, --lines, --decode and --chat are exclusive");
+		return COLI_EXIT_USAGE;
+	}
+	const char *dir = NULL, *text = NULL;
+	if (modes) {
+		if (npos > 1) {
+			cli_errorf("tokenize", "TEXT cannot be combined with --file/--lines/--decode/--chat");
+			return COLI_EXIT_USAGE;
+		}
+		dir = npos ? pos[0] : NULL;
+	} else if (npos == 2) {
+		dir = pos[0];
+		text = pos[1];
+	} else if (npos == 1) {
+		text = pos[0];
+	} else {
+		fputs(usage_text, stderr);
+		return COLI_EXIT_USAGE;
+	}
+	if (!dir)
+		dir = default_dir();
+	coli_tokenizer *t;
+	coli_err err = { 0 };
+	if (coli_tokenizer_load_dir(dir, &t, &err) < 0) {
+		cli_errorf("tokenize", "%s", err.msg);
+		return COLI_EXIT_FAIL;
+	}
+	int status = COLI_EXIT_OK, rc;
+	char *data = NULL;
+	size_t len = 0;
+	if (lines) {
+		status = encode_lines(t, lines);
+	} else if (chat) {
+		status = tokenize_chat(t, chat, model_type, gen_prompt);
+	} else if (decode) {
+		int *ids = NULL;
+		size_t n;
+		char *out;
+		if (parse_ids(decode, &ids, &n) < 0) {
+			cli_errorf("tokenize", "--decode: '%s' is not a list of token ids", decode);
+			status = COLI_EXIT_USAGE;
+		} else if (coli_tokenizer_decode(t, ids, n, skip_special, &out, &len, &err) < 0) {
+			cli_errorf("tokenize", "--decode: %s", err.msg);
+			status = COLI_EXIT_FAIL;
+		} else {
+			if (print_text(out, len) < 0)
+				status = COLI_EXIT_FAIL;
+			free(out);
+		}
+		free(ids);
+	} else {
+		if (file && (rc = read_file(file, &data, &len)) < 0) {
+			cli_errorf("tokenize", "--file %s: %s", file, strerror(-rc));
+			status = COLI_EXIT_FAIL;
+		} else {
+			int *ids;
+			size_t n;
+			if (!file)
+				len = strlen(text);
+			if (coli_tokenizer_encode(t, file ? data : text, len, &ids, &n, &err) < 0) {
+				cli_errorf("tokenize", "%s", err.msg);
+				status = COLI_EXIT_FAIL;
+			} else {
+				print_ids(ids, n);
+				free(ids);
+			}
+		}
+	}
+	free(data);
+	coli_tokenizer_free(t);
+	return status;
+}
