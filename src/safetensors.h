@@ -38,19 +38,41 @@ typedef struct st_tensor {
 
 typedef struct st_checkpoint {
 	char *dir;
-	char **files;              /* shard paths (absolute or dir-relative) */
+	char **files;              /* shard paths: dir + "/" + file name */
 	int n_files;
-	st_tensor *tensors;        /* sorted by name */
+	st_tensor *tensors;        /* sorted by name (strcmp), names unique */
 	int n_tensors;
+	/* Added by ingest (compatible extension): one descriptor per file,
+	 * opened once at open time and read with pread, so one checkpoint may
+	 * be read from several threads at once. */
+	int *fds;
+	uint64_t *file_sizes;
 } st_checkpoint;
 
+/* Largest header accepted (the format's own reference limit). */
+#define ST_MAX_HEADER_BYTES 100000000ull
+/* Block edge of FP8 weight scales ("<name>_scale_inv"). */
+#define ST_FP8_BLOCK 128
+
 /* Parse one safetensors header held in memory (the fuzzing entry point).
- * `file_size` is the total file size used to bound data offsets. Appends
- * the tensors to *tensors/*n (realloc'd), tagged with file_index. */
+ * `buf` holds the start of the file: the u64 length N followed by at least
+ * N bytes of JSON (len >= 8 + N; bytes after the header are ignored).
+ * `file_size` is the total file size used to bound data offsets; offsets in
+ * the returned tensors are absolute (8 + N + begin). Appends the tensors to
+ * *tensors and *n (realloc'd), tagged with file_index; on error nothing is
+ * appended (the array may have been reallocated) and `err` names
+ * file_label and the tensor. Checks: N <= file size and <= 100 MB, JSON
+ * object, unique names, known dtype, shape of at most ST_MAX_DIMS
+ * non-negative integers, data_offsets [begin, end] with begin <= end inside
+ * the file, end - begin == numel * dtype size (overflow-checked), no two
+ * tensors overlapping. "__metadata__" is ignored. */
 int st_parse_header(const uint8_t *buf, size_t len, uint64_t file_size, int file_index,
 		    const char *file_label, st_tensor **tensors, int *n, coli_err *err);
 
-/* Open a checkpoint directory (single file or sharded with index). */
+/* Open a checkpoint directory: model.safetensors.index.json (every shard
+ * named in weight_map opened once; every mapped tensor must be in its
+ * shard), else model.safetensors, else the directory's only *.safetensors
+ * file. A path to a regular file is opened like st_open_file. */
 int st_open_dir(const char *dir, st_checkpoint **out, coli_err *err);
 /* Open one .safetensors file. */
 int st_open_file(const char *path, st_checkpoint **out, coli_err *err);
@@ -63,9 +85,13 @@ int st_read_raw(const st_checkpoint *ck, const st_tensor *t, void *buf, coli_err
  * with a companion "<name>_scale_inv" tensor (128x128 block scales, as the
  * official DeepSeek-V3 / GLM-5 releases ship) the scales are applied. */
 int st_read_f32(const st_checkpoint *ck, const st_tensor *t, float *out, coli_err *err);
+/* The "<name>_scale_inv" companion of an F8_E4M3 tensor, or NULL. */
+const st_tensor *st_find_scale_inv(const st_checkpoint *ck, const st_tensor *t);
 
 int64_t st_numel(const st_tensor *t);
-const char *st_dtype_name(int dtype);
-size_t st_dtype_size(int dtype);
+const char *st_dtype_name(int dtype);      /* "BF16", ...; "?" if unknown */
+size_t st_dtype_size(int dtype);           /* bytes per element, 0 if unknown */
+/* enum st_dtype for a safetensors dtype string, or -1. */
+int st_dtype_from_name(const char *name);
 
 #endif
