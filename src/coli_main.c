@@ -18,6 +18,8 @@ static const struct coli_command commands[] = {
 	/* COMMANDS-TABLE: one line per subcommand, added as each lands. */
 	{ "tokenize", cmd_tokenize, "text to token ids and back, chat rendering (JSON)" },
 	{ "synth", cmd_synth, "write a random model of the real architecture (HF layout)" },
+	{ "convert", cmd_convert, "Hugging Face checkpoint -> model container (quantize, resumable)" },
+	{ "info", cmd_info, "summarize a model container (text or --json)" },
 	{ NULL, NULL, NULL },
 };
 

@@ -61,11 +61,18 @@ typedef struct coli_container {
 	uint64_t *expert_shard_sizes; /* expected file size of each shard */
 	char **expert_shard_sha256;   /* hex, for mirror validation */
 	void *priv;                   /* implementation detail (json, buffers) */
+	/* Added by convert (compatible): shape of each expert part, from the
+	 * manifest's experts.parts (gate/up: I x H, down: H x I). */
+	int expert_part_rows[3];
+	int expert_part_cols[3];
+	char quant_embed[16];         /* quant.embed / quant.lm_head of the manifest */
+	char quant_lm_head[16];
 } coli_container;
 
 typedef struct coli_container_opts {
 	int load_mtp;      /* also load mtp/ tensors */
 	int verify;        /* verify sha256 of every dense file (slow; doctor) */
+	int skip_load;     /* validate only: tensors' data stays NULL (coli info) */
 } coli_container_opts;
 
 /* Open a container: parse + validate the manifest, load resident tensors.

@@ -1,0 +1,138 @@
+/* convert.h - `coli convert`: Hugging Face checkpoint -> model container.
+ *
+ * The conversion streams one tensor at a time (peak memory is a few
+ * tensors), writes each output file as NAME.tmp -> fsync -> rename, records
+ * finished files (size + sha256) in OUT/.convert-state.json, and writes
+ * manifest.json last: its presence means the container is complete. A run
+ * interrupted at any point (even kill -9) and started again with the same
+ * arguments keeps every file whose size and sha256 still verify and redoes
+ * the rest. See coli-convert(1) and colitop-model(5). */
+#ifndef COLI_CONVERT_H
+#define COLI_CONVERT_H
+
+#include <stdint.h>
+
+#include "coli_err.h"
+
+/* Tensor classes: the unit in which quantization error is published. */
+enum convert_class {
+	CONVERT_CLS_ATTENTION = 0,
+	CONVERT_CLS_SHARED_EXPERTS,
+	CONVERT_CLS_DENSE_FFN,
+	CONVERT_CLS_ROUTERS,
+	CONVERT_CLS_EXPERTS,
+	CONVERT_CLS_EMBED,
+	CONVERT_CLS_LM_HEAD,
+	CONVERT_CLS_MTP,
+	CONVERT_CLS_NORMS,   /* vectors: norms, biases (always f32) */
+	CONVERT_CLS_OTHER,   /* tensors the converter does not know (kept f32) */
+	CONVERT_CLS_COUNT
+};
+
+typedef struct convert_opts {
+	const char *src_dir;   /* Hugging Face checkpoint directory */
+	const char *out_dir;   /* container directory (created) */
+	int quant;             /* enum coli_qtype: dense matrices + routed experts */
+	int mtp_quant;         /* enum coli_qtype: the MTP layer(s) */
+	int force;             /* overwrite a complete container / stale state */
+} convert_opts;
+
+/* Accumulated error of one class: sums over every element converted. */
+typedef struct convert_err_acc {
+	double sse, ssv;            /* sum (w - q(w))^2, sum w^2 */
+	double sse_alt, ssv_alt;    /* same for the alternative format (sampled rows) */
+	int64_t n;                  /* elements measured */
+} convert_err_acc;
+
+typedef struct convert_summary {
+	int files_total, files_written, files_skipped;
+	int n_tensors;              /* resident tensors (dense + mtp) */
+	int n_expert_records;
+	int n_f32_fallback;         /* matrices kept f32 because cols % 64 != 0 */
+	uint64_t bytes_total;       /* size of the container (all files) */
+	uint64_t bytes_written;     /* written by this run */
+	long peak_rss_kb;           /* getrusage ru_maxrss */
+	double elapsed_s;
+	convert_err_acc err[CONVERT_CLS_COUNT];
+} convert_summary;
+
+void convert_opts_default(convert_opts *o);
+int convert_run(const convert_opts *o, convert_summary *sum, coli_err *err);
+
+/* "attention", "shared_experts", ... as in the manifest's quant_error. */
+const char *convert_class_name(int cls);
+/* Name of the alternative figure recorded beside rel_rms for a class at a
+ * given qtype ("rel_rms_sym_int4", "rel_rms_int4"), or NULL when none. */
+const char *convert_alt_name(int cls, int qtype);
+/* sqrt(sse/ssv), 0 when nothing was measured. */
+double convert_rel_rms(double sse, double ssv);
+
+
+/* ---- Internals shared by convert*.c (not for other modules) ---- */
+#ifdef COLI_CONVERT_INTERNAL
+#include <jansson.h>
+
+#include "model_config.h"
+#include "safetensors.h"
+
+typedef struct convert_tensor {
+	const st_tensor *src;
+	int cls;                   /* enum convert_class */
+	int qtype;                 /* enum coli_qtype chosen by the policy */
+	int rows, cols;            /* vectors: cols = 1 */
+	int fallback;              /* wanted quantized, kept f32: cols % 64 != 0 */
+	uint64_t offset, nbytes;   /* inside its file (offset 64-aligned) */
+} convert_tensor;
+
+enum { CONVERT_FILE_TENSORS = 0, CONVERT_FILE_EXPERTS, CONVERT_FILE_COPY };
+
+typedef struct convert_file {
+	char path[128];            /* container-relative, e.g. "dense/layer-003.bin" */
+	int kind;
+	int layer;                 /* -1 when not a layer file */
+	convert_tensor *t;         /* TENSORS */
+	int n_t;
+	const st_tensor **experts; /* EXPERTS: [n_experts][3] gate, up, down */
+	char *copy_src;            /* COPY: absolute/relative source path */
+	uint64_t size;             /* expected size */
+	/* results */
+	char sha256[65];
+	convert_err_acc err[CONVERT_CLS_COUNT];
+} convert_file;
+
+typedef struct convert_plan {
+	coli_config cfg;
+	char config_sha256[65];    /* of the source config.json */
+	st_checkpoint *ck;
+	convert_file *files;
+	int n_files;
+	int n_tensors;             /* resident */
+	int n_experts;
+	int expert_qtype;
+	int expert_fallback;
+	uint64_t record_size;
+	uint64_t part_off[3];
+	int part_rows[3], part_cols[3];
+	int embed_qtype, lm_head_qtype;
+	int n_fallback;
+	int n_mtp_layers;          /* present in the checkpoint */
+	size_t max_tensor_elems;   /* largest f32 scratch needed */
+} convert_plan;
+
+int convert_plan_build(const convert_opts *o, convert_plan *p, coli_err *err);
+void convert_plan_free(convert_plan *p);
+/* Write one output file (to PATH.tmp, fsync, rename); fills f->sha256 and
+ * f->err. *written += bytes written. */
+int convert_file_write(const convert_plan *p, convert_file *f, const char *out_dir,
+		       uint64_t *written, coli_err *err);
+/* Error of the chosen format over all rows, and of the alternative format
+ * (symmetric int4 for int4, affine int4 for int8 embed/lm_head) over a
+ * sample of rows. `q` holds src quantized as qtype. */
+void convert_measure(int cls, int qtype, const float *src, const void *q, int rows,
+		     int cols, convert_err_acc *acc);
+/* Assemble manifest.json (as a JSON object) from the finished plan. */
+json_t *convert_manifest_build(const convert_opts *o, const convert_plan *p,
+			       const char *src_label);
+#endif
+
+#endif
