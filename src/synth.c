@@ -1,0 +1,326 @@
+/* synth.c - presets, validation and config.json of `coli synth`; the weight
+ * generator is in synth_weights.c, the tokenizer in synth_tokenizer.c. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "safetensors.h"
+#include "synth.h"
+#include "synth_impl.h"
+
+static void synth_common(coli_config *c)
+{
+	strcpy(c->model_type, "deepseek_v3");
+	c->moe_layer_freq = 1;
+	c->n_shared_experts = 1;
+	c->norm_topk_prob = true;
+	strcpy(c->scoring_func, "sigmoid");
+	strcpy(c->topk_method, "noaux_tc");
+	c->rope_theta = 10000.0;
+	c->bos_token_id = SYNTH_BOS_ID;
+	c->eos_token_ids[0] = SYNTH_EOS_ID;
+	c->n_eos_token_ids = 1;
+}
+
+void synth_set_yarn(synth_opts *o, bool on)
+{
+	coli_config *c = &o->cfg;
+	if (!on) {
+		c->rope_kind = COLI_ROPE_DEFAULT;
+		c->rope_factor = 1.0;
+		c->rope_original_max_pos = 0;
+		c->rope_beta_fast = c->rope_beta_slow = 0;
+		c->rope_mscale = c->rope_mscale_all_dim = 0;
+		return;
+	}
+	c->rope_kind = COLI_ROPE_YARN;
+	c->rope_factor = 40.0;
+	c->rope_original_max_pos = 4096;
+	c->rope_beta_fast = 32.0;
+	c->rope_beta_slow = 1.0;
+	c->rope_mscale = 1.0;
+	c->rope_mscale_all_dim = 1.0;
+}
+
+int synth_preset(const char *name, synth_opts *o, coli_err *err)
+{
+	memset(o, 0, sizeof(*o));
+	coli_config *c = &o->cfg;
+	synth_common(c);
+	o->n_shards = 1;
+	if (!strcmp(name, "tiny")) {
+		c->vocab_size = SYNTH_TOKENIZER_SIZE;
+		c->hidden_size = 128;
+		c->intermediate_size = 256;
+		c->moe_intermediate_size = 64;
+		c->num_hidden_layers = 4;
+		c->first_k_dense_replace = 1;
+		c->num_attention_heads = 4;
+		c->q_lora_rank = 64;
+		c->kv_lora_rank = 64;
+		c->qk_nope_head_dim = 32;
+		c->qk_rope_head_dim = 32;
+		c->v_head_dim = 32;
+		c->n_routed_experts = 16;
+		c->num_experts_per_tok = 4;
+		c->n_group = 4;
+		c->topk_group = 2;
+		c->routed_scaling_factor = 2.5f;
+		c->rms_norm_eps = 1e-6f;
+		c->max_position_embeddings = 163840;
+		c->num_nextn_predict_layers = 1;
+		o->dtype = ST_F32;
+		synth_set_yarn(o, true);
+	} else if (!strcmp(name, "glm5-slice")) {
+		strcpy(c->model_type, "glm_moe_dsa");
+		c->vocab_size = 4096;
+		c->hidden_size = 6144;
+		c->intermediate_size = 12288;
+		c->moe_intermediate_size = 2048;
+		c->num_hidden_layers = 4;
+		c->first_k_dense_replace = 1;
+		c->num_attention_heads = 64;
+		c->q_lora_rank = 2048;
+		c->kv_lora_rank = 512;
+		c->qk_nope_head_dim = 192;
+		c->qk_rope_head_dim = 64;
+		c->v_head_dim = 256;
+		c->n_routed_experts = 256;
+		c->num_experts_per_tok = 8;
+		c->n_group = 1;
+		c->topk_group = 1;
+		c->routed_scaling_factor = 2.5f;
+		c->rms_norm_eps = 1e-5f;
+		c->rope_theta = 1000000.0;
+		c->max_position_embeddings = 202752;
+		c->num_nextn_predict_layers = 0;
+		c->index_topk = 2048;
+		c->index_head_dim = 128;
+		c->index_n_heads = 32;
+		o->indexer = true;
+		o->dtype = ST_BF16;
+		synth_set_yarn(o, false);
+	} else if (!strcmp(name, "dsv3-slice")) {
+		c->vocab_size = 4096;
+		c->hidden_size = 7168;
+		c->intermediate_size = 18432;
+		c->moe_intermediate_size = 2048;
+		c->num_hidden_layers = 4;
+		c->first_k_dense_replace = 1;
+		c->num_attention_heads = 128;
+		c->q_lora_rank = 1536;
+		c->kv_lora_rank = 512;
+		c->qk_nope_head_dim = 128;
+		c->qk_rope_head_dim = 64;
+		c->v_head_dim = 128;
+		c->n_routed_experts = 256;
+		c->num_experts_per_tok = 8;
+		c->n_group = 8;
+		c->topk_group = 4;
+		c->routed_scaling_factor = 2.5f;
+		c->rms_norm_eps = 1e-6f;
+		c->max_position_embeddings = 163840;
+		c->num_nextn_predict_layers = 0;
+		o->dtype = ST_BF16;
+		synth_set_yarn(o, true);
+	} else {
+		return coli_err_set(err, -EINVAL, "--preset: unknown preset '%s' (tiny, glm5-slice, dsv3-slice)", name);
+	}
+	c->num_key_value_heads = c->num_attention_heads;
+	c->attn_norm_eps = c->rms_norm_eps;
+	snprintf(o->preset, sizeof(o->preset), "%s", name);
+	return 0;
+}
+
+int synth_check(const synth_opts *o, coli_err *err)
+{
+	const coli_config *c = &o->cfg;
+	struct { const char *flag; int v; } m64[] = {
+		{ "hidden_size", c->hidden_size },
+		{ "--q-lora", c->q_lora_rank },
+		{ "kv_lora_rank", c->kv_lora_rank },
+		{ "intermediate_size", c->intermediate_size },
+		{ "moe_intermediate_size", c->moe_intermediate_size },
+		{ "heads*v_head_dim", c->num_attention_heads * c->v_head_dim },
+	};
+	for (size_t i = 0; i < sizeof(m64) / sizeof(m64[0]); i++)
+		if (m64[i].v < 0 || m64[i].v % 64)
+			return coli_err_set(err, -EINVAL, "%s: %d is not a multiple of 64", m64[i].flag, m64[i].v);
+	if (c->num_hidden_layers < 1 || c->num_hidden_layers > 1000)
+		return coli_err_set(err, -EINVAL, "--layers: %d out of range 1..1000", c->num_hidden_layers);
+	if (c->first_k_dense_replace < 0 || c->first_k_dense_replace > c->num_hidden_layers)
+		return coli_err_set(err, -EINVAL, "--dense-layers: %d not in 0..%d", c->first_k_dense_replace,
+				    c->num_hidden_layers);
+	if (c->n_routed_experts < 1 || c->n_routed_experts > 4096)
+		return coli_err_set(err, -EINVAL, "--experts: %d out of range 1..4096", c->n_routed_experts);
+	if (c->n_group < 1 || c->n_routed_experts % c->n_group)
+		return coli_err_set(err, -EINVAL, "--groups: %d does not divide %d experts", c->n_group,
+				    c->n_routed_experts);
+	if (c->n_group > 1 && c->n_routed_experts / c->n_group < 2)
+		return coli_err_set(err, -EINVAL, "--groups: group scores need at least 2 experts per group");
+	if (c->topk_group < 1 || c->topk_group > c->n_group)
+		return coli_err_set(err, -EINVAL, "--topk-groups: %d not in 1..%d", c->topk_group, c->n_group);
+	int reachable = c->topk_group * (c->n_routed_experts / c->n_group);
+	if (c->num_experts_per_tok < 1 || c->num_experts_per_tok > reachable)
+		return coli_err_set(err, -EINVAL, "--topk: %d not in 1..%d (experts in the kept groups)",
+				    c->num_experts_per_tok, reachable);
+	if (!(c->routed_scaling_factor > 0.0f && c->routed_scaling_factor < 1000.0f))
+		return coli_err_set(err, -EINVAL, "--scaling: must be positive");
+	if (c->vocab_size < SYNTH_TOKENIZER_SIZE || c->vocab_size > 1 << 20)
+		return coli_err_set(err, -EINVAL, "--vocab: %d not in %d..%d (the tokenizer has %d ids)",
+				    c->vocab_size, SYNTH_TOKENIZER_SIZE, 1 << 20, SYNTH_TOKENIZER_SIZE);
+	if (c->num_nextn_predict_layers < 0 || c->num_nextn_predict_layers > 4)
+		return coli_err_set(err, -EINVAL, "--mtp: %d not in 0..4", c->num_nextn_predict_layers);
+	if (o->dtype != ST_F32 && o->dtype != ST_BF16 && o->dtype != ST_F16 && o->dtype != ST_F8_E4M3)
+		return coli_err_set(err, -EINVAL, "--dtype: unsupported element type");
+	if (o->n_shards < 1 || o->n_shards > 999)
+		return coli_err_set(err, -EINVAL, "--shards: %d not in 1..999", o->n_shards);
+	if (c->qk_rope_head_dim % 2 || c->qk_rope_head_dim < 2)
+		return coli_err_set(err, -EINVAL, "qk_rope_head_dim: %d must be even", c->qk_rope_head_dim);
+	return 0;
+}
+
+static json_t *synth_config_json(const synth_opts *o)
+{
+	const coli_config *c = &o->cfg;
+	bool glm = !strcmp(c->model_type, "glm_moe_dsa");
+	json_t *j = json_object();
+	json_t *arch = json_array();
+	json_array_append_new(arch, json_string(glm ? "GlmMoeDsaForCausalLM" : "DeepseekV3ForCausalLM"));
+	json_object_set_new(j, "architectures", arch);
+	json_object_set_new(j, "model_type", json_string(c->model_type));
+	json_object_set_new(j, "vocab_size", json_integer(c->vocab_size));
+	json_object_set_new(j, "hidden_size", json_integer(c->hidden_size));
+	json_object_set_new(j, "intermediate_size", json_integer(c->intermediate_size));
+	json_object_set_new(j, "moe_intermediate_size", json_integer(c->moe_intermediate_size));
+	json_object_set_new(j, "num_hidden_layers", json_integer(c->num_hidden_layers));
+	json_object_set_new(j, "num_nextn_predict_layers", json_integer(c->num_nextn_predict_layers));
+	json_object_set_new(j, "num_attention_heads", json_integer(c->num_attention_heads));
+	json_object_set_new(j, "num_key_value_heads", json_integer(c->num_key_value_heads));
+	json_object_set_new(j, "n_shared_experts", json_integer(c->n_shared_experts));
+	json_object_set_new(j, "n_routed_experts", json_integer(c->n_routed_experts));
+	json_object_set_new(j, "routed_scaling_factor", json_real(c->routed_scaling_factor));
+	json_object_set_new(j, "kv_lora_rank", json_integer(c->kv_lora_rank));
+	json_object_set_new(j, "q_lora_rank", c->q_lora_rank ? json_integer(c->q_lora_rank) : json_null());
+	json_object_set_new(j, "qk_rope_head_dim", json_integer(c->qk_rope_head_dim));
+	json_object_set_new(j, "v_head_dim", json_integer(c->v_head_dim));
+	json_object_set_new(j, "qk_nope_head_dim", json_integer(c->qk_nope_head_dim));
+	json_object_set_new(j, "topk_method", json_string(c->topk_method));
+	json_object_set_new(j, "n_group", json_integer(c->n_group));
+	json_object_set_new(j, "topk_group", json_integer(c->topk_group));
+	json_object_set_new(j, "num_experts_per_tok", json_integer(c->num_experts_per_tok));
+	json_object_set_new(j, "moe_layer_freq", json_integer(c->moe_layer_freq));
+	json_object_set_new(j, "first_k_dense_replace", json_integer(c->first_k_dense_replace));
+	json_object_set_new(j, "norm_topk_prob", json_boolean(c->norm_topk_prob));
+	json_object_set_new(j, "scoring_func", json_string(c->scoring_func));
+	json_object_set_new(j, "hidden_act", json_string("silu"));
+	json_object_set_new(j, "max_position_embeddings", json_integer(c->max_position_embeddings));
+	json_object_set_new(j, "initializer_range", json_real(0.02));
+	json_object_set_new(j, "rms_norm_eps", json_real(c->rms_norm_eps));
+	json_object_set_new(j, "rope_theta", json_real(c->rope_theta));
+	if (c->rope_kind == COLI_ROPE_YARN) {
+		json_t *y = json_object();
+		json_object_set_new(y, "type", json_string("yarn"));
+		json_object_set_new(y, "rope_type", json_string("yarn"));
+		json_object_set_new(y, "factor", json_real(c->rope_factor));
+		json_object_set_new(y, "original_max_position_embeddings",
+				    json_integer(c->rope_original_max_pos));
+		json_object_set_new(y, "beta_fast", json_real(c->rope_beta_fast));
+		json_object_set_new(y, "beta_slow", json_real(c->rope_beta_slow));
+		json_object_set_new(y, "mscale", json_real(c->rope_mscale));
+		json_object_set_new(y, "mscale_all_dim", json_real(c->rope_mscale_all_dim));
+		json_object_set_new(j, "rope_scaling", y);
+	} else {
+		json_object_set_new(j, "rope_scaling", json_null());
+	}
+	if (glm) {
+		/* GLM-5 ships both spellings of the rope settings and states the
+		 * interleaved (DeepSeek) rope layout explicitly. */
+		json_t *rp = json_object();
+		json_object_set_new(rp, "rope_theta", json_real(c->rope_theta));
+		json_object_set_new(rp, "rope_type", json_string("default"));
+		json_object_set_new(j, "rope_parameters", rp);
+		json_object_set_new(j, "rope_interleave", json_true());
+		json_object_set_new(j, "indexer_rope_interleave", json_true());
+		json_object_set_new(j, "index_topk", json_integer(c->index_topk));
+		json_object_set_new(j, "index_head_dim", json_integer(c->index_head_dim));
+		json_object_set_new(j, "index_n_heads", json_integer(c->index_n_heads));
+	}
+	json_object_set_new(j, "attention_bias", json_false());
+	json_object_set_new(j, "attention_dropout", json_real(0.0));
+	json_object_set_new(j, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));
+	json_object_set_new(j, "bos_token_id", json_integer(c->bos_token_id));
+	json_object_set_new(j, "eos_token_id", json_integer(c->eos_token_ids[0]));
+	json_object_set_new(j, "use_cache", json_true());
+	json_object_set_new(j, "torch_dtype", json_string(o->dtype == ST_F32 ? "float32" :
+							 o->dtype == ST_F16 ? "float16" : "bfloat16"));
+	if (o->dtype == ST_F8_E4M3) {
+		json_t *q = json_object(), *bs = json_array();
+		json_object_set_new(q, "activation_scheme", json_string("dynamic"));
+		json_object_set_new(q, "fmt", json_string("e4m3"));
+		json_object_set_new(q, "quant_method", json_string("fp8"));
+		json_array_append_new(bs, json_integer(SYNTH_FP8_BLOCK));
+		json_array_append_new(bs, json_integer(SYNTH_FP8_BLOCK));
+		json_object_set_new(q, "weight_block_size", bs);
+		json_object_set_new(j, "quantization_config", q);
+	}
+	json_object_set_new(j, "synth_preset", json_string(o->preset));
+	json_object_set_new(j, "synth_seed", json_integer((json_int_t)o->seed));
+	return j;
+}
+
+/* Remove weights of an earlier run so a loader never mixes two layouts
+ * (e.g. a stale index next to a fresh single file). */
+static int synth_clean_dir(const char *dir, coli_err *err)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return coli_err_set(err, -errno, "%s: %s", dir, strerror(errno));
+	struct dirent *e;
+	int rc = 0;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		bool st = n > 12 && !strncmp(e->d_name, "model", 5) &&
+			  (!strcmp(e->d_name + n - 12, ".safetensors") ||
+			   !strcmp(e->d_name, "model.safetensors.index.json"));
+		if (!st)
+			continue;
+		char p[4096];
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (unlink(p) != 0) {
+			rc = coli_err_set(err, -errno, "%s: %s", p, strerror(errno));
+			break;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+int synth_write(const char *out_dir, const synth_opts *o, coli_err *err)
+{
+	int rc = synth_check(o, err);
+	if (rc)
+		return rc;
+	if (mkdir(out_dir, 0755) != 0 && errno != EEXIST)
+		return coli_err_set(err, -errno, "%s: %s", out_dir, strerror(errno));
+	if ((rc = synth_clean_dir(out_dir, err)))
+		return rc;
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/config.json", out_dir);
+	json_t *cj = synth_config_json(o);
+	int bad = json_dump_file(cj, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+	json_decref(cj);
+	if (bad)
+		return coli_err_set(err, -EIO, "%s: cannot write", path);
+	if ((rc = synth_tokenizer_write(out_dir, err)))
+		return rc;
+	if (o->dry_run)
+		return 0;
+	return synth_weights_write(out_dir, o, err);
+}
