@@ -1,1 +1,14 @@
 # src/store.mk: owned by its module; appends to the lists in Makefile.am.
+# Tiered expert store (pinned / cached / disk, io_uring, mirrors, heat),
+# its telemetry block, size parsing, and `coli iobench`.
+libcoli_a_SOURCES += \
+	src/size_parse.c src/size_parse.h \
+	src/expert_stats.c src/expert_stats.h \
+	src/expert_store.h src/expert_store_int.h \
+	src/expert_store.c src/expert_store_io.c src/expert_store_policy.c \
+	src/expert_store_heat.c src/expert_store_opts.c
+
+check_PROGRAMS += tests/store_read
+tests_store_read_SOURCES = tests/store_read.c tests/store_test.h
+tests_store_read_LDADD = libcoli.a $(COLI_LIBS)
+TESTS += tests/store_read

@@ -1,0 +1,545 @@
+/* expert_store.c - routed experts in RAM tiers, read from disk on demand.
+ *
+ * DESIGN
+ * The store owns one arena of record-sized slots, allocated once at open:
+ *   pin_slots     room for the pinned hot set (hottest experts by decayed
+ *                 routing heat, loaded at open, never evicted);
+ *   cache_slots   the bounded cache, managed by the eviction policy;
+ *   scratch_slots 2 x max_batch, so one layer's set plus the prefetched
+ *                 next layer always fit even with a zero cache.
+ * Slot counts are fixed, so resident bytes can never exceed the budget; a
+ * slot is only reused when it is READY, not held by an acquire (pins == 0)
+ * and not in the hot set. Unused pinned room simply serves as cache.
+ *
+ * acquire: hits are served at once; every miss of the call gets a slot and
+ * its read is queued, then the whole batch is submitted together and
+ * waited for. An expert already in flight (prefetched) is waited on rather
+ * than read twice. prefetch: same, without waiting; completions are reaped
+ * by the next acquire/prefetch.
+ *
+ * Placement never changes bytes: a record is handed out only when every
+ * stripe landed without error (mirror errors are retried on the primary). */
+#include "config.h"
+
+#include "expert_store_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "coli_log.h"
+#include "size_parse.h"
+
+/* Re-choose the hot set every this many tokens (routings of one layer). */
+#define REPIN_EVERY 256
+/* Save heat.bin every this many tokens. */
+#define SAVE_EVERY 4096
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static size_t idx(const expert_store *s, int layer, int e)
+{
+	return (size_t)layer * (size_t)s->n_experts + (size_t)e;
+}
+
+int expert_store_max_batch(const expert_store *s)
+{
+	return s ? s->max_batch : 0;
+}
+
+const expert_stats *expert_store_stats(const expert_store *s)
+{
+	return s ? s->stats : NULL;
+}
+
+void store_update_resident(expert_store *s)
+{
+	expert_stats_set_resident(s->stats, s->n_res_hot * (int64_t)s->rec,
+				  s->n_res_cached * (int64_t)s->rec,
+				  s->n_res_inflight * (int64_t)s->rec);
+}
+
+static int tier_of(const store_slot *sl)
+{
+	if (sl->state == SLOT_LOADING)
+		return EXPERT_TIER_INFLIGHT;
+	return sl->hot ? EXPERT_TIER_PINNED : EXPERT_TIER_CACHED;
+}
+
+/* Move a slot between the resident counters (old tier out, new tier in). */
+static void count_slot(expert_store *s, const store_slot *sl, int delta)
+{
+	if (sl->state == SLOT_FREE)
+		return;
+	int t = tier_of(sl);
+	if (t == EXPERT_TIER_INFLIGHT)
+		s->n_res_inflight += delta;
+	else if (t == EXPERT_TIER_PINNED)
+		s->n_res_hot += delta;
+	else
+		s->n_res_cached += delta;
+}
+
+static void slot_clear(expert_store *s, int si)
+{
+	store_slot *sl = &s->slots[si];
+	count_slot(s, sl, -1);
+	if (sl->layer >= 0) {
+		s->map[idx(s, sl->layer, sl->expert)] = -1;
+		expert_stats_set_tier(s->stats, sl->layer, sl->expert, EXPERT_TIER_DISK);
+	}
+	sl->layer = sl->expert = -1;
+	sl->state = SLOT_FREE;
+	sl->pins = sl->hot = sl->prefetched = sl->pending = sl->error = 0;
+	sl->freq = sl->key = 0;
+	sl->last_use = 0;
+}
+
+void store_slot_loaded(expert_store *s, int si)
+{
+	store_slot *sl = &s->slots[si];
+	if (sl->error) {
+		/* A failed prefetch is forgotten; a failed demand read is
+		 * reported by the acquire that holds it. */
+		if (sl->pins == 0) {
+			coli_debug("expert store: dropped failed read of layer %d expert %d", sl->layer, sl->expert);
+			slot_clear(s, si);
+		}
+		return;
+	}
+	count_slot(s, sl, -1);
+	sl->state = SLOT_READY;
+	count_slot(s, sl, +1);
+	expert_stats_set_tier(s->stats, sl->layer, sl->expert, tier_of(sl));
+}
+
+/* Pick a slot for a new record: a free one, else the evictable slot with
+ * the smallest policy key. -1 when everything is held or in flight. */
+static int slot_victim(expert_store *s)
+{
+	int best = -1;
+	double best_key = 0;
+	for (int i = 0; i < s->n_slots; i++) {
+		store_slot *sl = &s->slots[i];
+		if (sl->state == SLOT_FREE)
+			return i;
+		if (sl->state != SLOT_READY || sl->pins || sl->hot)
+			continue;
+		if (best < 0 || sl->key < best_key) {
+			best = i;
+			best_key = sl->key;
+		}
+	}
+	return best;
+}
+
+static int slot_any_loading_unheld(const expert_store *s)
+{
+	for (int i = 0; i < s->n_slots; i++)
+		if (s->slots[i].state == SLOT_LOADING && !s->slots[i].pins)
+			return 1;
+	return 0;
+}
+
+/* Get a slot for (layer, e) and queue its read. Returns the slot or a
+ * negative errno (-ENOBUFS when nothing can be evicted). */
+static int slot_load(expert_store *s, int layer, int e, int may_wait)
+{
+	int si;
+	while ((si = slot_victim(s)) < 0) {
+		/* Only in-flight reads nobody holds could free room. */
+		if (!may_wait || !slot_any_loading_unheld(s))
+			return -ENOBUFS;
+		int rc = store_io_submit(s);
+		if (rc < 0)
+			return rc;
+		rc = store_io_reap(s, 1);
+		if (rc < 0)
+			return rc;
+	}
+	if (s->slots[si].state != SLOT_FREE)
+		slot_clear(s, si);
+	store_slot *sl = &s->slots[si];
+	sl->layer = layer;
+	sl->expert = e;
+	sl->state = SLOT_LOADING;
+	sl->hot = s->hot_set[idx(s, layer, e)];
+	s->map[idx(s, layer, e)] = si;
+	count_slot(s, sl, +1);
+	expert_stats_set_tier(s->stats, layer, e, EXPERT_TIER_INFLIGHT);
+	expert_stats_note_loaded(s->stats, 1);
+	int rc = store_io_queue(s, si);
+	if (rc < 0) {
+		/* Stripes still in flight keep the slot until they land;
+		 * store_slot_loaded then drops it (no pins yet). */
+		if (s->slots[si].pending == 0)
+			slot_clear(s, si);
+		return rc;
+	}
+	return si;
+}
+
+static int check_layer(const expert_store *s, int layer, coli_err *err)
+{
+	if (layer < 0 || layer >= s->n_layers || !s->c->expert_shard_paths[layer])
+		return coli_err_set(err, -EINVAL, "expert store: layer %d has no routed experts", layer);
+	return 0;
+}
+
+/* Undo the pins this call took on its first `n` entries. */
+static void unpin_call(expert_store *s, const int *slots, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (slots[i] >= 0 && s->slots[slots[i]].pins > 0)
+			s->slots[slots[i]].pins--;
+}
+
+int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
+			 const void **recs, coli_err *err)
+{
+	int rc = check_layer(s, layer, err);
+	if (rc)
+		return rc;
+	if (n < 0 || n > s->n_slots)
+		return coli_err_set(err, -ENOBUFS, "expert store: %d experts requested, at most %d per call",
+				    n, s->max_batch);
+	/* Slot of each request; the array lives on the stack because acquire
+	 * must not allocate (n is bounded by the slot count). */
+	int got[n > 0 ? n : 1];
+	store_io_reap(s, 0);
+	s->tick++;
+	for (int i = 0; i < n; i++) {
+		int e = experts[i];
+		got[i] = -1;
+		if (e < 0 || e >= s->n_experts) {
+			unpin_call(s, got, i);
+			return coli_err_set(err, -EINVAL, "expert store: expert %d out of range (layer %d)", e, layer);
+		}
+		int si = s->map[idx(s, layer, e)];
+		if (si >= 0) {
+			store_slot *sl = &s->slots[si];
+			int kind = sl->prefetched || sl->state == SLOT_LOADING ? EXPERT_HIT_PREFETCHED
+				 : sl->hot ? EXPERT_HIT_PINNED : EXPERT_HIT_CACHED;
+			expert_stats_note_lookup(s->stats, layer, e, kind);
+			expert_stats_note_use(s->stats, sl->prefetched);
+			if (sl->prefetched) {
+				expert_stats_note_prefetch(s->stats, 0, 1);
+				sl->prefetched = 0;
+			}
+		} else {
+			expert_stats_note_lookup(s->stats, layer, e, EXPERT_MISS);
+			expert_stats_note_use(s->stats, 0);
+			si = slot_load(s, layer, e, 1);
+			if (si < 0) {
+				unpin_call(s, got, i);
+				if (si == -ENOBUFS)
+					return coli_err_set(err, -ENOBUFS,
+						"expert store: no room for %d experts of layer %d (max batch %d; release a layer first)",
+						n, layer, s->max_batch);
+				return coli_err_set(err, si, "expert store: read of layer %d expert %d failed: %s",
+						    layer, e, strerror(-si));
+			}
+		}
+		store_slot *sl = &s->slots[si];
+		sl->pins++;
+		store_policy_touch(&s->policy, sl, s->tick);
+		got[i] = si;
+	}
+	rc = store_io_submit(s);
+	double t0 = now_s();
+	/* Wait until every slot of this call is complete. */
+	for (int i = 0; rc >= 0 && i < n; i++) {
+		while (rc >= 0 && s->slots[got[i]].pending > 0)
+			rc = store_io_reap(s, 1);
+	}
+	expert_stats_note_wait(s->stats, now_s() - t0);
+	int bad = -1;
+	for (int i = 0; i < n; i++) {
+		store_slot *sl = &s->slots[got[i]];
+		if (rc >= 0 && sl->state == SLOT_READY && !sl->error) {
+			recs[i] = sl->buf;
+			continue;
+		}
+		if (bad < 0)
+			bad = i;
+		recs[i] = NULL;
+	}
+	if (bad >= 0 || rc < 0) {
+		int code = rc < 0 ? rc : s->slots[got[bad]].error ? s->slots[got[bad]].error : -EIO;
+		int layer_bad = layer, e_bad = bad >= 0 ? experts[bad] : -1;
+		unpin_call(s, got, n);
+		for (int i = 0; i < n; i++)
+			if (s->slots[got[i]].error && !s->slots[got[i]].pins && !s->slots[got[i]].pending)
+				slot_clear(s, got[i]);
+		store_update_resident(s);
+		return coli_err_set(err, code, "expert store: reading layer %d expert %d from %s: %s",
+				    layer_bad, e_bad, s->c->expert_shard_paths[layer], strerror(-code));
+	}
+	store_update_resident(s);
+	return 0;
+}
+
+void expert_store_release(expert_store *s, int layer)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->n_slots; i++)
+		if (s->slots[i].layer == layer)
+			s->slots[i].pins = 0;
+}
+
+void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n)
+{
+	if (!s || !s->o.prefetch || check_layer(s, layer, NULL))
+		return;
+	store_io_reap(s, 0);
+	uint64_t issued = 0;
+	for (int i = 0; i < n; i++) {
+		int e = experts[i];
+		if (e < 0 || e >= s->n_experts || s->map[idx(s, layer, e)] >= 0)
+			continue;
+		/* Never wait here, and never take the last free slots from an
+		 * acquire: prefetch only uses what is evictable right now. */
+		int si = slot_load(s, layer, e, 0);
+		if (si < 0)
+			break;
+		s->slots[si].prefetched = 1;
+		store_policy_touch(&s->policy, &s->slots[si], s->tick);
+		issued++;
+	}
+	if (issued) {
+		expert_stats_note_prefetch(s->stats, issued, 0);
+		store_io_submit(s);
+	}
+	store_update_resident(s);
+}
+
+/* Apply the hot set to resident slots after it changed. */
+static void apply_hot_set(expert_store *s)
+{
+	for (int i = 0; i < s->n_slots; i++) {
+		store_slot *sl = &s->slots[i];
+		if (sl->layer < 0)
+			continue;
+		int want = s->hot_set[idx(s, sl->layer, sl->expert)];
+		if (want != sl->hot) {
+			count_slot(s, sl, -1);
+			sl->hot = want;
+			count_slot(s, sl, +1);
+			expert_stats_set_tier(s->stats, sl->layer, sl->expert, tier_of(sl));
+		}
+	}
+	store_update_resident(s);
+}
+
+/* Read every hot expert not yet resident, in one batch per ring-full. */
+static int load_hot_set(expert_store *s, coli_err *err)
+{
+	int rc = 0, loaded = 0;
+	for (int l = 0; l < s->n_layers && rc >= 0; l++) {
+		if (!s->c->expert_shard_paths[l])
+			continue;
+		for (int e = 0; e < s->n_experts && rc >= 0; e++) {
+			if (!s->hot_set[idx(s, l, e)] || s->map[idx(s, l, e)] >= 0)
+				continue;
+			int si = slot_load(s, l, e, 1);
+			if (si < 0)
+				rc = si;
+			else
+				loaded++;
+		}
+	}
+	if (rc >= 0)
+		rc = store_io_submit(s);
+	while (rc >= 0 && s->io_inflight > 0)
+		rc = store_io_reap(s, 1);
+	if (rc < 0)
+		return coli_err_set(err, rc, "expert store: loading the pinned set: %s", strerror(-rc));
+	if (loaded)
+		coli_info("expert store: pinned %d hot experts (%lld MiB)", loaded,
+			  (long long)((int64_t)loaded * (int64_t)s->rec >> 20));
+	store_update_resident(s);
+	return 0;
+}
+
+void expert_store_note_routing(expert_store *s, int layer, const int *experts,
+			       const float *weights, int n)
+{
+	if (!s || layer < 0 || layer >= s->n_layers)
+		return;
+	s->layer_tick[layer]++;
+	for (int i = 0; i < n; i++)
+		if (experts[i] >= 0 && experts[i] < s->n_experts)
+			store_heat_note(s, layer, experts[i]);
+	expert_stats_note_routing(s->stats, layer, experts, weights, n, s->first_moe);
+	if (layer != s->first_moe)
+		return;
+	s->notes_since_repin++;
+	s->notes_since_save++;
+	if (s->notes_since_repin >= REPIN_EVERY && s->pin_slots > 0) {
+		s->notes_since_repin = 0;
+		int changed = store_heat_choose(s);
+		/* "Meaningfully": at least 1/16 of the pinned set moved. */
+		if (changed > 0 && changed * 16 >= s->n_hot) {
+			apply_hot_set(s);
+			coli_debug("expert store: hot set re-chosen (%d changes)", changed);
+		}
+	}
+	if (s->notes_since_save >= SAVE_EVERY && s->o.heat_dir) {
+		s->notes_since_save = 0;
+		coli_err e;
+		coli_err_clear(&e);
+		if (store_heat_save(s, &e) < 0)
+			coli_warn("%s", e.msg);
+	}
+}
+
+int expert_store_save_heat(expert_store *s, coli_err *err)
+{
+	if (!s || !s->o.heat_dir)
+		return 0;
+	return store_heat_save(s, err);
+}
+
+static int alloc_tables(expert_store *s, coli_err *err)
+{
+	size_t n = (size_t)s->n_layers * (size_t)s->n_experts;
+	s->map = malloc(n * sizeof *s->map);
+	s->hot_set = calloc(n, 1);
+	s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
+	if (!s->map || !s->hot_set || !s->slots)
+		return coli_err_set(err, -ENOMEM, "expert store: out of memory");
+	for (size_t i = 0; i < n; i++)
+		s->map[i] = -1;
+	s->arena_bytes = (size_t)s->n_slots * s->rec;
+	/* Virtual reservation: pages are committed only when a record is read
+	 * into them, so an unused budget costs nothing. */
+	void *p = mmap(NULL, s->arena_bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return coli_err_set(err, -ENOMEM, "expert store: cannot reserve %zu bytes for %d records",
+				    s->arena_bytes, s->n_slots);
+	s->arena = p;
+	for (int i = 0; i < s->n_slots; i++) {
+		s->slots[i].buf = s->arena + (size_t)i * s->rec;
+		s->slots[i].layer = s->slots[i].expert = -1;
+	}
+	return 0;
+}
+
+int expert_store_open(const coli_container *c, const expert_store_opts *o,
+		      expert_store **out, coli_err *err)
+{
+	expert_store_opts def;
+	if (!o) {
+		expert_store_opts_default(&def);
+		o = &def;
+	}
+	*out = NULL;
+	if (!c || c->config.n_routed_experts <= 0 || c->config.num_hidden_layers <= 0 ||
+	    !c->expert_shard_paths || c->expert_record_size == 0 || c->expert_record_size % 4096)
+		return coli_err_set(err, -EINVAL, "expert store: container has no valid expert layout");
+	expert_store *s = calloc(1, sizeof *s);
+	if (!s)
+		return coli_err_set(err, -ENOMEM, "expert store: out of memory");
+	s->c = c;
+	s->o = *o;
+	if (o->mirrors == o->mirror_list)
+		s->o.mirrors = s->o.mirror_list; /* keep pointing into our copy */
+	s->n_layers = c->config.num_hidden_layers;
+	s->n_experts = c->config.n_routed_experts;
+	s->top_k = c->config.num_experts_per_tok > 0 ? c->config.num_experts_per_tok : 1;
+	s->rec = c->expert_record_size;
+	s->first_moe = -1;
+	int n_moe = 0;
+	for (int l = 0; l < s->n_layers; l++)
+		if (c->expert_shard_paths[l]) {
+			if (s->first_moe < 0)
+				s->first_moe = l;
+			n_moe++;
+		}
+	int rc;
+	if (n_moe == 0) {
+		rc = coli_err_set(err, -EINVAL, "expert store: container has no MoE layer");
+		goto fail;
+	}
+	s->max_batch = o->max_batch > 0 ? o->max_batch : 2 * s->top_k;
+	if (s->max_batch > s->n_experts)
+		s->max_batch = s->n_experts;
+	int64_t pin, cache;
+	rc = store_budget_resolve(c, o, &pin, &cache);
+	if (rc < 0) {
+		rc = coli_err_set(err, rc, "expert store: cannot size the automatic cache budget");
+		goto fail;
+	}
+	s->pin_slots = (int)(pin / (int64_t)s->rec);
+	s->cache_slots = (int)(cache / (int64_t)s->rec);
+	s->scratch_slots = 2 * s->max_batch;
+	s->n_slots = s->pin_slots + s->cache_slots + s->scratch_slots;
+	int kind = o->policy >= 0 && o->policy < EXPERT_POLICY_BELADY ? o->policy : EXPERT_POLICY_LRU;
+	store_policy_init(&s->policy, kind, n_moe);
+	s->stats = expert_stats_new(s->n_layers, s->n_experts, s->top_k, 1 + EXPERT_STORE_MAX_MIRRORS);
+	if (!s->stats) {
+		rc = coli_err_set(err, -ENOMEM, "expert store: out of memory");
+		goto fail;
+	}
+	if ((rc = alloc_tables(s, err)) < 0)
+		goto fail;
+	if ((rc = store_heat_init(s, err)) < 0)
+		goto fail;
+	if ((rc = store_io_open(s, err)) < 0)
+		goto fail;
+	expert_stats_set_budgets(s->stats, (int64_t)s->rec, (int64_t)s->pin_slots * (int64_t)s->rec,
+				 (int64_t)s->cache_slots * (int64_t)s->rec,
+				 (int64_t)s->scratch_slots * (int64_t)s->rec, s->direct);
+	char b1[32], b2[32], b3[32], b4[32];
+	coli_info("expert store: %d MoE layers x %d experts of %s; pinned %s, cache %s, scratch %s; policy %s",
+		  n_moe, s->n_experts, size_format((int64_t)s->rec, b1, sizeof b1),
+		  size_format((int64_t)s->pin_slots * (int64_t)s->rec, b2, sizeof b2),
+		  size_format((int64_t)s->cache_slots * (int64_t)s->rec, b3, sizeof b3),
+		  size_format((int64_t)s->scratch_slots * (int64_t)s->rec, b4, sizeof b4),
+		  expert_policy_name(s->policy.kind));
+	if (s->pin_slots > 0 && store_heat_load(s) == 0 && store_heat_choose(s) > 0) {
+		apply_hot_set(s);
+		if ((rc = load_hot_set(s, err)) < 0)
+			goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	expert_store_free(s);
+	return rc;
+}
+
+void expert_store_free(expert_store *s)
+{
+	if (!s)
+		return;
+	if (s->ring_ok) {
+		/* Let in-flight reads land before their buffers go away. */
+		while (s->io_inflight > 0 && store_io_reap(s, 1) >= 0)
+			;
+	}
+	if (s->o.heat_dir && s->heat) {
+		coli_err e;
+		coli_err_clear(&e);
+		if (store_heat_save(s, &e) < 0)
+			coli_warn("%s", e.msg);
+	}
+	store_io_close(s);
+	store_heat_free(s);
+	if (s->arena)
+		munmap(s->arena, s->arena_bytes);
+	free(s->slots);
+	free(s->map);
+	free(s->hot_set);
+	expert_stats_free(s->stats);
+	free(s);
+}

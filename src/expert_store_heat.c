@@ -1,0 +1,296 @@
+/* expert_store_heat.c - routing heat: what to pin, remembered across runs.
+ *
+ * heat[l][e] is a decayed count of routings: every routing of expert e at
+ * layer l adds 1, and each token routed at l multiplies all of layer l's
+ * heat by 2^(-1/HEAT_HALF_LIFE). Decay is applied lazily from the layer
+ * tick at which the value was last touched, so noting a routing is O(1).
+ *
+ * The pinned hot set is the hottest experts (all layers together) that fit
+ * the pin budget; it is re-chosen as heat moves (expert_store.c decides
+ * when) and loaded at open from the saved heat.
+ *
+ * heat.bin (HEAT_DIR/heat.bin), little-endian, written to a temporary file,
+ * fsynced, renamed over the old one, directory fsynced:
+ *   off  size  field
+ *   0    8     magic "COLIHEAT"
+ *   8    4     version (1); other versions are ignored with a warning
+ *   12   4     n_layers
+ *   16   4     n_experts
+ *   20   4     reserved (0)
+ *   24   8     tokens noted on the first MoE layer when saved
+ *   32   64    container fingerprint (hex, NUL padded); a file of another
+ *              model is ignored
+ *   96   4*N   heat, f32, N = n_layers * n_experts, decayed to the save time
+ *   96+4N 4    CRC32C of bytes [0, 96+4N)
+ * A missing file means "no history"; a short, corrupted or mismatched one
+ * is ignored with one warning (heat only ever changes speed). */
+#include "config.h"
+
+#include "expert_store_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "coli_log.h"
+
+#define HEAT_HALF_LIFE 2048.0 /* tokens; long: the pinned set is the long-term favourites */
+#define HEAT_MAGIC "COLIHEAT"
+#define HEAT_VERSION 1
+#define HEAT_HDR 96
+
+uint32_t store_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	static uint32_t table[256];
+	static int ready;
+	if (!ready) {
+		/* Benign if two threads build it at once: same values. */
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+			for (int k = 0; k < 8; k++)
+				c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+			table[i] = c;
+		}
+		ready = 1;
+	}
+	const uint8_t *p = buf;
+	crc = ~crc;
+	while (len--)
+		crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return ~crc;
+}
+
+int store_heat_init(expert_store *s, coli_err *err)
+{
+	size_t n = (size_t)s->n_layers * (size_t)s->n_experts;
+	s->heat = calloc(n, sizeof *s->heat);
+	s->heat_tick = calloc(n, sizeof *s->heat_tick);
+	s->layer_tick = calloc((size_t)s->n_layers, sizeof *s->layer_tick);
+	if (!s->heat || !s->heat_tick || !s->layer_tick)
+		return coli_err_set(err, -ENOMEM, "expert store: out of memory");
+	s->heat_log_decay = log(0.5) / HEAT_HALF_LIFE;
+	return 0;
+}
+
+void store_heat_free(expert_store *s)
+{
+	free(s->heat);
+	free(s->heat_tick);
+	free(s->layer_tick);
+	s->heat = NULL;
+	s->heat_tick = NULL;
+	s->layer_tick = NULL;
+}
+
+float store_heat_now(const expert_store *s, int layer, int e)
+{
+	size_t i = (size_t)layer * (size_t)s->n_experts + (size_t)e;
+	uint32_t now = (uint32_t)s->layer_tick[layer];
+	if (s->heat[i] == 0)
+		return 0;
+	return (float)(s->heat[i] * exp((double)(uint32_t)(now - s->heat_tick[i]) * s->heat_log_decay));
+}
+
+void store_heat_note(expert_store *s, int layer, int e)
+{
+	size_t i = (size_t)layer * (size_t)s->n_experts + (size_t)e;
+	/* layer_tick[layer] was advanced for this token by the caller. */
+	float h = store_heat_now(s, layer, e) + 1.0f;
+	s->heat[i] = h;
+	s->heat_tick[i] = (uint32_t)s->layer_tick[layer];
+	expert_stats_set_heat(s->stats, layer, e, h);
+}
+
+typedef struct heat_rank {
+	float h;
+	int32_t i;
+} heat_rank;
+
+static int rank_cmp(const void *a, const void *b)
+{
+	const heat_rank *x = a, *y = b;
+	if (x->h != y->h)
+		return x->h < y->h ? 1 : -1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+int store_heat_choose(expert_store *s)
+{
+	if (s->pin_slots <= 0)
+		return 0;
+	size_t n = (size_t)s->n_layers * (size_t)s->n_experts;
+	heat_rank *r = malloc(n * sizeof *r);
+	if (!r)
+		return 0; /* keep the current set; heat only changes speed */
+	size_t m = 0;
+	for (int l = 0; l < s->n_layers; l++) {
+		if (!s->c->expert_shard_paths[l])
+			continue;
+		for (int e = 0; e < s->n_experts; e++) {
+			float h = store_heat_now(s, l, e);
+			/* Experts seen about once are not "hot". */
+			if (h >= 1.5f)
+				r[m++] = (heat_rank){ h, (int32_t)((size_t)l * (size_t)s->n_experts + (size_t)e) };
+		}
+	}
+	qsort(r, m, sizeof *r, rank_cmp);
+	size_t keep = m < (size_t)s->pin_slots ? m : (size_t)s->pin_slots;
+	uint8_t *want = calloc(n, 1);
+	if (!want) {
+		free(r);
+		return 0;
+	}
+	for (size_t k = 0; k < keep; k++)
+		want[r[k].i] = 1;
+	int changed = 0;
+	for (size_t i = 0; i < n; i++)
+		changed += want[i] != s->hot_set[i];
+	memcpy(s->hot_set, want, n);
+	s->n_hot = (int)keep;
+	free(want);
+	free(r);
+	return changed;
+}
+
+static char *heat_path(const expert_store *s, const char *suffix)
+{
+	size_t n = strlen(s->o.heat_dir) + 32;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s/heat.bin%s", s->o.heat_dir, suffix);
+	return p;
+}
+
+int store_heat_save(expert_store *s, coli_err *err)
+{
+	if (!s->o.heat_dir || !s->heat)
+		return 0;
+	size_t n = (size_t)s->n_layers * (size_t)s->n_experts;
+	size_t size = HEAT_HDR + 4 * n + 4;
+	uint8_t *b = calloc(1, size);
+	char *tmp = heat_path(s, ".tmp"), *dst = heat_path(s, "");
+	int rc = 0, fd = -1;
+	if (!b || !tmp || !dst) {
+		rc = coli_err_set(err, -ENOMEM, "expert store: out of memory");
+		goto out;
+	}
+	memcpy(b, HEAT_MAGIC, 8);
+	uint32_t u32[4] = { HEAT_VERSION, (uint32_t)s->n_layers, (uint32_t)s->n_experts, 0 };
+	memcpy(b + 8, u32, sizeof u32);
+	uint64_t tokens = s->first_moe >= 0 ? s->layer_tick[s->first_moe] : 0;
+	memcpy(b + 24, &tokens, 8);
+	memcpy(b + 32, s->c->fingerprint, strnlen(s->c->fingerprint, 64));
+	for (int l = 0; l < s->n_layers; l++)
+		for (int e = 0; e < s->n_experts; e++) {
+			float h = store_heat_now(s, l, e);
+			memcpy(b + HEAT_HDR + 4 * ((size_t)l * (size_t)s->n_experts + (size_t)e), &h, 4);
+		}
+	uint32_t crc = store_crc32c(0, b, size - 4);
+	memcpy(b + size - 4, &crc, 4);
+	mkdir(s->o.heat_dir, 0777); /* CACHE_DIR/hot-experts may not exist yet */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = coli_err_set(err, -errno, "expert store: %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	size_t off = 0;
+	while (off < size) {
+		ssize_t w = write(fd, b + off, size - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			rc = coli_err_set(err, w < 0 ? -errno : -EIO, "expert store: writing %s: %s", tmp,
+					  strerror(w < 0 ? errno : EIO));
+			goto out;
+		}
+		off += (size_t)w;
+	}
+	if (fsync(fd) < 0) {
+		rc = coli_err_set(err, -errno, "expert store: fsync %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	close(fd);
+	fd = -1;
+	if (rename(tmp, dst) < 0) {
+		rc = coli_err_set(err, -errno, "expert store: rename to %s: %s", dst, strerror(errno));
+		goto out;
+	}
+	int dfd = open(s->o.heat_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+out:
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmp);
+	}
+	free(b);
+	free(tmp);
+	free(dst);
+	return rc;
+}
+
+/* Returns 0 when heat was loaded, 1 when there was none or it was ignored. */
+int store_heat_load(expert_store *s)
+{
+	if (!s->o.heat_dir)
+		return 1;
+	char *path = heat_path(s, "");
+	if (!path)
+		return 1;
+	size_t n = (size_t)s->n_layers * (size_t)s->n_experts;
+	size_t size = HEAT_HDR + 4 * n + 4;
+	uint8_t *b = malloc(size + 1);
+	int rc = 1;
+	FILE *f = fopen(path, "rb");
+	if (!f || !b)
+		goto out; /* no history yet */
+	size_t got = fread(b, 1, size + 1, f);
+	uint32_t u32[4], crc;
+	if (got < HEAT_HDR || memcmp(b, HEAT_MAGIC, 8)) {
+		coli_warn("expert store: %s is not a heat file; ignored", path);
+		goto out;
+	}
+	memcpy(u32, b + 8, sizeof u32);
+	if (u32[0] != HEAT_VERSION) {
+		coli_warn("expert store: %s has version %u (this build reads %d); ignored", path, u32[0], HEAT_VERSION);
+		goto out;
+	}
+	if (u32[1] != (uint32_t)s->n_layers || u32[2] != (uint32_t)s->n_experts || got != size) {
+		coli_warn("expert store: %s is for another shape or truncated; ignored", path);
+		goto out;
+	}
+	memcpy(&crc, b + size - 4, 4);
+	if (crc != store_crc32c(0, b, size - 4)) {
+		coli_warn("expert store: %s fails its checksum; ignored", path);
+		goto out;
+	}
+	if (strncmp((char *)b + 32, s->c->fingerprint, 64)) {
+		coli_warn("expert store: %s belongs to another model; ignored", path);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		float h;
+		memcpy(&h, b + HEAT_HDR + 4 * i, 4);
+		s->heat[i] = isfinite(h) && h > 0 ? h : 0;
+		s->heat_tick[i] = 0;
+		expert_stats_set_heat(s->stats, (int)(i / (size_t)s->n_experts),
+				      (int)(i % (size_t)s->n_experts), s->heat[i]);
+	}
+	for (int l = 0; l < s->n_layers; l++)
+		s->layer_tick[l] = 0;
+	coli_info("expert store: loaded routing heat from %s", path);
+	rc = 0;
+out:
+	if (f)
+		fclose(f);
+	free(b);
+	free(path);
+	return rc;
+}

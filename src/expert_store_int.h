@@ -1,0 +1,140 @@
+/* expert_store_int.h - internals shared by the expert_store*.c files.
+ *
+ *   expert_store.c         open/free, acquire/release/prefetch, slots
+ *   expert_store_io.c      io_uring reader, O_DIRECT probe, mirrors, faults
+ *   expert_store_policy.c  eviction scores, trace synthesis and replay
+ *   expert_store_heat.c    decayed routing heat, heat.bin, pinned set
+ *   expert_store_opts.c    defaults, flag/env parsing, automatic budget
+ *
+ * Everything here belongs to the engine thread. */
+#ifndef COLI_EXPERT_STORE_INT_H
+#define COLI_EXPERT_STORE_INT_H
+
+#include <liburing.h>
+#include <stdint.h>
+
+#include "expert_stats.h"
+#include "expert_store.h"
+
+enum slot_state { SLOT_FREE = 0, SLOT_LOADING, SLOT_READY };
+
+/* One record-sized buffer of the arena. */
+typedef struct store_slot {
+	uint8_t *buf;         /* 4096-aligned, record_size bytes */
+	int layer, expert;    /* -1 when free */
+	int state;            /* enum slot_state */
+	int pins;             /* acquire references, dropped by release(layer) */
+	int hot;              /* member of the pinned hot set: never evicted */
+	int prefetched;       /* read by prefetch and not yet acquired */
+	int pending;          /* stripe reads still in flight */
+	int error;            /* negative errno of a failed read, else 0 */
+	uint64_t last_use;    /* policy: tick of the latest acquire */
+	double key;           /* policy: eviction key, smallest goes first */
+	double freq;          /* LFU-decay: decayed use count at last_use */
+} store_slot;
+
+/* Policy state shared by the live store and the trace replay. */
+typedef struct store_policy {
+	int kind;             /* enum expert_policy */
+	double log_decay;     /* per tick, for LFU-decay (< 0) */
+} store_policy;
+
+void store_policy_init(store_policy *p, int kind, int n_moe_layers);
+/* Account one use of a slot at tick `now`. */
+void store_policy_touch(const store_policy *p, store_slot *sl, uint64_t now);
+
+/* Replay with an explicit LFU-decay half-life (tokens), for measuring. */
+int store_replay_hl(const expert_trace *t, int policy, int64_t capacity, double half_life,
+		    expert_replay_result *out, coli_err *err);
+
+/* One drive: the primary model directory or a mirror. */
+typedef struct store_drive {
+	char *dir;            /* directory holding experts/ */
+	int *fd_direct;       /* [n_layers], -1 when absent */
+	int *fd_buffered;     /* [n_layers], -1 when absent */
+	double weight;        /* share of stripes */
+	int enabled;          /* 0 after an error (mirrors only) */
+	int direct;           /* O_DIRECT accepted on this drive */
+} store_drive;
+
+/* One stripe read in flight. */
+typedef struct store_io {
+	int slot, drive, layer;
+	int direct;           /* using fd_direct */
+	uint64_t off;         /* file offset of the stripe */
+	uint32_t len, done;   /* stripe length, bytes already read */
+	uint32_t buf_off;     /* stripe offset inside the record */
+	int next_free;
+} store_io;
+
+struct expert_store {
+	const coli_container *c;
+	expert_store_opts o;
+	int n_layers, n_experts, top_k, first_moe;
+	size_t rec;                 /* record size */
+	int max_batch;
+	int n_slots, pin_slots, cache_slots, scratch_slots;
+	uint8_t *arena;
+	size_t arena_bytes;
+	store_slot *slots;
+	int32_t *map;               /* [layer * n_experts + e] -> slot, -1 */
+	uint8_t *hot_set;           /* [layer * n_experts + e] wanted pinned */
+	int n_hot;
+	store_policy policy;
+	uint64_t tick;              /* one per acquire call */
+	/* heat */
+	float *heat;                /* decayed count as of heat_tick */
+	uint32_t *heat_tick;        /* layer tick when heat[] was updated */
+	uint64_t *layer_tick;       /* routings noted per layer */
+	double heat_log_decay;
+	uint64_t notes_since_repin, notes_since_save;
+	/* io */
+	struct io_uring ring;
+	int ring_ok;
+	unsigned ring_entries;
+	store_io *ios;
+	int io_free;                /* head of free list, -1 = none */
+	int io_inflight;
+	int unsubmitted;
+	int n_drives;
+	store_drive drives[1 + EXPERT_STORE_MAX_MIRRORS];
+	uint32_t stripe;            /* stripe size with mirrors, else record */
+	int direct;                 /* primary uses O_DIRECT */
+	/* stats + counters */
+	expert_stats *stats;
+	int64_t n_res_hot, n_res_cached, n_res_inflight;
+	uint64_t fault_eio, fault_short, fault_eagain, fault_mirror, fault_count, mirror_count;
+};
+
+/* expert_store_io.c */
+int store_io_open(expert_store *s, coli_err *err);
+void store_io_close(expert_store *s);
+/* Queue the read of slot `si` (layer/expert already set); stripes go to the
+ * drives. Submission happens in store_io_submit or when the ring fills. */
+int store_io_queue(expert_store *s, int si);
+int store_io_submit(expert_store *s);
+/* Reap completions: wait for at least one when `wait` and some are in
+ * flight. Returns the number reaped or a negative errno. */
+int store_io_reap(expert_store *s, int wait);
+/* Called by the reaper when a slot's last stripe landed. */
+void store_slot_loaded(expert_store *s, int si);
+
+/* expert_store_heat.c */
+int store_heat_init(expert_store *s, coli_err *err);
+void store_heat_free(expert_store *s);
+void store_heat_note(expert_store *s, int layer, int expert);
+float store_heat_now(const expert_store *s, int layer, int expert);
+/* Choose the hot set from heat; returns how many entries changed. */
+int store_heat_choose(expert_store *s);
+int store_heat_save(expert_store *s, coli_err *err);
+int store_heat_load(expert_store *s);
+uint32_t store_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* expert_store_opts.c */
+int store_budget_resolve(const coli_container *c, const expert_store_opts *o,
+			 int64_t *pin, int64_t *cache);
+
+/* expert_store.c */
+void store_update_resident(expert_store *s);
+
+#endif

@@ -1,0 +1,221 @@
+/* expert_store_opts.c - store options: defaults, the shared flag/env
+ * parser, and the automatic RAM budget.
+ *
+ * Budget semantics (documented in man/engine-options.inc):
+ *   --expert-cache SIZE  RAM for routed experts (pinned + cached), beyond
+ *                        the fixed scratch pool of 2 x max_batch records;
+ *   --pin-budget SIZE    the part of it reserved for the pinned hot set
+ *                        (auto: half). A pin budget larger than the cache
+ *                        budget raises the total to the pin budget.
+ * Automatic total (cache "auto"): available memory (MemAvailable, capped by
+ * the cgroup limit) - dense bytes - KV budget - OS reserve max(1 GiB, 10%),
+ * never more than all expert bytes, never negative. */
+#include "config.h"
+
+#include "expert_store_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "coli_log.h"
+#include "size_parse.h"
+
+#define GiB (1024LL * 1024 * 1024)
+
+void expert_store_opts_default(expert_store_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->cache_bytes = -1;
+	o->pin_bytes = -1;
+	o->prefetch = 1;
+	o->direct = -1;
+	o->policy = -1;
+	o->kv_bytes = -1;
+}
+
+static int64_t total_expert_bytes(const coli_container *c)
+{
+	int64_t t = 0;
+	for (int l = 0; l < c->config.num_hidden_layers; l++)
+		if (c->expert_shard_paths[l])
+			t += (int64_t)c->config.n_routed_experts * (int64_t)c->expert_record_size;
+	return t;
+}
+
+int store_budget_resolve(const coli_container *c, const expert_store_opts *o,
+			 int64_t *pin, int64_t *cache)
+{
+	int64_t total = o->cache_bytes;
+	int64_t all = total_expert_bytes(c);
+	if (total < 0) {
+		int64_t avail = size_mem_available();
+		if (avail < 0)
+			return (int)avail;
+		int64_t kv = o->kv_bytes >= 0 ? o->kv_bytes : GiB;
+		int64_t reserve = avail / 10 > GiB ? avail / 10 : GiB;
+		total = avail - (int64_t)c->dense_bytes - kv - reserve;
+		if (total < 0)
+			total = 0;
+		if (total > all)
+			total = all;
+		char a[32], d[32], k[32], r[32], t[32];
+		coli_info("expert store: automatic budget %s = available %s - dense %s - KV %s - reserve %s (experts total %s)",
+			  size_format(total, t, sizeof t), size_format(avail, a, sizeof a),
+			  size_format((int64_t)c->dense_bytes, d, sizeof d), size_format(kv, k, sizeof k),
+			  size_format(reserve, r, sizeof r), size_format(all, a, sizeof a));
+	}
+	int64_t p = o->pin_bytes >= 0 ? o->pin_bytes : total / 2;
+	if (p > all)
+		p = all;
+	if (total < p)
+		total = p;
+	*pin = p;
+	*cache = total - p;
+	return 0;
+}
+
+static int parse_bool_env(const char *v, int *out)
+{
+	if (!strcmp(v, "1") || !strcasecmp(v, "on") || !strcasecmp(v, "yes") || !strcasecmp(v, "true"))
+		*out = 1;
+	else if (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no") || !strcasecmp(v, "false"))
+		*out = 0;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int add_mirror(expert_store_opts *o, const char *dir, const char *what, coli_err *err)
+{
+	int n = 0;
+	while (n < EXPERT_STORE_MAX_MIRRORS && o->mirror_list[n])
+		n++;
+	if (n >= EXPERT_STORE_MAX_MIRRORS)
+		return coli_err_set(err, -EINVAL, "%s: at most %d mirrors", what, EXPERT_STORE_MAX_MIRRORS);
+	o->mirror_list[n] = dir;
+	o->mirror_list[n + 1] = NULL;
+	o->mirrors = o->mirror_list;
+	return 0;
+}
+
+static int parse_weights(expert_store_opts *o, const char *v, const char *what, coli_err *err)
+{
+	double w[1 + EXPERT_STORE_MAX_MIRRORS] = { 0 };
+	int n = 0;
+	const char *p = v;
+	while (*p) {
+		char *end;
+		if (n >= 1 + EXPERT_STORE_MAX_MIRRORS)
+			return coli_err_set(err, -EINVAL, "%s: too many weights in '%s'", what, v);
+		w[n] = strtod(p, &end);
+		if (end == p || w[n] < 0 || (*end && *end != ','))
+			return coli_err_set(err, -EINVAL, "%s: '%s' is not a list of weights like 1,1.5", what, v);
+		n++;
+		p = *end ? end + 1 : end;
+	}
+	if (!n)
+		return coli_err_set(err, -EINVAL, "%s: empty weight list", what);
+	memcpy(o->mirror_weights, w, sizeof w);
+	return 0;
+}
+
+static int parse_policy(const char *v, int *out)
+{
+	if (!strcasecmp(v, "lru"))
+		*out = EXPERT_POLICY_LRU;
+	else if (!strcasecmp(v, "lfu-decay") || !strcasecmp(v, "lfu"))
+		*out = EXPERT_POLICY_LFU_DECAY;
+	else if (!strcasecmp(v, "auto") || !strcasecmp(v, "default"))
+		*out = -1;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int expert_store_opts_parse_flag(expert_store_opts *o, const char *flag,
+				 const char *value, coli_err *err)
+{
+	char name[64];
+	const char *eq = strchr(flag, '=');
+	int consumed = 1;
+	if (eq) {
+		size_t n = (size_t)(eq - flag);
+		if (n >= sizeof name)
+			return -ENOENT;
+		memcpy(name, flag, n);
+		name[n] = '\0';
+		value = eq + 1;
+		consumed = 0;
+	} else {
+		snprintf(name, sizeof name, "%s", flag);
+	}
+	/* Switches take no value. */
+	if (!strcmp(name, "--no-prefetch") || !strcmp(name, "--prefetch") ||
+	    !strcmp(name, "--direct") || !strcmp(name, "--no-direct")) {
+		if (eq)
+			return coli_err_set(err, -EINVAL, "%s takes no value", name);
+		if (!strcmp(name, "--no-prefetch"))
+			o->prefetch = 0;
+		else if (!strcmp(name, "--prefetch"))
+			o->prefetch = 1;
+		else
+			o->direct = !strcmp(name, "--direct");
+		return 0;
+	}
+	if (strcmp(name, "--expert-cache") && strcmp(name, "--pin-budget") && strcmp(name, "--mirror") &&
+	    strcmp(name, "--mirror-weights") && strcmp(name, "--cache-policy"))
+		return -ENOENT;
+	if (!value)
+		return coli_err_set(err, -EINVAL, "%s needs a value", name);
+	int rc = 0;
+	if (!strcmp(name, "--expert-cache"))
+		rc = size_parse(value, name, &o->cache_bytes, err);
+	else if (!strcmp(name, "--pin-budget"))
+		rc = size_parse(value, name, &o->pin_bytes, err);
+	else if (!strcmp(name, "--mirror"))
+		rc = add_mirror(o, value, name, err);
+	else if (!strcmp(name, "--mirror-weights"))
+		rc = parse_weights(o, value, name, err);
+	else if (parse_policy(value, &o->policy))
+		rc = coli_err_set(err, -EINVAL, "%s: '%s' is not lru, lfu-decay or auto", name, value);
+	return rc < 0 ? rc : consumed;
+}
+
+int expert_store_opts_from_env(expert_store_opts *o, coli_err *err)
+{
+	const char *v;
+	int rc;
+	if ((v = getenv("COLI_EXPERT_CACHE")) && *v &&
+	    (rc = size_parse(v, "COLI_EXPERT_CACHE", &o->cache_bytes, err)) < 0)
+		return rc;
+	if ((v = getenv("COLI_PIN_BUDGET")) && *v &&
+	    (rc = size_parse(v, "COLI_PIN_BUDGET", &o->pin_bytes, err)) < 0)
+		return rc;
+	if ((v = getenv("COLI_PREFETCH")) && *v && parse_bool_env(v, &o->prefetch))
+		return coli_err_set(err, -EINVAL, "COLI_PREFETCH: '%s' is not 0 or 1", v);
+	if ((v = getenv("COLI_DIRECT")) && *v) {
+		if (!strcasecmp(v, "auto"))
+			o->direct = -1;
+		else if (parse_bool_env(v, &o->direct))
+			return coli_err_set(err, -EINVAL, "COLI_DIRECT: '%s' is not 0, 1 or auto", v);
+	}
+	if ((v = getenv("COLI_CACHE_POLICY")) && *v && parse_policy(v, &o->policy))
+		return coli_err_set(err, -EINVAL, "COLI_CACHE_POLICY: '%s' is not lru, lfu-decay or auto", v);
+	if ((v = getenv("COLI_MIRROR_WEIGHTS")) && *v &&
+	    (rc = parse_weights(o, v, "COLI_MIRROR_WEIGHTS", err)) < 0)
+		return rc;
+	if ((v = getenv("COLI_MODEL_MIRROR")) && *v) {
+		if (strlen(v) >= sizeof o->mirror_env)
+			return coli_err_set(err, -EINVAL, "COLI_MODEL_MIRROR: value too long");
+		snprintf(o->mirror_env, sizeof o->mirror_env, "%s", v);
+		/* Colon-separated, like PATH; split in place in our copy. */
+		char *save = NULL;
+		for (char *d = strtok_r(o->mirror_env, ":", &save); d; d = strtok_r(NULL, ":", &save))
+			if ((rc = add_mirror(o, d, "COLI_MODEL_MIRROR", err)) < 0)
+				return rc;
+	}
+	return 0;
+}

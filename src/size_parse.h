@@ -1,0 +1,42 @@
+/* size_parse.h - human byte sizes for flags and environment variables.
+ *
+ * Accepted forms (case-insensitive, optional spaces between number and unit):
+ *   "0"                       zero (e.g. --expert-cache 0 = no cache)
+ *   "4096", "512K", "512KB", "512KiB", "8G", "8GB", "1.5GiB", "2T"
+ *                             K/M/G/T are powers of 1024 (KB = KiB: memory
+ *                             budgets are counted in pages, not in SI units)
+ *   "25%"                     percent of available memory (MemAvailable,
+ *                             capped by the cgroup limit when one is set)
+ *   "auto"                    -1: the caller picks (see size_mem_available)
+ * Pure parsing is split from the /proc reading so tests can pass a fixed
+ * "available" figure. */
+#ifndef COLI_SIZE_PARSE_H
+#define COLI_SIZE_PARSE_H
+
+#include <stdint.h>
+
+#include "coli_err.h"
+
+/* Parse `s` into *out (bytes, or -1 for "auto"). Percentages use
+ * avail_bytes. Returns 0 or -EINVAL/-ERANGE with err naming `what`
+ * (a flag or variable name, may be NULL). */
+int size_parse_with(const char *s, int64_t avail_bytes, const char *what,
+		    int64_t *out, coli_err *err);
+
+/* Same, with percentages of size_mem_available(). */
+int size_parse(const char *s, const char *what, int64_t *out, coli_err *err);
+
+/* Memory the process can still use: MemAvailable from /proc/meminfo, capped
+ * by the cgroup v2 (memory.max - memory.current) or v1 limit when set.
+ * Returns bytes, or a negative errno when nothing could be read. */
+int64_t size_mem_available(void);
+
+/* Testable cores of size_mem_available: parse a /proc/meminfo text and a
+ * cgroup limit file's text ("max" or a number). Return -1 when absent. */
+int64_t size_meminfo_available(const char *meminfo_text);
+int64_t size_cgroup_limit(const char *limit_text);
+
+/* Format bytes as "512 MiB", "19.0 MiB", "8.00 GiB" into buf. */
+const char *size_format(int64_t bytes, char *buf, int bufsize);
+
+#endif

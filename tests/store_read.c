@@ -1,0 +1,300 @@
+/* store_read.c - the expert store returns exactly the file's bytes in every
+ * tier and mode (cache 0 / tiny / everything, prefetch on/off, O_DIRECT
+ * on/off, mirrors on/off/broken), never evicts a record in use, and keeps
+ * resident bytes within its budget. */
+#include "config.h"
+
+#include "coli_log.h"
+#include "expert_stats.h"
+#include "expert_store.h"
+#include "store_test.h"
+
+#define LAYERS 4     /* layer 0 dense, 1..3 MoE */
+#define EXPERTS 16
+#define TOPK 2
+#define REC 16384    /* 4 stripes of 4 KiB when mirrored */
+
+static int warnings;
+
+static void sink(void *opaque, int level, const char *line)
+{
+	(void)opaque;
+	if (level >= COLI_LOG_WARN)
+		warnings++;
+	if (getenv("STORE_TEST_VERBOSE"))
+		fprintf(stderr, "log: %s\n", line);
+}
+
+static int route(int tok, int layer, int j)
+{
+	/* Deterministic routing with reuse: a few hot experts, some churn. */
+	uint64_t h = (uint64_t)(tok / 3) * 2654435761u + (uint64_t)layer * 40503u + (uint64_t)j * 977u;
+	int e = (int)(h % 7);
+	if (j == 1)
+		e = (e + 1 + (int)((uint64_t)tok * 31u % (EXPERTS - 1))) % EXPERTS;
+	return e;
+}
+
+static void check_budget(const expert_store *s)
+{
+	expert_stats_summary sum;
+	expert_stats_snapshot(expert_store_stats(s), &sum);
+	CHECK(sum.resident_pinned + sum.resident_cached + sum.resident_inflight <=
+	      sum.budget_pin + sum.budget_cache + sum.budget_scratch);
+}
+
+/* Decode-like loop: prefetch next layer, acquire this one, check, release
+ * the previous layer. Returns hits seen in the snapshot. */
+static void run_tokens(test_model *m, expert_store *s, int tokens)
+{
+	coli_err err;
+	coli_err_clear(&err);
+	for (int t = 0; t < tokens; t++) {
+		for (int l = 1; l < LAYERS; l++) {
+			int ex[TOPK], nx[TOPK];
+			const void *recs[TOPK];
+			float w[TOPK] = { 0.6f, 0.4f };
+			for (int j = 0; j < TOPK; j++)
+				ex[j] = route(t, l, j);
+			int nl = l + 1 < LAYERS ? l + 1 : 1;
+			int nt = l + 1 < LAYERS ? t : t + 1;
+			for (int j = 0; j < TOPK; j++)
+				nx[j] = route(nt, nl, j);
+			int rc = expert_store_acquire(s, l, ex, TOPK, recs, &err);
+			if (rc) {
+				fprintf(stderr, "acquire: %s\n", err.msg);
+				exit(1);
+			}
+			expert_store_prefetch(s, nl, nx, TOPK);
+			for (int j = 0; j < TOPK; j++)
+				CHECK(tm_check(m, l, ex[j], recs[j]));
+			expert_store_note_routing(s, l, ex, w, TOPK);
+			check_budget(s);
+			expert_store_release(s, l == 1 ? LAYERS - 1 : l - 1);
+			/* records of layer l must still be intact after the
+			 * prefetch above (it must not have reused them) */
+			for (int j = 0; j < TOPK; j++)
+				CHECK(tm_check(m, l, ex[j], recs[j]));
+		}
+	}
+	for (int l = 1; l < LAYERS; l++)
+		expert_store_release(s, l);
+}
+
+static expert_store *open_store(test_model *m, int64_t cache, int prefetch, int direct,
+				const char *mirror)
+{
+	expert_store_opts o;
+	expert_store_opts_default(&o);
+	o.cache_bytes = cache;
+	o.pin_bytes = 0;
+	o.prefetch = prefetch;
+	o.direct = direct;
+	if (mirror) {
+		coli_err e;
+		CHECK(expert_store_opts_parse_flag(&o, "--mirror", mirror, &e) == 1);
+	}
+	expert_store *s = NULL;
+	coli_err err;
+	coli_err_clear(&err);
+	if (expert_store_open(&m->c, &o, &s, &err)) {
+		fprintf(stderr, "open: %s\n", err.msg);
+		exit(1);
+	}
+	return s;
+}
+
+static void copy_tree(const char *from, const char *to)
+{
+	char cmd[1200];
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp -r '%s/experts' '%s/'", to, from, to);
+	CHECK(system(cmd) == 0);
+}
+
+static void test_matrix(test_model *m, const char *mirror)
+{
+	const int64_t caches[] = { 0, 3 * REC, (int64_t)(LAYERS - 1) * EXPERTS * REC };
+	for (int ci = 0; ci < 3; ci++)
+		for (int pf = 0; pf < 2; pf++)
+			for (int dio = 0; dio < 2; dio++) {
+				expert_store *s = open_store(m, caches[ci], pf, dio, mirror);
+				run_tokens(m, s, 20);
+				expert_stats_summary sum;
+				expert_stats_snapshot(expert_store_stats(s), &sum);
+				CHECK(sum.misses > 0);
+				if (ci == 2) /* everything fits: each expert read once */
+					CHECK(sum.misses + sum.hits_prefetched <= (uint64_t)(LAYERS - 1) * EXPERTS);
+				if (pf)
+					CHECK(sum.prefetch_issued > 0);
+				else
+					CHECK(sum.prefetch_issued == 0);
+				if (mirror)
+					CHECK(sum.n_drives >= 2 && sum.drives[1].bytes > 0);
+				expert_store_free(s);
+			}
+}
+
+/* With cache 0 the scratch pool holds 2 x max_batch: two layers' sets
+ * fit, a third does not (-ENOBUFS, nothing left pinned), and the held
+ * records are never overwritten. */
+static void test_in_use(test_model *m)
+{
+	expert_store *s = open_store(m, 0, 1, 0, NULL);
+	int mb = expert_store_max_batch(s);
+	CHECK(mb == 2 * TOPK);
+	int a[2 * TOPK], b[2 * TOPK], c[2 * TOPK];
+	const void *ra[2 * TOPK], *rb[2 * TOPK], *rc[2 * TOPK];
+	for (int i = 0; i < mb; i++) {
+		a[i] = i;
+		b[i] = i + 4;
+		c[i] = i + 8;
+	}
+	coli_err err;
+	CHECK(expert_store_acquire(s, 1, a, mb, ra, &err) == 0);
+	CHECK(expert_store_acquire(s, 2, b, mb, rb, &err) == 0);
+	CHECK(expert_store_acquire(s, 3, c, mb, rc, &err) == -ENOBUFS);
+	for (int i = 0; i < mb; i++) {
+		CHECK(tm_check(m, 1, a[i], ra[i]));
+		CHECK(tm_check(m, 2, b[i], rb[i]));
+	}
+	/* a prefetch now must not steal held records */
+	expert_store_prefetch(s, 3, c, mb);
+	for (int i = 0; i < mb; i++)
+		CHECK(tm_check(m, 1, a[i], ra[i]));
+	expert_store_release(s, 1);
+	CHECK(expert_store_acquire(s, 3, c, mb, rc, &err) == 0);
+	for (int i = 0; i < mb; i++) {
+		CHECK(tm_check(m, 2, b[i], rb[i]));
+		CHECK(tm_check(m, 3, c[i], rc[i]));
+	}
+	expert_store_release(s, 2);
+	expert_store_release(s, 3);
+	/* bad arguments */
+	int bad = EXPERTS;
+	CHECK(expert_store_acquire(s, 1, &bad, 1, ra, &err) == -EINVAL);
+	CHECK(expert_store_acquire(s, 0, a, 1, ra, &err) == -EINVAL); /* dense layer */
+	expert_store_free(s);
+}
+
+static void test_mirrors(test_model *m)
+{
+	char mir[600], cmd[1300];
+	snprintf(mir, sizeof mir, "%s/mirror", m->dir);
+	copy_tree(m->dir, mir);
+	test_matrix(m, mir);
+
+	/* weights 0,1: every stripe from the mirror, none from the primary */
+	expert_store_opts o;
+	expert_store_opts_default(&o);
+	o.cache_bytes = 0;
+	o.pin_bytes = 0;
+	coli_err e;
+	CHECK(expert_store_opts_parse_flag(&o, "--mirror", mir, &e) == 1);
+	CHECK(expert_store_opts_parse_flag(&o, "--mirror-weights=0,1", NULL, &e) == 0);
+	expert_store *s;
+	CHECK(expert_store_open(&m->c, &o, &s, &e) == 0);
+	run_tokens(m, s, 5);
+	expert_stats_summary sum;
+	expert_stats_snapshot(expert_store_stats(s), &sum);
+	CHECK(sum.drives[0].bytes == 0 && sum.drives[1].bytes > 0);
+	expert_store_free(s);
+
+	/* a mirror shard of the wrong size is not used for that shard */
+	snprintf(cmd, sizeof cmd, "truncate -s 4096 '%s/experts/shard-002.bin'", mir);
+	CHECK(system(cmd) == 0);
+	warnings = 0;
+	s = open_store(m, 0, 1, 1, mir);
+	CHECK(warnings == 1);
+	run_tokens(m, s, 10);
+	expert_store_free(s);
+	copy_tree(m->dir, mir);
+
+	/* mirror deleted mid-run: open files keep working, same bytes */
+	s = open_store(m, 3 * REC, 1, 0, mir);
+	run_tokens(m, s, 5);
+	tm_rmrf(mir);
+	run_tokens(m, s, 10);
+	expert_store_free(s);
+
+	/* mirror truncated mid-run (a vanished drive reads as EOF): falls back
+	 * to the primary, disabled with one warning, same bytes */
+	copy_tree(m->dir, mir);
+	s = open_store(m, 0, 0, 0, mir);
+	run_tokens(m, s, 3);
+	for (int l = 1; l < LAYERS; l++) {
+		snprintf(cmd, sizeof cmd, "truncate -s 0 '%s/experts/shard-%03d.bin'", mir, l);
+		CHECK(system(cmd) == 0);
+	}
+	warnings = 0;
+	run_tokens(m, s, 10);
+	expert_stats_snapshot(expert_store_stats(s), &sum);
+	CHECK(sum.drives[1].enabled == 0);
+	CHECK(warnings == 1);
+	expert_store_free(s);
+
+	/* a missing mirror directory is ignored with a warning */
+	warnings = 0;
+	s = open_store(m, 0, 1, 0, "/nonexistent/colitop-mirror");
+	CHECK(warnings == 1);
+	run_tokens(m, s, 3);
+	expert_store_free(s);
+	tm_rmrf(mir);
+}
+
+#ifdef COLI_FAULT_INJECTION
+static void with_fault(test_model *m, const char *var, const char *val, const char *mirror, int expect_fail)
+{
+	setenv(var, val, 1);
+	expert_store *s = open_store(m, 0, 0, 1, mirror);
+	unsetenv(var);
+	int ex[TOPK] = { 1, 2 };
+	const void *recs[TOPK];
+	coli_err err;
+	coli_err_clear(&err);
+	int rc = expert_store_acquire(s, 1, ex, TOPK, recs, &err);
+	if (expect_fail) {
+		CHECK(rc == -EIO);
+		CHECK(strstr(err.msg, "shard-001.bin"));
+		/* the store keeps working */
+		CHECK(expert_store_acquire(s, 1, ex, TOPK, recs, &err) == 0);
+	} else {
+		CHECK(rc == 0);
+	}
+	for (int j = 0; j < TOPK; j++)
+		CHECK(tm_check(m, 1, ex[j], recs[j]));
+	expert_store_release(s, 1);
+	run_tokens(m, s, 5);
+	expert_store_free(s);
+}
+
+static void test_faults(test_model *m)
+{
+	char mir[600];
+	snprintf(mir, sizeof mir, "%s/mirror", m->dir);
+	copy_tree(m->dir, mir);
+	with_fault(m, "COLI_FAULT_SHORT_READ", "1", NULL, 0);
+	with_fault(m, "COLI_FAULT_SHORT_READ", "2", mir, 0);
+	with_fault(m, "COLI_FAULT_READ_EAGAIN", "1", NULL, 0);
+	with_fault(m, "COLI_FAULT_READ_EIO", "1", NULL, 1);
+	warnings = 0;
+	with_fault(m, "COLI_FAULT_MIRROR_EIO", "1", mir, 0);
+	CHECK(warnings == 1);
+	tm_rmrf(mir);
+}
+#endif
+
+int main(void)
+{
+	coli_log_set_sink(sink, NULL);
+	test_model m;
+	tm_make(&m, LAYERS, EXPERTS, TOPK, REC);
+	test_matrix(&m, NULL);
+	test_in_use(&m);
+	test_mirrors(&m);
+#ifdef COLI_FAULT_INJECTION
+	test_faults(&m);
+#endif
+	tm_free(&m);
+	printf("store_read: ok\n");
+	return 0;
+}
