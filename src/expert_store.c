@@ -98,7 +98,7 @@ static void slot_clear(expert_store *s, int si)
 	sl->layer = sl->expert = -1;
 	sl->state = SLOT_FREE;
 	sl->pins = sl->hot = sl->prefetched = sl->pending = sl->error = 0;
-	sl->freq = sl->key = 0;
+	sl->key = 0;
 	sl->last_use = 0;
 }
 
@@ -249,7 +249,7 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 		}
 		store_slot *sl = &s->slots[si];
 		sl->pins++;
-		store_policy_touch(&s->policy, sl, s->tick);
+		store_policy_touch(&s->policy, sl, idx(s, layer, e), s->tick);
 		got[i] = si;
 	}
 	rc = store_io_submit(s);
@@ -311,7 +311,7 @@ void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n
 		if (si < 0)
 			break;
 		s->slots[si].prefetched = 1;
-		store_policy_touch(&s->policy, &s->slots[si], s->tick);
+		store_policy_touch(&s->policy, &s->slots[si], idx(s, layer, e), s->tick);
 		issued++;
 	}
 	if (issued) {
@@ -484,7 +484,10 @@ int expert_store_open(const coli_container *c, const expert_store_opts *o,
 	s->scratch_slots = 2 * s->max_batch;
 	s->n_slots = s->pin_slots + s->cache_slots + s->scratch_slots;
 	int kind = o->policy >= 0 && o->policy < EXPERT_POLICY_BELADY ? o->policy : EXPERT_POLICY_LRU;
-	store_policy_init(&s->policy, kind, n_moe);
+	if (store_policy_init(&s->policy, kind, n_moe, (size_t)s->n_layers * (size_t)s->n_experts, 0) < 0) {
+		rc = coli_err_set(err, -ENOMEM, "expert store: out of memory");
+		goto fail;
+	}
 	s->stats = expert_stats_new(s->n_layers, s->n_experts, s->top_k, 1 + EXPERT_STORE_MAX_MIRRORS);
 	if (!s->stats) {
 		rc = coli_err_set(err, -ENOMEM, "expert store: out of memory");
@@ -540,6 +543,7 @@ void expert_store_free(expert_store *s)
 	free(s->slots);
 	free(s->map);
 	free(s->hot_set);
+	store_policy_free(&s->policy);
 	expert_stats_free(s->stats);
 	free(s);
 }

@@ -30,18 +30,24 @@ typedef struct store_slot {
 	int error;            /* negative errno of a failed read, else 0 */
 	uint64_t last_use;    /* policy: tick of the latest acquire */
 	double key;           /* policy: eviction key, smallest goes first */
-	double freq;          /* LFU-decay: decayed use count at last_use */
 } store_slot;
 
 /* Policy state shared by the live store and the trace replay. */
 typedef struct store_policy {
 	int kind;             /* enum expert_policy */
 	double log_decay;     /* per tick, for LFU-decay (< 0) */
+	/* LFU-decay use history per (layer, expert), kept across evictions:
+	 * without it a newcomer (count 1) is always the next victim and a
+	 * once-evicted hot expert could never come back. */
+	double *freq;         /* [n_ids] decayed count as of last[] */
+	uint64_t *last;       /* [n_ids] tick of the latest use */
 } store_policy;
 
-void store_policy_init(store_policy *p, int kind, int n_moe_layers);
-/* Account one use of a slot at tick `now`. */
-void store_policy_touch(const store_policy *p, store_slot *sl, uint64_t now);
+int store_policy_init(store_policy *p, int kind, int n_moe_layers, size_t n_ids,
+		      double half_life_tokens);
+void store_policy_free(store_policy *p);
+/* Account one use of record `id` (layer * n_experts + e), held in `sl`. */
+void store_policy_touch(store_policy *p, store_slot *sl, size_t id, uint64_t now);
 
 /* Replay with an explicit LFU-decay half-life (tokens), for measuring. */
 int store_replay_hl(const expert_trace *t, int policy, int64_t capacity, double half_life,

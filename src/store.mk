@@ -12,3 +12,15 @@ check_PROGRAMS += tests/store_read
 tests_store_read_SOURCES = tests/store_read.c tests/store_test.h
 tests_store_read_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/store_read
+
+check_PROGRAMS += tests/store_heat tests/store_size
+tests_store_heat_SOURCES = tests/store_heat.c tests/store_test.h
+tests_store_heat_LDADD = libcoli.a $(COLI_LIBS)
+tests_store_size_SOURCES = tests/store_size.c tests/store_test.h
+tests_store_size_LDADD = libcoli.a $(COLI_LIBS)
+TESTS += tests/store_heat tests/store_size
+
+check_PROGRAMS += tests/store_policy
+tests_store_policy_SOURCES = tests/store_policy.c tests/store_test.h
+tests_store_policy_LDADD = libcoli.a $(COLI_LIBS)
+TESTS += tests/store_policy

@@ -15,6 +15,7 @@
 #define REC 16384    /* 4 stripes of 4 KiB when mirrored */
 
 static int warnings;
+static int next_policy; /* alternates LRU / LFU-decay across opens */
 
 static void sink(void *opaque, int level, const char *line)
 {
@@ -90,6 +91,7 @@ static expert_store *open_store(test_model *m, int64_t cache, int prefetch, int 
 	o.pin_bytes = 0;
 	o.prefetch = prefetch;
 	o.direct = direct;
+	o.policy = next_policy++ % 2 ? EXPERT_POLICY_LFU_DECAY : EXPERT_POLICY_LRU;
 	if (mirror) {
 		coli_err e;
 		CHECK(expert_store_opts_parse_flag(&o, "--mirror", mirror, &e) == 1);

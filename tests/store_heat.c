@@ -1,0 +1,177 @@
+/* store_heat.c - routing heat drives the pinned set and survives a
+ * restart (heat.bin round trip); a corrupted, truncated, foreign or
+ * future-version heat file is ignored with one warning. */
+#include "config.h"
+
+#include "coli_log.h"
+#include "expert_stats.h"
+#include "expert_store.h"
+#include "store_test.h"
+
+#define LAYERS 3
+#define EXPERTS 8
+#define TOPK 2
+#define REC 8192
+
+static int warnings;
+
+static void sink(void *opaque, int level, const char *line)
+{
+	(void)opaque;
+	if (level >= COLI_LOG_WARN)
+		warnings++;
+	if (getenv("STORE_TEST_VERBOSE"))
+		fprintf(stderr, "log: %s\n", line);
+}
+
+static expert_store *open_heat(test_model *m, const char *heat_dir)
+{
+	expert_store_opts o;
+	expert_store_opts_default(&o);
+	o.cache_bytes = 2 * REC;
+	o.pin_bytes = 3 * REC;
+	o.heat_dir = heat_dir;
+	expert_store *s;
+	coli_err e;
+	coli_err_clear(&e);
+	if (expert_store_open(&m->c, &o, &s, &e)) {
+		fprintf(stderr, "open: %s\n", e.msg);
+		exit(1);
+	}
+	return s;
+}
+
+static int tier(const expert_store *s, int layer, int e)
+{
+	expert_stats_expert ex[EXPERTS];
+	CHECK(expert_stats_experts_get(expert_store_stats(s), layer, ex, EXPERTS) == EXPERTS);
+	return ex[e].tier;
+}
+
+static void patch(const char *path, long off, const void *bytes, size_t n)
+{
+	FILE *f = fopen(path, "r+b");
+	CHECK(f);
+	CHECK(fseek(f, off, SEEK_SET) == 0);
+	CHECK(fwrite(bytes, 1, n, f) == n);
+	CHECK(fclose(f) == 0);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char cmd[1200];
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+	CHECK(system(cmd) == 0);
+}
+
+int main(void)
+{
+	coli_log_set_sink(sink, NULL);
+	test_model m;
+	tm_make(&m, LAYERS, EXPERTS, TOPK, REC);
+	char heat_dir[600], heat[700], good[700];
+	snprintf(heat_dir, sizeof heat_dir, "%s/hot-experts", m.dir);
+	snprintf(heat, sizeof heat, "%s/heat.bin", heat_dir);
+	snprintf(good, sizeof good, "%s/heat.good", m.dir);
+
+	/* First run: no history, nothing pinned. Route (1: 3,5) and (2: 6)
+	 * far more often than anything else. */
+	expert_store *s = open_heat(&m, heat_dir);
+	expert_stats_summary sum;
+	expert_stats_snapshot(expert_store_stats(s), &sum);
+	CHECK(sum.resident_pinned == 0);
+	for (int t = 0; t < 300; t++) {
+		int a[TOPK] = { 3, 5 }, b[TOPK] = { 6, t % EXPERTS == 6 ? 0 : t % EXPERTS };
+		float w[TOPK] = { 0.5f, 0.5f };
+		if (t % 10 == 0)
+			a[1] = t / 10 % EXPERTS == 3 ? 4 : t / 10 % EXPERTS;
+		const void *r[TOPK];
+		coli_err e;
+		CHECK(expert_store_acquire(s, 1, a, TOPK, r, &e) == 0);
+		expert_store_note_routing(s, 1, a, w, TOPK);
+		CHECK(expert_store_acquire(s, 2, b, TOPK, r, &e) == 0);
+		expert_store_note_routing(s, 2, b, w, TOPK);
+		expert_store_release(s, 1);
+		expert_store_release(s, 2);
+	}
+	/* re-chosen while running (every 256 tokens) */
+	CHECK(tier(s, 1, 3) == EXPERT_TIER_PINNED);
+	CHECK(tier(s, 2, 6) == EXPERT_TIER_PINNED);
+	expert_stats_layer ly;
+	CHECK(expert_stats_layer_get(expert_store_stats(s), 1, &ly) == 0);
+	CHECK(ly.n == TOPK && ly.experts[0] == 3 && ly.weights[0] == 0.5f);
+	expert_store_free(s); /* saves heat.bin */
+	CHECK(access(heat, F_OK) == 0);
+	copy_file(heat, good);
+
+	/* Second run: the hot set is loaded at open and serves pinned hits. */
+	warnings = 0;
+	s = open_heat(&m, heat_dir);
+	CHECK(warnings == 0);
+	CHECK(tier(s, 1, 3) == EXPERT_TIER_PINNED);
+	CHECK(tier(s, 1, 5) == EXPERT_TIER_PINNED);
+	CHECK(tier(s, 2, 6) == EXPERT_TIER_PINNED);
+	CHECK(tier(s, 1, 7) == EXPERT_TIER_DISK);
+	expert_stats_snapshot(expert_store_stats(s), &sum);
+	CHECK(sum.resident_pinned == 3 * REC);
+	int a[TOPK] = { 3, 5 };
+	const void *r[TOPK];
+	coli_err e;
+	CHECK(expert_store_acquire(s, 1, a, TOPK, r, &e) == 0);
+	CHECK(tm_check(&m, 1, 3, r[0]) && tm_check(&m, 1, 5, r[1]));
+	expert_store_release(s, 1);
+	expert_stats_snapshot(expert_store_stats(s), &sum);
+	CHECK(sum.hits_pinned == 2 && sum.misses == 0);
+	/* pinned records survive a flood of other experts */
+	for (int x = 0; x < EXPERTS; x++) {
+		int one = x;
+		CHECK(expert_store_acquire(s, 1, &one, 1, r, &e) == 0);
+		CHECK(tm_check(&m, 1, x, r[0]));
+		expert_store_release(s, 1);
+	}
+	CHECK(tier(s, 1, 3) == EXPERT_TIER_PINNED);
+	expert_store_free(s);
+
+	/* Corrupted payload byte: checksum fails, ignored with a warning. */
+	copy_file(good, heat);
+	patch(heat, 100, "\x55", 1);
+	warnings = 0;
+	s = open_heat(&m, heat_dir);
+	CHECK(warnings == 1);
+	CHECK(tier(s, 1, 3) == EXPERT_TIER_DISK);
+	expert_store_free(s);
+
+	/* Truncated. */
+	copy_file(good, heat);
+	CHECK(truncate(heat, 120) == 0);
+	warnings = 0;
+	s = open_heat(&m, heat_dir);
+	CHECK(warnings == 1);
+	expert_store_free(s);
+
+	/* Unknown version. */
+	copy_file(good, heat);
+	uint32_t v = 99;
+	patch(heat, 8, &v, 4);
+	warnings = 0;
+	s = open_heat(&m, heat_dir);
+	CHECK(warnings == 1);
+	expert_store_free(s);
+
+	/* Another model's heat (fingerprint differs). */
+	copy_file(good, heat);
+	snprintf(m.c.fingerprint, sizeof m.c.fingerprint, "%064d", 8);
+	warnings = 0;
+	s = open_heat(&m, heat_dir);
+	CHECK(warnings == 1);
+	CHECK(tier(s, 1, 3) == EXPERT_TIER_DISK);
+	expert_store_free(s);
+
+	/* No temporary file left behind. */
+	char tmp[720];
+	snprintf(tmp, sizeof tmp, "%s.tmp", heat);
+	CHECK(access(tmp, F_OK) != 0);
+	tm_free(&m);
+	printf("store_heat: ok\n");
+	return 0;
+}

@@ -1,0 +1,114 @@
+/* store_policy.c - trace replay: Belady's optimal policy is an upper bound
+ * for every online policy at every capacity; the replay matches the live
+ * store's policy code; traces load from the text format.
+ *
+ * `store_policy -v [tokens]` prints the measurement behind the default
+ * policy choice (see expert_store_policy.c). */
+#include "config.h"
+
+#include "expert_store.h"
+#include "expert_store_int.h"
+#include "store_test.h"
+
+static double rate(const expert_trace *t, int policy, int64_t cap, double hl)
+{
+	expert_replay_result r;
+	coli_err e;
+	CHECK(store_replay_hl(t, policy, cap, hl, &r, &e) == 0);
+	CHECK(r.accesses > 0 && r.hits <= r.accesses);
+	return r.hit_rate;
+}
+
+static void measure(int tokens)
+{
+	const double zipf[] = { 0.8, 1.0, 1.2 };
+	const double loc[] = { 0.3, 0.6 };
+	const double caps[] = { 0.1, 0.25, 0.4, 0.6 };
+	const double hls[] = { 16, 64, 256, 1024 };
+	printf("zipf loc  cap   belady    lru   lfu16  lfu64 lfu256 lfu1024\n");
+	for (int zi = 0; zi < 3; zi++)
+		for (int li = 0; li < 2; li++) {
+			expert_trace t;
+			coli_err e;
+			CHECK(expert_trace_synth(&t, 16, 64, 4, tokens, zipf[zi], loc[li], 42, &e) == 0);
+			for (int ci = 0; ci < 4; ci++) {
+				int64_t cap = (int64_t)(caps[ci] * 16 * 64);
+				printf("%4.1f %3.1f %4.0f%%  %6.3f %6.3f", zipf[zi], loc[li], caps[ci] * 100,
+				       rate(&t, EXPERT_POLICY_BELADY, cap, 64), rate(&t, EXPERT_POLICY_LRU, cap, 64));
+				for (int h = 0; h < 4; h++)
+					printf(" %6.3f", rate(&t, EXPERT_POLICY_LFU_DECAY, cap, hls[h]));
+				printf("\n");
+			}
+			expert_trace_free(&t);
+		}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "-v")) {
+		measure(argc > 2 ? atoi(argv[2]) : 4000);
+		return 0;
+	}
+	expert_trace t;
+	coli_err e;
+	CHECK(expert_trace_synth(&t, 6, 32, 4, 400, 1.0, 0.4, 7, &e) == 0);
+	/* every row holds top_k distinct experts in range */
+	for (int i = 0; i < t.n_tokens * t.n_layers; i++)
+		for (int j = 0; j < t.top_k; j++) {
+			int x = t.ids[i * t.top_k + j];
+			CHECK(x >= 0 && x < t.n_experts);
+			for (int k = 0; k < j; k++)
+				CHECK(t.ids[i * t.top_k + k] != x);
+		}
+	const int64_t caps[] = { 0, 1, 4, 16, 48, 96, 150, 192, 1000 };
+	for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+		double b = rate(&t, EXPERT_POLICY_BELADY, caps[c], 64);
+		for (int p = 0; p < EXPERT_POLICY_BELADY; p++) {
+			expert_replay_result r;
+			CHECK(expert_store_replay_trace(&t, p, caps[c], &r, &e) == 0);
+			CHECK(r.hit_rate <= b + 1e-12);
+			if (caps[c] == 0)
+				CHECK(r.hits == 0);
+		}
+		if (caps[c] >= 6 * 32) /* everything fits: only cold misses */
+			CHECK(b == rate(&t, EXPERT_POLICY_LRU, caps[c], 64));
+	}
+	/* LRU by hand: capacity 2 on one layer, sequence 0 1 0 2 1 */
+	expert_trace h;
+	CHECK(expert_trace_synth(&h, 1, 4, 1, 5, 1.0, 0.0, 1, &e) == 0);
+	const int seq[] = { 0, 1, 0, 2, 1 };
+	for (int i = 0; i < 5; i++)
+		h.ids[i] = seq[i];
+	expert_replay_result r;
+	CHECK(expert_store_replay_trace(&h, EXPERT_POLICY_LRU, 2, &r, &e) == 0);
+	CHECK(r.hits == 1); /* 0 hits; 2 evicts 1; 1 misses */
+	CHECK(expert_store_replay_trace(&h, EXPERT_POLICY_BELADY, 2, &r, &e) == 0);
+	CHECK(r.hits == 2); /* Belady evicts 0 (never used again) for 2 */
+	expert_trace_free(&h);
+
+	/* text trace round trip */
+	char dir[] = "/tmp/store-policy-XXXXXX";
+	CHECK(mkdtemp(dir));
+	char path[64];
+	snprintf(path, sizeof path, "%s/trace.txt", dir);
+	FILE *f = fopen(path, "w");
+	CHECK(f);
+	fprintf(f, "1:3,5;2:0,7\n1:3,4;2:7,1\n");
+	CHECK(fclose(f) == 0);
+	expert_trace lt;
+	CHECK(expert_trace_load(&lt, path, 3, 8, 2, &e) == 0);
+	CHECK(lt.n_tokens == 2 && lt.ids[(0 * 3 + 1) * 2 + 1] == 5 && lt.ids[(1 * 3 + 2) * 2 + 0] == 7);
+	CHECK(lt.ids[0] == -1); /* layer 0 unused */
+	CHECK(expert_store_replay_trace(&lt, EXPERT_POLICY_LRU, 8, &r, &e) == 0);
+	CHECK(r.accesses == 8 && r.hits == 2);
+	expert_trace_free(&lt);
+	f = fopen(path, "w");
+	CHECK(f);
+	fprintf(f, "1:3,99\n");
+	CHECK(fclose(f) == 0);
+	CHECK(expert_trace_load(&lt, path, 3, 8, 2, &e) == -EINVAL);
+	tm_rmrf(dir);
+	expert_trace_free(&t);
+	printf("store_policy: ok\n");
+	return 0;
+}

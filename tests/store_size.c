@@ -1,0 +1,109 @@
+/* store_size.c - size_parse: units, percentages of available memory, auto,
+ * bad input; /proc/meminfo and cgroup parsing; the store's shared flag and
+ * environment parser. */
+#include "config.h"
+
+#include "expert_store.h"
+#include "size_parse.h"
+#include "store_test.h"
+
+static void ok(const char *s, int64_t avail, int64_t want)
+{
+	int64_t v = -2;
+	coli_err e;
+	coli_err_clear(&e);
+	int rc = size_parse_with(s, avail, "--x", &v, &e);
+	if (rc || v != want) {
+		fprintf(stderr, "'%s': rc %d value %lld, want %lld (%s)\n", s, rc, (long long)v, (long long)want, e.msg);
+		exit(1);
+	}
+}
+
+static void bad(const char *s)
+{
+	int64_t v;
+	coli_err e;
+	coli_err_clear(&e);
+	CHECK(size_parse_with(s, 1000, "--expert-cache", &v, &e) < 0);
+	CHECK(strstr(e.msg, "--expert-cache"));
+}
+
+int main(void)
+{
+	const int64_t K = 1024, M = K * K, G = M * K;
+	ok("0", -1, 0);
+	ok("4096", -1, 4096);
+	ok("512MB", -1, 512 * M);
+	ok("512M", -1, 512 * M);
+	ok("512 MiB", -1, 512 * M);
+	ok("8GB", -1, 8 * G);
+	ok("8g", -1, 8 * G);
+	ok("1.5GiB", -1, 3 * G / 2);
+	ok("2T", -1, 2048 * G);
+	ok("64k", -1, 64 * K);
+	ok("100B", -1, 100);
+	ok("25%", 8 * G, 2 * G);
+	ok("100%", 1000, 1000);
+	ok("0%", 1000, 0);
+	ok("auto", -1, -1);
+	ok("AUTO", -1, -1);
+	bad("");
+	bad("abc");
+	bad("12XB");
+	bad("-5");
+	bad("150%");
+	bad("5%%");
+	bad("8GBs");
+	bad("1e30T");
+
+	CHECK(size_meminfo_available("MemTotal: 100 kB\nMemFree: 5 kB\nMemAvailable:   2048 kB\n") == 2048 * K);
+	CHECK(size_meminfo_available("MemTotal: 100 kB\n") == -1);
+	CHECK(size_cgroup_limit("max\n") == -1);
+	CHECK(size_cgroup_limit("1073741824\n") == G);
+	CHECK(size_cgroup_limit("9223372036854771712\n") == -1); /* v1 "unlimited" */
+	CHECK(size_mem_available() > 0);
+	int64_t v;
+	CHECK(size_parse("10%", "x", &v, NULL) == 0 && v > 0);
+
+	char buf[32];
+	CHECK(!strcmp(size_format(512 * M, buf, sizeof buf), "512.0 MiB"));
+	CHECK(!strcmp(size_format(3 * G / 2, buf, sizeof buf), "1.50 GiB"));
+
+	/* the shared flag parser */
+	expert_store_opts o;
+	expert_store_opts_default(&o);
+	coli_err e;
+	CHECK(o.cache_bytes == -1 && o.pin_bytes == -1 && o.prefetch == 1 && o.direct == -1);
+	CHECK(expert_store_opts_parse_flag(&o, "--expert-cache", "8GB", &e) == 1 && o.cache_bytes == 8 * G);
+	CHECK(expert_store_opts_parse_flag(&o, "--pin-budget=1G", NULL, &e) == 0 && o.pin_bytes == G);
+	CHECK(expert_store_opts_parse_flag(&o, "--no-prefetch", NULL, &e) == 0 && o.prefetch == 0);
+	CHECK(expert_store_opts_parse_flag(&o, "--no-direct", NULL, &e) == 0 && o.direct == 0);
+	CHECK(expert_store_opts_parse_flag(&o, "--direct", NULL, &e) == 0 && o.direct == 1);
+	CHECK(expert_store_opts_parse_flag(&o, "--mirror", "/a", &e) == 1);
+	CHECK(expert_store_opts_parse_flag(&o, "--mirror=/b", NULL, &e) == 0);
+	CHECK(o.mirrors && !strcmp(o.mirrors[0], "/a") && !strcmp(o.mirrors[1], "/b") && !o.mirrors[2]);
+	CHECK(expert_store_opts_parse_flag(&o, "--mirror-weights", "1,2.5,0.5", &e) == 1);
+	CHECK(o.mirror_weights[1] == 2.5 && o.mirror_weights[2] == 0.5);
+	CHECK(expert_store_opts_parse_flag(&o, "--cache-policy", "lfu-decay", &e) == 1 &&
+	      o.policy == EXPERT_POLICY_LFU_DECAY);
+	CHECK(expert_store_opts_parse_flag(&o, "--port", "80", &e) == -ENOENT);
+	CHECK(expert_store_opts_parse_flag(&o, "--expert-cache", "lots", &e) == -EINVAL);
+	CHECK(strstr(e.msg, "--expert-cache"));
+	CHECK(expert_store_opts_parse_flag(&o, "--expert-cache", NULL, &e) == -EINVAL);
+	CHECK(expert_store_opts_parse_flag(&o, "--no-prefetch=1", NULL, &e) == -EINVAL);
+	CHECK(expert_store_opts_parse_flag(&o, "--mirror-weights", "1,x", &e) == -EINVAL);
+
+	expert_store_opts_default(&o);
+	setenv("COLI_EXPERT_CACHE", "2GB", 1);
+	setenv("COLI_PIN_BUDGET", "0", 1);
+	setenv("COLI_PREFETCH", "0", 1);
+	setenv("COLI_DIRECT", "auto", 1);
+	setenv("COLI_MODEL_MIRROR", "/m1:/m2", 1);
+	CHECK(expert_store_opts_from_env(&o, &e) == 0);
+	CHECK(o.cache_bytes == 2 * G && o.pin_bytes == 0 && o.prefetch == 0 && o.direct == -1);
+	CHECK(!strcmp(o.mirrors[0], "/m1") && !strcmp(o.mirrors[1], "/m2") && !o.mirrors[2]);
+	setenv("COLI_PREFETCH", "maybe", 1);
+	CHECK(expert_store_opts_from_env(&o, &e) == -EINVAL && strstr(e.msg, "COLI_PREFETCH"));
+	printf("store_size: ok\n");
+	return 0;
+}
