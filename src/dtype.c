@@ -118,8 +118,12 @@ void dtype_apply_block_scales(float *w, int64_t rows, int64_t cols,
 	for (int64_t r = 0; r < rows; r++) {
 		const float *srow = scale_inv + (r / block) * bcols;
 		float *wrow = w + r * cols;
-		for (int64_t c = 0; c < cols; c++)
-			wrow[c] *= srow[c / block];
+		for (int64_t b = 0; b < bcols; b++) {
+			float s = srow[b];
+			int64_t end = (b + 1) * block < cols ? (b + 1) * block : cols;
+			for (int64_t c = b * block; c < end; c++)
+				wrow[c] *= s;
+		}
 	}
 }
 
@@ -146,13 +150,17 @@ int dtype_to_f32(int st_dtype, const void *src, float *dst, size_t n)
 		}
 		return 0;
 	case ST_F8_E4M3:
+	case ST_F8_E5M2: {
+		/* a 256-entry table per call: cheap next to any real tensor,
+		 * and no shared state to initialise across threads */
+		float lut[256];
+		for (int c = 0; c < 256; c++)
+			lut[c] = st_dtype == ST_F8_E4M3 ? dtype_fp8_e4m3_to_f32((uint8_t)c)
+							: dtype_fp8_e5m2_to_f32((uint8_t)c);
 		for (size_t i = 0; i < n; i++)
-			dst[i] = dtype_fp8_e4m3_to_f32(s[i]);
+			dst[i] = lut[s[i]];
 		return 0;
-	case ST_F8_E5M2:
-		for (size_t i = 0; i < n; i++)
-			dst[i] = dtype_fp8_e5m2_to_f32(s[i]);
-		return 0;
+	}
 	case ST_F64:
 		/* never aliased: 8-byte elements do not fit the tail layout */
 		for (size_t i = 0; i < n; i++) {

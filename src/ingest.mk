@@ -24,3 +24,8 @@ tests_ingest_corpus_LDADD = libcoli.a $(COLI_LIBS)
 
 # libFuzzer target and seed corpus (built by tests/fuzz/run-fuzz.sh with clang)
 EXTRA_DIST += tests/fuzz
+
+# Throughput figures for the record; built by `make check`, never run by it.
+check_PROGRAMS += tests/ingest_bench
+tests_ingest_bench_SOURCES = tests/ingest_bench.c tests/ingest_util.h
+tests_ingest_bench_LDADD = libcoli.a $(COLI_LIBS)

@@ -202,7 +202,7 @@ int st_parse_header(const uint8_t *buf, size_t len, uint64_t file_size, int file
 		rc = coli_err_set(err, -E2BIG, "%s: too many tensors", label);
 		goto out;
 	}
-	st_tensor *grown = realloc(*tensors, (size_t)(n0 + (int)want + 1) * sizeof *grown);
+	st_tensor *grown = realloc(*tensors, ((size_t)n0 + want + 1) * sizeof *grown);
 	if (!grown) {
 		rc = coli_err_set(err, -ENOMEM, "%s: out of memory for %zu tensors", label, want);
 		goto out;

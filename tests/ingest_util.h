@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
+static int failures __attribute__((unused));
 
 /* not every test uses every helper */
 #define UTIL_FN static __attribute__((unused))
