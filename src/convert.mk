@@ -6,3 +6,10 @@ libcoli_a_SOURCES += \
 	src/convert.c src/convert_plan.c src/convert_write.c src/convert_manifest.c \
 	src/convert.h \
 	src/cmd_convert.c src/cmd_info.c
+
+check_PROGRAMS += tests/convert_check
+tests_convert_check_SOURCES = tests/convert_check.c
+tests_convert_check_LDADD = libcoli.a $(COLI_LIBS)
+CONVERT_TESTS = tests/convert_roundtrip.sh tests/convert_resume.sh tests/convert_badinput.sh
+TESTS += $(CONVERT_TESTS)
+EXTRA_DIST += $(CONVERT_TESTS) tests/convert_mkckpt.py

@@ -151,11 +151,8 @@ static int add_tensor(plan_ctx *c, convert_file *f, const st_tensor *t, int rows
 	nt->offset = ALIGN_UP(f->size, 64);
 	nt->nbytes = coli_qtype_bytes(nt->qtype, rows, cols);
 	f->size = nt->offset + nt->nbytes;
-	if (nt->fallback) {
+	if (nt->fallback)
 		p->n_fallback++;
-		coli_warn("%s [%d, %d]: cols not a multiple of %d, kept f32", t->name, rows, cols,
-			  COLI_QK);
-	}
 	if ((size_t)rows * (size_t)cols > p->max_tensor_elems)
 		p->max_tensor_elems = (size_t)rows * (size_t)cols;
 	p->n_tensors++;
@@ -478,6 +475,12 @@ int convert_plan_build(const convert_opts *o, convert_plan *p, coli_err *err)
 	}
 	if ((rc = plan_tokenizer(p, o->src_dir, err)) < 0)
 		goto out;
+	if (p->n_fallback)
+		coli_info("%d matrices kept f32: their cols are not a multiple of %d "
+			  "(listed in manifest.json quant.f32_fallback)", p->n_fallback, COLI_QK);
+	if (p->expert_fallback)
+		coli_warn("routed experts kept f32: hidden_size or moe_intermediate_size is not "
+			  "a multiple of %d", COLI_QK);
 	p->embed_qtype = policy_qtype(o, CONVERT_CLS_EMBED, 0, H, &(int){ 0 });
 	p->lm_head_qtype = policy_qtype(o, CONVERT_CLS_LM_HEAD, 0, H, &(int){ 0 });
 	for (int i = 0; i < p->n_files; i++)
