@@ -193,16 +193,25 @@ static int bench_matvec(coli_pool *p, int qtype, size_t set_bytes, double budget
 		size_t count = set_bytes / mb;
 		if (count < 1)
 			count = 1;
+		/* A pass streams every matrix of the set once; best pass wins
+		 * (as for the triad: the machine may be shared). */
 		double t_end = now_s() + budget / N_SHAPES;
-		double t0 = now_s(), dt;
-		size_t calls = 0;
+		double best = 1e30, total = 0.0;
+		int passes = 0;
 		do {
-			w.data = f.buf + (calls % count) * mb;
-			coli_matvec(p, &w, x, y);
-			calls++;
-		} while (calls < count || now_s() < t_end);
-		dt = now_s() - t0;
-		double gbps = (double)mb * (double)calls / dt * 1e-9;
+			double t0 = now_s();
+			for (size_t i = 0; i < count; i++) {
+				w.data = f.buf + i * mb;
+				coli_matvec(p, &w, x, y);
+			}
+			double dt = now_s() - t0;
+			total += dt;
+			if (dt < best)
+				best = dt;
+			passes++;
+		} while (passes < 2 || (now_s() < t_end && passes < 50));
+		double gbps = (double)mb * (double)count / best * 1e-9;
+		double calls = (double)count * passes;
 		json_t *o = json_object();
 		char name[32];
 		snprintf(name, sizeof name, "%dx%d", w.rows, w.cols);
@@ -210,9 +219,10 @@ static int bench_matvec(coli_pool *p, int qtype, size_t set_bytes, double budget
 		json_object_set_new(o, "what", json_string(shapes[s].what));
 		json_object_set_new(o, "matrix_bytes", json_integer((json_int_t)mb));
 		json_object_set_new(o, "matrices", json_integer((json_int_t)count));
-		json_object_set_new(o, "calls", json_integer((json_int_t)calls));
-		json_object_set_new(o, "us_per_call", json_real(dt / (double)calls * 1e6));
+		json_object_set_new(o, "passes", json_integer(passes));
+		json_object_set_new(o, "us_per_call", json_real(best / (double)count * 1e6));
 		json_object_set_new(o, "gbps", json_real(gbps));
+		json_object_set_new(o, "mean_gbps", json_real((double)mb * calls / total * 1e-9));
 		json_object_set_new(o, "ratio_to_triad", json_real(triad_gbps > 0 ? gbps / triad_gbps : 0.0));
 		json_array_append_new(arr, o);
 	}

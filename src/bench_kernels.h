@@ -8,7 +8,8 @@
  *   int4   coli_matvec on GLM-5 shapes (expert gate/up 2048x6144, expert
  *          down 6144x2048, q_b-like 16384x2048), cycling through a weight
  *          set larger than the LLC so nothing stays cached; GB/s counts
- *          the weight + scale bytes streamed per second.
+ *          the weight + scale bytes streamed per second; a pass streams
+ *          the whole set once and the best pass is reported (mean too).
  *   int8   the same shapes in int8.
  * Each kernel figure carries its ratio to the triad bandwidth.
  *
@@ -18,7 +19,8 @@
  *   { "isa": "avx2", "threads": N, "llc_bytes": B, "weight_set_bytes": B,
  *     "triad": { "array_bytes", "runs", "gbps" },
  *     "int4": [ { "shape": "2048x6144", "what", "matrix_bytes", "matrices",
- *                 "calls", "us_per_call", "gbps", "ratio_to_triad" }, ... ],
+ *                 "passes", "us_per_call", "gbps", "mean_gbps",
+ *                 "ratio_to_triad" }, ... ],
  *     "int8": [ same ] } */
 #ifndef COLI_BENCH_KERNELS_H
 #define COLI_BENCH_KERNELS_H

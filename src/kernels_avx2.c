@@ -19,9 +19,17 @@
 
 #include <immintrin.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
+
+/* Software prefetch distance in bytes. Measured on the development VM
+ * (tests/quant_bench, one thread, 1 GiB int4 set): no prefetch 3.3 GB/s,
+ * 1 KiB 4.9, 4 KiB 7.3, 8 KiB 8.7, 16 KiB 8.3: the hardware prefetcher
+ * alone does not keep enough lines in flight for a kernel that consumes
+ * at ~10 GB/s. Prefetching past the end of a buffer is harmless. */
+#define PF_DIST 8192
 
 /* Fixed-order horizontal sum: ((v0+v4)+(v2+v6)) + ((v1+v5)+(v3+v7)). */
 AVX2_INLINE float hsum8(__m256 v)
@@ -39,6 +47,8 @@ AVX2_INLINE float f32_dot(const float *a, const float *x, int cols)
 	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
 	int j = 0;
 	for (; j + 32 <= cols; j += 32) {
+		_mm_prefetch((const char *)(a + j) + PF_DIST, _MM_HINT_T0);
+		_mm_prefetch((const char *)(a + j) + PF_DIST + 64, _MM_HINT_T0);
 		a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(x + j), a0);
 		a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 8), _mm256_loadu_ps(x + j + 8), a1);
 		a2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 16), _mm256_loadu_ps(x + j + 16), a2);
@@ -77,6 +87,8 @@ AVX2_INLINE float q8_dot(const coli_block_q8 *row, const float *x, int nb)
 	for (int b = 0; b < nb; b++) {
 		const int8_t *q = row[b].q;
 		const float *xb = x + b * COLI_QK;
+		_mm_prefetch((const char *)(row + b) + PF_DIST, _MM_HINT_T0);
+		_mm_prefetch((const char *)(row + b) + PF_DIST + 64, _MM_HINT_T0);
 		__m256 s0 = _mm256_mul_ps(q8_load8(q), _mm256_loadu_ps(xb));
 		__m256 s1 = _mm256_mul_ps(q8_load8(q + 8), _mm256_loadu_ps(xb + 8));
 		for (int j = 16; j < COLI_QK; j += 16) {
@@ -103,17 +115,29 @@ AVX2 static void rows_q8_avx2(const coli_qmat *w, const float *x, int n,
 
 /* ---- INT4 ---- */
 
-/* f[0..3] = elements 0..31 (low nibbles), f[4..7] = 32..63 (high). */
+
+/* f[0..3] = elements 0..31 (low nibbles); f[4..7] = 16 x elements 32..63
+ * ("& 0xf0" instead of ">> 4" saves a shift; the 16 is taken out, exactly,
+ * by q4_dot). */
 AVX2_INLINE void q4_unpack(const uint8_t *q, __m256 f[8])
 {
-	const __m256i lo = _mm256_set1_epi32(0x0f);
-	for (int g = 0; g < 4; g++) {
-		__m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * g)));
-		f[g] = _mm256_cvtepi32_ps(_mm256_and_si256(v, lo));
-		f[4 + g] = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
-	}
+	const __m256i lo = _mm256_set1_epi32(0x0f), hi = _mm256_set1_epi32(0xf0);
+	__m256i v0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)q));
+	__m256i v1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8)));
+	__m256i v2 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 16)));
+	__m256i v3 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 24)));
+	f[0] = _mm256_cvtepi32_ps(_mm256_and_si256(v0, lo));
+	f[1] = _mm256_cvtepi32_ps(_mm256_and_si256(v1, lo));
+	f[2] = _mm256_cvtepi32_ps(_mm256_and_si256(v2, lo));
+	f[3] = _mm256_cvtepi32_ps(_mm256_and_si256(v3, lo));
+	f[4] = _mm256_cvtepi32_ps(_mm256_and_si256(v0, hi));
+	f[5] = _mm256_cvtepi32_ps(_mm256_and_si256(v1, hi));
+	f[6] = _mm256_cvtepi32_ps(_mm256_and_si256(v2, hi));
+	f[7] = _mm256_cvtepi32_ps(_mm256_and_si256(v3, hi));
 }
 
+/* sum(q * x) over one block as 8 lanes: two chains of 4, the high one
+ * scaled back by 1/16 (a power of two: exact). */
 AVX2_INLINE __m256 q4_dot(const __m256 f[8], const float *x)
 {
 	__m256 s0 = _mm256_mul_ps(f[0], _mm256_loadu_ps(x));
@@ -124,45 +148,71 @@ AVX2_INLINE __m256 q4_dot(const __m256 f[8], const float *x)
 	s1 = _mm256_fmadd_ps(f[6], _mm256_loadu_ps(x + 48), s1);
 	s0 = _mm256_fmadd_ps(f[3], _mm256_loadu_ps(x + 24), s0);
 	s1 = _mm256_fmadd_ps(f[7], _mm256_loadu_ps(x + 56), s1);
-	return _mm256_add_ps(s0, s1);
+	return _mm256_fmadd_ps(s1, _mm256_set1_ps(0.0625f), s0);
 }
 
-/* Inputs per pass over a row: the unpacked block (8 registers) is reused
- * for NR inputs; NR accumulators keep the rest of the register file. */
-#define NR 4
+/* One row against KN inputs (KN is a constant after inlining, so the
+ * accumulators live in registers). Per input the operations are the same
+ * whatever KN is: that is the matvec == matmul-row guarantee. */
+AVX2_INLINE void q4_row(const coli_block_q4 *row, int nb, const float *x, size_t cols,
+			const float *xs, size_t xs_stride, const int KN, float *out,
+			size_t out_stride)
+{
+	__m256 acc[4];
+	__m128 accm[4];
+#pragma GCC unroll 4
+	for (int k = 0; k < KN; k++) {
+		acc[k] = _mm256_setzero_ps();
+		accm[k] = _mm_setzero_ps();
+	}
+	for (int b = 0; b < nb; b++) {
+		__m256 f[8];
+		_mm_prefetch((const char *)(row + b) + PF_DIST, _MM_HINT_T0);
+		q4_unpack(row[b].q, f);
+		uint32_t dm_bits;
+		memcpy(&dm_bits, &row[b], sizeof dm_bits);
+		__m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128((int)dm_bits)); /* d, m, 0, 0 */
+		__m256 d = _mm256_broadcastss_ps(dm);
+		__m128 m = _mm_movehdup_ps(dm);
+		const float *xb = x + (size_t)b * COLI_QK;
+#pragma GCC unroll 4
+		for (int k = 0; k < KN; k++) {
+			acc[k] = _mm256_fmadd_ps(d, q4_dot(f, xb + (size_t)k * cols), acc[k]);
+			accm[k] = _mm_fmadd_ss(m, _mm_load_ss(xs + (size_t)k * xs_stride + b), accm[k]);
+		}
+	}
+#pragma GCC unroll 4
+	for (int k = 0; k < KN; k++)
+		out[(size_t)k * out_stride] = hsum8(acc[k]) + _mm_cvtss_f32(accm[k]);
+}
 
 AVX2 static void rows_q4_avx2(const coli_qmat *w, const float *x, int n,
 			      const float *xsum, int r0, int r1, float *y)
 {
 	int nb = w->cols / COLI_QK;
-	size_t cols = (size_t)w->cols;
+	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
 	for (int r = r0; r < r1; r++) {
 		const coli_block_q4 *row = (const coli_block_q4 *)w->data + (size_t)r * (size_t)nb;
-		for (int k0 = 0; k0 < n; k0 += NR) {
-			int kn = n - k0 < NR ? n - k0 : NR;
-			__m256 acc[NR];
-			float accm[NR];
-			for (int k = 0; k < NR; k++) {
-				acc[k] = _mm256_setzero_ps();
-				accm[k] = 0.0f;
-			}
-			const float *xk0 = x + (size_t)k0 * cols;
-			const float *xs0 = xsum + (size_t)k0 * (size_t)nb;
-			for (int b = 0; b < nb; b++) {
-				__m256 f[8];
-				q4_unpack(row[b].q, f);
-				__m256 d = _mm256_set1_ps(_cvtsh_ss(row[b].d));
-				float m = _cvtsh_ss(row[b].m);
-				for (int k = 0; k < kn; k++) {
-					__m256 s = q4_dot(f, xk0 + (size_t)k * cols + (size_t)b * COLI_QK);
-					acc[k] = _mm256_fmadd_ps(d, s, acc[k]);
-					accm[k] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(m),
-						_mm_set_ss(xs0[(size_t)k * (size_t)nb + (size_t)b]),
-						_mm_set_ss(accm[k])));
-				}
-			}
-			for (int k = 0; k < kn; k++)
-				y[(size_t)(k0 + k) * (size_t)w->rows + (size_t)r] = hsum8(acc[k]) + accm[k];
+		int k = 0;
+		/* the weight row is unpacked once per 4 inputs */
+		for (; k + 4 <= n; k += 4)
+			q4_row(row, nb, x + (size_t)k * cols, cols, xsum + (size_t)k * nb, (size_t)nb, 4,
+			       y + (size_t)k * rows + r, rows);
+		switch (n - k) {
+		case 3:
+			q4_row(row, nb, x + (size_t)k * cols, cols, xsum + (size_t)k * nb, (size_t)nb, 3,
+			       y + (size_t)k * rows + r, rows);
+			break;
+		case 2:
+			q4_row(row, nb, x + (size_t)k * cols, cols, xsum + (size_t)k * nb, (size_t)nb, 2,
+			       y + (size_t)k * rows + r, rows);
+			break;
+		case 1:
+			q4_row(row, nb, x + (size_t)k * cols, cols, xsum + (size_t)k * nb, (size_t)nb, 1,
+			       y + (size_t)k * rows + r, rows);
+			break;
+		default:
+			break;
 		}
 	}
 }
