@@ -1,0 +1,84 @@
+/* cache_dir.c - see cache_dir.h. */
+#include "config.h"
+
+#include "cache_dir.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Last path component of model_dir (resolved, so "." and "x/.." name the
+ * real directory). Falls back to the literal path if it does not exist. */
+static void container_name(const char *model_dir, char *out, size_t cap)
+{
+	char real[PATH_MAX];
+	const char *p = model_dir;
+	if (realpath(model_dir, real))
+		p = real;
+	size_t len = strlen(p);
+	while (len > 1 && p[len - 1] == '/')
+		len--;
+	size_t start = len;
+	while (start > 0 && p[start - 1] != '/')
+		start--;
+	size_t n = len - start;
+	if (n == 0 || (n == 1 && p[start] == '/')) {
+		snprintf(out, cap, "root");
+		return;
+	}
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(out, p + start, n);
+	out[n] = '\0';
+}
+
+int coli_cache_dir(const char *model_dir, char *out, size_t cap, coli_err *err)
+{
+	const char *env = getenv("COLI_CACHE_DIR");
+	int n;
+	if (env && *env) {
+		n = snprintf(out, cap, "%s", env);
+	} else {
+		char name[256];
+		const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+		if (model_dir && *model_dir)
+			container_name(model_dir, name, sizeof name);
+		else
+			snprintf(name, sizeof name, "default");
+		if (xdg && xdg[0] == '/')
+			n = snprintf(out, cap, "%s/colitop/%s", xdg, name);
+		else if (home && *home)
+			n = snprintf(out, cap, "%s/.cache/colitop/%s", home, name);
+		else
+			return coli_err_set(err, -ENOENT,
+					    "no cache directory: set COLI_CACHE_DIR, XDG_CACHE_HOME or HOME");
+	}
+	if (n < 0 || (size_t)n >= cap)
+		return coli_err_set(err, -ENAMETOOLONG, "cache directory path too long");
+	return 0;
+}
+
+int coli_mkdirs(const char *path, coli_err *err)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+	if (len == 0 || len >= sizeof buf)
+		return coli_err_set(err, -ENAMETOOLONG, "%s: bad directory path", path);
+	memcpy(buf, path, len + 1);
+	for (size_t i = 1; i <= len; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		char c = buf[i];
+		buf[i] = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return coli_err_set(err, -errno, "%s: mkdir: %s", buf, strerror(errno));
+		buf[i] = c;
+	}
+	struct stat st;
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return coli_err_set(err, -ENOTDIR, "%s: not a directory", path);
+	return 0;
+}

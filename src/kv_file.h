@@ -1,0 +1,165 @@
+/* kv_file.h - one persisted KV session: CACHE_DIR/kv/NAME.kv.
+ *
+ * A session is the token ids of one sequence plus, for every token and
+ * every layer, W = kv_lora_rank + qk_rope_head_dim float32 numbers (MLA's
+ * normalized compressed latent followed by the roped key). The file is a
+ * checksummed header followed by append-only records; the byte layout is
+ * specified at the top of kv_file.c and in colitop-kv(5).
+ *
+ * Crash safety: a record is either entirely valid (CRC32C) or, when it is
+ * the last one, cut off at the next read-write open ("torn tail"). A bad
+ * record followed by valid data is corruption: refused, file untouched.
+ *
+ * Threads: a kv_session is owned by one thread (the engine thread). Across
+ * processes, one writer per session (lock file NAME.lock, flock); any
+ * number of read-only openers see a consistent prefix while it appends. */
+#ifndef COLI_KV_FILE_H
+#define COLI_KV_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coli_err.h"
+
+#define KV_FORMAT_VERSION 1u
+#define KV_FINGERPRINT_LEN 64   /* hex sha256 of the container manifest */
+#define KV_NAME_MAX 64
+
+typedef struct kv_session kv_session;
+
+enum kv_flags {
+	KV_CREATE_OVERWRITE = 1 << 0, /* create: replace an existing session */
+	KV_SYNC_EACH        = 1 << 1, /* fsync after every append/truncate */
+	KV_OPEN_READONLY    = 1 << 2, /* open: no lock, no repair, no writes */
+	KV_OPEN_NO_ROWS     = 1 << 3, /* open: load token ids only (rows on demand) */
+};
+
+/* What kv_session_open loaded (malloc'd; free with kv_loaded_free). */
+typedef struct kv_loaded {
+	int n_tokens;
+	int n_layers;
+	int width;
+	int32_t *tokens;   /* [n_tokens] */
+	float **rows;      /* [n_layers] -> [n_tokens][width]; NULL with KV_OPEN_NO_ROWS */
+} kv_loaded;
+
+void kv_loaded_free(kv_loaded *l);
+
+/* Create CACHE_KV_DIR/NAME.kv (exclusive: -EEXIST unless
+ * KV_CREATE_OVERWRITE). The header is written to a temporary file, synced
+ * and linked into place, so a crash never leaves a half-written header.
+ * Takes the session's writer lock (-EBUSY if another process holds it).
+ * `fingerprint` is 64 hex chars. */
+int kv_session_create(const char *dir, const char *name, const char *fingerprint,
+		      int n_layers, int width, int flags, kv_session **out, coli_err *err);
+
+/* Open an existing session and load it up to its last complete record.
+ * expected_fingerprint / n_layers / width: refused (-ESTALE / -EINVAL) on
+ * mismatch; pass NULL / 0 to accept any. `loaded` may be NULL.
+ * Read-write (default): takes the writer lock, cuts a torn tail off with a
+ * warning. KV_OPEN_READONLY: no lock, leaves a torn tail alone (a writer
+ * may be appending it right now). Refuses (file untouched): bad header
+ * (-EBADMSG), newer format (-EPROTONOSUPPORT), corruption before the last
+ * record (-EBADMSG). -ENOENT when there is no such session. */
+int kv_session_open(const char *dir, const char *name, const char *expected_fingerprint,
+		    int n_layers, int width, int flags, kv_session **out, kv_loaded *loaded,
+		    coli_err *err);
+
+/* Append one record: n tokens and, for each layer l, layer_rows[l] ->
+ * n rows of width floats. Written at the tracked end, no fsync (unless
+ * KV_SYNC_EACH). On a write error (ENOSPC, EDQUOT, EFBIG, EIO) the file is
+ * cut back to the last good record, the session is marked not persisted
+ * and the error returned; later appends/truncates are skipped (return 0)
+ * with one warning. */
+int kv_session_append(kv_session *s, const int32_t *tokens, int n,
+		      const float *const *layer_rows, coli_err *err);
+
+/* Keep only the first n_keep tokens (rewind for a regenerated answer).
+ * Appends a small "truncate" record, so it is as crash-safe as an append;
+ * kv_session_compact reclaims the space. */
+int kv_session_truncate_tokens(kv_session *s, int n_keep, coli_err *err);
+
+/* fsync; the engine calls it at the end of each turn. */
+int kv_session_sync(kv_session *s, coli_err *err);
+
+/* Rewrite the file with only the live tokens (one record) through a
+ * temporary file + fsync + rename + fsync(dir). */
+int kv_session_compact(kv_session *s, coli_err *err);
+
+/* Read rows [first_token, first_token + n) of one layer from the file
+ * (pread at offsets from the in-RAM record table). out: n * width floats. */
+int kv_session_read_rows(kv_session *s, int layer, int first_token, int n, float *out,
+			 coli_err *err);
+
+int kv_session_n_tokens(const kv_session *s);
+/* 0 once a write failed: the file holds a valid prefix, nothing newer. */
+int kv_session_persisted(const kv_session *s);
+/* Bytes of the file up to the last good record. */
+uint64_t kv_session_bytes(const kv_session *s);
+const char *kv_session_name(const kv_session *s);
+int kv_session_n_layers(const kv_session *s);
+int kv_session_width(const kv_session *s);
+
+/* Syncs (read-write sessions), releases the lock, frees. NULL is a no-op. */
+void kv_session_close(kv_session *s);
+
+/* ---- inspection (list/show/prefix matching; never modifies the file) ---- */
+
+enum kv_rec_type { KV_REC_DATA = 1, KV_REC_TRUNCATE = 2 };
+enum kv_file_status { KV_FILE_OK = 0, KV_FILE_TORN = 1, KV_FILE_CORRUPT = 2 };
+
+typedef struct kv_header {
+	uint32_t version;
+	uint32_t header_size;
+	char fingerprint[KV_FINGERPRINT_LEN + 1];
+	uint32_t n_layers;
+	uint32_t width;
+	uint32_t elem_type;   /* 0 = float32 */
+	int64_t created;      /* unix seconds */
+} kv_header;
+
+typedef struct kv_record_info {
+	uint64_t offset;      /* of the record's first byte */
+	uint64_t bytes;       /* whole record incl. framing */
+	int type;             /* enum kv_rec_type */
+	uint32_t first;       /* DATA: first position; TRUNCATE: tokens kept */
+	uint32_t n;           /* DATA: tokens in the record */
+	uint32_t live;        /* DATA: tokens of it still in the history */
+} kv_record_info;
+
+typedef struct kv_file_report {
+	kv_header hdr;
+	uint64_t file_bytes;   /* size when inspected */
+	uint64_t valid_bytes;  /* up to the end of the last valid record */
+	int n_tokens;          /* live tokens */
+	int status;            /* enum kv_file_status */
+	char problem[256];     /* why, when status != OK */
+	kv_record_info *recs;  /* with KV_INSPECT_RECORDS */
+	int n_recs;
+} kv_file_report;
+
+enum kv_inspect_flags {
+	KV_INSPECT_VERIFY = 1 << 0,   /* read payloads and check every CRC */
+	KV_INSPECT_RECORDS = 1 << 1,  /* fill recs */
+};
+
+/* Header + record walk of one file. Without KV_INSPECT_VERIFY only the
+ * record framing is read (cheap; what `coli sessions list` uses). Returns
+ * <0 only when the header is unusable (then nothing is reported). */
+int kv_file_inspect(const char *path, int flags, kv_file_report *rep, coli_err *err);
+void kv_file_report_free(kv_file_report *rep);
+
+/* Length of the longest common prefix of the session's token history and
+ * tokens[0..n), reading token ids only (never the KV payload). Advisory:
+ * CRCs are not checked, so the caller opens the session (which validates)
+ * and compares its loaded tokens. -ESTALE if the fingerprint differs. */
+int kv_file_match_prefix(const char *path, const char *fingerprint, const int32_t *tokens,
+			 int n, int *n_match, coli_err *err);
+
+/* Bytes per token on disk for a config (payload only, no framing). */
+static inline uint64_t kv_bytes_per_token(int n_layers, int width)
+{
+	return (uint64_t)n_layers * (uint64_t)width * 4u + 4u;
+}
+
+#endif

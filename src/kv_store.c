@@ -1,0 +1,342 @@
+/* kv_store.c - see kv_store.h.
+ *
+ * Locking protocol. A writer opens dir/NAME.lock (creating it), takes
+ * flock(LOCK_EX|LOCK_NB), then checks that the path still names the inode
+ * it locked: rm unlinks the lock file while holding it, so a process that
+ * opened the old file and locked it afterwards must retry on the new one.
+ * Lock files are empty and cost nothing; rm removes them. */
+#include "config.h"
+
+#include "kv_store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "coli_log.h"
+
+int kv_store_name_check(const char *name, coli_err *err)
+{
+	size_t len = name ? strlen(name) : 0;
+	if (len == 0 || len > KV_NAME_MAX)
+		return coli_err_set(err, -EINVAL, "session name '%s' must be 1..%d characters",
+				    name ? name : "", KV_NAME_MAX);
+	if (name[0] == '.')
+		return coli_err_set(err, -EINVAL, "session name '%s' must not start with '.'", name);
+	if (strstr(name, ".."))
+		return coli_err_set(err, -EINVAL, "session name '%s' must not contain '..'", name);
+	for (size_t i = 0; i < len; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return coli_err_set(err, -EINVAL,
+					    "session name '%s': only letters, digits, '.', '_' and '-' are allowed",
+					    name);
+	}
+	return 0;
+}
+
+int kv_store_name_valid(const char *name)
+{
+	return kv_store_name_check(name, NULL) == 0;
+}
+
+int kv_store_path(const char *dir, const char *name, const char *ext, char *out, size_t cap,
+		  coli_err *err)
+{
+	int rc = kv_store_name_check(name, err);
+	if (rc < 0)
+		return rc;
+	int n = snprintf(out, cap, "%s/%s.%s", dir, name, ext);
+	if (n < 0 || (size_t)n >= cap)
+		return coli_err_set(err, -ENAMETOOLONG, "%s: path too long", dir);
+	return 0;
+}
+
+int kv_store_lock(const char *dir, const char *name, int *lock_fd, coli_err *err)
+{
+	char path[PATH_MAX];
+	int rc = kv_store_path(dir, name, "lock", path, sizeof path, err);
+	*lock_fd = -1;
+	if (rc < 0)
+		return rc;
+	for (int tries = 0; tries < 100; tries++) {
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			int e = errno;
+			close(fd);
+			if (e == EWOULDBLOCK)
+				return coli_err_set(err, -EBUSY, "session %s is in use by another process (%s)",
+						    name, path);
+			return coli_err_set(err, -e, "%s: flock: %s", path, strerror(e));
+		}
+		struct stat a, b;
+		if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+			*lock_fd = fd;
+			return 0;
+		}
+		close(fd); /* removed or replaced while we waited: lock the new one */
+	}
+	return coli_err_set(err, -EBUSY, "%s: lock file keeps changing", path);
+}
+
+void kv_store_unlock(int lock_fd)
+{
+	if (lock_fd >= 0)
+		close(lock_fd);
+}
+
+static int is_locked(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	if (kv_store_path(dir, name, "lock", path, sizeof path, NULL) < 0)
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	/* A shared lock fails while a writer holds the exclusive one and never
+	 * blocks a writer for longer than this probe. */
+	int locked = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return locked;
+}
+
+static int cmp_entry_name(const void *a, const void *b)
+{
+	return strcmp(((const kv_store_entry *)a)->name, ((const kv_store_entry *)b)->name);
+}
+
+int kv_store_list(const char *dir, kv_store_entry **out, int *n, coli_err *err)
+{
+	kv_store_entry *v = NULL;
+	int cnt = 0, cap = 0, rc = 0;
+	*out = NULL;
+	*n = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : coli_err_set(err, -errno, "%s: %s", dir, strerror(errno));
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		if (len <= 3 || strcmp(de->d_name + len - 3, ".kv"))
+			continue;
+		char name[KV_NAME_MAX + 1], path[PATH_MAX];
+		if (len - 3 > KV_NAME_MAX)
+			continue;
+		memcpy(name, de->d_name, len - 3);
+		name[len - 3] = '\0';
+		if (!kv_store_name_valid(name) || kv_store_path(dir, name, "kv", path, sizeof path, NULL) < 0)
+			continue;
+		struct stat st;
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+			continue; /* removed meanwhile */
+		if (cnt == cap) {
+			int nc = cap ? cap * 2 : 16;
+			kv_store_entry *p = realloc(v, (size_t)nc * sizeof *p);
+			if (!p) {
+				rc = coli_err_set(err, -ENOMEM, "out of memory");
+				goto out;
+			}
+			v = p;
+			cap = nc;
+		}
+		kv_store_entry *e = &v[cnt++];
+		memset(e, 0, sizeof *e);
+		snprintf(e->name, sizeof e->name, "%s", name);
+		e->bytes = (uint64_t)st.st_size;
+		e->mtime = st.st_mtime;
+		e->locked = is_locked(dir, name);
+		kv_file_report rep;
+		if (kv_file_inspect(path, 0, &rep, NULL) < 0) {
+			e->status = -1;
+			continue;
+		}
+		e->n_tokens = rep.n_tokens;
+		e->status = rep.status;
+		e->n_layers = rep.hdr.n_layers;
+		e->width = rep.hdr.width;
+		memcpy(e->fingerprint, rep.hdr.fingerprint, sizeof e->fingerprint);
+		kv_file_report_free(&rep);
+	}
+	if (cnt > 1)
+		qsort(v, (size_t)cnt, sizeof *v, cmp_entry_name);
+	*out = v;
+	*n = cnt;
+	v = NULL;
+out:
+	closedir(d);
+	free(v);
+	return rc;
+}
+
+int kv_store_rm(const char *dir, const char *name, coli_err *err)
+{
+	char kv[PATH_MAX], lk[PATH_MAX];
+	int fd, rc;
+	if ((rc = kv_store_path(dir, name, "kv", kv, sizeof kv, err)) < 0 ||
+	    (rc = kv_store_path(dir, name, "lock", lk, sizeof lk, err)) < 0)
+		return rc;
+	if (access(kv, F_OK) < 0)
+		return coli_err_set(err, -errno, "session %s: %s", name,
+				    errno == ENOENT ? "no such session" : strerror(errno));
+	if ((rc = kv_store_lock(dir, name, &fd, err)) < 0)
+		return rc;
+	if (unlink(kv) < 0)
+		rc = coli_err_set(err, -errno, "%s: %s", kv, strerror(errno));
+	/* Unlink the lock while holding it; see the protocol at the top. */
+	unlink(lk);
+	kv_store_unlock(fd);
+	return rc;
+}
+
+int kv_store_rename(const char *dir, const char *old_name, const char *new_name, coli_err *err)
+{
+	char src[PATH_MAX], dst[PATH_MAX];
+	int fa = -1, fb = -1, rc;
+	if ((rc = kv_store_path(dir, old_name, "kv", src, sizeof src, err)) < 0 ||
+	    (rc = kv_store_path(dir, new_name, "kv", dst, sizeof dst, err)) < 0)
+		return rc;
+	if (!strcmp(old_name, new_name))
+		return coli_err_set(err, -EINVAL, "session %s: old and new names are the same", old_name);
+	if (access(src, F_OK) < 0)
+		return coli_err_set(err, -errno, "session %s: %s", old_name,
+				    errno == ENOENT ? "no such session" : strerror(errno));
+	if ((rc = kv_store_lock(dir, old_name, &fa, err)) < 0)
+		goto out;
+	if ((rc = kv_store_lock(dir, new_name, &fb, err)) < 0)
+		goto out;
+	/* link() refuses an existing target atomically; then drop the old name. */
+	if (link(src, dst) < 0) {
+		rc = coli_err_set(err, -errno, "%s: %s", dst,
+				  errno == EEXIST ? "a session with that name already exists" : strerror(errno));
+		goto out;
+	}
+	if (unlink(src) < 0) {
+		rc = coli_err_set(err, -errno, "%s: %s", src, strerror(errno));
+		unlink(dst);
+		goto out;
+	}
+	char lk[PATH_MAX];
+	if (kv_store_path(dir, old_name, "lock", lk, sizeof lk, NULL) == 0)
+		unlink(lk);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		if (fsync(dfd) < 0)
+			coli_warn("%s: fsync: %s", dir, strerror(errno));
+		close(dfd);
+	}
+out:
+	kv_store_unlock(fa);
+	kv_store_unlock(fb);
+	return rc;
+}
+
+static int cmp_mtime(const void *a, const void *b)
+{
+	const kv_store_entry *x = a, *y = b;
+	if (x->mtime != y->mtime)
+		return x->mtime < y->mtime ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+int kv_store_gc(const char *dir, uint64_t budget, int *n_removed, uint64_t *bytes_freed,
+		uint64_t *bytes_left, coli_err *err)
+{
+	kv_store_entry *v;
+	int n, rc;
+	uint64_t total = 0, freed = 0;
+	int removed = 0;
+	if ((rc = kv_store_list(dir, &v, &n, err)) < 0)
+		return rc;
+	for (int i = 0; i < n; i++)
+		total += v[i].bytes;
+	if (n > 1)
+		qsort(v, (size_t)n, sizeof *v, cmp_mtime);
+	for (int i = 0; i < n && total > budget; i++) {
+		coli_err e = { 0 };
+		if (kv_store_rm(dir, v[i].name, &e) < 0) {
+			coli_info("gc: keeping %s: %s", v[i].name, e.msg);
+			continue;
+		}
+		total -= v[i].bytes;
+		freed += v[i].bytes;
+		removed++;
+	}
+	free(v);
+	if (n_removed)
+		*n_removed = removed;
+	if (bytes_freed)
+		*bytes_freed = freed;
+	if (bytes_left)
+		*bytes_left = total;
+	return 0;
+}
+
+int kv_store_find_prefix(const char *dir, const char *fingerprint, const int32_t *tokens,
+			 int n, char *name_out, size_t cap, int *n_match, coli_err *err)
+{
+	kv_store_entry *v;
+	int cnt, rc, best = 0;
+	if (cap)
+		name_out[0] = '\0';
+	*n_match = 0;
+	if ((rc = kv_store_list(dir, &v, &cnt, err)) < 0)
+		return rc;
+	for (int i = 0; i < cnt; i++) {
+		char path[PATH_MAX];
+		int m = 0;
+		if (v[i].status < 0 || v[i].n_tokens <= best ||
+		    (fingerprint && strcmp(fingerprint, v[i].fingerprint)) ||
+		    kv_store_path(dir, v[i].name, "kv", path, sizeof path, NULL) < 0 ||
+		    kv_file_match_prefix(path, fingerprint, tokens, n, &m, NULL) < 0)
+			continue;
+		if (m > best) {
+			best = m;
+			snprintf(name_out, cap, "%s", v[i].name);
+		}
+	}
+	free(v);
+	*n_match = best;
+	return 0;
+}
+
+int kv_store_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -EINVAL;
+	double mul = 1;
+	switch (*end) {
+	case 'k': case 'K': mul = 1024.0; end++; break;
+	case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
+	case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+	case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+	case 'b': case 'B': case '\0': break;
+	default: return -EINVAL;
+	}
+	if (mul > 1 && (*end == 'i' || *end == 'I'))
+		end++;
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end)
+		return -EINVAL;
+	v *= mul;
+	if (v >= 18446744073709551615.0)
+		return -ERANGE;
+	*out = (uint64_t)v;
+	return 0;
+}

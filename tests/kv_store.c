@@ -1,0 +1,221 @@
+/* kv_store.c - session names, list, rm, rename, gc (LRU under a budget,
+ * sessions in use kept), prefix matching, size parsing, the cache dir rule. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache_dir.h"
+#include "kv_store.h"
+#include "kv_test.h"
+
+#define L 2
+#define W 4
+
+static char *dir;
+
+static void make(const char *name, const char *fp, uint32_t seed, int n, time_t mtime)
+{
+	kv_session *s;
+	coli_err err = { 0 };
+	if (kv_session_create(dir, name, fp, L, W, 0, &s, &err) < 0) {
+		fprintf(stderr, "%s\n", err.msg);
+		exit(99);
+	}
+	for (int pos = 0; pos < n; pos += 5)
+		CHECK_RC(kvt_append(s, seed, pos, n - pos < 5 ? n - pos : 5, &err), 0);
+	kv_session_close(s);
+	char path[4300];
+	snprintf(path, sizeof path, "%s/%s.kv", dir, name);
+	struct timespec ts[2] = { { mtime, 0 }, { mtime, 0 } };
+	CHECK(utimensat(AT_FDCWD, path, ts, 0) == 0);
+}
+
+static void test_names(void)
+{
+	const char *good[] = { "a", "chat-1", "A.b_c-9", "x..", "0123456789012345678901234567890123456789012345678901234567890123" };
+	const char *bad[] = { "", ".hidden", "a/b", "..", "a..b", "sp ace", "é", "a\\b",
+			      "01234567890123456789012345678901234567890123456789012345678901234" };
+	for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+		CHECK(kv_store_name_valid(good[i]) == (strstr(good[i], "..") == NULL));
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		CHECK(!kv_store_name_valid(bad[i]));
+	coli_err err = { 0 };
+	CHECK_RC(kv_store_name_check("a/b", &err), -EINVAL);
+	CHECK(strstr(err.msg, "a/b") != NULL);
+	char p[16];
+	CHECK_RC(kv_store_path("/very/long/dir", "name", "kv", p, sizeof p, &err), -ENAMETOOLONG);
+}
+
+static void test_list_rm_rename(void)
+{
+	coli_err err = { 0 };
+	kv_store_entry *v;
+	int n;
+	CHECK_RC(kv_store_list("/nonexistent/kv", &v, &n, &err), 0);
+	CHECK(n == 0);
+	make("b", FP_A, 1, 12, 1000);
+	make("a", FP_B, 2, 3, 2000);
+	/* junk that list must skip */
+	char junk[4300];
+	snprintf(junk, sizeof junk, "%s/.a.kv.tmp.1", dir);
+	close(open(junk, O_CREAT | O_WRONLY, 0600));
+	snprintf(junk, sizeof junk, "%s/notes.txt", dir);
+	close(open(junk, O_CREAT | O_WRONLY, 0600));
+	CHECK_RC(kv_store_list(dir, &v, &n, &err), 0);
+	CHECK(n == 2);
+	if (n == 2) {
+		CHECK(!strcmp(v[0].name, "a") && v[0].n_tokens == 3 && !strcmp(v[0].fingerprint, FP_B));
+		CHECK(!strcmp(v[1].name, "b") && v[1].n_tokens == 12 && v[1].mtime == 1000);
+		CHECK(v[1].bytes == 128 + 3 * 20 + 12 * 4 * (1 + L * W));
+		CHECK(v[0].status == KV_FILE_OK && !v[0].locked && v[1].n_layers == L && v[1].width == W);
+	}
+	free(v);
+	/* in use: listed as locked; rm and rename refuse */
+	kv_session *s;
+	CHECK_RC(kv_session_open(dir, "b", NULL, 0, 0, 0, &s, NULL, &err), 0);
+	CHECK_RC(kv_store_list(dir, &v, &n, &err), 0);
+	CHECK(n == 2 && v[1].locked);
+	free(v);
+	CHECK_RC(kv_store_rm(dir, "b", &err), -EBUSY);
+	CHECK_RC(kv_store_rename(dir, "b", "c", &err), -EBUSY);
+	kv_session_close(s);
+	/* rename never overwrites */
+	CHECK_RC(kv_store_rename(dir, "b", "a", &err), -EEXIST);
+	CHECK_RC(kv_store_rename(dir, "b", "b", &err), -EINVAL);
+	CHECK_RC(kv_store_rename(dir, "zz", "c", &err), -ENOENT);
+	CHECK_RC(kv_store_rename(dir, "b", "../c", &err), -EINVAL);
+	CHECK_RC(kv_store_rename(dir, "b", "c", &err), 0);
+	kv_loaded l;
+	CHECK_RC(kv_session_open(dir, "c", FP_A, L, W, 0, &s, &l, &err), 0);
+	CHECK(kvt_loaded_ok(&l, 1, 12));
+	kv_loaded_free(&l);
+	kv_session_close(s);
+	CHECK_RC(kv_session_open(dir, "b", NULL, 0, 0, 0, &s, NULL, &err), -ENOENT);
+	CHECK_RC(kv_store_rm(dir, "c", &err), 0);
+	CHECK_RC(kv_store_rm(dir, "c", &err), -ENOENT);
+	CHECK_RC(kv_store_rm(dir, "a", &err), 0);
+	char lock[4300];
+	snprintf(lock, sizeof lock, "%s/a.lock", dir);
+	CHECK(access(lock, F_OK) < 0);
+	CHECK_RC(kv_store_list(dir, &v, &n, &err), 0);
+	CHECK(n == 0);
+	free(v);
+}
+
+static void test_gc(void)
+{
+	coli_err err = { 0 };
+	kv_store_entry *v;
+	int n, removed;
+	uint64_t freed, left, each = 128 + 2 * (20 + 5 * 4 * (1 + L * W));
+	make("old", FP_A, 1, 10, 1000);
+	make("mid", FP_A, 1, 10, 2000);
+	make("new", FP_A, 1, 10, 3000);
+	make("busy", FP_A, 1, 10, 500);
+	kv_session *s;
+	CHECK_RC(kv_session_open(dir, "busy", NULL, 0, 0, 0, &s, NULL, &err), 0);
+	CHECK_RC(kv_store_gc(dir, 4 * each, &removed, &freed, &left, &err), 0);
+	CHECK(removed == 0 && freed == 0 && left == 4 * each);
+	CHECK_RC(kv_store_gc(dir, 2 * each, &removed, &freed, &left, &err), 0);
+	CHECK(removed == 2 && freed == 2 * each && left == 2 * each);
+	CHECK_RC(kv_store_list(dir, &v, &n, &err), 0);
+	CHECK(n == 2 && !strcmp(v[0].name, "busy") && !strcmp(v[1].name, "new"));
+	free(v);
+	CHECK_RC(kv_store_gc(dir, 0, &removed, &freed, &left, &err), 0);
+	CHECK(removed == 1 && left == each); /* busy survives */
+	kv_session_close(s);
+	CHECK_RC(kv_store_gc(dir, 0, &removed, &freed, &left, &err), 0);
+	CHECK(removed == 1 && left == 0);
+}
+
+static void test_prefix(void)
+{
+	coli_err err = { 0 };
+	char name[80];
+	int m;
+	int32_t q[40];
+	for (int i = 0; i < 40; i++)
+		q[i] = kvt_token(7, (uint32_t)i);
+	make("p10", FP_A, 7, 10, 1000);
+	make("p25", FP_A, 7, 25, 1000);
+	make("other", FP_A, 8, 30, 1000);
+	make("model", FP_B, 7, 35, 1000);
+	CHECK_RC(kv_store_find_prefix(dir, FP_A, q, 40, name, sizeof name, &m, &err), 0);
+	CHECK(m == 25 && !strcmp(name, "p25"));
+	CHECK_RC(kv_store_find_prefix(dir, FP_A, q, 12, name, sizeof name, &m, &err), 0);
+	CHECK(m == 12);
+	CHECK_RC(kv_store_find_prefix(dir, FP_B, q, 40, name, sizeof name, &m, &err), 0);
+	CHECK(m == 35 && !strcmp(name, "model"));
+	q[3] ^= 1;
+	CHECK_RC(kv_store_find_prefix(dir, FP_A, q, 40, name, sizeof name, &m, &err), 0);
+	CHECK(m == 3);
+	q[3] ^= 1;
+	/* a rewind and new history: matching follows the live history */
+	kv_session *s;
+	CHECK_RC(kv_session_open(dir, "p25", NULL, 0, 0, 0, &s, NULL, &err), 0);
+	CHECK_RC(kv_session_truncate_tokens(s, 20, &err), 0);
+	CHECK_RC(kvt_append(s, 9, 20, 5, &err), 0);
+	kv_session_close(s);
+	CHECK_RC(kv_store_find_prefix(dir, FP_A, q, 40, name, sizeof name, &m, &err), 0);
+	CHECK(m == 20 && !strcmp(name, "p25"));
+	char path[4300];
+	snprintf(path, sizeof path, "%s/p25.kv", dir);
+	CHECK_RC(kv_file_match_prefix(path, FP_B, q, 40, &m, &err), -ESTALE);
+	for (int i = 20; i < 25; i++)
+		q[i] = kvt_token(9, (uint32_t)i);
+	CHECK_RC(kv_file_match_prefix(path, FP_A, q, 40, &m, &err), 0);
+	CHECK(m == 25);
+	CHECK_RC(kv_store_find_prefix("/nonexistent", FP_A, q, 40, name, sizeof name, &m, &err), 0);
+	CHECK(m == 0 && name[0] == '\0');
+}
+
+static void test_sizes_and_cache_dir(void)
+{
+	uint64_t v;
+	CHECK(kv_store_parse_size("123", &v) == 0 && v == 123);
+	CHECK(kv_store_parse_size("10K", &v) == 0 && v == 10240);
+	CHECK(kv_store_parse_size("1.5G", &v) == 0 && v == 1610612736ull);
+	CHECK(kv_store_parse_size("2GiB", &v) == 0 && v == 2147483648ull);
+	CHECK(kv_store_parse_size("0", &v) == 0 && v == 0);
+	CHECK(kv_store_parse_size("-1", &v) < 0 && kv_store_parse_size("12X", &v) < 0 &&
+	      kv_store_parse_size("", &v) < 0 && kv_store_parse_size("G", &v) < 0);
+	char out[4300], want[4300];
+	coli_err err = { 0 };
+	setenv("COLI_CACHE_DIR", "/x/cache", 1);
+	CHECK(coli_cache_dir("/m/glm", out, sizeof out, &err) == 0 && !strcmp(out, "/x/cache"));
+	unsetenv("COLI_CACHE_DIR");
+	setenv("XDG_CACHE_HOME", "/xdg", 1);
+	CHECK(coli_cache_dir("/nonexistent/glm-5.2-int4-g64/", out, sizeof out, &err) == 0 &&
+	      !strcmp(out, "/xdg/colitop/glm-5.2-int4-g64"));
+	CHECK(coli_cache_dir(NULL, out, sizeof out, &err) == 0 && !strcmp(out, "/xdg/colitop/default"));
+	unsetenv("XDG_CACHE_HOME");
+	setenv("HOME", dir, 1);
+	snprintf(want, sizeof want, "%s/.cache/colitop/%s", dir, strrchr(dir, '/') + 1);
+	CHECK(coli_cache_dir(dir, out, sizeof out, &err) == 0 && !strcmp(out, want));
+	char small[8];
+	CHECK(coli_cache_dir("/m/glm", small, sizeof small, &err) == -ENAMETOOLONG);
+	snprintf(out, sizeof out, "%s/a/b/c/kv", dir);
+	CHECK(coli_mkdirs(out, &err) == 0 && coli_mkdirs(out, &err) == 0);
+	struct stat st;
+	CHECK(stat(out, &st) == 0 && (st.st_mode & 0777) == 0700);
+	snprintf(out, sizeof out, "%s/p10.kv/x", dir);
+	CHECK(coli_mkdirs(out, &err) < 0);
+}
+
+int main(void)
+{
+	kvt_quiet();
+	dir = kvt_tmpdir();
+	test_names();
+	test_list_rm_rename();
+	test_gc();
+	test_prefix();
+	test_sizes_and_cache_dir();
+	kvt_rmrf(dir);
+	if (kvt_failures)
+		fprintf(stderr, "%d checks failed\n", kvt_failures);
+	return kvt_failures ? 1 : 0;
+}
