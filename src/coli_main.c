@@ -20,6 +20,7 @@ static const struct coli_command commands[] = {
 	{ "synth", cmd_synth, "write a random model of the real architecture (HF layout)" },
 	{ "convert", cmd_convert, "Hugging Face checkpoint -> model container (quantize, resumable)" },
 	{ "info", cmd_info, "summarize a model container (text or --json)" },
+	{ "serve", cmd_serve, "OpenAI/Anthropic-compatible HTTP endpoint (headless)" },
 	{ "sessions", cmd_sessions, "list, show, rm, rename, gc persisted KV sessions" },
 	{ NULL, NULL, NULL },
 };

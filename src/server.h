@@ -1,0 +1,48 @@
+/* server.h - the HTTP endpoint (OpenAI- and Anthropic-compatible).
+ *
+ * One server per engine. libmicrohttpd runs its own threads (one per
+ * connection); they only parse JSON into native requests, submit them to
+ * the engine's queue and format the events that come back. All JSON stays in
+ * this layer; the engine never sees it. `coli serve` runs it headless,
+ * colitop runs the same server in-process next to the TUI.
+ *
+ * Routes (each with and without the /v1 prefix): GET /models, GET
+ * /models/ID, POST /chat/completions, POST /completions, POST /messages,
+ * POST /messages/count_tokens, GET /health, GET /metrics; OPTIONS anywhere
+ * (CORS preflight). See coli-serve(1) for the field compatibility list. */
+#ifndef COLI_SERVER_H
+#define COLI_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coli_err.h"
+#include "engine.h"
+
+typedef struct coli_server coli_server;
+struct expert_stats;
+
+typedef struct coli_server_opts {
+	const char *host;          /* NULL = "127.0.0.1"; IPv4 or IPv6 literal, or a name */
+	int port;                  /* 0 = pick a free port (see coli_server_port) */
+	const char *api_key;       /* NULL/"" = no key; the value, never the env name */
+	size_t max_body;           /* request body limit in bytes; 0 = 4 MiB */
+	int timeout_s;             /* idle connection timeout (slow clients); 0 = 30 */
+	int max_connections;       /* 0 = 64 */
+	const char *model_dir;     /* for the accepted model aliases; may be NULL */
+	/* Expert-store telemetry for /metrics; NULL = those series are omitted. */
+	const struct expert_stats *expert_stats;
+} coli_server_opts;
+
+void coli_server_opts_default(coli_server_opts *o);
+
+/* Start listening. The engine must outlive the server. Returns 0 or a
+ * negative errno (bind failure: -EADDRINUSE etc.) with err filled. */
+int coli_server_start(coli_engine *e, const coli_server_opts *o, coli_server **out,
+		      coli_err *err);
+/* The bound port (useful with port 0). */
+int coli_server_port(const coli_server *s);
+/* Stop accepting, cancel in-flight requests, join the threads, free. NULL ok. */
+void coli_server_stop(coli_server *s);
+
+#endif

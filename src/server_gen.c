@@ -1,0 +1,210 @@
+/* server_gen.c - one generation as seen from an HTTP connection thread:
+ * submit to the engine queue, wait for events, and cancel as soon as the
+ * client is gone.
+ *
+ * libmicrohttpd only notices a vanished client when it next writes, which
+ * for a long prefill or a non-streamed answer can be minutes away. So while
+ * waiting for the engine we also look at the socket ourselves (POLLRDHUP
+ * every 50 ms) and cancel the request, which the engine honours within one
+ * step. The request-completed callback cancels too (server_http.c). */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coli_log.h"
+#include "server_internal.h"
+
+#define WAIT_MS 50
+
+static int peer_gone(int fd)
+{
+	if (fd < 0)
+		return 0;
+	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+	if (poll(&p, 1, 0) <= 0)
+		return 0;
+	return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
+		  const srv_request *r, int fd, atomic_int *stopping, srv_error *e)
+{
+	memset(g, 0, sizeof *g);
+	g->fd = fd;
+	g->stopping = stopping;
+	g->tok = coli_engine_tokenizer(eng);
+	g->n_prompt = n_ids;
+	srv_stopper_init(&g->st, (const char *const *)r->stop, r->tools_json != NULL);
+	coli_gen_params p;
+	coli_gen_params_default(&p);
+	p.max_tokens = r->max_tokens;
+	p.temperature = (float)r->temperature;
+	p.top_p = (float)r->top_p;
+	if (r->has_seed)
+		p.seed = r->seed;
+	coli_err cerr = { 0 };
+	int rc = coli_engine_submit(eng, ids, n_ids, &p, &g->req, &cerr);
+	if (rc == -EBUSY)
+		return srv_fail(e, 503, "server_error", "queue_full", NULL,
+				"the request queue is full; retry later");
+	if (rc == -E2BIG)
+		return srv_fail(e, 400, "invalid_request_error", "context_length_exceeded", "messages",
+				"%s", cerr.msg[0] ? cerr.msg : "the prompt exceeds the context length");
+	if (rc < 0)
+		return srv_fail(e, 500, "server_error", NULL, NULL, "engine refused the request: %s",
+				cerr.msg[0] ? cerr.msg : strerror(-rc));
+	return 0;
+}
+
+/* Wait for the next engine event; -1 when the client left or we stop. */
+static int wait_event(srv_gen *g, coli_event *ev)
+{
+	for (;;) {
+		if (g->stopping && atomic_load(g->stopping)) {
+			coli_request_cancel(g->req);
+			g->gone = 1;
+			return -1;
+		}
+		if (coli_request_next(g->req, ev, WAIT_MS) == 1)
+			return 0;
+		if (peer_gone(g->fd)) {
+			coli_debug("server: client went away; cancelling its request");
+			coli_request_cancel(g->req);
+			g->gone = 1;
+			return -1;
+		}
+	}
+}
+
+/* Special tokens reach us with empty text; inside (or opening) tool-call
+ * markup we need their text. End-of-sequence tokens are never shown. */
+static size_t special_text(srv_gen *g, const coli_event *ev, char *out, size_t cap)
+{
+	if (!g->st.tools || !g->tok || ev->token < 0 || !coli_tokenizer_is_special(g->tok, ev->token) ||
+	    ev->token == coli_tokenizer_eos_id(g->tok))
+		return 0;
+	char *t = NULL;
+	size_t n = 0;
+	if (coli_tokenizer_decode(g->tok, &ev->token, 1, 0, &t, &n, NULL) < 0 || !t)
+		return 0;
+	size_t k = 0;
+	if ((strstr(t, "tool") || g->st.capturing) && n < cap) {
+		memcpy(out, t, n);
+		k = n;
+	}
+	free(t);
+	return k;
+}
+
+static void finish_from_done(srv_gen *g, const coli_event *ev, srv_buf *out)
+{
+	g->usage.prompt = ev->prompt_tokens > 0 ? ev->prompt_tokens : g->n_prompt;
+	g->usage.cached = ev->cached_tokens;
+	g->ttft_ms = ev->ttft_ms;
+	g->tps = ev->decode_tps;
+	/* The engine's count: after a stop string it may include the few
+	 * tokens generated before the cancellation took effect. */
+	g->usage.completion = ev->completion_tokens > 0 ? ev->completion_tokens : g->n_out;
+	if (g->finish == SRV_FINISH_STOP_SEQ)
+		return;
+	srv_stopper_flush(&g->st, out);
+	switch (ev->finish) {
+	case COLI_FINISH_LENGTH: g->finish = SRV_FINISH_LENGTH; break;
+	case COLI_FINISH_CANCELLED: g->finish = SRV_FINISH_CANCELLED; break;
+	case COLI_FINISH_ERROR: g->finish = SRV_FINISH_ERROR; break;
+	default: g->finish = SRV_FINISH_STOP;
+	}
+	if (g->st.capturing) {
+		g->n_calls = srv_tools_parse(g->st.markup.p, g->st.markup.len, &g->calls);
+		if (g->n_calls > 0 && g->finish == SRV_FINISH_STOP)
+			g->finish = SRV_FINISH_TOOL;
+		else if (g->n_calls == 0)
+			/* unparseable markup: show it rather than lose it */
+			srv_buf_add(out, g->st.markup.p, g->st.markup.len);
+	}
+}
+
+int srv_gen_next(srv_gen *g, srv_buf *out)
+{
+	if (g->done)
+		return 0;
+	if (g->gone)
+		return -1;
+	coli_event ev;
+	if (wait_event(g, &ev))
+		return -1;
+	g->started = 1;
+	switch (ev.kind) {
+	case COLI_EV_TEXT: {
+		g->n_out++;
+		const char *text = ev.text;
+		size_t len = ev.text_len;
+		char sp[1024];
+		if (len == 0) {
+			len = special_text(g, &ev, sp, sizeof sp);
+			text = sp;
+		}
+		if (len && srv_stopper_push(&g->st, text, len, out)) {
+			/* A stop string: stop the engine, then collect the usage. */
+			g->finish = SRV_FINISH_STOP_SEQ;
+			coli_request_cancel(g->req);
+			do {
+				if (wait_event(g, &ev)) {
+					/* gone while draining: the answer is complete anyway */
+					g->gone = 0;
+					ev.kind = COLI_EV_DONE;
+					ev.prompt_tokens = g->n_prompt;
+					ev.cached_tokens = 0;
+					ev.completion_tokens = g->n_out;
+					ev.ttft_ms = ev.decode_tps = 0;
+					break;
+				}
+			} while (ev.kind == COLI_EV_TEXT);
+			finish_from_done(g, &ev, out);
+			g->done = 1;
+			return 0;
+		}
+		return 1;
+	}
+	case COLI_EV_DONE:
+		finish_from_done(g, &ev, out);
+		g->done = 1;
+		return 0;
+	default:
+		g->finish = SRV_FINISH_ERROR;
+		snprintf(g->errmsg, sizeof g->errmsg, "%s",
+			 ev.message[0] ? ev.message : "generation failed");
+		g->usage.prompt = g->n_prompt;
+		g->usage.completion = g->n_out;
+		g->done = 1;
+		return 0;
+	}
+}
+
+void srv_gen_result(const srv_gen *g, const srv_request *r, const char *text, size_t len,
+		    srv_result *out)
+{
+	memset(out, 0, sizeof *out);
+	out->text = text;
+	out->len = len;
+	out->finish = g->finish;
+	if (g->finish == SRV_FINISH_STOP_SEQ && g->st.hit >= 0 && g->st.hit < r->n_stop)
+		out->stop_seq = r->stop[g->st.hit];
+	out->usage = g->usage;
+	out->calls = g->calls;
+	out->n_calls = g->n_calls;
+}
+
+void srv_gen_free(srv_gen *g)
+{
+	if (!g)
+		return;
+	coli_request_free(g->req);
+	srv_stopper_free(&g->st);
+	srv_tools_free(g->calls, g->n_calls);
+	memset(g, 0, sizeof *g);
+}

@@ -1,0 +1,365 @@
+/* server_handlers.c - the routes: models, health, metrics, and the three
+ * generation APIs (OpenAI chat and completions, Anthropic messages), each
+ * streamed or not.
+ *
+ * Flow of a generation request on its connection thread: parse the body
+ * into a srv_request, check the model name, render the chat template and
+ * tokenize, check the context, submit (a full queue answers 503 before any
+ * byte of the answer is sent), then either wait for the whole answer or hand
+ * a content callback to MHD that formats events as they arrive. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "coli_log.h"
+#include "server_internal.h"
+
+/* OpenAI routes accept the served id, the model directory's name and
+ * "default"; Anthropic routes accept any name (tools send their own). */
+static int model_accepted(const coli_server *s, const char *m)
+{
+	return !m || !*m || !strcmp(m, s->model_id) || !strcmp(m, "default") ||
+	       (s->model_alias[0] && !strcmp(m, s->model_alias));
+}
+
+int srv_handle_get(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
+{
+	srv_error e = { 0 };
+	switch (cc->route) {
+	case SRV_ROUTE_HEALTH:
+		return srv_respond(s, c, cc, 200, "application/json", strdup("{\"status\":\"ok\"}"));
+	case SRV_ROUTE_METRICS:
+		return srv_respond(s, c, cc, 200, "text/plain; version=0.0.4; charset=utf-8",
+				   srv_metrics_render(&s->metrics, coli_engine_queue_len(s->eng),
+						      s->xstats));
+	case SRV_ROUTE_MODELS:
+		if (!cc->model_path[0])
+			return srv_respond(s, c, cc, 200, "application/json",
+					   srv_openai_models_json(s->model_id, s->started));
+		if (!model_accepted(s, cc->model_path)) {
+			srv_fail(&e, 404, "invalid_request_error", "model_not_found", "model",
+				 "the model '%s' does not exist (this server serves '%s')",
+				 cc->model_path, s->model_id);
+			return srv_respond_error(s, c, cc, &e);
+		}
+		json_t *j = json_pack("{s:s, s:s, s:I, s:s}", "id", s->model_id, "object", "model",
+				      "created", (json_int_t)s->started, "owned_by", "colitop");
+		char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		json_decref(j);
+		return srv_respond(s, c, cc, 200, "application/json", body);
+	default:
+		srv_fail(&e, 404, "invalid_request_error", "unknown_url", NULL, "unknown URL");
+		return srv_respond_error(s, c, cc, &e);
+	}
+}
+
+/* Prompt token ids of a request (chat template + tokenizer, or the
+ * completions prompt). */
+static int build_prompt(coli_server *s, const srv_request *r, int **ids, int *n, srv_error *e)
+{
+	const coli_tokenizer *tok = coli_engine_tokenizer(s->eng);
+	coli_err cerr = { 0 };
+	*ids = NULL;
+	*n = 0;
+	if (r->prompt_ids) {
+		int vocab = tok ? coli_tokenizer_vocab_size(tok) : 0;
+		for (int i = 0; i < r->n_prompt_ids; i++)
+			if (vocab > 0 && r->prompt_ids[i] >= vocab)
+				return srv_fail(e, 400, "invalid_request_error", "invalid_value", "prompt",
+						"token id %d is outside the vocabulary (%d)",
+						r->prompt_ids[i], vocab);
+		*ids = malloc((size_t)r->n_prompt_ids * sizeof **ids);
+		if (!*ids)
+			return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+		memcpy(*ids, r->prompt_ids, (size_t)r->n_prompt_ids * sizeof **ids);
+		*n = r->n_prompt_ids;
+		return 0;
+	}
+	if (!tok)
+		return srv_fail(e, 500, "server_error", NULL, NULL, "the model has no tokenizer");
+	char *text = NULL;
+	int bos = -1;
+	if (r->prompt) {
+		text = strdup(r->prompt);
+		bos = coli_tokenizer_bos_id(tok);
+	} else {
+		if (!s->tpl_ok)
+			return srv_fail(e, 500, "server_error", "no_chat_template", NULL,
+					"chat template unavailable: %s", s->tpl_err);
+		if (coli_chat_render(&s->tpl, r->msgs, r->n_msgs, r->tools_json, 1, &text, &cerr) < 0)
+			return srv_fail(e, 400, "invalid_request_error", "invalid_messages", "messages",
+					"cannot render the conversation: %s", cerr.msg);
+	}
+	if (!text)
+		return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+	int *tids = NULL;
+	size_t nt = 0;
+	int rc = coli_tokenizer_encode(tok, text, strlen(text), &tids, &nt, &cerr);
+	free(text);
+	if (rc < 0)
+		return srv_fail(e, 400, "invalid_request_error", NULL, NULL, "cannot tokenize: %s",
+				cerr.msg);
+	/* Completions prompts are raw text: add BOS like the model was trained. */
+	if (bos >= 0 && (nt == 0 || tids[0] != bos)) {
+		int *t2 = realloc(tids, (nt + 1) * sizeof *t2);
+		if (!t2) {
+			free(tids);
+			return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+		}
+		memmove(t2 + 1, t2, nt * sizeof *t2);
+		t2[0] = bos;
+		tids = t2;
+		nt++;
+	}
+	*ids = tids;
+	*n = (int)nt;
+	return 0;
+}
+
+static int client_fd(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	return ci ? ci->connect_fd : -1;
+}
+
+/* ---- streaming ---- */
+
+enum { PH_HEAD = 0, PH_GEN, PH_TAIL, PH_END };
+
+typedef struct srv_stream {
+	coli_server *s;
+	srv_request req;
+	srv_gen gen;
+	srv_stream_ctx ctx;
+	int anthropic;
+	int phase;
+	srv_buf out;     /* formatted bytes not yet handed to MHD */
+	srv_buf piece;   /* text of the latest step */
+} srv_stream;
+
+static void stream_tail(srv_stream *st)
+{
+	srv_result res;
+	srv_gen_result(&st->gen, &st->req, "", 0, &res);
+	if (st->gen.finish == SRV_FINISH_ERROR) {
+		if (st->anthropic)
+			srv_anthropic_ev_error(&st->out, "api_error", st->gen.errmsg);
+		else {
+			srv_openai_chunk_error(&st->out, "server_error", st->gen.errmsg);
+			srv_sse_done(&st->out);
+		}
+		return;
+	}
+	srv_metrics_generation(&st->s->metrics, &res.usage, st->gen.ttft_ms, st->gen.tps);
+	if (st->anthropic) {
+		srv_anthropic_ev_block_stop(&st->out, 0);
+		for (int i = 0; i < res.n_calls; i++)
+			srv_anthropic_ev_tool_use(&st->out, i + 1, &res.calls[i]);
+		srv_anthropic_ev_delta(&st->out, &res);
+		srv_anthropic_ev_stop(&st->out);
+		return;
+	}
+	srv_openai_chunk_finish(&st->out, &st->ctx, &res);
+	if (st->req.include_usage)
+		srv_openai_chunk_usage(&st->out, &st->ctx, &res.usage);
+	srv_sse_done(&st->out);
+}
+
+/* Produce the next bytes; -1 ends the response with an error (client gone). */
+static int stream_step(srv_stream *st)
+{
+	switch (st->phase) {
+	case PH_HEAD:
+		if (st->anthropic) {
+			srv_usage u = { .prompt = st->gen.n_prompt };
+			srv_anthropic_ev_start(&st->out, &st->ctx, &u);
+			srv_anthropic_ev_block_start_text(&st->out, 0);
+			srv_anthropic_ev_ping(&st->out);
+		} else {
+			srv_openai_chunk_role(&st->out, &st->ctx);
+		}
+		st->phase = PH_GEN;
+		return 0;
+	case PH_GEN: {
+		srv_buf_clear(&st->piece);
+		int rc = srv_gen_next(&st->gen, &st->piece);
+		if (rc < 0)
+			return -1;
+		if (st->piece.len) {
+			if (st->anthropic)
+				srv_anthropic_ev_text(&st->out, 0, st->piece.p, st->piece.len);
+			else
+				srv_openai_chunk_text(&st->out, &st->ctx, st->piece.p, st->piece.len);
+		}
+		if (rc == 0)
+			st->phase = PH_TAIL;
+		return 0;
+	}
+	case PH_TAIL:
+		stream_tail(st);
+		st->phase = PH_END;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	srv_stream *st = cls;
+	(void)pos;
+	while (st->out.len == 0) {
+		if (st->phase == PH_END)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (stream_step(st) < 0 || st->out.oom)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	size_t n = st->out.len < max ? st->out.len : max;
+	memcpy(buf, st->out.p, n);
+	srv_buf_consume(&st->out, n);
+	return (ssize_t)n;
+}
+
+/* MHD destroys the response when the connection ends, finished or not;
+ * freeing the generation cancels the engine request if it still runs. */
+static void stream_free(void *cls)
+{
+	srv_stream *st = cls;
+	if (!st->gen.done)
+		atomic_fetch_add(&st->s->metrics.cancelled, 1);
+	atomic_fetch_sub(&st->s->metrics.active_streams, 1);
+	srv_gen_free(&st->gen);
+	srv_request_free(&st->req);
+	srv_buf_free(&st->out);
+	srv_buf_free(&st->piece);
+	free(st);
+}
+
+static int start_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_stream *st)
+{
+	atomic_fetch_add(&s->metrics.active_streams, 1);
+	struct MHD_Response *r =
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_free);
+	if (!r) {
+		stream_free(st);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "text/event-stream; charset=utf-8");
+	MHD_add_response_header(r, "Cache-Control", "no-cache");
+	MHD_add_response_header(r, "X-Accel-Buffering", "no");
+	srv_add_cors(r);
+	int ret = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	cc->done = 1;
+	srv_metrics_request(&s->metrics, cc->route, 200);
+	return ret;
+}
+
+/* ---- non-streamed ---- */
+
+static int answer_whole(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_stream *st)
+{
+	srv_buf text = { 0 };
+	int rc;
+	while ((rc = srv_gen_next(&st->gen, &text)) > 0)
+		;
+	int ret;
+	if (rc < 0) {
+		atomic_fetch_add(&s->metrics.cancelled, 1);
+		ret = MHD_NO;   /* client gone or stopping: nobody to answer */
+	} else if (st->gen.finish == SRV_FINISH_ERROR) {
+		srv_error e;
+		srv_fail(&e, 500, "server_error", NULL, NULL, "generation failed: %s", st->gen.errmsg);
+		ret = srv_respond_error(s, c, cc, &e);
+	} else {
+		srv_result res;
+		srv_gen_result(&st->gen, &st->req, text.p ? text.p : "", text.len, &res);
+		srv_metrics_generation(&s->metrics, &res.usage, st->gen.ttft_ms, st->gen.tps);
+		char *body = st->anthropic ? srv_anthropic_response(&st->ctx, &res)
+					   : srv_openai_response(&st->ctx, &res);
+		ret = srv_respond(s, c, cc, 200, "application/json", body);
+	}
+	srv_buf_free(&text);
+	srv_gen_free(&st->gen);
+	srv_request_free(&st->req);
+	free(st);
+	return ret;
+}
+
+static int parse_body(srv_conn *cc, srv_request *r, srv_error *e)
+{
+	const char *b = cc->body.p ? cc->body.p : "";
+	switch (cc->route) {
+	case SRV_ROUTE_CHAT: return srv_parse_chat(b, cc->body.len, r, e);
+	case SRV_ROUTE_COMPLETIONS: return srv_parse_completions(b, cc->body.len, r, e);
+	case SRV_ROUTE_MESSAGES: return srv_parse_messages(b, cc->body.len, 0, r, e);
+	case SRV_ROUTE_COUNT_TOKENS: return srv_parse_messages(b, cc->body.len, 1, r, e);
+	default:
+		return srv_fail(e, 404, "invalid_request_error", "unknown_url", NULL, "unknown URL");
+	}
+}
+
+int srv_handle_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
+{
+	srv_error e = { 0 };
+	int *ids = NULL, n_ids = 0, ret;
+	srv_stream *st = calloc(1, sizeof *st);
+	if (!st)
+		return MHD_NO;
+	st->s = s;
+	st->anthropic = cc->anthropic;
+	if (parse_body(cc, &st->req, &e))
+		goto fail;
+	if (!cc->anthropic && !model_accepted(s, st->req.model)) {
+		srv_fail(&e, 404, "invalid_request_error", "model_not_found", "model",
+			 "the model '%s' does not exist (this server serves '%s')", st->req.model,
+			 s->model_id);
+		goto fail;
+	}
+	if (build_prompt(s, &st->req, &ids, &n_ids, &e))
+		goto fail;
+	if (cc->route == SRV_ROUTE_COUNT_TOKENS) {
+		char *body = NULL;
+		if (asprintf(&body, "{\"input_tokens\":%d}", n_ids) < 0)
+			body = NULL;
+		ret = srv_respond(s, c, cc, 200, "application/json", body);
+		goto done;
+	}
+	int ctx = coli_engine_ctx(s->eng);
+	if (ctx > 0 && n_ids + 1 > ctx) {
+		srv_fail(&e, 400, "invalid_request_error", "context_length_exceeded", "messages",
+			 "the prompt is %d tokens; this server's context is %d tokens", n_ids, ctx);
+		goto fail;
+	}
+	srv_make_id(st->ctx.id, sizeof st->ctx.id,
+		    cc->anthropic ? "msg_" : cc->route == SRV_ROUTE_CHAT ? "chatcmpl-" : "cmpl-");
+	st->ctx.created = (long long)time(NULL);
+	st->ctx.chat = cc->route == SRV_ROUTE_CHAT;
+	snprintf(st->ctx.model, sizeof st->ctx.model, "%.255s",
+		 cc->anthropic && st->req.model ? st->req.model : s->model_id);
+	if (srv_gen_start(&st->gen, s->eng, ids, n_ids, &st->req, client_fd(c), &s->stopping, &e)) {
+		if (e.status == 503)
+			atomic_fetch_add(&s->metrics.rejected_busy, 1);
+		goto fail;
+	}
+	free(ids);
+	if (st->req.stream)
+		return start_stream(s, c, cc, st);
+	return answer_whole(s, c, cc, st);
+fail:
+	ret = srv_respond_error(s, c, cc, &e);
+done:
+	free(ids);
+	srv_gen_free(&st->gen);
+	srv_request_free(&st->req);
+	free(st);
+	return ret;
+}

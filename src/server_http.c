@@ -1,0 +1,414 @@
+/* server_http.c - libmicrohttpd plumbing: daemon, routing, auth, CORS,
+ * body limits.
+ *
+ * Threading choice: MHD's internal polling thread plus one thread per
+ * connection. A connection thread may then block while the engine works
+ * (non-streamed answers) or inside the streaming content callback, which
+ * keeps the code straight-line; the cost is one thread per open client,
+ * bounded by --max-connections. Slow clients are cut by the idle timeout,
+ * oversized URLs/headers by MHD's per-connection memory limit (414/431),
+ * oversized bodies by max_body (413, checked against Content-Length before
+ * reading and against the bytes as they arrive). */
+#include "config.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "coli_log.h"
+#include "server_internal.h"
+
+#define DEFAULT_MAX_BODY (4u << 20)
+#define CONN_MEMORY (64u << 10)   /* URL + headers must fit */
+
+void coli_server_opts_default(coli_server_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->host = "127.0.0.1";
+	o->port = 8080;
+	o->max_body = DEFAULT_MAX_BODY;
+	o->timeout_s = 30;
+	o->max_connections = 64;
+}
+
+void srv_add_cors(void *resp)
+{
+	struct MHD_Response *r = resp;
+	MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+	MHD_add_response_header(r, "Access-Control-Expose-Headers", "Retry-After, Content-Type");
+}
+
+int srv_respond(coli_server *s, struct MHD_Connection *c, srv_conn *cc, int status,
+		const char *content_type, char *body)
+{
+	if (!body) {
+		status = 500;
+		content_type = "application/json";
+		body = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\","
+			      "\"param\":null,\"code\":null}}");
+		if (!body)
+			return MHD_NO;
+	}
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", content_type);
+	srv_add_cors(r);
+	if (status == 503)
+		MHD_add_response_header(r, "Retry-After", "1");
+	if (status == 405) {
+		static const char *const allow[SRV_ROUTE_COUNT] = {
+			[SRV_ROUTE_MODELS] = "GET, HEAD, OPTIONS",
+			[SRV_ROUTE_HEALTH] = "GET, HEAD, OPTIONS",
+			[SRV_ROUTE_METRICS] = "GET, HEAD, OPTIONS",
+		};
+		const char *a = cc->route >= 0 && allow[cc->route] ? allow[cc->route] : "POST, OPTIONS";
+		MHD_add_response_header(r, "Allow", a);
+	}
+	int ret = MHD_queue_response(c, (unsigned)status, r);
+	MHD_destroy_response(r);
+	cc->done = 1;
+	srv_metrics_request(&s->metrics, cc->route, status);
+	return ret;
+}
+
+int srv_respond_error(coli_server *s, struct MHD_Connection *c, srv_conn *cc, const srv_error *e)
+{
+	if (e->status >= 500)
+		coli_warn("server: %d %s", e->status, e->message);
+	else
+		coli_debug("server: %d %s", e->status, e->message);
+	char *body = cc->anthropic ? srv_anthropic_error_json(e) : srv_openai_error_json(e);
+	return srv_respond(s, c, cc, e->status, "application/json", body);
+}
+
+static const struct {
+	const char *path;
+	int route;
+	int post;
+} routes[] = {
+	{ "/models", SRV_ROUTE_MODELS, 0 },
+	{ "/chat/completions", SRV_ROUTE_CHAT, 1 },
+	{ "/completions", SRV_ROUTE_COMPLETIONS, 1 },
+	{ "/messages", SRV_ROUTE_MESSAGES, 1 },
+	{ "/messages/count_tokens", SRV_ROUTE_COUNT_TOKENS, 1 },
+	{ "/health", SRV_ROUTE_HEALTH, 0 },
+	{ "/metrics", SRV_ROUTE_METRICS, 0 },
+};
+
+/* Route of a URL (with or without /v1); -1 when unknown. wants_post tells
+ * the method the route takes. */
+static int route_of(const char *url, srv_conn *cc, int *wants_post)
+{
+	if (!strncmp(url, "/v1/", 4))
+		url += 3;
+	for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+		if (!strcmp(url, routes[i].path)) {
+			*wants_post = routes[i].post;
+			return routes[i].route;
+		}
+	/* GET /models/ID: ids have no '/' (the OpenAI SDK's models.retrieve) */
+	if (!strncmp(url, "/models/", 8) && url[8] && !strchr(url + 8, '/') &&
+	    strlen(url + 8) < sizeof cc->model_path) {
+		snprintf(cc->model_path, sizeof cc->model_path, "%s", url + 8);
+		*wants_post = 0;
+		return SRV_ROUTE_MODELS;
+	}
+	return -1;
+}
+
+/* Constant-time comparison: the key must not leak through timing. */
+static int key_equal(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char d = (unsigned char)(la != lb);
+	for (size_t i = 0; i < la; i++)
+		d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+	return d == 0;
+}
+
+static int authorized(coli_server *s, struct MHD_Connection *c)
+{
+	if (!s->api_key)
+		return 1;
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	if (h && !strncasecmp(h, "Bearer ", 7)) {
+		h += 7;
+		while (*h == ' ')
+			h++;
+		if (key_equal(h, s->api_key))
+			return 1;
+	}
+	h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key");
+	return h && key_equal(h, s->api_key);
+}
+
+static int preflight(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	const char *req_h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							"Access-Control-Request-Headers");
+	srv_add_cors(r);
+	MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+	MHD_add_response_header(r, "Access-Control-Allow-Headers",
+				req_h && strlen(req_h) < 1024 ? req_h
+				: "Authorization, Content-Type, x-api-key, anthropic-version, anthropic-beta");
+	MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+	int ret = MHD_queue_response(c, 204, r);
+	MHD_destroy_response(r);
+	cc->done = 1;
+	srv_metrics_request(&s->metrics, cc->route < 0 ? SRV_ROUTE_OTHER : cc->route, 204);
+	return ret;
+}
+
+/* JSON bodies only; curl's default form type and text/plain are tolerated
+ * because many scripts send JSON under them. */
+static int content_type_ok(struct MHD_Connection *c)
+{
+	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+	if (!ct || !*ct)
+		return 1;
+	return strstr(ct, "json") || !strncasecmp(ct, "text/plain", 10) ||
+	       !strncasecmp(ct, "application/x-www-form-urlencoded", 33);
+}
+
+static enum MHD_Result first_call(coli_server *s, struct MHD_Connection *c, srv_conn *cc,
+				  const char *url, const char *method)
+{
+	srv_error e = { 0 };
+	int post = 0;
+	cc->route = route_of(url, cc, &post);
+	cc->anthropic = cc->route == SRV_ROUTE_MESSAGES || cc->route == SRV_ROUTE_COUNT_TOKENS;
+	if (!strcmp(method, "OPTIONS"))
+		return (enum MHD_Result)preflight(s, c, cc);
+	if (cc->route < 0) {
+		srv_fail(&e, 404, "invalid_request_error", "unknown_url", NULL,
+			 "unknown URL: %s %.200s", method, url);
+		return (enum MHD_Result)srv_respond_error(s, c, cc, &e);
+	}
+	int is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	if ((post && strcmp(method, "POST")) || (!post && !is_get)) {
+		srv_fail(&e, 405, "invalid_request_error", "method_not_allowed", NULL,
+			 "method %s is not allowed on %.200s", method, url);
+		return (enum MHD_Result)srv_respond_error(s, c, cc, &e);
+	}
+	if (cc->route != SRV_ROUTE_HEALTH && !authorized(s, c)) {
+		srv_fail(&e, 401, "invalid_request_error", "invalid_api_key", NULL,
+			 "missing or invalid API key (send 'Authorization: Bearer KEY' or 'x-api-key: KEY')");
+		return (enum MHD_Result)srv_respond_error(s, c, cc, &e);
+	}
+	if (!post)
+		return (enum MHD_Result)srv_handle_get(s, c, cc);
+	if (!content_type_ok(c)) {
+		srv_fail(&e, 415, "invalid_request_error", "unsupported_media_type", NULL,
+			 "request body must be JSON (Content-Type: application/json)");
+		return (enum MHD_Result)srv_respond_error(s, c, cc, &e);
+	}
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+	if (cl) {
+		char *end;
+		errno = 0;
+		unsigned long long n = strtoull(cl, &end, 10);
+		if (errno || end == cl || n > s->max_body) {
+			srv_fail(&e, 413, "invalid_request_error", "request_too_large", NULL,
+				 "request body exceeds %zu bytes", s->max_body);
+			return (enum MHD_Result)srv_respond_error(s, c, cc, &e);
+		}
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	coli_server *s = cls;
+	srv_conn *cc = *con_cls;
+	(void)version;
+	if (!cc) {
+		cc = calloc(1, sizeof *cc);
+		if (!cc)
+			return MHD_NO;
+		*con_cls = cc;
+		return first_call(s, c, cc, url, method);
+	}
+	if (cc->done) {
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		size_t n = *upload_size;
+		*upload_size = 0;
+		if (!cc->too_big && cc->body.len + n > s->max_body) {
+			cc->too_big = 1;
+			srv_buf_free(&cc->body);
+		}
+		if (cc->too_big) {
+			/* Chunked bodies have no length to refuse up front: drain a
+			 * bounded amount so the client reads our 413, then hang up. */
+			cc->discarded += n;
+			return cc->discarded > 4 * s->max_body ? MHD_NO : MHD_YES;
+		}
+		if (srv_buf_add(&cc->body, upload, n))
+			return MHD_NO;
+		return MHD_YES;
+	}
+	if (atomic_load(&s->stopping)) {
+		srv_error e;
+		srv_fail(&e, 503, "server_error", "shutting_down", NULL, "the server is shutting down");
+		return (enum MHD_Result)srv_respond_error(s, c, cc, &e);
+	}
+	if (cc->too_big) {
+		srv_error e;
+		srv_fail(&e, 413, "invalid_request_error", "request_too_large", NULL,
+			 "request body exceeds %zu bytes", s->max_body);
+		return (enum MHD_Result)srv_respond_error(s, c, cc, &e);
+	}
+	return (enum MHD_Result)srv_handle_post(s, c, cc);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)c;
+	srv_conn *cc = *con_cls;
+	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		coli_debug("server: request ended early (code %d)", (int)toe);
+	if (cc) {
+		srv_buf_free(&cc->body);
+		free(cc);
+	}
+	*con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	char line[512];
+	vsnprintf(line, sizeof line, fmt, ap);
+	size_t n = strlen(line);
+	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	coli_debug("server: libmicrohttpd: %s", line);
+}
+
+static void model_names(coli_server *s, const coli_server_opts *o)
+{
+	const char *name = coli_engine_model_name(s->eng);
+	snprintf(s->model_id, sizeof s->model_id, "%s", name && *name ? name : "default");
+	if (o->model_dir) {
+		const char *b = o->model_dir + strlen(o->model_dir);
+		while (b > o->model_dir && b[-1] == '/')
+			b--;
+		const char *a = b;
+		while (a > o->model_dir && a[-1] != '/')
+			a--;
+		snprintf(s->model_alias, sizeof s->model_alias, "%.*s", (int)(b - a), a);
+	}
+}
+
+int coli_server_start(coli_engine *eng, const coli_server_opts *o, coli_server **out,
+		      coli_err *err)
+{
+	coli_server_opts def;
+	if (!o) {
+		coli_server_opts_default(&def);
+		o = &def;
+	}
+	*out = NULL;
+	coli_server *s = calloc(1, sizeof *s);
+	if (!s)
+		return coli_err_set(err, -ENOMEM, "server: out of memory");
+	s->eng = eng;
+	s->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
+	s->timeout_s = o->timeout_s > 0 ? o->timeout_s : 30;
+	s->max_connections = o->max_connections > 0 ? o->max_connections : 64;
+	s->xstats = o->expert_stats;
+	s->started = (long long)time(NULL);
+	if (o->api_key && *o->api_key && !(s->api_key = strdup(o->api_key))) {
+		free(s);
+		return coli_err_set(err, -ENOMEM, "server: out of memory");
+	}
+	model_names(s, o);
+	const coli_config *cfg = coli_engine_config(eng);
+	coli_err terr = { 0 };
+	s->tpl_ok = coli_chat_template_detect(coli_engine_tokenizer(eng), cfg ? cfg->model_type : NULL,
+					      &s->tpl, &terr) == 0;
+	if (!s->tpl_ok) {
+		snprintf(s->tpl_err, sizeof s->tpl_err, "%s", terr.msg);
+		coli_warn("server: no chat template (%s); /v1/chat/completions and /v1/messages "
+			  "will answer 500, /v1/completions works", terr.msg);
+	}
+
+	const char *host = o->host && *o->host ? o->host : "127.0.0.1";
+	char port[16];
+	snprintf(port, sizeof port, "%d", o->port);
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *ai = NULL;
+	int grc = getaddrinfo(host, port, &hints, &ai);
+	if (grc || !ai) {
+		int rc = coli_err_set(err, -EINVAL, "--host %s: %s", host, gai_strerror(grc));
+		coli_server_stop(s);
+		return rc;
+	}
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+			 MHD_USE_ERROR_LOG;
+	if (ai->ai_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
+				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->timeout_s,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->max_connections,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+				MHD_OPTION_END);
+	freeaddrinfo(ai);
+	if (!s->d) {
+		int e = errno ? errno : EADDRINUSE;
+		int rc = coli_err_set(err, -e, "cannot listen on %s:%d: %s", host, o->port, strerror(e));
+		coli_server_stop(s);
+		return rc;
+	}
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = info ? info->port : o->port;
+	coli_info("server: listening on http://%s%s%s:%d/v1 (model %s)",
+		  strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", s->port,
+		  s->model_id);
+	*out = s;
+	return 0;
+}
+
+int coli_server_port(const coli_server *s)
+{
+	return s ? s->port : -1;
+}
+
+void coli_server_stop(coli_server *s)
+{
+	if (!s)
+		return;
+	atomic_store(&s->stopping, 1);
+	if (s->d)
+		MHD_stop_daemon(s->d);
+	free(s->api_key);
+	free(s);
+}

@@ -1,0 +1,270 @@
+/* server_internal.h - types shared by the server's files (not a contract).
+ *
+ * Split by concern:
+ *   server_util.c       growable buffer, error values, ids
+ *   server_parse.c      OpenAI JSON -> srv_request (pure)
+ *   server_anthropic.c  Anthropic JSON <-> native (pure)
+ *   server_openai.c     native results -> OpenAI JSON / SSE (pure)
+ *   server_stop.c       stop strings and tool-call markup in the output (pure)
+ *   server_gen.c        one generation: submit, wait, cancel on disconnect
+ *   server_handlers.c   the routes
+ *   server_http.c       libmicrohttpd plumbing: routing, auth, CORS, limits
+ *   server_metrics.c    Prometheus counters and histograms */
+#ifndef COLI_SERVER_INTERNAL_H
+#define COLI_SERVER_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chat_template.h"
+#include "engine.h"
+#include "server.h"
+
+/* ---- growable byte buffer (always NUL-terminated when non-empty) ---- */
+typedef struct srv_buf {
+	char *p;
+	size_t len, cap;
+	int oom;     /* sticky: an append failed */
+} srv_buf;
+
+void srv_buf_free(srv_buf *b);
+void srv_buf_clear(srv_buf *b);
+int srv_buf_add(srv_buf *b, const char *s, size_t n);
+int srv_buf_puts(srv_buf *b, const char *s);
+int srv_buf_printf(srv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Drop the first n bytes. */
+void srv_buf_consume(srv_buf *b, size_t n);
+
+/* ---- an HTTP-level error, formatted per API family at the edge ---- */
+typedef struct srv_error {
+	int status;          /* HTTP status */
+	char type[48];       /* "invalid_request_error", ... */
+	char code[48];       /* "" = null */
+	char param[64];      /* "" = null */
+	char message[400];
+} srv_error;
+
+/* Fill e and return -EINVAL. code/param may be NULL. */
+int srv_fail(srv_error *e, int status, const char *type, const char *code, const char *param,
+	     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* Random-looking unique id: prefix + 24 hex digits. */
+void srv_make_id(char *out, size_t cap, const char *prefix);
+int srv_utf8_valid(const char *s, size_t n);
+
+/* ---- native request ---- */
+enum srv_api { SRV_API_CHAT = 1, SRV_API_COMPLETIONS, SRV_API_MESSAGES, SRV_API_COUNT_TOKENS };
+
+#define SRV_MAX_STOP 16
+
+typedef struct srv_request {
+	int api;
+	char *model;               /* as sent; NULL when absent */
+	coli_chat_msg *msgs;       /* strings owned (freed by srv_request_free) */
+	int n_msgs;
+	char *tools_json;          /* OpenAI-style tools array, or NULL */
+	char *prompt;              /* completions: text prompt */
+	int *prompt_ids;           /* completions: token ids instead */
+	int n_prompt_ids;
+	int max_tokens;            /* 0 = up to the context */
+	double temperature, top_p;
+	uint64_t seed;
+	int has_seed;
+	char *stop[SRV_MAX_STOP + 1]; /* NULL-terminated */
+	int n_stop;
+	int stream, include_usage;
+} srv_request;
+
+void srv_request_free(srv_request *r);
+/* Shared by the parsers: fields with the same meaning in both APIs. */
+struct json_t;
+int srv_parse_load(const char *body, size_t len, struct json_t **root, srv_error *e);
+int srv_parse_sampling(struct json_t *root, srv_request *r, double max_temp, srv_error *e);
+int srv_parse_stop(struct json_t *v, const char *param, srv_request *r, srv_error *e);
+int srv_parse_chat(const char *body, size_t len, srv_request *r, srv_error *e);
+int srv_parse_completions(const char *body, size_t len, srv_request *r, srv_error *e);
+/* Anthropic /v1/messages; count_only for /v1/messages/count_tokens (max_tokens optional). */
+int srv_parse_messages(const char *body, size_t len, int count_only, srv_request *r, srv_error *e);
+
+/* ---- generation results ---- */
+enum srv_finish {
+	SRV_FINISH_NONE = 0, SRV_FINISH_STOP, SRV_FINISH_LENGTH, SRV_FINISH_STOP_SEQ,
+	SRV_FINISH_TOOL, SRV_FINISH_CANCELLED, SRV_FINISH_ERROR,
+};
+
+typedef struct srv_usage {
+	int prompt, completion, cached;
+} srv_usage;
+
+typedef struct srv_tool_call {
+	char id[40];
+	char *name;
+	char *arguments;           /* JSON object text */
+} srv_tool_call;
+
+typedef struct srv_result {
+	const char *text;
+	size_t len;
+	int finish;                /* enum srv_finish */
+	const char *stop_seq;      /* the matched stop string (STOP_SEQ) */
+	srv_usage usage;
+	srv_tool_call *calls;
+	int n_calls;
+} srv_result;
+
+/* ---- stop strings and tool-call markup in the generated text ---- */
+typedef struct srv_stopper {
+	const char *const *stops;  /* NULL-terminated, may be NULL */
+	int tools;                 /* watch for tool-call markup */
+	srv_buf held;              /* text that may be the start of a stop/marker */
+	int hit;                   /* index of the matched stop, -1 */
+	int capturing;             /* inside tool-call markup */
+	srv_buf markup;            /* captured markup */
+} srv_stopper;
+
+void srv_stopper_init(srv_stopper *s, const char *const *stops, int tools);
+void srv_stopper_free(srv_stopper *s);
+/* Feed generated text; safe text is appended to out. Returns 1 once a stop
+ * string matched (out holds the text before it), else 0. */
+int srv_stopper_push(srv_stopper *s, const char *text, size_t len, srv_buf *out);
+/* End of generation: release held text to out. */
+void srv_stopper_flush(srv_stopper *s, srv_buf *out);
+/* Parse captured tool-call markup (DeepSeek V3/V3.1, GLM, ChatML forms).
+ * Returns the number of calls (0 when none could be parsed). */
+int srv_tools_parse(const char *markup, size_t len, srv_tool_call **calls);
+void srv_tools_free(srv_tool_call *calls, int n);
+
+/* ---- formatting: OpenAI ---- */
+typedef struct srv_stream_ctx {
+	char id[64];
+	long long created;
+	char model[256];
+	int chat;                  /* 1 chat.completion.chunk, 0 text_completion */
+} srv_stream_ctx;
+
+char *srv_openai_response(const srv_stream_ctx *c, const srv_result *r);
+int srv_openai_chunk_role(srv_buf *b, const srv_stream_ctx *c);
+int srv_openai_chunk_text(srv_buf *b, const srv_stream_ctx *c, const char *text, size_t len);
+int srv_openai_chunk_finish(srv_buf *b, const srv_stream_ctx *c, const srv_result *r);
+int srv_openai_chunk_usage(srv_buf *b, const srv_stream_ctx *c, const srv_usage *u);
+int srv_openai_chunk_error(srv_buf *b, const char *type, const char *message);
+int srv_sse_done(srv_buf *b);
+char *srv_openai_error_json(const srv_error *e);
+const char *srv_finish_openai(int finish);
+char *srv_openai_models_json(const char *model_id, long long created);
+
+/* ---- formatting: Anthropic ---- */
+char *srv_anthropic_response(const srv_stream_ctx *c, const srv_result *r);
+int srv_anthropic_ev_start(srv_buf *b, const srv_stream_ctx *c, const srv_usage *u);
+int srv_anthropic_ev_block_start_text(srv_buf *b, int index);
+int srv_anthropic_ev_ping(srv_buf *b);
+int srv_anthropic_ev_text(srv_buf *b, int index, const char *text, size_t len);
+int srv_anthropic_ev_block_stop(srv_buf *b, int index);
+int srv_anthropic_ev_tool_use(srv_buf *b, int index, const srv_tool_call *call);
+int srv_anthropic_ev_delta(srv_buf *b, const srv_result *r);
+int srv_anthropic_ev_stop(srv_buf *b);
+int srv_anthropic_ev_error(srv_buf *b, const char *type, const char *message);
+char *srv_anthropic_error_json(const srv_error *e);
+const char *srv_finish_anthropic(int finish);
+
+/* ---- metrics ---- */
+enum srv_route {
+	SRV_ROUTE_MODELS = 0, SRV_ROUTE_CHAT, SRV_ROUTE_COMPLETIONS, SRV_ROUTE_MESSAGES,
+	SRV_ROUTE_COUNT_TOKENS, SRV_ROUTE_HEALTH, SRV_ROUTE_METRICS, SRV_ROUTE_OTHER,
+	SRV_ROUTE_COUNT,
+};
+#define SRV_N_STATUS 12
+#define SRV_TTFT_BUCKETS 12
+#define SRV_TPS_BUCKETS 10
+
+typedef struct srv_metrics {
+	_Atomic uint64_t requests[SRV_ROUTE_COUNT][SRV_N_STATUS];
+	_Atomic uint64_t tokens_in, tokens_out, cached_tokens;
+	_Atomic uint64_t ttft_hist[SRV_TTFT_BUCKETS + 1]; /* + Inf */
+	_Atomic uint64_t ttft_sum_us, ttft_count;
+	_Atomic uint64_t tps_hist[SRV_TPS_BUCKETS + 1];
+	_Atomic uint64_t tps_sum_milli, tps_count;
+	_Atomic uint64_t cancelled, rejected_busy;
+	_Atomic int active_streams;
+} srv_metrics;
+
+const char *srv_route_name(int route);
+void srv_metrics_request(srv_metrics *m, int route, int status);
+void srv_metrics_generation(srv_metrics *m, const srv_usage *u, double ttft_ms, double tps);
+/* Prometheus text exposition; caller frees. queue_len < 0 = unknown. */
+char *srv_metrics_render(const srv_metrics *m, int queue_len, const struct expert_stats *st);
+
+/* ---- one generation against the engine ---- */
+typedef struct srv_gen {
+	coli_request *req;
+	const coli_tokenizer *tok;
+	srv_stopper st;
+	int fd;                    /* client socket, for disconnect checks; -1 none */
+	atomic_int *stopping;      /* server shutting down */
+	int n_prompt;
+	int n_out;                 /* TEXT events consumed */
+	int finish;
+	srv_usage usage;
+	double ttft_ms, tps;
+	char errmsg[512];
+	int done, gone, started;
+	srv_tool_call *calls;
+	int n_calls;
+} srv_gen;
+
+/* Render/tokenize is done by the caller; this submits and initialises g.
+ * Returns 0 or a negative errno with e filled (503 busy, 400 context). */
+int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
+		  const srv_request *r, int fd, atomic_int *stopping, srv_error *e);
+/* Wait for more output: appends safe text to out. Returns 1 while running,
+ * 0 when finished (g->finish set), -1 when the client went away or the
+ * server is stopping (the request was cancelled). */
+int srv_gen_next(srv_gen *g, srv_buf *out);
+void srv_gen_free(srv_gen *g);
+void srv_gen_result(const srv_gen *g, const srv_request *r, const char *text, size_t len,
+		    srv_result *out);
+
+/* ---- the server ---- */
+struct MHD_Daemon;
+struct MHD_Connection;
+
+struct coli_server {
+	struct MHD_Daemon *d;
+	coli_engine *eng;
+	char *api_key;             /* NULL = open */
+	size_t max_body;
+	int timeout_s, max_connections;
+	int port;
+	char model_id[256];        /* served model id */
+	char model_alias[256];     /* model directory basename, "" when unknown */
+	coli_chat_template tpl;
+	int tpl_ok;
+	char tpl_err[512];
+	const struct expert_stats *xstats;
+	atomic_int stopping;
+	long long started;         /* unix time, for "created" of /v1/models */
+	srv_metrics metrics;
+};
+
+/* Per-connection state (owned by the connection's thread). */
+typedef struct srv_conn {
+	int route;                 /* enum srv_route, -1 unknown */
+	int anthropic;             /* errors in Anthropic shape */
+	char model_path[256];      /* /v1/models/ID */
+	srv_buf body;
+	size_t discarded;          /* body bytes dropped past max_body */
+	int too_big;
+	int done;                  /* a response was queued */
+} srv_conn;
+
+/* Queue a response with the CORS headers and count it. Takes body (malloc'd). */
+int srv_respond(coli_server *s, struct MHD_Connection *c, srv_conn *cc, int status,
+		const char *content_type, char *body);
+int srv_respond_error(coli_server *s, struct MHD_Connection *c, srv_conn *cc, const srv_error *e);
+void srv_add_cors(void *mhd_response);
+/* Route handlers (server_handlers.c); return an MHD_Result. */
+int srv_handle_get(coli_server *s, struct MHD_Connection *c, srv_conn *cc);
+int srv_handle_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc);
+
+#endif

@@ -1,0 +1,475 @@
+/* server_parse.c - OpenAI request bodies -> srv_request (pure functions).
+ *
+ * Every field is either honoured, ignored (logged at debug) or rejected with
+ * a 400 naming the field; coli-serve(1) carries the same list. jansson
+ * already refuses invalid UTF-8 and NUL characters in strings, so texts that
+ * reach the tokenizer are valid UTF-8. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "coli_log.h"
+#include "server_internal.h"
+
+void srv_request_free(srv_request *r)
+{
+	if (!r)
+		return;
+	free(r->model);
+	for (int i = 0; i < r->n_msgs; i++) {
+		free((char *)r->msgs[i].role);
+		free((char *)r->msgs[i].content);
+		free((char *)r->msgs[i].tool_calls_json);
+		free((char *)r->msgs[i].tool_call_id);
+		free((char *)r->msgs[i].name);
+	}
+	free(r->msgs);
+	free(r->tools_json);
+	free(r->prompt);
+	free(r->prompt_ids);
+	for (int i = 0; i < r->n_stop; i++)
+		free(r->stop[i]);
+	memset(r, 0, sizeof *r);
+}
+
+static void request_init(srv_request *r, int api)
+{
+	memset(r, 0, sizeof *r);
+	r->api = api;
+	r->temperature = 1.0;
+	r->top_p = 1.0;
+}
+
+int srv_parse_load(const char *body, size_t len, json_t **root, srv_error *e)
+{
+	json_error_t jerr;
+	*root = NULL;
+	if (len == 0)
+		return srv_fail(e, 400, "invalid_request_error", NULL, NULL,
+				"request body is empty; expected a JSON object");
+	json_t *j = json_loadb(body, len, 0, &jerr);
+	if (!j)
+		return srv_fail(e, 400, "invalid_request_error", NULL, NULL,
+				"malformed JSON in request body: %s (line %d, column %d)", jerr.text,
+				jerr.line, jerr.column);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return srv_fail(e, 400, "invalid_request_error", NULL, NULL,
+				"request body must be a JSON object");
+	}
+	*root = j;
+	return 0;
+}
+
+static int bad_type(srv_error *e, const char *param, const char *want)
+{
+	return srv_fail(e, 400, "invalid_request_error", "invalid_type", param,
+			"'%s' must be %s", param, want);
+}
+
+/* Optional number in [lo, hi]; null keeps the default. */
+static int get_number(json_t *root, const char *key, double lo, double hi, double *out, srv_error *e)
+{
+	json_t *v = json_object_get(root, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v))
+		return bad_type(e, key, "a number");
+	double x = json_number_value(v);
+	if (!(x >= lo && x <= hi))
+		return srv_fail(e, 400, "invalid_request_error", "invalid_value", key,
+				"'%s' must be between %g and %g", key, lo, hi);
+	*out = x;
+	return 0;
+}
+
+int srv_parse_sampling(json_t *root, srv_request *r, double max_temp, srv_error *e)
+{
+	if (get_number(root, "temperature", 0.0, max_temp, &r->temperature, e) ||
+	    get_number(root, "top_p", 0.0, 1.0, &r->top_p, e))
+		return -EINVAL;
+	json_t *v = json_object_get(root, "seed");
+	if (v && !json_is_null(v)) {
+		if (!json_is_integer(v))
+			return bad_type(e, "seed", "an integer");
+		r->seed = (uint64_t)json_integer_value(v);
+		r->has_seed = 1;
+	}
+	v = json_object_get(root, "stream");
+	if (v && !json_is_null(v)) {
+		if (!json_is_boolean(v))
+			return bad_type(e, "stream", "a boolean");
+		r->stream = json_is_true(v);
+	}
+	return 0;
+}
+
+int srv_parse_stop(json_t *v, const char *param, srv_request *r, srv_error *e)
+{
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_string(v)) {
+		if (json_string_length(v) == 0)
+			return 0;
+		r->stop[r->n_stop++] = strdup(json_string_value(v));
+		return 0;
+	}
+	if (!json_is_array(v))
+		return bad_type(e, param, "a string or an array of strings");
+	if (json_array_size(v) > SRV_MAX_STOP)
+		return srv_fail(e, 400, "invalid_request_error", "invalid_value", param,
+				"'%s' has more than %d entries", param, SRV_MAX_STOP);
+	size_t i;
+	json_t *s;
+	json_array_foreach(v, i, s) {
+		if (!json_is_string(s))
+			return bad_type(e, param, "an array of strings");
+		if (json_string_length(s) == 0)
+			continue;
+		r->stop[r->n_stop++] = strdup(json_string_value(s));
+	}
+	return 0;
+}
+
+/* max_tokens / max_completion_tokens: integer >= 1; beyond INT_MAX means
+ * "as many as the context allows". */
+static int get_max_tokens(json_t *root, const char *key, int *out, srv_error *e)
+{
+	json_t *v = json_object_get(root, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v))
+		return bad_type(e, key, "an integer");
+	json_int_t n = json_integer_value(v);
+	if (n < 1)
+		return srv_fail(e, 400, "invalid_request_error", "invalid_value", key,
+				"'%s' must be at least 1", key);
+	*out = n > INT_MAX ? 0 : (int)n;
+	return 0;
+}
+
+static int get_model(json_t *root, srv_request *r, int required, srv_error *e)
+{
+	json_t *v = json_object_get(root, "model");
+	if (!v || json_is_null(v)) {
+		if (required)
+			return srv_fail(e, 400, "invalid_request_error", "missing_required_parameter",
+					"model", "'model' is required");
+		return 0;
+	}
+	if (!json_is_string(v))
+		return bad_type(e, "model", "a string");
+	r->model = strdup(json_string_value(v));
+	return 0;
+}
+
+/* Log fields we accept without acting on them, so a user can see why a
+ * setting had no effect. */
+static void log_ignored(json_t *root, const char *const *known)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(root, k, v) {
+		int found = 0;
+		for (const char *const *p = known; *p && !found; p++)
+			found = !strcmp(*p, k);
+		if (!found)
+			coli_debug("server: ignoring request field '%s'", k);
+	}
+}
+
+/* Message content: a string, null, or an array of {"type":"text"} parts. */
+static int content_text(json_t *c, const char *param, int allow_null, char **out, srv_error *e)
+{
+	*out = NULL;
+	if (!c || json_is_null(c)) {
+		if (!allow_null)
+			return srv_fail(e, 400, "invalid_request_error", "missing_required_parameter",
+					param, "'%s' is required", param);
+		*out = strdup("");
+		return 0;
+	}
+	if (json_is_string(c)) {
+		*out = strdup(json_string_value(c));
+		return 0;
+	}
+	if (!json_is_array(c))
+		return bad_type(e, param, "a string or an array of content parts");
+	srv_buf b = { 0 };
+	size_t i;
+	json_t *part;
+	json_array_foreach(c, i, part) {
+		json_t *t = json_object_get(part, "type");
+		if (!json_is_object(part) || !json_is_string(t)) {
+			srv_buf_free(&b);
+			return bad_type(e, param, "an array of objects with a 'type'");
+		}
+		const char *ty = json_string_value(t);
+		if (!strcmp(ty, "text") || !strcmp(ty, "input_text") || !strcmp(ty, "output_text")) {
+			json_t *txt = json_object_get(part, "text");
+			if (!json_is_string(txt)) {
+				srv_buf_free(&b);
+				return bad_type(e, param, "text parts with a string 'text'");
+			}
+			if (b.len)
+				srv_buf_puts(&b, "\n");
+			srv_buf_add(&b, json_string_value(txt), json_string_length(txt));
+		} else if (!strcmp(ty, "refusal")) {
+			continue;
+		} else {
+			srv_buf_free(&b);
+			return srv_fail(e, 400, "invalid_request_error", "unsupported_content", param,
+					"content part type '%s' is not supported (text only)", ty);
+		}
+	}
+	if (b.oom) {
+		srv_buf_free(&b);
+		return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+	}
+	*out = b.p ? b.p : strdup("");
+	return 0;
+}
+
+static int parse_message(json_t *m, size_t idx, coli_chat_msg *out, srv_error *e)
+{
+	char param[48];
+	snprintf(param, sizeof param, "messages[%zu]", idx);
+	if (!json_is_object(m))
+		return bad_type(e, param, "an object");
+	json_t *role = json_object_get(m, "role");
+	if (!json_is_string(role))
+		return srv_fail(e, 400, "invalid_request_error", "missing_required_parameter", param,
+				"'%s.role' must be a string", param);
+	const char *r = json_string_value(role);
+	if (!strcmp(r, "developer"))
+		r = "system";
+	if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "tool"))
+		return srv_fail(e, 400, "invalid_request_error", "invalid_value", param,
+				"'%s.role' must be system, developer, user, assistant or tool (got '%s')",
+				param, json_string_value(role));
+	out->role = strdup(r);
+	json_t *tc = json_object_get(m, "tool_calls");
+	int is_asst = !strcmp(r, "assistant");
+	if (tc && !json_is_null(tc)) {
+		if (!is_asst || !json_is_array(tc))
+			return bad_type(e, param, "an assistant message with a 'tool_calls' array");
+		out->tool_calls_json = json_dumps(tc, JSON_COMPACT);
+	}
+	char cparam[64];
+	snprintf(cparam, sizeof cparam, "%s.content", param);
+	char *text;
+	if (content_text(json_object_get(m, "content"), cparam, is_asst, &text, e))
+		return -EINVAL;
+	out->content = text;
+	if (!strcmp(r, "tool")) {
+		json_t *id = json_object_get(m, "tool_call_id");
+		if (id && !json_is_string(id))
+			return bad_type(e, "tool_call_id", "a string");
+		if (id)
+			out->tool_call_id = strdup(json_string_value(id));
+	}
+	json_t *name = json_object_get(m, "name");
+	if (json_is_string(name))
+		out->name = strdup(json_string_value(name));
+	return 0;
+}
+
+static int parse_tools(json_t *root, srv_request *r, srv_error *e)
+{
+	json_t *tools = json_object_get(root, "tools");
+	if (!tools || json_is_null(tools))
+		return 0;
+	if (!json_is_array(tools))
+		return bad_type(e, "tools", "an array");
+	size_t i;
+	json_t *t;
+	json_array_foreach(tools, i, t) {
+		json_t *fn = json_object_get(t, "function");
+		if (!json_is_object(t) || !json_is_object(fn) ||
+		    !json_is_string(json_object_get(fn, "name")))
+			return bad_type(e, "tools", "an array of {\"type\":\"function\",\"function\":{\"name\":...}}");
+	}
+	json_t *choice = json_object_get(root, "tool_choice");
+	if (json_is_string(choice) && !strcmp(json_string_value(choice), "none"))
+		return 0;
+	if (json_array_size(tools))
+		r->tools_json = json_dumps(tools, JSON_COMPACT);
+	return 0;
+}
+
+static int check_rejected(json_t *root, srv_error *e)
+{
+	json_t *v = json_object_get(root, "n");
+	if (v && !json_is_null(v)) {
+		if (!json_is_integer(v))
+			return bad_type(e, "n", "an integer");
+		if (json_integer_value(v) != 1)
+			return srv_fail(e, 400, "invalid_request_error", "unsupported_value", "n",
+					"only n=1 is supported");
+	}
+	v = json_object_get(root, "response_format");
+	if (v && !json_is_null(v)) {
+		json_t *t = json_object_get(v, "type");
+		if (!json_is_object(v) || !json_is_string(t))
+			return bad_type(e, "response_format", "an object with a 'type'");
+		if (strcmp(json_string_value(t), "text"))
+			return srv_fail(e, 400, "invalid_request_error", "unsupported_value",
+					"response_format",
+					"response_format '%s' is not supported (only 'text'); "
+					"constrained JSON output is not implemented",
+					json_string_value(t));
+	}
+	v = json_object_get(root, "logprobs");
+	if (v && !json_is_null(v) && !json_is_false(v) &&
+	    !(json_is_integer(v) && json_integer_value(v) == 0))
+		return srv_fail(e, 400, "invalid_request_error", "unsupported_value", "logprobs",
+				"logprobs are not supported");
+	v = json_object_get(root, "best_of");
+	if (json_is_integer(v) && json_integer_value(v) > 1)
+		return srv_fail(e, 400, "invalid_request_error", "unsupported_value", "best_of",
+				"only best_of=1 is supported");
+	v = json_object_get(root, "echo");
+	if (v && json_is_true(v))
+		return srv_fail(e, 400, "invalid_request_error", "unsupported_value", "echo",
+				"echo is not supported");
+	return 0;
+}
+
+static int parse_stream_options(json_t *root, srv_request *r, srv_error *e)
+{
+	json_t *so = json_object_get(root, "stream_options");
+	if (!so || json_is_null(so))
+		return 0;
+	if (!json_is_object(so))
+		return bad_type(e, "stream_options", "an object");
+	json_t *iu = json_object_get(so, "include_usage");
+	if (iu && !json_is_null(iu)) {
+		if (!json_is_boolean(iu))
+			return bad_type(e, "stream_options.include_usage", "a boolean");
+		r->include_usage = json_is_true(iu);
+	}
+	return 0;
+}
+
+static int parse_common(json_t *root, srv_request *r, srv_error *e)
+{
+	if (get_model(root, r, 0, e) || check_rejected(root, e) ||
+	    srv_parse_sampling(root, r, 2.0, e) || parse_stream_options(root, r, e) ||
+	    srv_parse_stop(json_object_get(root, "stop"), "stop", r, e) ||
+	    get_max_tokens(root, "max_tokens", &r->max_tokens, e) ||
+	    get_max_tokens(root, "max_completion_tokens", &r->max_tokens, e))
+		return -EINVAL;
+	return 0;
+}
+
+int srv_parse_chat(const char *body, size_t len, srv_request *r, srv_error *e)
+{
+	static const char *const known[] = {
+		"model", "messages", "max_tokens", "max_completion_tokens", "temperature",
+		"top_p", "seed", "stop", "stream", "stream_options", "n", "response_format",
+		"tools", "tool_choice", "logprobs", NULL,
+	};
+	json_t *root;
+	request_init(r, SRV_API_CHAT);
+	if (srv_parse_load(body, len, &root, e))
+		return -EINVAL;
+	int rc = -EINVAL;
+	if (parse_common(root, r, e) || parse_tools(root, r, e))
+		goto out;
+	json_t *msgs = json_object_get(root, "messages");
+	if (!msgs) {
+		srv_fail(e, 400, "invalid_request_error", "missing_required_parameter", "messages",
+			 "'messages' is required");
+		goto out;
+	}
+	if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
+		srv_fail(e, 400, "invalid_request_error", "invalid_value", "messages",
+			 "'messages' must be a non-empty array");
+		goto out;
+	}
+	r->msgs = calloc(json_array_size(msgs), sizeof *r->msgs);
+	if (!r->msgs) {
+		srv_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+		goto out;
+	}
+	size_t i;
+	json_t *m;
+	json_array_foreach(msgs, i, m) {
+		r->n_msgs = (int)i + 1;
+		if (parse_message(m, i, &r->msgs[i], e))
+			goto out;
+	}
+	log_ignored(root, known);
+	rc = 0;
+out:
+	json_decref(root);
+	return rc;
+}
+
+static int parse_prompt(json_t *p, srv_request *r, srv_error *e)
+{
+	if (json_is_string(p)) {
+		r->prompt = strdup(json_string_value(p));
+		return 0;
+	}
+	if (!json_is_array(p) || json_array_size(p) == 0)
+		return bad_type(e, "prompt", "a string, an array of one string, or token ids");
+	json_t *first = json_array_get(p, 0);
+	if (json_is_string(first) || json_is_array(first)) {
+		if (json_array_size(p) != 1)
+			return srv_fail(e, 400, "invalid_request_error", "unsupported_value", "prompt",
+					"batched prompts are not supported (send one prompt)");
+		if (json_is_string(first)) {
+			r->prompt = strdup(json_string_value(first));
+			return 0;
+		}
+		p = first;
+		if (json_array_size(p) == 0)
+			return bad_type(e, "prompt", "a non-empty array of token ids");
+	}
+	r->prompt_ids = malloc(json_array_size(p) * sizeof *r->prompt_ids);
+	if (!r->prompt_ids)
+		return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+	size_t i;
+	json_t *t;
+	json_array_foreach(p, i, t) {
+		if (!json_is_integer(t) || json_integer_value(t) < 0 ||
+		    json_integer_value(t) > INT_MAX)
+			return bad_type(e, "prompt", "an array of non-negative token ids");
+		r->prompt_ids[r->n_prompt_ids++] = (int)json_integer_value(t);
+	}
+	return 0;
+}
+
+int srv_parse_completions(const char *body, size_t len, srv_request *r, srv_error *e)
+{
+	static const char *const known[] = {
+		"model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop",
+		"stream", "stream_options", "n", "logprobs", "echo", "best_of", NULL,
+	};
+	json_t *root;
+	request_init(r, SRV_API_COMPLETIONS);
+	if (srv_parse_load(body, len, &root, e))
+		return -EINVAL;
+	int rc = -EINVAL;
+	if (parse_common(root, r, e))
+		goto out;
+	json_t *p = json_object_get(root, "prompt");
+	if (!p) {
+		srv_fail(e, 400, "invalid_request_error", "missing_required_parameter", "prompt",
+			 "'prompt' is required");
+		goto out;
+	}
+	if (parse_prompt(p, r, e))
+		goto out;
+	log_ignored(root, known);
+	rc = 0;
+out:
+	json_decref(root);
+	return rc;
+}

@@ -1,0 +1,169 @@
+/* server_util.c - small helpers of the HTTP layer: byte buffer, error
+ * values, response ids, UTF-8 validation. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server_internal.h"
+
+void srv_buf_free(srv_buf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof *b);
+}
+
+void srv_buf_clear(srv_buf *b)
+{
+	b->len = 0;
+	if (b->p)
+		b->p[0] = '\0';
+}
+
+static int buf_reserve(srv_buf *b, size_t extra)
+{
+	if (b->oom)
+		return -ENOMEM;
+	if (b->len + extra + 1 <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < b->len + extra + 1) {
+		if (cap > SIZE_MAX / 2) {
+			b->oom = 1;
+			return -ENOMEM;
+		}
+		cap *= 2;
+	}
+	char *p = realloc(b->p, cap);
+	if (!p) {
+		b->oom = 1;
+		return -ENOMEM;
+	}
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+int srv_buf_add(srv_buf *b, const char *s, size_t n)
+{
+	if (buf_reserve(b, n))
+		return -ENOMEM;
+	if (n)
+		memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+int srv_buf_puts(srv_buf *b, const char *s)
+{
+	return srv_buf_add(b, s, strlen(s));
+}
+
+int srv_buf_printf(srv_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || buf_reserve(b, (size_t)n))
+		return -ENOMEM;
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+void srv_buf_consume(srv_buf *b, size_t n)
+{
+	if (n >= b->len) {
+		srv_buf_clear(b);
+		return;
+	}
+	memmove(b->p, b->p + n, b->len - n);
+	b->len -= n;
+	b->p[b->len] = '\0';
+}
+
+int srv_fail(srv_error *e, int status, const char *type, const char *code, const char *param,
+	     const char *fmt, ...)
+{
+	if (!e)
+		return -EINVAL;
+	e->status = status;
+	snprintf(e->type, sizeof e->type, "%s", type ? type : "invalid_request_error");
+	snprintf(e->code, sizeof e->code, "%s", code ? code : "");
+	snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->message, sizeof e->message, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* Ids only need to be unique and unguessable enough not to collide between
+ * runs; a counter mixed with the start time and pid is plenty. */
+void srv_make_id(char *out, size_t cap, const char *prefix)
+{
+	static _Atomic uint64_t counter;
+	static uint64_t base;
+	if (!base) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		base = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
+	}
+	uint64_t x = base + atomic_fetch_add(&counter, 1) * 0x9E3779B97F4A7C15ull;
+	/* splitmix64 finaliser: spreads consecutive counters over all digits */
+	x ^= x >> 30;
+	x *= 0xBF58476D1CE4E5B9ull;
+	x ^= x >> 27;
+	x *= 0x94D049BB133111EBull;
+	x ^= x >> 31;
+	snprintf(out, cap, "%s%016llx%08x", prefix, (unsigned long long)x,
+		 (unsigned)(x >> 13) ^ (unsigned)base);
+}
+
+int srv_utf8_valid(const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+	while (i < n) {
+		unsigned c = s[i];
+		size_t k;
+		uint32_t cp;
+		if (c < 0x80) {
+			i++;
+			continue;
+		} else if ((c & 0xE0) == 0xC0) {
+			k = 1;
+			cp = c & 0x1F;
+		} else if ((c & 0xF0) == 0xE0) {
+			k = 2;
+			cp = c & 0x0F;
+		} else if ((c & 0xF8) == 0xF0) {
+			k = 3;
+			cp = c & 0x07;
+		} else {
+			return 0;
+		}
+		if (i + k >= n)
+			return 0;
+		for (size_t j = 1; j <= k; j++) {
+			if ((s[i + j] & 0xC0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (s[i + j] & 0x3F);
+		}
+		if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
+		    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+			return 0;
+		i += k + 1;
+	}
+	return 1;
+}
