@@ -13,3 +13,6 @@ tests_convert_check_LDADD = libcoli.a $(COLI_LIBS)
 CONVERT_TESTS = tests/convert_roundtrip.sh tests/convert_resume.sh tests/convert_badinput.sh
 TESTS += $(CONVERT_TESTS)
 EXTRA_DIST += $(CONVERT_TESTS) tests/convert_mkckpt.py
+
+man_MANS += man/coli-convert.1 man/coli-info.1 man/colitop-model.5
+EXTRA_DIST += man/coli-convert.1.in man/coli-info.1.in man/colitop-model.5.in
