@@ -20,6 +20,7 @@ typedef struct coli_sha256 {
 	uint64_t nbytes;       /* total bytes fed so far */
 	uint8_t block[64];     /* pending partial block */
 	size_t fill;           /* bytes used in block */
+	int accel;             /* 1: x86 SHA extensions (set by init; 0 forces portable C) */
 } coli_sha256;
 
 void coli_sha256_init(coli_sha256 *s);
