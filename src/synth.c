@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -186,6 +187,19 @@ int synth_check(const synth_opts *o, coli_err *err)
 	return 0;
 }
 
+/* A float as the double of its shortest decimal spelling, so config.json
+ * says 1e-05 rather than the float's binary expansion 9.99999975e-06. */
+static json_t *synth_real(float f)
+{
+	char b[32];
+	for (int prec = 1; prec <= 9; prec++) {
+		snprintf(b, sizeof(b), "%.*g", prec, (double)f);
+		if (strtof(b, NULL) == f)
+			break;
+	}
+	return json_real(strtod(b, NULL));
+}
+
 static json_t *synth_config_json(const synth_opts *o)
 {
 	const coli_config *c = &o->cfg;
@@ -205,7 +219,7 @@ static json_t *synth_config_json(const synth_opts *o)
 	json_object_set_new(j, "num_key_value_heads", json_integer(c->num_key_value_heads));
 	json_object_set_new(j, "n_shared_experts", json_integer(c->n_shared_experts));
 	json_object_set_new(j, "n_routed_experts", json_integer(c->n_routed_experts));
-	json_object_set_new(j, "routed_scaling_factor", json_real(c->routed_scaling_factor));
+	json_object_set_new(j, "routed_scaling_factor", synth_real(c->routed_scaling_factor));
 	json_object_set_new(j, "kv_lora_rank", json_integer(c->kv_lora_rank));
 	json_object_set_new(j, "q_lora_rank", c->q_lora_rank ? json_integer(c->q_lora_rank) : json_null());
 	json_object_set_new(j, "qk_rope_head_dim", json_integer(c->qk_rope_head_dim));
@@ -222,7 +236,7 @@ static json_t *synth_config_json(const synth_opts *o)
 	json_object_set_new(j, "hidden_act", json_string("silu"));
 	json_object_set_new(j, "max_position_embeddings", json_integer(c->max_position_embeddings));
 	json_object_set_new(j, "initializer_range", json_real(0.02));
-	json_object_set_new(j, "rms_norm_eps", json_real(c->rms_norm_eps));
+	json_object_set_new(j, "rms_norm_eps", synth_real(c->rms_norm_eps));
 	json_object_set_new(j, "rope_theta", json_real(c->rope_theta));
 	if (c->rope_kind == COLI_ROPE_YARN) {
 		json_t *y = json_object();
@@ -302,13 +316,36 @@ static int synth_clean_dir(const char *dir, coli_err *err)
 	return rc;
 }
 
+/* mkdir -p: the output directory and any missing parents. */
+static int synth_mkdirs(const char *dir, coli_err *err)
+{
+	char p[4096];
+	if (snprintf(p, sizeof(p), "%s", dir) >= (int)sizeof(p))
+		return coli_err_set(err, -ENAMETOOLONG, "%s: path too long", dir);
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char c = *s;
+		*s = 0;
+		if (mkdir(p, 0755) != 0 && errno != EEXIST)
+			return coli_err_set(err, -errno, "%s: %s", p, strerror(errno));
+		if (!c)
+			break;
+		*s = c;
+	}
+	struct stat st;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return coli_err_set(err, -ENOTDIR, "%s: not a directory", dir);
+	return 0;
+}
+
 int synth_write(const char *out_dir, const synth_opts *o, coli_err *err)
 {
 	int rc = synth_check(o, err);
 	if (rc)
 		return rc;
-	if (mkdir(out_dir, 0755) != 0 && errno != EEXIST)
-		return coli_err_set(err, -errno, "%s: %s", out_dir, strerror(errno));
+	if ((rc = synth_mkdirs(out_dir, err)))
+		return rc;
 	if ((rc = synth_clean_dir(out_dir, err)))
 		return rc;
 	char path[4096];

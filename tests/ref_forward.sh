@@ -1,0 +1,51 @@
+#!/bin/sh
+# ref_forward.sh - the C forward pass against the independent numpy
+# reference (tests/ref/ref_model.py) on synthesized tiny models of the real
+# architecture: for each variant, coli synth -> coli convert --quant f32 ->
+# tests/ref/compare.py (max relative logit difference <= 1e-4 at every
+# position, and incremental decode == full pass within 1e-5). Then int8 and
+# int4-g64 conversions report KL and top-1 agreement (int8 must agree on
+# top-1 for at least half the positions). Prints one JSON line per run.
+set -u
+: "${COLI:?COLI must point to the built coli}"
+: "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
+PY=${PYTHON3:-/usr/bin/python3}
+"$PY" -c 'import numpy' 2>/dev/null || { echo "SKIP: python3 numpy missing"; exit 77; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+CMP="$top_srcdir/tests/ref/compare.py"
+TOKENS=0,72,101,300,17,259,511,42,7,130,64,200
+failed=0
+
+run() { # name quant synth-flags...
+	name=$1 quant=$2
+	shift 2
+	hf="$tmp/hf-$name" out="$tmp/m-$name-$quant"
+	if [ ! -d "$hf" ]; then
+		"$COLI" synth "$hf" --preset tiny "$@" >/dev/null || { echo "FAIL: synth $name"; failed=1; return; }
+	fi
+	if ! "$COLI" convert "$hf" "$out" --quant "$quant" >"$tmp/convert.log" 2>&1; then
+		echo "FAIL: coli convert $name --quant $quant: $(tail -n 3 "$tmp/convert.log")"
+		failed=1
+		return
+	fi
+	inc=
+	[ "$quant" = f32 ] && inc=--incremental
+	"$PY" "$CMP" --coli "$COLI" --hf "$hf" --model "$out" --tokens "$TOKENS" \
+		--quant "$quant" --name "$name" $inc || failed=1
+	rm -rf "$out"
+}
+
+run base f32 --seed 11
+run noqlora f32 --seed 12 --q-lora 0
+run noyarn f32 --seed 13 --no-yarn
+run groups f32 --seed 14 --experts 32 --groups 8 --topk-groups 3 --topk 6
+run onegroup f32 --seed 15 --groups 1 --topk-groups 1
+run nonorm f32 --seed 16 --no-norm-topk --scaling 1.7
+run dense2 f32 --seed 17 --layers 4 --dense-layers 2
+run sharded f32 --seed 18 --shards 3
+run bf16 f32 --seed 19 --dtype bf16
+run fp8 f32 --seed 20 --dtype fp8 --shards 2
+run base int8
+run base int4-g64
+exit $failed
