@@ -24,3 +24,10 @@ check_PROGRAMS += tests/store_policy
 tests_store_policy_SOURCES = tests/store_policy.c tests/store_test.h
 tests_store_policy_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/store_policy
+
+libcoli_a_SOURCES += src/iobench.c src/iobench.h src/cmd_iobench.c
+TESTS += tests/store_iobench.sh
+EXTRA_DIST += tests/store_iobench.sh
+
+man_MANS += man/coli-iobench.1
+EXTRA_DIST += man/coli-iobench.1.in

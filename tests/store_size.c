@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "expert_store.h"
+#include "iobench.h"
 #include "size_parse.h"
 #include "store_test.h"
 
@@ -104,6 +105,16 @@ int main(void)
 	CHECK(!strcmp(o.mirrors[0], "/m1") && !strcmp(o.mirrors[1], "/m2") && !o.mirrors[2]);
 	setenv("COLI_PREFETCH", "maybe", 1);
 	CHECK(expert_store_opts_from_env(&o, &e) == -EINVAL && strstr(e.msg, "COLI_PREFETCH"));
+	/* iobench's pure helpers */
+	int net = -1;
+	CHECK(!strcmp(iobench_fs_name(0xEF53, &net), "ext4") && net == 0);
+	CHECK(!strcmp(iobench_fs_name(0x6969, &net), "nfs") && net == 1);
+	CHECK(!strcmp(iobench_fs_name((long)0xFF534D42u, &net), "cifs") && net == 1);
+	CHECK(iobench_fs_name(0x1234, &net) == NULL && net == 0);
+	double tps = iobench_decode_ceiling(2e9, 1000000000, 0);
+	CHECK(tps > 1.99 && tps < 2.01);
+	tps = iobench_decode_ceiling(2e9, 1000000000, 0.9);
+	CHECK(tps > 19.9 && tps < 20.1);
 	printf("store_size: ok\n");
 	return 0;
 }
