@@ -22,6 +22,7 @@ static const struct coli_command commands[] = {
 	{ "info", cmd_info, "summarize a model container (text or --json)" },
 	{ "serve", cmd_serve, "OpenAI/Anthropic-compatible HTTP endpoint (headless)" },
 	{ "sessions", cmd_sessions, "list, show, rm, rename, gc persisted KV sessions" },
+	{ "iobench", cmd_iobench, "random-read baseline of a drive at 4 KiB and expert size" },
 	{ NULL, NULL, NULL },
 };
 
