@@ -34,12 +34,21 @@ static json_t *info_json(const coli_container *c, const json_t *m)
 	size_t i;
 	json_array_foreach(files, i, v)
 		file_bytes += (uint64_t)json_integer_value(json_object_get(v, "size"));
+	uint64_t mtp_bytes = 0;
+	int mtp_tensors = 0;
+	json_array_foreach(json_object_get(m, "tensors"), i, v) {
+		const char *f = json_string_value(json_object_get(v, "file"));
+		if (f && !strncmp(f, "mtp/", 4)) {
+			mtp_bytes += (uint64_t)json_integer_value(json_object_get(v, "nbytes"));
+			mtp_tensors++;
+		}
+	}
 	json_t *q = json_deep_copy(json_object_get(m, "quant"));
 	json_object_del(q, "f32_fallback");
 	return json_pack(
 		"{s:s,s:s,s:i,s:s,"
 		"s:{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i},"
-		"s:o,s:I,s:i,"
+		"s:o,s:I,s:i,s:I,s:i,"
 		"s:{s:I,s:I,s:I,s:i},"
 		"s:O,s:O,s:I,s:I,s:O}",
 		"dir", c->dir, "format", MANIFEST_FORMAT, "version", MANIFEST_VERSION, "fingerprint",
@@ -54,8 +63,9 @@ static json_t *info_json(const coli_container *c, const json_t *m)
 		g->v_head_dim, "routed_experts", g->n_routed_experts, "shared_experts",
 		g->n_shared_experts, "experts_per_token", g->num_experts_per_tok,
 		"max_position_embeddings", g->max_position_embeddings,
-		"quant", q ? q : json_object(), "dense_bytes", (json_int_t)c->dense_bytes,
-		"dense_tensors", c->n_tensors,
+		"quant", q ? q : json_object(), "dense_bytes",
+		(json_int_t)(c->dense_bytes - mtp_bytes), "dense_tensors", c->n_tensors - mtp_tensors,
+		"mtp_bytes", (json_int_t)mtp_bytes, "mtp_tensors", mtp_tensors,
 		"experts", "record_size", (json_int_t)c->expert_record_size, "count",
 		(json_int_t)g->n_routed_experts * n_moe, "bytes", (json_int_t)expert_bytes, "shards",
 		n_moe,
@@ -90,6 +100,8 @@ static void print_human(const json_t *j)
 	       S(q, "norms"), S(q, "routers"));
 	printf("resident      %lld tensors, %lld bytes (%.2f GiB)\n", I(j, "dense_tensors"),
 	       I(j, "dense_bytes"), (double)I(j, "dense_bytes") / (1u << 30));
+	printf("mtp           %lld tensors, %lld bytes (%.2f GiB)\n", I(j, "mtp_tensors"),
+	       I(j, "mtp_bytes"), (double)I(j, "mtp_bytes") / (1u << 30));
 	printf("expert store  record %lld bytes x %lld experts in %lld shards = %lld bytes (%.2f GiB)\n",
 	       I(e, "record_size"), I(e, "count"), I(e, "shards"), I(e, "bytes"),
 	       (double)I(e, "bytes") / (1u << 30));
@@ -111,7 +123,7 @@ static void print_human(const json_t *j)
 	const json_t *files = json_object_get(j, "files");
 	size_t i;
 	json_array_foreach((json_t *)files, i, v)
-		printf("              %-28s %12lld  %.16s\n", S(v, "path"), I(v, "size"), S(v, "sha256"));
+		printf("              %-36s %12lld  %.16s\n", S(v, "path"), I(v, "size"), S(v, "sha256"));
 #undef I
 #undef S
 }

@@ -284,8 +284,9 @@ int convert_run(const convert_opts *o, convert_summary *sum, coli_err *err)
 		if ((rc = state_save(o, args, files, err)) < 0)
 			goto out;
 		sum->files_written++;
-		coli_info("[%d/%d] %s: %.1f MiB in %.1f s", i + 1, p.n_files, f->path,
-			  (double)(sum->bytes_written - before) / 1048576.0, now_s() - t1);
+		double kib = (double)(sum->bytes_written - before) / 1024.0;
+		coli_info("[%d/%d] %s: %.1f %s in %.2f s", i + 1, p.n_files, f->path,
+			  kib >= 1024 ? kib / 1024 : kib, kib >= 1024 ? "MiB" : "KiB", now_s() - t1);
 		fault_after_file(sum->files_written);
 	}
 	{

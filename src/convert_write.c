@@ -25,12 +25,14 @@ typedef struct wfile {
 	int fd;
 	char *tmp, *final;
 	uint64_t off;
+	coli_sha256 sha;           /* of the bytes written, so no re-read */
 } wfile;
 
 static int w_open(wfile *w, const char *out_dir, const char *rel, coli_err *err)
 {
 	memset(w, 0, sizeof *w);
 	w->fd = -1;
+	coli_sha256_init(&w->sha);
 	w->final = manifest_join(out_dir, rel);
 	if (!w->final)
 		return coli_err_set(err, -ENOMEM, "out of memory");
@@ -60,6 +62,7 @@ static int w_open(wfile *w, const char *out_dir, const char *rel, coli_err *err)
 static int w_write(wfile *w, const void *data, size_t n, coli_err *err)
 {
 	const char *p = data;
+	coli_sha256_update(&w->sha, data, n);
 	while (n) {
 		ssize_t r = write(w->fd, p, n > (1u << 30) ? (1u << 30) : n);
 		if (r < 0 && errno == EINTR)
@@ -200,7 +203,8 @@ static int write_experts(const convert_plan *p, convert_file *f, wfile *w, coli_
 {
 	int rc = 0;
 	const int E = p->cfg.n_routed_experts;
-	float *x = malloc(p->max_tensor_elems * sizeof *x);
+	float *x = malloc((size_t)p->cfg.hidden_size * (size_t)p->cfg.moe_intermediate_size *
+			  sizeof *x);
 	unsigned char *rec = aligned_alloc(4096, p->record_size);
 	if (!x || !rec) {
 		rc = coli_err_set(err, -ENOMEM, "%s: out of memory", f->path);
@@ -284,10 +288,12 @@ int convert_file_write(const convert_plan *p, convert_file *f, const char *out_d
 		f->size = w.off;
 	if (rc == 0)
 		rc = w_finish(&w, err);
-	if (rc == 0)
-		rc = coli_sha256_file(w.final, f->sha256, err);
-	if (rc == 0)
+	if (rc == 0) {
+		uint8_t d[COLI_SHA256_DIGEST];
+		coli_sha256_final(&w.sha, d);
+		coli_sha256_to_hex(d, f->sha256);
 		*written += w.off;
+	}
 	w_free(&w);
 	return rc;
 }

@@ -3,8 +3,12 @@
 the convert tests: config.json, two safetensors shards + index (F32, BF16,
 F16 tensors), tokenizer files. Independent of `coli synth` on purpose.
 
-usage: convert_mkckpt.py OUT_DIR [--bad KIND] [--seed N]
+usage: convert_mkckpt.py OUT_DIR [--bad KIND] [--seed N] [--lite]
 KIND: missing-key, model-type, truncated, shape, dtype, missing-tensor
+--lite: the other shape of the architecture: q_lora_rank 0 (q_proj), tied
+embeddings (no lm_head), no MTP layer, FP8-e4m3 weights with 128x128
+weight_scale_inv block scales (layer 1 experts, layer 0 q_proj), and a
+tensor the converter does not know (a GLM-5 style indexer weight).
 """
 import json
 import os
@@ -37,6 +41,9 @@ def config():
     }
 
 
+LITE = "--lite" in sys.argv
+
+
 def tensors(rng):
     t = {}
 
@@ -49,13 +56,16 @@ def tensors(rng):
         t[name] = (base + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
     mat("model.embed_tokens.weight", V, H, 1.0)
-    for L in range(LAYERS + 1):           # layer LAYERS is the MTP layer
+    for L in range(LAYERS + (0 if LITE else 1)):   # layer LAYERS is the MTP layer
         p = "model.layers.%d." % L
         vec(p + "input_layernorm.weight", H)
         vec(p + "post_attention_layernorm.weight", H)
-        mat(p + "self_attn.q_a_proj.weight", QL, H)
-        vec(p + "self_attn.q_a_layernorm.weight", QL)
-        mat(p + "self_attn.q_b_proj.weight", HEADS * (NOPE + ROPE), QL)
+        if LITE:
+            mat(p + "self_attn.q_proj.weight", HEADS * (NOPE + ROPE), H)
+        else:
+            mat(p + "self_attn.q_a_proj.weight", QL, H)
+            vec(p + "self_attn.q_a_layernorm.weight", QL)
+            mat(p + "self_attn.q_b_proj.weight", HEADS * (NOPE + ROPE), QL)
         mat(p + "self_attn.kv_a_proj_with_mqa.weight", KVL + ROPE, H)
         vec(p + "self_attn.kv_a_layernorm.weight", KVL)
         mat(p + "self_attn.kv_b_proj.weight", HEADS * (NOPE + VH), KVL)
@@ -74,15 +84,51 @@ def tensors(rng):
             mat(p + "mlp.experts.%d.gate_proj.weight" % e, MI, H)
             mat(p + "mlp.experts.%d.up_proj.weight" % e, MI, H)
             mat(p + "mlp.experts.%d.down_proj.weight" % e, H, MI)
+    vec("model.norm.weight", H)
+    if LITE:
+        mat("model.layers.0.self_attn.indexer.wk.weight", 64, H)
+        return t
     p = "model.layers.%d." % LAYERS
     vec(p + "enorm.weight", H)
     vec(p + "hnorm.weight", H)
     mat(p + "eh_proj.weight", H, 2 * H)
     vec(p + "shared_head.norm.weight", H)
     mat(p + "shared_head.head.weight", V, H)
-    vec("model.norm.weight", H)
     mat("lm_head.weight", V, H)
     return t
+
+
+def e4m3_table():
+    v = np.zeros(256, dtype=np.float64)
+    for c in range(256):
+        s, e, m = c >> 7, (c >> 3) & 15, c & 7
+        x = (m / 8.0) * 2.0 ** -6 if e == 0 else (1 + m / 8.0) * 2.0 ** (e - 7)
+        v[c] = -x if s else x
+    v[0x7F] = v[0xFF] = np.inf      # NaN codes: never chosen
+    return v
+
+
+def to_fp8(a):
+    """FP8-e4m3 codes + 128x128 block scales (weight = code * scale_inv)."""
+    rows, cols = a.shape
+    br, bc = -(-rows // 128), -(-cols // 128)
+    scale = np.zeros((br, bc), dtype=np.float32)
+    codes = np.zeros(a.shape, dtype=np.uint8)
+    tab = e4m3_table()
+    for i in range(br):
+        for j in range(bc):
+            blk = a[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128]
+            s = max(float(np.abs(blk).max()) / 448.0, 1e-12)
+            scale[i, j] = s
+            x = (blk / s).astype(np.float64)
+            codes[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128] = \
+                np.abs(x[..., None] - tab[None, None, :]).argmin(axis=-1)
+    return codes, scale
+
+
+def is_fp8(name):
+    return LITE and (name.startswith("model.layers.1.mlp.experts.") or
+                     name == "model.layers.0.self_attn.q_proj.weight")
 
 
 def to_bf16(a):
@@ -95,8 +141,10 @@ def encode(name, a, i):
     """Mix dtypes deterministically: most BF16, some F32, some F16."""
     if a.dtype == np.int32:
         return "I32", a.tobytes()
+    if a.dtype == np.uint8:
+        return "F8_E4M3", a.tobytes()
     k = i % 5
-    if k == 0:
+    if k == 0 or name.endswith("_scale_inv"):
         return "F32", a.astype("<f4").tobytes()
     if k == 1:
         return "F16", a.astype("<f2").tobytes()
@@ -128,6 +176,10 @@ def main():
     os.makedirs(out, exist_ok=True)
     cfg = config()
     t = tensors(rng)
+    if LITE:
+        cfg.update(q_lora_rank=None, tie_word_embeddings=True, num_nextn_predict_layers=0)
+        for n in [n for n in t if is_fp8(n)]:
+            t[n], t[n + "_scale_inv"] = to_fp8(t[n])
     if bad == "missing-key":
         del cfg["kv_lora_rank"]
     elif bad == "model-type":

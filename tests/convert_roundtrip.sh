@@ -25,6 +25,18 @@ for q in f32 int8 int4-g64; do
 	"$CHECK" "$T/ck" "$T/m-$q" || fail "convert_check --quant $q"
 done
 
+# The other shape: q_proj (q_lora_rank 0), tied embeddings, no MTP, FP8
+# weights with block scales, an unknown tensor kept f32 with a warning.
+"$PY" "$top_srcdir/tests/convert_mkckpt.py" "$T/lite" --lite || fail "convert_mkckpt.py --lite"
+for q in int8 int4-g64; do
+	"$COLI" convert "$T/lite" "$T/l-$q" --quant "$q" >/dev/null 2>"$T/err" ||
+		{ cat "$T/err" >&2; fail "convert --lite --quant $q"; }
+	grep -q 'indexer.wk.weight: not part of the known architecture' "$T/err" ||
+		fail "no warning for the unknown tensor"
+	"$CHECK" "$T/lite" "$T/l-$q" || fail "convert_check --lite --quant $q"
+done
+[ -d "$T/l-int8/mtp" ] && fail "mtp/ written for a model without MTP layers"
+
 # The manifest: published error figures, fallbacks, per-file sha256.
 "$PY" - "$T/m-int4-g64" "$T/m-f32" <<'PYEOF' || fail "manifest content"
 import hashlib, json, os, sys
