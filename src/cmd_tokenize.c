@@ -122,8 +122,9 @@ static int parse_ids(const char *s, int **ids, size_t *n)
 	return 0;
 }
 
-/* --lines: one JSON string per line in, one {"ids":[...]} per line out
- * (lets tests tokenize thousands of strings in one process). */
+/* --lines: one JSON string per line in, one {"ids":[...],"text":"..."}
+ * per line out, text being the decoding of ids (lets tests tokenize
+ * thousands of strings in one process and check the round trip). */
 static int encode_lines(const coli_tokenizer *t, const char *path)
 {
 	char *data;
@@ -159,7 +160,24 @@ static int encode_lines(const coli_tokenizer *t, const char *path)
 			status = COLI_EXIT_FAIL;
 			break;
 		}
-		print_ids(ids, n);
+		/* the decoding rides along so a test checks the round trip too */
+		char *text;
+		size_t tl;
+		if (coli_tokenizer_decode(t, ids, n, 0, &text, &tl, &err) < 0) {
+			cli_errorf("tokenize", "%s:%zu: decode: %s", path, lineno, err.msg);
+			free(ids);
+			status = COLI_EXIT_FAIL;
+			break;
+		}
+		fputs("{\"ids\":[", stdout);
+		for (size_t i = 0; i < n; i++)
+			printf(i ? ",%d" : "%d", ids[i]);
+		json_t *js = json_stringn(text, tl);
+		char *enc = js ? json_dumps(js, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+		printf("],\"text\":%s}\n", enc ? enc : "null");
+		free(enc);
+		json_decref(js);
+		free(text);
 		free(ids);
 	}
 	free(data);

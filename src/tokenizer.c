@@ -242,6 +242,11 @@ int coli_tokenizer_is_special(const coli_tokenizer *t, int id)
 	return id >= 0 && id < t->n_ids && (t->flags[id] & TOK_F_SPECIAL);
 }
 
+const char *coli_tokenizer_token_text(const coli_tokenizer *t, int id)
+{
+	return id >= 0 && id < t->n_ids ? t->text[id] : NULL;
+}
+
 const char *coli_tokenizer_chat_template(const coli_tokenizer *t)
 {
 	return t->chat_template;

@@ -53,6 +53,10 @@ size_t coli_detok_push(const coli_tokenizer *t, coli_detok *d, int id, int skip_
 /* Flush held bytes at end of stream (incomplete sequences become U+FFFD). */
 size_t coli_detok_flush(coli_detok *d, char *out, size_t cap);
 
+/* The text a token stands for (NUL-terminated; for added tokens their
+ * content), or NULL for an id outside the vocabulary. Owned by t. */
+const char *coli_tokenizer_token_text(const coli_tokenizer *t, int id);
+
 /* The raw chat template string from tokenizer_config.json, or NULL. */
 const char *coli_tokenizer_chat_template(const coli_tokenizer *t);
 
