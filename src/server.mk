@@ -15,5 +15,13 @@ tests_server_test_parse_LDADD = libcoli.a $(COLI_LIBS)
 tests_server_test_format_SOURCES = tests/server_test_format.c
 tests_server_test_format_LDADD = libcoli.a $(COLI_LIBS)
 
+# End to end against a live `coli serve` on a tiny synthesized model: the
+# curl bad-input battery, and the official SDKs (npm openai,
+# @anthropic-ai/sdk from tests/node) plus a Python httpx client.
+# tests/server_load.py is a manual benchmark, not part of the suite.
+TESTS += tests/server_badinput.sh tests/server_sdk.sh
+EXTRA_DIST += tests/server_badinput.sh tests/server_sdk.sh tests/server_common.sh \
+	tests/server_sdk.js tests/server_compare.py tests/server_load.py
+
 man_MANS += man/coli-serve.1
 EXTRA_DIST += man/coli-serve.1.in

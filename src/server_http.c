@@ -31,6 +31,9 @@
 
 #define DEFAULT_MAX_BODY (4u << 20)
 #define CONN_MEMORY (64u << 10)   /* URL + headers must fit */
+/* An oversized chunked body is read and dropped up to this much so the
+ * client gets its 413 (MHD can only answer once the upload ended). */
+#define DRAIN_LIMIT(max) ((max) * 4 > (64u << 20) ? (max) * 4 : (64u << 20))
 
 void coli_server_opts_default(coli_server_opts *o)
 {
@@ -263,7 +266,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			/* Chunked bodies have no length to refuse up front: drain a
 			 * bounded amount so the client reads our 413, then hang up. */
 			cc->discarded += n;
-			return cc->discarded > 4 * s->max_body ? MHD_NO : MHD_YES;
+			return cc->discarded > DRAIN_LIMIT(s->max_body) ? MHD_NO : MHD_YES;
 		}
 		if (srv_buf_add(&cc->body, upload, n))
 			return MHD_NO;

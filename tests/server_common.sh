@@ -1,0 +1,50 @@
+# server_common.sh - sourced by the server's shell tests: make a tiny model,
+# start `coli serve` on a free loopback port, stop it, clean up.
+# Exit 77 (skip) when a piece the test needs is not built yet.
+
+srv_fail() { echo "FAIL: $*" >&2; exit 1; }
+
+srv_setup() {
+	[ -n "$COLI" ] && [ -x "$COLI" ] || { echo "SKIP: \$COLI not built"; exit 77; }
+	"$COLI" serve --help >/dev/null 2>&1 || { echo "SKIP: coli serve missing"; exit 77; }
+	command -v curl >/dev/null || { echo "SKIP: curl missing"; exit 77; }
+	SRV_TMP=$(mktemp -d)
+	SRV_PIDS=
+	trap 'srv_cleanup' EXIT
+	"$COLI" synth "$SRV_TMP/hf" --preset tiny >/dev/null 2>"$SRV_TMP/synth.log" &&
+		"$COLI" convert "$SRV_TMP/hf" "$SRV_TMP/model" --quant f32 >/dev/null 2>"$SRV_TMP/convert.log" ||
+		{ echo "SKIP: cannot make the tiny model"; cat "$SRV_TMP"/*.log; exit 77; }
+	SRV_MODEL="$SRV_TMP/model"
+}
+
+srv_cleanup() {
+	for p in $SRV_PIDS; do kill "$p" 2>/dev/null; done
+	for p in $SRV_PIDS; do wait "$p" 2>/dev/null; done
+	rm -rf "$SRV_TMP"
+}
+
+# srv_start NAME [serve options...]: sets URL (…/v1) and BASE; logs in $SRV_TMP/NAME.log
+srv_start() {
+	name=$1
+	shift
+	: >"$SRV_TMP/$name.url"
+	"$COLI" serve "$SRV_MODEL" --port 0 --threads 1 "$@" >"$SRV_TMP/$name.url" 2>"$SRV_TMP/$name.log" &
+	SRV_PID=$!
+	SRV_PIDS="$SRV_PIDS $SRV_PID"
+	i=0
+	while [ ! -s "$SRV_TMP/$name.url" ]; do
+		kill -0 "$SRV_PID" 2>/dev/null || { cat "$SRV_TMP/$name.log"; srv_fail "coli serve exited"; }
+		i=$((i + 1))
+		[ $i -lt 600 ] || srv_fail "coli serve did not start"
+		sleep 0.1
+	done
+	URL=$(head -n1 "$SRV_TMP/$name.url")
+	BASE=${URL%/v1}
+}
+
+# srv_stop: SIGTERM the latest server and require a clean exit.
+srv_stop() {
+	kill -TERM "$SRV_PID"
+	wait "$SRV_PID" || srv_fail "coli serve exited with status $? on SIGTERM"
+	SRV_PIDS=$(echo "$SRV_PIDS" | sed "s/ $SRV_PID\b//")
+}

@@ -1,0 +1,28 @@
+#!/bin/sh
+# server_sdk.sh - end to end with the official clients: start `coli serve`
+# on a tiny synthesized model (free loopback port, API key from the
+# environment), run the npm `openai` and `@anthropic-ai/sdk` checks
+# (server_sdk.js) and the Python httpx client (server_compare.py).
+. "${top_srcdir:-.}/tests/server_common.sh"
+PYTHON3=${PYTHON3:-/usr/bin/python3}
+NODE=${NODE:-node}
+srv_setup
+COLI_TEST_KEY=test-key-$$
+export COLI_TEST_KEY
+srv_start sdk --api-key-env COLI_TEST_KEY --ctx 1024
+status=0
+if command -v "$NODE" >/dev/null 2>&1; then
+	"$NODE" "$top_srcdir/tests/server_sdk.js" "$URL"
+	rc=$?
+	[ $rc = 77 ] && echo "SDK part skipped"
+	[ $rc = 0 ] || [ $rc = 77 ] || status=1
+else
+	echo "node missing: SDK part skipped"
+fi
+if "$PYTHON3" -c 'import httpx' 2>/dev/null; then
+	"$PYTHON3" "$top_srcdir/tests/server_compare.py" --local "$URL" --key "$COLI_TEST_KEY" || status=1
+else
+	echo "python3-httpx missing: comparison skipped"
+fi
+srv_stop
+exit $status
