@@ -175,6 +175,7 @@ int cmd_generate(int argc, char **argv)
 		goto fail;
 	}
 	putchar('\n');
+	fflush(stdout);
 	if (stats)
 		fprintf(stderr, "prompt %d tokens (%d cached), generated %d, ttft %.1f ms, %.2f tok/s\n",
 			ev.prompt_tokens, ev.cached_tokens, ev.completion_tokens, ev.ttft_ms, ev.decode_tps);

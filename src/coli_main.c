@@ -20,6 +20,8 @@ static const struct coli_command commands[] = {
 	{ "synth", cmd_synth, "write a random model of the real architecture (HF layout)" },
 	{ "convert", cmd_convert, "Hugging Face checkpoint -> model container (quantize, resumable)" },
 	{ "info", cmd_info, "summarize a model container (text or --json)" },
+	{ "logits", cmd_logits, "logits of a token sequence as JSON (reference checks)" },
+	{ "generate", cmd_generate, "generate a continuation of a prompt" },
 	{ "serve", cmd_serve, "OpenAI/Anthropic-compatible HTTP endpoint (headless)" },
 	{ "sessions", cmd_sessions, "list, show, rm, rename, gc persisted KV sessions" },
 	{ "iobench", cmd_iobench, "random-read baseline of a drive at 4 KiB and expert size" },

@@ -13,37 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache_dir.h"
 #include "coli_log.h"
-#include "engine_request.h"
-#include "model.h"
+#include "engine_internal.h"
 #include "model_dir.h"
-#include "sampler.h"
-#include "stop_match.h"
 
-#define ENGINE_DEFAULT_QUEUE 16
-#define ENGINE_DEFAULT_CTX 4096
-#define ENGINE_PREFILL_BATCH 32
-
-struct coli_engine {
-	coli_engine_opts opts;
-	char model_dir[4096];
-	char model_name[256];
-	coli_model *model;
-	coli_tokenizer *tok;
-	coli_state *state;
-	coli_sampler sampler;
-	float *logits;         /* (vocab) */
-	int *hist;             /* tokens held in the state (ctx) */
-	int n_hist;
-	int ctx;
-	pthread_t thread;
-	pthread_mutex_t lock;  /* guards the queue and stop */
-	pthread_cond_t cond;
-	coli_request **queue;  /* ring of max_queue */
-	int q_head, q_len, q_cap;
-	int stop;
-	_Atomic int busy;      /* a request is being served */
-};
 
 void coli_engine_opts_default(coli_engine_opts *o)
 {
@@ -103,7 +77,7 @@ static int reuse_prefix(coli_engine *e, const int *prompt, int n)
 	return k;
 }
 
-static int eval(coli_engine *e, const int *toks, int n, coli_err *err)
+int engine_eval(coli_engine *e, const int *toks, int n, coli_err *err)
 {
 	int rc = coli_forward(e->model, e->state, toks, n, e->logits, 0, err);
 	if (rc) {
@@ -121,21 +95,38 @@ static void serve(coli_engine *e, coli_request *r)
 {
 	coli_err err = { 0 };
 	const coli_gen_params *p = &r->params;
+	const int *prompt = r->prompt;
+	int n_prompt = r->n_prompt;
 	if (r->session) {
-		finish(r, COLI_EV_ERROR, COLI_FINISH_ERROR, r->n_prompt, 0, 0, 0, 0, -ENOTSUP,
-		       "persisted KV sessions are not available in this build");
-		return;
-	}
-	int cached = reuse_prefix(e, r->prompt, r->n_prompt);
-	/* prefill in slices so cancellation is noticed within one step */
-	for (int at = cached; at < r->n_prompt;) {
-		if (atomic_load(&r->cancelled)) {
-			finish(r, COLI_EV_DONE, COLI_FINISH_CANCELLED, r->n_prompt, cached, 0, 0, 0, 0, NULL);
+		/* a session request continues the session: its prompt follows
+		 * the stored history */
+		if (engine_session_bind(e, r->session, &err)) {
+			finish(r, COLI_EV_ERROR, COLI_FINISH_ERROR, r->n_prompt, 0, 0, 0, 0, err.code, err.msg);
 			return;
 		}
-		int n = r->n_prompt - at < ENGINE_PREFILL_BATCH ? r->n_prompt - at : ENGINE_PREFILL_BATCH;
-		if (eval(e, r->prompt + at, n, &err)) {
-			finish(r, COLI_EV_ERROR, COLI_FINISH_ERROR, r->n_prompt, cached, 0, 0, 0, err.code, err.msg);
+		if (e->n_hist + r->n_prompt + 1 > e->ctx) {
+			finish(r, COLI_EV_ERROR, COLI_FINISH_ERROR, r->n_prompt, 0, 0, 0, 0, -E2BIG,
+			       "the session and the prompt exceed the context length");
+			return;
+		}
+		memcpy(e->full, e->hist, sizeof(int) * (size_t)e->n_hist);
+		memcpy(e->full + e->n_hist, r->prompt, sizeof(int) * (size_t)r->n_prompt);
+		prompt = e->full;
+		n_prompt = e->n_hist + r->n_prompt;
+	} else {
+		engine_session_unbind(e);
+		engine_session_adopt_prefix(e, prompt, n_prompt);
+	}
+	int cached = reuse_prefix(e, prompt, n_prompt);
+	/* prefill in slices so cancellation is noticed within one step */
+	for (int at = cached; at < n_prompt;) {
+		if (atomic_load(&r->cancelled)) {
+			finish(r, COLI_EV_DONE, COLI_FINISH_CANCELLED, n_prompt, cached, 0, 0, 0, 0, NULL);
+			return;
+		}
+		int n = n_prompt - at < ENGINE_PREFILL_BATCH ? n_prompt - at : ENGINE_PREFILL_BATCH;
+		if (engine_eval(e, prompt + at, n, &err)) {
+			finish(r, COLI_EV_ERROR, COLI_FINISH_ERROR, n_prompt, cached, 0, 0, 0, err.code, err.msg);
 			return;
 		}
 		at += n;
@@ -146,11 +137,12 @@ static void serve(coli_engine *e, coli_request *r)
 	stop_match sm;
 	stop_match_init(&sm, p->stop);
 	char piece[1100], out[2200];
-	int produced = 0, reason = COLI_FINISH_LENGTH;
+	int produced = 0, reason = COLI_FINISH_LENGTH, last_tok = -1;
 	double ttft = 0.0, t_first = 0.0;
 	const int limit = p->max_tokens > 0 ? p->max_tokens : e->ctx;
 	while (produced < limit) {
 		int tok = coli_sampler_sample(&e->sampler, e->logits);
+		last_tok = tok;
 		if (produced == 0) {
 			t_first = engine_now();
 			ttft = (t_first - r->submit_time) * 1000.0;
@@ -178,8 +170,8 @@ static void serve(coli_engine *e, coli_request *r)
 			reason = COLI_FINISH_LENGTH;
 			break;
 		}
-		if (eval(e, &tok, 1, &err)) {
-			finish(r, COLI_EV_ERROR, COLI_FINISH_ERROR, r->n_prompt, cached, produced, ttft, 0,
+		if (engine_eval(e, &tok, 1, &err)) {
+			finish(r, COLI_EV_ERROR, COLI_FINISH_ERROR, n_prompt, cached, produced, ttft, 0,
 			       err.code, err.msg);
 			return;
 		}
@@ -193,9 +185,17 @@ static void serve(coli_engine *e, coli_request *r)
 		if (m)
 			engine_request_push_text(r, -1, out, m);
 	}
+	if (e->sess) {
+		/* the last sampled token has no KV yet: evaluate it so the stored
+		 * history is exactly what an uninterrupted process would hold */
+		if (produced > 0 && reason != COLI_FINISH_CANCELLED && e->n_hist + 1 <= e->ctx &&
+		    engine_eval(e, &last_tok, 1, &err))
+			coli_warn("session %s: %s", kv_session_name(e->sess), err.msg);
+		engine_session_save(e);
+	}
 	double dt = engine_now() - t_first;
 	double tps = produced > 1 && dt > 0 ? (produced - 1) / dt : 0.0;
-	finish(r, COLI_EV_DONE, reason, r->n_prompt, cached, produced, ttft, tps, 0, NULL);
+	finish(r, COLI_EV_DONE, reason, n_prompt, cached, produced, ttft, tps, 0, NULL);
 }
 
 static void *engine_main(void *arg)
@@ -247,6 +247,14 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	mo.store.prefetch = e->opts.prefetch;
 	mo.store.direct = e->opts.direct;
 	mo.store.mirrors = e->opts.mirrors;
+	if (e->opts.cache_dir) {
+		snprintf(e->cache_dir, sizeof e->cache_dir, "%s", e->opts.cache_dir);
+	} else if ((rc = coli_cache_dir(e->model_dir, e->cache_dir, sizeof e->cache_dir, err))) {
+		goto fail;
+	}
+	snprintf(e->kv_dir, sizeof e->kv_dir, "%s/kv", e->cache_dir);
+	snprintf(e->heat_dir, sizeof e->heat_dir, "%s/hot-experts", e->cache_dir);
+	mo.store.heat_dir = e->heat_dir;
 	if ((rc = coli_model_open(e->model_dir, &mo, &e->model, err)))
 		goto fail;
 	if ((rc = coli_tokenizer_load_dir(e->model_dir, &e->tok, err)))
@@ -266,9 +274,10 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 		goto fail;
 	e->logits = malloc(sizeof(float) * (size_t)c->vocab_size);
 	e->hist = malloc(sizeof(int) * (size_t)e->ctx);
+	e->full = malloc(sizeof(int) * (size_t)e->ctx);
 	e->q_cap = e->opts.max_queue > 0 ? e->opts.max_queue : ENGINE_DEFAULT_QUEUE;
 	e->queue = calloc((size_t)e->q_cap, sizeof *e->queue);
-	if (!e->logits || !e->hist || !e->queue) {
+	if (!e->logits || !e->hist || !e->full || !e->queue) {
 		rc = coli_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -286,6 +295,7 @@ fail:
 	coli_sampler_free(&e->sampler);
 	free(e->logits);
 	free(e->hist);
+	free(e->full);
 	free(e->queue);
 	coli_state_free(e->state);
 	coli_tokenizer_free(e->tok);
@@ -303,11 +313,13 @@ void coli_engine_free(coli_engine *e)
 	pthread_cond_broadcast(&e->cond);
 	pthread_mutex_unlock(&e->lock);
 	pthread_join(e->thread, NULL);
+	engine_session_unbind(e);
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
 	coli_sampler_free(&e->sampler);
 	free(e->logits);
 	free(e->hist);
+	free(e->full);
 	free(e->queue);
 	coli_state_free(e->state);
 	coli_tokenizer_free(e->tok);
