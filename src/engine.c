@@ -255,6 +255,12 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	snprintf(e->kv_dir, sizeof e->kv_dir, "%s/kv", e->cache_dir);
 	snprintf(e->heat_dir, sizeof e->heat_dir, "%s/hot-experts", e->cache_dir);
 	mo.store.heat_dir = e->heat_dir;
+	if (coli_mkdirs(e->heat_dir, err)) {
+		/* routing heat is an optimisation: run without persisting it */
+		coli_warn("%s; routing heat will not be saved", err->msg);
+		coli_err_clear(err);
+		mo.store.heat_dir = NULL;
+	}
 	if ((rc = coli_model_open(e->model_dir, &mo, &e->model, err)))
 		goto fail;
 	if ((rc = coli_tokenizer_load_dir(e->model_dir, &e->tok, err)))
