@@ -48,7 +48,8 @@ fi
 echo "run-fuzz: fuzzing for ${secs}s"
 UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 	"$out/fuzz_ingest" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-	-artifact_prefix="$out/crashes/" -print_final_stats=1 "$out/corpus" >>"$log" 2>&1
+	-artifact_prefix="$out/crashes/" -print_final_stats=1 -dict="$here/ingest.dict" \
+	"$out/corpus" >>"$log" 2>&1
 rc=$?
 if [ $rc -eq 0 ]; then
 	tail -n 3 "$log" | sed 's/^/run-fuzz: /'
