@@ -79,11 +79,17 @@ int st_open_file(const char *path, st_checkpoint **out, coli_err *err);
 void st_close(st_checkpoint *ck);
 
 const st_tensor *st_find(const st_checkpoint *ck, const char *name);
-/* Read raw bytes of a tensor into buf (nbytes). */
+/* Reads use pread on descriptors opened at open time: safe to call from
+ * several threads on one checkpoint. A file that shrank since opening gives
+ * an error naming the file and tensor. */
+/* Read raw bytes of a tensor into buf (t->nbytes bytes). */
 int st_read_raw(const st_checkpoint *ck, const st_tensor *t, void *buf, coli_err *err);
-/* Read a tensor converted to f32 (F32/F16/BF16/F8). For F8_E4M3 weights
- * with a companion "<name>_scale_inv" tensor (128x128 block scales, as the
- * official DeepSeek-V3 / GLM-5 releases ship) the scales are applied. */
+/* Read a tensor converted to f32 into out[st_numel(t)] (F32, F16, BF16,
+ * F8_E4M3, F8_E5M2, F64; other dtypes are refused). No extra buffer the
+ * size of the tensor is allocated. For F8_E4M3 weights with a companion
+ * "<name>_scale_inv" tensor (F32 or BF16, [ceil(rows/128)][ceil(cols/128)],
+ * as the official DeepSeek-V3 / GLM-5 releases ship) the 128x128 block
+ * scales are applied: w = fp8 * scale_inv. */
 int st_read_f32(const st_checkpoint *ck, const st_tensor *t, float *out, coli_err *err);
 /* The "<name>_scale_inv" companion of an F8_E4M3 tensor, or NULL. */
 const st_tensor *st_find_scale_inv(const st_checkpoint *ck, const st_tensor *t);
