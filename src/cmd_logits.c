@@ -75,11 +75,7 @@ int cmd_logits(int argc, char **argv)
 	coli_model_opts mo;
 	coli_model_opts_default(&mo);
 	mo.threads = fl.opts.threads;
-	mo.store.cache_bytes = fl.opts.expert_cache_bytes;
-	mo.store.pin_bytes = fl.opts.pin_bytes;
-	mo.store.prefetch = fl.opts.prefetch;
-	mo.store.direct = fl.opts.direct;
-	mo.store.mirrors = fl.opts.mirrors;
+	mo.store = fl.opts.store;
 	if (coli_model_open(dir, &mo, &m, &err))
 		goto fail;
 	const int V = m->cfg.vocab_size;

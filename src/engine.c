@@ -22,10 +22,7 @@
 void coli_engine_opts_default(coli_engine_opts *o)
 {
 	memset(o, 0, sizeof *o);
-	o->expert_cache_bytes = -1;
-	o->pin_bytes = -1;
-	o->prefetch = 1;
-	o->direct = -1;
+	expert_store_opts_default(&o->store);
 }
 
 void coli_gen_params_default(coli_gen_params *p)
@@ -242,11 +239,7 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	coli_model_opts mo;
 	coli_model_opts_default(&mo);
 	mo.threads = e->opts.threads;
-	mo.store.cache_bytes = e->opts.expert_cache_bytes;
-	mo.store.pin_bytes = e->opts.pin_bytes;
-	mo.store.prefetch = e->opts.prefetch;
-	mo.store.direct = e->opts.direct;
-	mo.store.mirrors = e->opts.mirrors;
+	mo.store = e->opts.store;
 	if (e->opts.cache_dir) {
 		snprintf(e->cache_dir, sizeof e->cache_dir, "%s", e->opts.cache_dir);
 	} else if ((rc = coli_cache_dir(e->model_dir, e->cache_dir, sizeof e->cache_dir, err))) {

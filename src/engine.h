@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "coli_err.h"
+#include "expert_store.h"
 #include "model_config.h"
 #include "tokenizer.h"
 
@@ -25,11 +26,9 @@ typedef struct coli_engine_opts {
 	int threads;               /* compute threads; <= 0 = online cores */
 	int max_queue;             /* queued requests before -EBUSY; 0 = default 16 */
 	int ctx;                   /* max context tokens; 0 = model/default */
-	int64_t expert_cache_bytes; /* -1 = automatic */
-	int64_t pin_bytes;         /* -1 = automatic */
-	int prefetch;              /* 1 on (default), 0 off */
-	int direct;                /* -1 auto, 0 buffered, 1 O_DIRECT */
-	const char *const *mirrors; /* NULL-terminated */
+	expert_store_opts store;   /* expert cache, pinning, prefetch, I/O mode,
+	                            * mirrors (heat_dir and kv_bytes are set by
+	                            * the engine) */
 } coli_engine_opts;
 
 void coli_engine_opts_default(coli_engine_opts *o);
