@@ -70,11 +70,34 @@ static const char *default_dir(void)
 	return buf;
 }
 
+/* ids as a JSON list; printf per id would dominate a large --file */
+static void put_ids(const int *ids, size_t n)
+{
+	char buf[4096];
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		char tmp[16];
+		int k = 0;
+		unsigned v = (unsigned)ids[i];
+		do
+			tmp[k++] = (char)('0' + v % 10);
+		while ((v /= 10) && k < 15);
+		if (o + 17 > sizeof buf) {
+			fwrite(buf, 1, o, stdout);
+			o = 0;
+		}
+		if (i)
+			buf[o++] = ',';
+		while (k)
+			buf[o++] = tmp[--k];
+	}
+	fwrite(buf, 1, o, stdout);
+}
+
 static void print_ids(const int *ids, size_t n)
 {
 	fputs("{\"ids\":[", stdout);
-	for (size_t i = 0; i < n; i++)
-		printf(i ? ",%d" : "%d", ids[i]);
+	put_ids(ids, n);
 	fputs("]}\n", stdout);
 }
 
@@ -170,8 +193,7 @@ static int encode_lines(const coli_tokenizer *t, const char *path)
 			break;
 		}
 		fputs("{\"ids\":[", stdout);
-		for (size_t i = 0; i < n; i++)
-			printf(i ? ",%d" : "%d", ids[i]);
+		put_ids(ids, n);
 		json_t *js = json_stringn(text, tl);
 		char *enc = js ? json_dumps(js, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
 		printf("],\"text\":%s}\n", enc ? enc : "null");

@@ -12,3 +12,4 @@ EXTRA_DIST += tests/tokenizer_conformance.sh tests/node/package.json \
 	tests/node/package-lock.json tests/node/corpus.mjs tests/node/conformance.mjs \
 	tests/node/chat.mjs tests/node/fixtures/glm5_chat_template.jinja \
 	bench/tokenizer_bench.sh man/coli-tokenize.1.in
+man_MANS += man/coli-tokenize.1

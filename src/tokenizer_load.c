@@ -9,7 +9,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "coli_log.h"
 #include "tokenizer_impl.h"
@@ -44,6 +46,35 @@ static int jbool(json_t *o, const char *key, int dflt)
 {
 	json_t *v = json_object_get(o, key);
 	return json_is_boolean(v) ? json_is_true(v) : dflt;
+}
+
+/* json_load_file reads with getc; one read() of the file is ~2x faster
+ * for a 10 MB tokenizer.json. */
+static json_t *load_json(const char *path, size_t flags, json_error_t *je)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	json_t *j = NULL;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return json_load_file(path, flags, je); /* for its error text */
+	}
+	char *buf = malloc((size_t)st.st_size + 1);
+	size_t got = 0;
+	while (buf && got < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	if (buf && got == (size_t)st.st_size)
+		j = json_loadb(buf, got, flags, je);
+	else
+		j = json_load_file(path, flags, je);
+	free(buf);
+	return j;
 }
 
 static int set_token(coli_tokenizer *t, int id, const char *bytes, size_t len)
@@ -402,7 +433,7 @@ static int load_config(coli_tokenizer *t, const char *cfg_path, coli_err *err)
 	if (stat(cfg_path, &st) < 0)
 		return 0;
 	json_error_t je;
-	json_t *cfg = json_load_file(cfg_path, JSON_DECODE_INT_AS_REAL, &je); /* model_max_length can exceed int64 */
+	json_t *cfg = load_json(cfg_path, JSON_DECODE_INT_AS_REAL, &je); /* model_max_length can exceed int64 */
 	if (!cfg)
 		return coli_err_set(err, -EINVAL, "%s:%d: %s", cfg_path, je.line, je.text);
 	const char *bos = config_token(cfg, "bos_token"), *eos = config_token(cfg, "eos_token");
@@ -441,7 +472,7 @@ int coli_tokenizer_load(const char *path, coli_tokenizer **out, coli_err *err)
 	pthread_mutex_init(&t->cache_lock, NULL);
 	int rc = 0, bytelevel = 0;
 	json_error_t je;
-	json_t *root = json_load_file(path, 0, &je);
+	json_t *root = load_json(path, 0, &je);
 	if (!root) {
 		rc = coli_err_set(err, -EINVAL, "%s:%d: %s", path, je.line, je.text);
 		goto fail;

@@ -164,26 +164,27 @@ static int byte_printable(unsigned b)
 	return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
 }
 
+/* The 68 unprintable bytes, in order: 0x00-0x20 (33), 0x7F-0xA0 (34),
+ * 0xAD (1); they map to 256 + their rank. */
 uint32_t unicode_byte_to_cp(uint8_t b)
 {
 	if (byte_printable(b))
 		return b;
-	uint32_t n = 0;
-	for (unsigned x = 0; x < b; x++)
-		if (!byte_printable(x))
-			n++;
-	return 256 + n;
+	if (b <= 0x20)
+		return 256u + b;
+	if (b >= 0x7F && b <= 0xA0)
+		return 256u + 33u + (b - 0x7Fu);
+	return 256u + 67u; /* 0xAD */
 }
 
 int unicode_cp_to_byte(uint32_t cp)
 {
 	if (cp < 256)
 		return byte_printable(cp) ? (int)cp : -1;
-	if (cp >= 256 + 68)
-		return -1;
-	uint32_t n = 0;
-	for (unsigned x = 0; x < 256; x++)
-		if (!byte_printable(x) && n++ == cp - 256)
-			return (int)x;
-	return -1;
+	uint32_t k = cp - 256;
+	if (k < 33)
+		return (int)k;
+	if (k < 67)
+		return (int)(0x7F + (k - 33));
+	return k == 67 ? 0xAD : -1;
 }
