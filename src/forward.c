@@ -16,10 +16,18 @@
 #include <float.h>
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "forward_ops.h"
 #include "moe.h"
 #include "state.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 struct attn_job {
 	const coli_model *m;
@@ -130,10 +138,10 @@ static void attention(const coli_model *m, coli_state *s, int l, int n)
 		float *dst = kv + (size_t)t * W;
 		fwd_rmsnorm(dst, src, w->kv_a_norm, L, c->attn_norm_eps);
 		memcpy(dst + L, src + L, sizeof(float) * R);
-		fwd_rope(dst + L, R, t, m->rope_inv_freq, m->rope_mscale);
+		fwd_rope(dst + L, R, t, m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
 		for (int h = 0; h < nh; h++)
 			fwd_rope(s->q + (size_t)b * nh * qk + (size_t)h * qk + c->qk_nope_head_dim, R, t,
-				 m->rope_inv_freq, m->rope_mscale);
+				 m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
 	}
 	struct attn_job job = { m, s, w, kv, n, s->pos };
 	coli_pool_run(m->pool, nh, attn_absorb_head, &job);
@@ -165,6 +173,7 @@ static int forward_chunk(coli_model *m, coli_state *s, const int *tokens, int n,
 {
 	const coli_config *c = &m->cfg;
 	const int H = c->hidden_size;
+	const double t_start = now_s();
 	for (int b = 0; b < n; b++) {
 		if (tokens[b] < 0 || tokens[b] >= c->vocab_size)
 			return coli_err_set(err, -EINVAL, "token id %d is outside the vocabulary (0..%d)",
@@ -172,17 +181,25 @@ static int forward_chunk(coli_model *m, coli_state *s, const int *tokens, int n,
 		coli_qmat r = fwd_rows(&m->embed, tokens[b], 1);
 		coli_dequantize_rows(r.qtype, r.data, 1, H, s->x + (size_t)b * H);
 	}
+	double t0 = now_s(), t1;
+	s->timing.other += t0 - t_start;
 	for (int l = 0; l < c->num_hidden_layers; l++) {
 		const coli_layer_weights *w = &m->layers[l];
 		attention(m, s, l, n);
 		for (int b = 0; b < n; b++)
 			fwd_rmsnorm(s->xn + (size_t)b * H, s->x + (size_t)b * H, w->ffn_norm, H, c->rms_norm_eps);
+		t1 = now_s();
+		s->timing.attention += t1 - t0;
 		if (w->is_moe) {
 			int rc = moe_forward(m, s, l, n, err);
 			if (rc)
 				return rc;
+			t0 = now_s();
+			s->timing.moe += t0 - t1;
 		} else {
 			dense_ffn(m, s, l, n);
+			t0 = now_s();
+			s->timing.dense_ffn += t0 - t1;
 		}
 	}
 	s->pos += n;
@@ -199,6 +216,7 @@ int coli_forward(coli_model *m, coli_state *s, const int *tokens, int n, float *
 	if (s->pos + n > s->cap)
 		return coli_err_set(err, -E2BIG, "context is full: %d tokens + %d new exceed %d",
 				    s->pos, n, s->cap);
+	const double t_call = now_s();
 	for (int done = 0; done < n;) {
 		int chunk = n - done < s->max_batch ? n - done : s->max_batch;
 		int rc = forward_chunk(m, s, tokens + done, chunk, err);
@@ -218,5 +236,8 @@ int coli_forward(coli_model *m, coli_state *s, const int *tokens, int n, float *
 			coli_matvec(m->pool, &m->lm_head, s->logits_h, logits);
 		}
 	}
+	const double t_end = now_s();
+	s->timing.total += t_end - t_call;
+	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
 	return 0;
 }

@@ -38,18 +38,23 @@ static inline coli_qmat fwd_rows(const coli_qmat *w, int row0, int n)
 	return v;
 }
 
-/* Rotate interleaved pairs (x[2i], x[2i+1]) by pos * inv_freq[i]; cos and
- * sin are scaled by mscale (YaRN). Pairwise rotation equals the reference's
+/* Rotate pairs by pos * inv_freq[i]; cos and sin are scaled by mscale
+ * (YaRN). interleave: pairs (x[2i], x[2i+1]) - equal to DeepSeek-V3's
  * de-interleave + rotate_half up to a fixed permutation of the rope dims,
- * applied alike to q and k, so every dot product is the same. */
-static inline void fwd_rope(float *x, int dim, int pos, const float *inv_freq, float mscale)
+ * applied alike to q and k, so every dot product is the same; otherwise
+ * NeoX split halves (x[i], x[i + dim/2]). */
+static inline void fwd_rope(float *x, int dim, int pos, const float *inv_freq, float mscale,
+			    int interleave)
 {
-	for (int i = 0; i < dim / 2; i++) {
+	const int half = dim / 2;
+	for (int i = 0; i < half; i++) {
 		double a = (double)pos * inv_freq[i];
 		float c = (float)cos(a) * mscale, s = (float)sin(a) * mscale;
-		float x0 = x[2 * i], x1 = x[2 * i + 1];
-		x[2 * i] = x0 * c - x1 * s;
-		x[2 * i + 1] = x1 * c + x0 * s;
+		float *p0 = interleave ? &x[2 * i] : &x[i];
+		float *p1 = interleave ? &x[2 * i + 1] : &x[i + half];
+		float x0 = *p0, x1 = *p1;
+		*p0 = x0 * c - x1 * s;
+		*p1 = x1 * c + x0 * s;
 	}
 }
 

@@ -242,6 +242,7 @@ int hf_config_from_json(const json_t *root, coli_config *c, coli_err *err)
 	    (rc = get_int(root, "num_nextn_predict_layers", HF_NULL_DEFAULT, 0, &c->num_nextn_predict_layers,
 			  err)) ||
 	    (rc = get_bool(root, "tie_word_embeddings", false, &c->tie_word_embeddings, err)) ||
+	    (rc = get_bool(root, "rope_interleave", true, &c->rope_interleave, err)) ||
 	    (rc = get_int(root, "bos_token_id", HF_NULL_DEFAULT, -1, &c->bos_token_id, err)) ||
 	    (rc = parse_eos(root, c, err)) ||
 	    (rc = get_int(root, "index_topk", HF_NULL_DEFAULT, 0, &c->index_topk, err)) ||

@@ -88,6 +88,7 @@ json_t *hf_config_to_json(const coli_config *c)
 	}
 	set(o, "num_nextn_predict_layers", json_integer(c->num_nextn_predict_layers));
 	set(o, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));
+	set(o, "rope_interleave", json_boolean(c->rope_interleave));
 	if (c->bos_token_id >= 0)
 		set(o, "bos_token_id", json_integer(c->bos_token_id));
 	if (c->n_eos_token_ids == 1) {

@@ -72,6 +72,16 @@ typedef struct coli_routing {
 	float *weights;              /* (layers, topk) */
 } coli_routing;
 
+/* Where forward time went, accumulated over calls (seconds). The expert
+ * store reports the part of `moe` spent waiting for the disk. */
+typedef struct coli_timing {
+	double attention;
+	double moe;                  /* routing, expert fetch + matmuls, shared */
+	double dense_ffn;
+	double other;                /* embedding, final norm, lm_head */
+	double total;
+} coli_timing;
+
 typedef struct coli_state coli_state;
 
 /* max_ctx: KV capacity in tokens; max_batch: positions per forward call. */
@@ -88,6 +98,7 @@ float *coli_state_kv(coli_state *s, int layer);
 /* Set pos after KV rows were restored from a session. */
 void coli_state_set_pos(coli_state *s, int pos);
 const coli_routing *coli_state_routing(const coli_state *s);
+const coli_timing *coli_state_timing(const coli_state *s);
 
 /* Run tokens[0..n) at positions pos..pos+n, appending to the KV cache.
  * logits: NULL, or (n, vocab) when all_logits, else (vocab) for the last

@@ -52,6 +52,13 @@ typedef struct coli_config {
 	double rope_beta_slow;
 	double rope_mscale;
 	double rope_mscale_all_dim;
+	/* RoPE pairing of the rope dims. true (default, config key
+	 * "rope_interleave"): rotate pairs (x[2i], x[2i+1]) as DeepSeek's
+	 * reference code and vLLM/SGLang do; false: NeoX split halves
+	 * (x[i], x[i+d/2]). transformers' glm_moe_dsa port always uses split
+	 * halves although GLM-5's config says rope_interleave: true; we follow
+	 * the config (see colitop-model(5)). */
+	bool rope_interleave;
 	int num_nextn_predict_layers; /* MTP layers stored after the main layers */
 	bool tie_word_embeddings;
 	int bos_token_id;            /* -1 when absent */

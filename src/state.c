@@ -106,6 +106,7 @@ int coli_state_pos(const coli_state *s) { return s->pos; }
 int coli_state_capacity(const coli_state *s) { return s->cap; }
 float *coli_state_kv(coli_state *s, int layer) { return s->kv[layer]; }
 const coli_routing *coli_state_routing(const coli_state *s) { return &s->routing; }
+const coli_timing *coli_state_timing(const coli_state *s) { return &s->timing; }
 
 void coli_state_rewind(coli_state *s, int n)
 {

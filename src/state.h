@@ -41,6 +41,7 @@ struct coli_state {
 	float *pred_w;          /* (topk) */
 	float *logits_h;        /* (B, H) final-normed states for lm_head */
 	coli_routing routing;   /* (layers, topk) of the last position */
+	coli_timing timing;
 };
 
 #endif
