@@ -17,7 +17,7 @@
 static void synth_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: coli synth OUT_HF_DIR [--preset tiny|glm5-slice|dsv3-slice] [--seed S]\n"
+		"usage: coli synth OUT_HF_DIR [--preset tiny|glm5-tiny|glm5-slice|dsv3-slice] [--seed S]\n"
 		"         [--layers N] [--dense-layers N] [--experts N] [--topk K]\n"
 		"         [--groups G --topk-groups T] [--q-lora N|0] [--yarn|--no-yarn]\n"
 		"         [--no-norm-topk] [--scaling F] [--dtype f32|bf16|f16|fp8]\n"

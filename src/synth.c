@@ -107,6 +107,38 @@ int synth_preset(const char *name, synth_opts *o, coli_err *err)
 		o->indexer = true;
 		o->dtype = ST_BF16;
 		synth_set_yarn(o, false);
+	} else if (!strcmp(name, "glm5-tiny")) {
+		/* GLM-5's config keys, eps and DSA indexer at tiny size, with
+		 * unequal nope/rope/v head dims so a mixed-up dimension cannot
+		 * pass unnoticed (tiny has them all equal, as in the brief). */
+		strcpy(c->model_type, "glm_moe_dsa");
+		c->vocab_size = SYNTH_TOKENIZER_SIZE;
+		c->hidden_size = 256;
+		c->intermediate_size = 512;
+		c->moe_intermediate_size = 64;
+		c->num_hidden_layers = 3;
+		c->first_k_dense_replace = 1;
+		c->num_attention_heads = 4;
+		c->q_lora_rank = 128;
+		c->kv_lora_rank = 64;
+		c->qk_nope_head_dim = 48;
+		c->qk_rope_head_dim = 16;
+		c->v_head_dim = 64;
+		c->n_routed_experts = 16;
+		c->num_experts_per_tok = 4;
+		c->n_group = 1;
+		c->topk_group = 1;
+		c->routed_scaling_factor = 2.5f;
+		c->rms_norm_eps = 1e-5f;
+		c->rope_theta = 1000000.0;
+		c->max_position_embeddings = 202752;
+		c->num_nextn_predict_layers = 1;
+		c->index_topk = 2048;
+		c->index_head_dim = 32;
+		c->index_n_heads = 4;
+		o->indexer = true;
+		o->dtype = ST_F32;
+		synth_set_yarn(o, false);
 	} else if (!strcmp(name, "dsv3-slice")) {
 		c->vocab_size = 4096;
 		c->hidden_size = 7168;
@@ -131,7 +163,7 @@ int synth_preset(const char *name, synth_opts *o, coli_err *err)
 		o->dtype = ST_BF16;
 		synth_set_yarn(o, true);
 	} else {
-		return coli_err_set(err, -EINVAL, "--preset: unknown preset '%s' (tiny, glm5-slice, dsv3-slice)", name);
+		return coli_err_set(err, -EINVAL, "--preset: unknown preset '%s' (tiny, glm5-tiny, glm5-slice, dsv3-slice)", name);
 	}
 	c->num_key_value_heads = c->num_attention_heads;
 	c->attn_norm_eps = c->rms_norm_eps;

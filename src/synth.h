@@ -24,7 +24,7 @@
 #include "model_config.h"
 
 typedef struct synth_opts {
-	char preset[16];     /* "tiny", "glm5-slice", "dsv3-slice" */
+	char preset[16];     /* "tiny", "glm5-tiny", "glm5-slice", "dsv3-slice" */
 	coli_config cfg;     /* the architecture written to config.json */
 	uint64_t seed;
 	int dtype;           /* ST_F32, ST_BF16, ST_F16 or ST_F8_E4M3 */
