@@ -330,6 +330,7 @@ const coli_config *coli_engine_config(const coli_engine *e) { return &e->model->
 const coli_tokenizer *coli_engine_tokenizer(const coli_engine *e) { return e->tok; }
 const char *coli_engine_model_name(const coli_engine *e) { return e->model_name; }
 int coli_engine_ctx(const coli_engine *e) { return e->ctx; }
+const expert_stats *coli_engine_expert_stats(const coli_engine *e) { return expert_store_stats(e->model->store); }
 
 int coli_engine_queue_len(const coli_engine *e)
 {

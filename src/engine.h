@@ -92,4 +92,8 @@ void coli_request_free(coli_request *r);
 /* Queue length and requests served so far (for status lines and /metrics). */
 int coli_engine_queue_len(const coli_engine *e);
 
+/* The expert store's telemetry block (lives as long as the engine; any
+ * thread may read it, see expert_stats.h). */
+const expert_stats *coli_engine_expert_stats(const coli_engine *e);
+
 #endif
