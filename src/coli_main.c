@@ -22,6 +22,7 @@ static const struct coli_command commands[] = {
 	{ "info", cmd_info, "summarize a model container (text or --json)" },
 	{ "logits", cmd_logits, "logits of a token sequence as JSON (reference checks)" },
 	{ "generate", cmd_generate, "generate a continuation of a prompt" },
+	{ "bench", cmd_bench, "prefill/decode speed, expert I/O, cache policy, kernel bandwidth (JSON)" },
 	{ "serve", cmd_serve, "OpenAI/Anthropic-compatible HTTP endpoint (headless)" },
 	{ "sessions", cmd_sessions, "list, show, rm, rename, gc persisted KV sessions" },
 	{ "iobench", cmd_iobench, "random-read baseline of a drive at 4 KiB and expert size" },
