@@ -237,17 +237,24 @@ def silu(x):
 
 
 class Model:
-    def __init__(self, path):
+    def __init__(self, path, cache_limit=1 << 22):
+        """cache_limit: tensors with more elements are re-read from disk at
+        each use instead of kept (as float64) in memory, so GLM-5-sized
+        slices fit in a few GB."""
         with open(os.path.join(path, "config.json")) as f:
             self.cfg = Config(json.load(f))
         self.ck = Checkpoint(path)
         self._cache = {}
+        self.cache_limit = cache_limit
         self.stats = {"mask_disagreements": 0}
 
     def w(self, name):
-        if name not in self._cache:
-            self._cache[name] = self.ck.get(name)
-        return self._cache[name]
+        if name in self._cache:
+            return self._cache[name]
+        x = self.ck.get(name)
+        if x.size <= self.cache_limit:
+            self._cache[name] = x
+        return x
 
     # ---- blocks ----
 
@@ -324,10 +331,16 @@ class Model:
     def moe(self, i, h):
         c = self.cfg
         out = np.zeros_like(h)
+        routed = {}  # expert -> [(token, weight)], so each expert loads once
         for t in range(h.shape[0]):
             top, wts = self.route(i, h[t])
-            for e, wt in zip(top, wts):
-                out[t] += wt * self.mlp("model.layers.%d.mlp.experts.%d." % (i, e), h[t:t + 1])[0]
+            for e, wt in zip(top.tolist(), wts.tolist()):
+                routed.setdefault(e, []).append((t, wt))
+        for e in sorted(routed):
+            toks = [t for t, _ in routed[e]]
+            y = self.mlp("model.layers.%d.mlp.experts.%d." % (i, e), h[toks])
+            for k, (t, wt) in enumerate(routed[e]):
+                out[t] += wt * y[k]
         if c.n_shared:
             out += self.mlp("model.layers.%d.mlp.shared_experts." % i, h)
         return out
