@@ -120,24 +120,39 @@ void store_slot_loaded(expert_store *s, int si)
 	expert_stats_set_tier(s->stats, sl->layer, sl->expert, tier_of(sl));
 }
 
-/* Pick a slot for a new record: a free one, else the evictable slot with
- * the smallest policy key. -1 when everything is held or in flight. */
-static int slot_victim(expert_store *s)
+/* A prefetched record is "awaited" from its prefetch until the engine has
+ * visited its layer once (all acquire groups of that visit): the engine
+ * prefetches layer L+1 before acquiring layer L, and those records would
+ * otherwise be the first victims (oldest under LRU, coldest under LFU).
+ * After that visit an unused prefetch is just a wrong guess in the cache. */
+static int slot_awaited(const expert_store *s, const store_slot *sl)
 {
-	int best = -1;
-	double best_key = 0;
+	if (!sl->prefetched)
+		return 0;
+	uint32_t v = s->layer_visit[sl->layer];
+	return v == sl->pf_visit || (v == sl->pf_visit + 1 && s->cur_layer == sl->layer);
+}
+
+/* Pick a slot for a new record: a free one, else the evictable slot with
+ * the smallest policy key, awaited prefetches last (and never for another
+ * prefetch). -1 when everything is held or in flight. */
+static int slot_victim(expert_store *s, int for_prefetch)
+{
+	int best = -1, best_aw = -1;
 	for (int i = 0; i < s->n_slots; i++) {
 		store_slot *sl = &s->slots[i];
 		if (sl->state == SLOT_FREE)
 			return i;
 		if (sl->state != SLOT_READY || sl->pins || sl->hot)
 			continue;
-		if (best < 0 || sl->key < best_key) {
+		if (slot_awaited(s, sl)) {
+			if (best_aw < 0 || sl->key < s->slots[best_aw].key)
+				best_aw = i;
+		} else if (best < 0 || sl->key < s->slots[best].key) {
 			best = i;
-			best_key = sl->key;
 		}
 	}
-	return best;
+	return best >= 0 || for_prefetch ? best : best_aw;
 }
 
 static int slot_any_loading_unheld(const expert_store *s)
@@ -150,12 +165,12 @@ static int slot_any_loading_unheld(const expert_store *s)
 
 /* Get a slot for (layer, e) and queue its read. Returns the slot or a
  * negative errno (-ENOBUFS when nothing can be evicted). */
-static int slot_load(expert_store *s, int layer, int e, int may_wait)
+static int slot_load(expert_store *s, int layer, int e, int demand)
 {
 	int si;
-	while ((si = slot_victim(s)) < 0) {
+	while ((si = slot_victim(s, !demand)) < 0) {
 		/* Only in-flight reads nobody holds could free room. */
-		if (!may_wait || !slot_any_loading_unheld(s))
+		if (!demand || !slot_any_loading_unheld(s))
 			return -ENOBUFS;
 		int rc = store_io_submit(s);
 		if (rc < 0)
@@ -215,6 +230,10 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 	int got[n > 0 ? n : 1];
 	store_io_reap(s, 0);
 	s->tick++;
+	if (s->cur_layer != layer) {
+		s->layer_visit[layer]++;
+		s->cur_layer = layer;
+	}
 	for (int i = 0; i < n; i++) {
 		int e = experts[i];
 		got[i] = -1;
@@ -311,6 +330,7 @@ void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n
 		if (si < 0)
 			break;
 		s->slots[si].prefetched = 1;
+		s->slots[si].pf_visit = s->layer_visit[layer];
 		store_policy_touch(&s->policy, &s->slots[si], idx(s, layer, e), s->tick);
 		issued++;
 	}
@@ -412,9 +432,10 @@ static int alloc_tables(expert_store *s, coli_err *err)
 {
 	size_t n = (size_t)s->n_layers * (size_t)s->n_experts;
 	s->map = malloc(n * sizeof *s->map);
+	s->layer_visit = calloc((size_t)s->n_layers, sizeof *s->layer_visit);
 	s->hot_set = calloc(n, 1);
 	s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
-	if (!s->map || !s->hot_set || !s->slots)
+	if (!s->map || !s->hot_set || !s->slots || !s->layer_visit)
 		return coli_err_set(err, -ENOMEM, "expert store: out of memory");
 	for (size_t i = 0; i < n; i++)
 		s->map[i] = -1;
@@ -458,6 +479,7 @@ int expert_store_open(const coli_container *c, const expert_store_opts *o,
 	s->top_k = c->config.num_experts_per_tok > 0 ? c->config.num_experts_per_tok : 1;
 	s->rec = c->expert_record_size;
 	s->first_moe = -1;
+	s->cur_layer = -1;
 	int n_moe = 0;
 	for (int l = 0; l < s->n_layers; l++)
 		if (c->expert_shard_paths[l]) {
@@ -543,6 +565,7 @@ void expert_store_free(expert_store *s)
 	free(s->slots);
 	free(s->map);
 	free(s->hot_set);
+	free(s->layer_visit);
 	store_policy_free(&s->policy);
 	expert_stats_free(s->stats);
 	free(s);

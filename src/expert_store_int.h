@@ -26,6 +26,7 @@ typedef struct store_slot {
 	int pins;             /* acquire references, dropped by release(layer) */
 	int hot;              /* member of the pinned hot set: never evicted */
 	int prefetched;       /* read by prefetch and not yet acquired */
+	uint32_t pf_visit;    /* layer_visit[layer] when prefetched */
 	int pending;          /* stripe reads still in flight */
 	int error;            /* negative errno of a failed read, else 0 */
 	uint64_t last_use;    /* policy: tick of the latest acquire */
@@ -88,6 +89,8 @@ struct expert_store {
 	int n_hot;
 	store_policy policy;
 	uint64_t tick;              /* one per acquire call */
+	uint32_t *layer_visit;      /* [n_layers] visits: acquires moving to a layer */
+	int cur_layer;              /* layer of the latest acquire, -1 */
 	/* heat */
 	float *heat;                /* decayed count as of heat_tick */
 	uint32_t *heat_tick;        /* layer tick when heat[] was updated */

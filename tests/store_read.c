@@ -178,6 +178,50 @@ static void test_in_use(test_model *m)
 	expert_store_free(s);
 }
 
+/* The engine's order (moe.c): prefetch layer L+1, then acquire layer L in
+ * groups, release L. With no cache and perfect predictions every prefetched
+ * record must be used (precision 1): a prefetch may not evict another
+ * prefetch still waiting for its acquire. */
+static void test_engine_order(test_model *m)
+{
+	expert_store *s = open_store(m, 0, 1, 1, NULL);
+	coli_err err;
+	for (int t = 0; t < 30; t++)
+		for (int l = 1; l < LAYERS; l++) {
+			int ex[TOPK], nx[TOPK];
+			const void *recs[TOPK];
+			for (int j = 0; j < TOPK; j++)
+				ex[j] = route(t, l, j);
+			if (l + 1 < LAYERS) {
+				for (int j = 0; j < TOPK; j++)
+					nx[j] = route(t, l + 1, j);
+				expert_store_prefetch(s, l + 1, nx, TOPK);
+			}
+			float w[TOPK] = { 0.5f, 0.5f };
+			expert_store_note_routing(s, l, ex, w, TOPK);
+			int group = expert_store_max_batch(s);
+			for (int g = 0; g < TOPK; g += group) {
+				int gn = TOPK - g < group ? TOPK - g : group;
+				CHECK(expert_store_acquire(s, l, ex + g, gn, recs, &err) == 0);
+				for (int j = 0; j < gn; j++)
+					CHECK(tm_check(m, l, ex[g + j], recs[j]));
+				expert_store_release(s, l);
+			}
+		}
+	expert_stats_summary sum;
+	expert_stats_snapshot(expert_store_stats(s), &sum);
+	CHECK(sum.prefetch_valid && sum.prefetch_issued > 0);
+	if (getenv("STORE_TEST_VERBOSE"))
+		fprintf(stderr, "prefetch issued %llu used %llu hits_pref %llu misses %llu\n", (unsigned long long)sum.prefetch_issued, (unsigned long long)sum.prefetch_used, (unsigned long long)sum.hits_prefetched, (unsigned long long)sum.misses);
+	CHECK(sum.prefetch_used == sum.prefetch_issued);
+	CHECK(sum.prefetch_precision == 1.0);
+	CHECK(sum.prefetch_recall > 0.3 && sum.prefetch_recall < 1.0);
+	CHECK(sum.hits_prefetched >= sum.prefetch_used);
+	CHECK(sum.experts_loaded_per_token > 0);
+	CHECK(sum.tokens == 30);
+	expert_store_free(s);
+}
+
 static void test_mirrors(test_model *m)
 {
 	char mir[600], cmd[1300];
@@ -292,6 +336,8 @@ int main(void)
 	tm_make(&m, LAYERS, EXPERTS, TOPK, REC);
 	test_matrix(&m, NULL);
 	test_in_use(&m);
+	test_engine_order(&m); /* LRU and */
+	test_engine_order(&m); /* LFU-decay */
 	test_mirrors(&m);
 #ifdef COLI_FAULT_INJECTION
 	test_faults(&m);
