@@ -110,6 +110,18 @@ size_t coli_qtype_bytes(int qtype, int rows, int cols)
 	return (size_t)rows * coli_qtype_row_bytes(qtype, cols);
 }
 
+/* Round to nearest, ties to even, for |v| < 2^22: adding 1.5 * 2^23
+ * leaves no fraction bits, so the FPU rounds (in the default mode), and
+ * subtracting it back is exact. Several times faster than a roundf() call
+ * and branch-free, which matters when convert quantizes ~10^12 weights.
+ * Relies on float arithmetic in float precision (FLT_EVAL_METHOD 0, as on
+ * x86-64 SSE and AArch64). */
+static inline float round_even(float v)
+{
+	const float magic = 0x1.8p23f;
+	return (v + magic) - magic;
+}
+
 static void quantize_block_q8(const float *w, coli_block_q8 *b)
 {
 	float amax = 0.0f;
@@ -122,23 +134,21 @@ static void quantize_block_q8(const float *w, coli_block_q8 *b)
 	float id = d > 0.0f ? 1.0f / d : 0.0f;
 	b->d = d;
 	for (int j = 0; j < COLI_QK; j++) {
-		float v = roundf(w[j] * id);
-		if (v > 127.0f)
-			v = 127.0f;
-		if (v < -127.0f)
-			v = -127.0f;
-		b->q[j] = (int8_t)v;
+		float v = w[j] * id;
+		/* clamp first (also turns NaN into 0) so round_even's range holds */
+		v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v == v ? v : 0.0f;
+		b->q[j] = (int8_t)round_even(v);
 	}
 }
 
 static uint8_t nibble(float w, float m, float id)
 {
-	float v = roundf((w - m) * id);
+	float v = (w - m) * id;
 	if (!(v > 0.0f)) /* also catches NaN */
 		return 0;
 	if (v > 15.0f)
 		return 15;
-	return (uint8_t)v;
+	return (uint8_t)round_even(v);
 }
 
 static void quantize_block_q4(const float *w, coli_block_q4 *b)
@@ -261,12 +271,9 @@ static void roundtrip_q4_symmetric(const float *w, float *o)
 	float d = coli_half_to_float(coli_float_to_half(vmax / -8.0f));
 	float id = d != 0.0f ? 1.0f / d : 0.0f;
 	for (int j = 0; j < COLI_QK; j++) {
-		float v = roundf(w[j] * id);
-		if (v < -8.0f)
-			v = -8.0f;
-		if (v > 7.0f)
-			v = 7.0f;
-		o[j] = d * v;
+		float v = w[j] * id;
+		v = v < -8.0f ? -8.0f : v > 7.0f ? 7.0f : v == v ? v : 0.0f;
+		o[j] = d * round_even(v);
 	}
 }
 
