@@ -7,7 +7,11 @@ libcoli_a_SOURCES += \
 	src/synth_weights.c src/synth_tokenizer.c \
 	src/cmd_synth.c
 
-TESTS += tests/synth_cli.sh tests/synth_files.sh tests/ref_self.sh tests/ref_forward.sh
+check_PROGRAMS += tests/synth_writer
+tests_synth_writer_SOURCES = tests/synth_writer.c
+tests_synth_writer_LDADD = libcoli.a $(COLI_LIBS)
+
+TESTS += tests/synth_writer tests/synth_cli.sh tests/synth_files.sh tests/ref_self.sh tests/ref_forward.sh
 EXTRA_DIST += tests/synth_cli.sh tests/synth_files.sh tests/ref_self.sh tests/ref_forward.sh \
 	tests/ref/ref_model.py tests/ref/ref_logits.py tests/ref/compare.py \
 	tests/ref/st_check.py tests/ref/ref_selftest.py
