@@ -14,8 +14,9 @@
  * sleeping, so no wakeup is lost: a worker re-checks the generation under
  * the mutex before waiting, and the caller bumps it under the same mutex.
  *
- * Owner: one caller at a time (run_lock serializes callers); fn must not
- * call coli_pool_run on the same pool. */
+ * Owner: one caller at a time (run_lock serializes callers). A run started
+ * from inside fn (on any pool) executes inline on that thread: nesting
+ * would otherwise deadlock on run_lock or wait on busy workers. */
 #include "config.h"
 
 #include "kernels.h"
@@ -29,7 +30,10 @@
 
 /* Spins before sleeping: long enough to bridge the gap between two
  * matvecs of one decode step, short enough not to burn a shared core. */
-#define POOL_SPIN 4000
+#define POOL_SPIN 2000
+
+/* Set while this thread executes a pool task (see coli_pool_run). */
+static _Thread_local int in_task;
 
 struct coli_pool {
 	int n_threads;          /* including the caller */
@@ -62,7 +66,9 @@ static void pool_take(struct coli_pool *p)
 		int i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
 		if (i >= p->n)
 			break;
+		in_task = 1;
 		p->fn(p->arg, i);
+		in_task = 0;
 	}
 }
 
@@ -160,7 +166,7 @@ void coli_pool_run(coli_pool *p, int n, void (*fn)(void *arg, int i), void *arg)
 {
 	if (n <= 0)
 		return;
-	if (!p || p->n_started == 0 || n == 1) {
+	if (!p || p->n_started == 0 || n == 1 || in_task) {
 		for (int i = 0; i < n; i++)
 			fn(arg, i);
 		return;

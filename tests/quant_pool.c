@@ -48,6 +48,43 @@ static int check_pool(coli_pool *p, int size)
 	return fails;
 }
 
+struct nest {
+	coli_pool *p;
+	_Atomic int inner[64];
+};
+
+static void nest_inner(void *arg, int i)
+{
+	_Atomic int *hits = arg;
+	atomic_fetch_add(&hits[i], 1);
+}
+
+/* A task that itself runs a pool job: must run inline, not deadlock. */
+static void nest_outer(void *arg, int i)
+{
+	struct nest *n = arg;
+	static _Atomic int scratch[8][64];
+	coli_pool_run(n->p, 8, nest_inner, scratch[i % 8]);
+	atomic_fetch_add(&n->inner[i], 1);
+}
+
+static int check_nested(void)
+{
+	static struct nest n;
+	n.p = coli_pool_new(3);
+	if (!n.p)
+		return 1;
+	coli_pool_run(n.p, 64, nest_outer, &n);
+	int fails = 0;
+	for (int i = 0; i < 64; i++)
+		if (atomic_load(&n.inner[i]) != 1)
+			fails++;
+	coli_pool_free(n.p);
+	if (fails)
+		fprintf(stderr, "nested runs: %d outer tasks wrong\n", fails);
+	return fails;
+}
+
 int main(void)
 {
 	int fails = 0;
@@ -69,6 +106,7 @@ int main(void)
 		fails += check_pool(p, sizes[s]);
 		coli_pool_free(p);
 	}
+	fails += check_nested();
 	/* a pool that never ran must shut down cleanly too */
 	coli_pool_free(coli_pool_new(4));
 	if (fails)
