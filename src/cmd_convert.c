@@ -3,9 +3,11 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "coli_log.h"
 #include "convert.h"
 #include "manifest.h"
 #include "quant.h"
@@ -97,6 +99,10 @@ int cmd_convert(int argc, char **argv)
 		usage(stderr);
 		return COLI_EXIT_USAGE;
 	}
+	/* Progress (one line per file) is part of this command's output: show
+	 * info-level lines unless the user chose a level. */
+	if (!getenv("COLI_LOG_LEVEL"))
+		coli_log_set_level(COLI_LOG_INFO);
 	o.src_dir = argv[optind];
 	o.out_dir = argv[optind + 1];
 	if (convert_run(&o, &s, &err) < 0) {
