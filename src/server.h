@@ -30,7 +30,8 @@ typedef struct coli_server_opts {
 	int timeout_s;             /* idle connection timeout (slow clients); 0 = 30 */
 	int max_connections;       /* 0 = 64 */
 	const char *model_dir;     /* for the accepted model aliases; may be NULL */
-	/* Expert-store telemetry for /metrics; NULL = those series are omitted. */
+	/* Expert-store telemetry for /metrics; NULL = the engine's own
+	 * (coli_engine_expert_stats). */
 	const struct expert_stats *expert_stats;
 } coli_server_opts;
 

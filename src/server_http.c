@@ -343,7 +343,7 @@ int coli_server_start(coli_engine *eng, const coli_server_opts *o, coli_server *
 	s->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
 	s->timeout_s = o->timeout_s > 0 ? o->timeout_s : 30;
 	s->max_connections = o->max_connections > 0 ? o->max_connections : 64;
-	s->xstats = o->expert_stats;
+	s->xstats = o->expert_stats ? o->expert_stats : coli_engine_expert_stats(eng);
 	s->started = (long long)time(NULL);
 	if (o->api_key && *o->api_key && !(s->api_key = strdup(o->api_key))) {
 		free(s);

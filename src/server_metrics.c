@@ -83,19 +83,35 @@ static void counter(srv_buf *b, const char *name, const char *help, unsigned lon
 	srv_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, v);
 }
 
-/* Weak so the server links (and serves the HTTP series) in builds where the
- * expert store is absent; with the store linked in, it is the real one. */
-extern void expert_stats_snapshot(const expert_stats *st, expert_stats_summary *out)
-	__attribute__((weak));
+/* Prometheus label value: backslash, double quote and newline escaped. */
+static void label_escape(char *out, size_t cap, const char *in)
+{
+	size_t o = 0;
+	for (; *in && o + 3 < cap; in++) {
+		if (*in == '\\' || *in == '"') {
+			out[o++] = '\\';
+			out[o++] = *in;
+		} else if (*in == '\n') {
+			out[o++] = '\\';
+			out[o++] = 'n';
+		} else {
+			out[o++] = *in;
+		}
+	}
+	out[o] = '\0';
+}
 
 static void expert_series(srv_buf *b, const expert_stats *st)
 {
-	if (!st || !expert_stats_snapshot)
+	char name[EXPERT_STATS_MAX_DRIVES][300];
+	if (!st)
 		return;
 	expert_stats_summary *s = calloc(1, sizeof *s);
 	if (!s)
 		return;
 	expert_stats_snapshot(st, s);
+	for (int i = 0; i < s->n_drives && i < EXPERT_STATS_MAX_DRIVES; i++)
+		label_escape(name[i], sizeof name[i], s->drives[i].name);
 	srv_buf_printf(b, "# HELP coli_expert_hits_total Expert lookups served from RAM, by tier.\n"
 		       "# TYPE coli_expert_hits_total counter\n"
 		       "coli_expert_hits_total{tier=\"pinned\"} %llu\n"
@@ -113,16 +129,19 @@ static void expert_series(srv_buf *b, const expert_stats *st)
 			       s->hit_rate);
 	srv_buf_printf(b, "# HELP coli_drive_bytes_read_total Expert bytes read per drive.\n"
 		       "# TYPE coli_drive_bytes_read_total counter\n");
+	/* slots without a name were never configured */
 	for (int i = 0; i < s->n_drives && i < EXPERT_STATS_MAX_DRIVES; i++)
-		srv_buf_printf(b, "coli_drive_bytes_read_total{drive=\"%d\"} %llu\n", i,
-			       (unsigned long long)s->drives[i].bytes);
+		if (s->drives[i].name[0])
+			srv_buf_printf(b, "coli_drive_bytes_read_total{drive=\"%d\",name=\"%s\"} %llu\n", i,
+			       name[i], (unsigned long long)s->drives[i].bytes);
 	srv_buf_printf(b, "# HELP coli_drive_bandwidth_bytes_per_second Read bandwidth per drive.\n"
 		       "# TYPE coli_drive_bandwidth_bytes_per_second gauge\n");
 	for (int i = 0; i < s->n_drives && i < EXPERT_STATS_MAX_DRIVES; i++)
-		srv_buf_printf(b,
-			       "coli_drive_bandwidth_bytes_per_second{drive=\"%d\",window=\"1s\"} %.0f\n"
-			       "coli_drive_bandwidth_bytes_per_second{drive=\"%d\",window=\"10s\"} %.0f\n",
-			       i, s->drives[i].bw_1s, i, s->drives[i].bw_10s);
+		if (s->drives[i].name[0])
+			srv_buf_printf(b,
+			       "coli_drive_bandwidth_bytes_per_second{drive=\"%d\",name=\"%s\",window=\"1s\"} %.0f\n"
+			       "coli_drive_bandwidth_bytes_per_second{drive=\"%d\",name=\"%s\",window=\"10s\"} %.0f\n",
+			       i, name[i], s->drives[i].bw_1s, i, name[i], s->drives[i].bw_10s);
 	free(s);
 }
 

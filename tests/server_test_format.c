@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "expert_stats.h"
 #include "server_internal.h"
 
 static int failures;
@@ -299,6 +300,22 @@ static void test_metrics(void)
 	      strstr(t, "coli_ttft_seconds_count 1\n"));
 	CHECK(strstr(t, "coli_decode_tokens_per_second_bucket{le=\"20\"} 1\n"));
 	free(t);
+	/* expert-store series, with a drive name that needs escaping */
+	expert_stats *st = expert_stats_new(2, 4, 2, 2);
+	CHECK(st != NULL);
+	if (st) {
+		expert_stats_set_drive(st, 0, "/mnt/a\"b", 1);
+		expert_stats_note_lookup(st, 0, 1, EXPERT_MISS);
+		expert_stats_note_lookup(st, 0, 2, EXPERT_HIT_CACHED);
+		expert_stats_note_read(st, 0, 8192);
+		t = srv_metrics_render(m, -1, st);
+		CHECK(t && strstr(t, "coli_expert_misses_total 1\n"));
+		CHECK(t && strstr(t, "coli_expert_hits_total{tier=\"cached\"} 1\n"));
+		CHECK(t && strstr(t, "coli_drive_bytes_read_total{drive=\"0\",name=\"/mnt/a\\\"b\"} 8192\n"));
+		CHECK(t && !strstr(t, "coli_queue_length"));
+		free(t);
+		expert_stats_free(st);
+	}
 	free(m);
 }
 
