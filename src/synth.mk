@@ -11,8 +11,8 @@ check_PROGRAMS += tests/synth_writer
 tests_synth_writer_SOURCES = tests/synth_writer.c
 tests_synth_writer_LDADD = libcoli.a $(COLI_LIBS)
 
-TESTS += tests/synth_writer tests/synth_cli.sh tests/synth_files.sh tests/ref_self.sh tests/ref_forward.sh
-EXTRA_DIST += tests/synth_cli.sh tests/synth_files.sh tests/ref_self.sh tests/ref_forward.sh \
+TESTS += tests/synth_writer tests/synth_cli.sh tests/synth_files.sh tests/synth_tokenizer.sh tests/ref_self.sh tests/ref_forward.sh
+EXTRA_DIST += tests/synth_cli.sh tests/synth_files.sh tests/synth_tokenizer.sh tests/ref_self.sh tests/ref_forward.sh \
 	tests/ref/ref_model.py tests/ref/ref_logits.py tests/ref/compare.py \
 	tests/ref/st_check.py tests/ref/ref_selftest.py
 
