@@ -4,7 +4,16 @@
  * a fixed summation order that does not depend on the thread count, so
  * results are bit-identical for any --threads value. AVX2/FMA code paths are
  * selected at run time (cpuid) with a portable C fallback; the two paths may
- * differ in the last bits, so the choice is fixed per process. */
+ * differ in the last bits, so the choice is fixed per process.
+ *
+ * Precision: activations stay f32 for every weight type (never quantized),
+ * products are summed in f32. Against a double-precision product of the
+ * dequantized weights, each output is within (k + 80) * 2^-24 * S, where
+ * S = sum_j |w_j x_j| (INT4: sum_j (|w_j| + 2|m|) |x_j|) and k = cols / 8
+ * (AVX2) or cols (portable); tests/quant_kernels.c checks this bound.
+ *
+ * x and y must not overlap. F32 matrices take any cols; INT8/INT4 need
+ * cols % 64 == 0 (a bad matrix is logged and y is filled with NaN). */
 #ifndef COLI_KERNELS_H
 #define COLI_KERNELS_H
 
@@ -16,8 +25,11 @@ typedef struct coli_pool coli_pool;
 coli_pool *coli_pool_new(int n_threads);
 void coli_pool_free(coli_pool *p);
 int coli_pool_size(const coli_pool *p);
-/* Run fn(arg, i) for i in [0, n) across the pool and wait for all. The
- * calling thread participates. Allocation-free after coli_pool_new. */
+/* Run fn(arg, i) for i in [0, n) across the pool and wait for all; each i
+ * runs exactly once, in no particular order or thread. The calling thread
+ * participates. Allocation-free after coli_pool_new. One caller at a time
+ * (concurrent callers are serialized); a run started from inside a task
+ * executes inline on that thread. */
 void coli_pool_run(coli_pool *p, int n, void (*fn)(void *arg, int i), void *arg);
 
 /* y[rows] = W x[cols]. pool may be NULL (single-threaded). */
