@@ -104,6 +104,7 @@ int expert_store_save_heat(expert_store *s, coli_err *err);
  *   --direct / --no-direct     (COLI_DIRECT=0|1|auto)
  *   --mirror DIR          (COLI_MODEL_MIRROR, colon-separated), repeatable
  *   --mirror-weights W0,W1,...  primary first (COLI_MIRROR_WEIGHTS)
+ *   --verify-mirrors      sha256 each mirror shard at open (slow)
  *   --cache-policy lru|lfu-decay (COLI_CACHE_POLICY)
  * `flag` may be given as "--name" or "--name=value". Returns the number of
  * argv words consumed from `value` (0 or 1), -ENOENT when the flag is not a

@@ -20,8 +20,9 @@
  * Mirror validation: at open each mirror shard must exist with the size the
  * manifest gives, otherwise that shard is not read from that mirror (a
  * partial copy is fine). sha256 of multi-GB shards at every start would
- * cost minutes, so it is done only with verify_mirrors (`coli doctor`);
- * a corrupted-but-right-sized mirror is the one case this cannot catch.
+ * cost minutes, so it is checked only with opts.verify_mirrors (for
+ * `coli doctor`); without it a corrupted-but-right-sized mirror is the one
+ * case the store cannot catch.
  *
  * Fault injection (test builds, COLI_FAULT_INJECTION): environment
  * variables read at open, each naming the 1-based completion to corrupt:
@@ -43,6 +44,7 @@
 #include <unistd.h>
 
 #include "coli_log.h"
+#include "sha256.h"
 
 #define DEFAULT_DEPTH 64
 #define MIRROR_STRIPE (1u << 20)
@@ -124,6 +126,18 @@ static int open_drive(expert_store *s, int d, const char *dir, int want_direct, 
 					  dir, path, (long long)st.st_size, (unsigned long long)want);
 			close(fd);
 			continue;
+		}
+		if (d > 0 && s->o.verify_mirrors && s->c->expert_shard_sha256 && s->c->expert_shard_sha256[l]) {
+			char hex[65];
+			coli_err e2;
+			coli_err_clear(&e2);
+			if (coli_sha256_file(path, hex, &e2) < 0 || strcmp(hex, s->c->expert_shard_sha256[l])) {
+				coli_warn("expert store: mirror %s: %s %s; not used for that shard", dir, path,
+					  e2.msg[0] ? e2.msg : "fails its sha256 check");
+				wrong++;
+				close(fd);
+				continue;
+			}
 		}
 		dr->fd_buffered[l] = fd;
 		present++;

@@ -154,10 +154,12 @@ int expert_store_opts_parse_flag(expert_store_opts *o, const char *flag,
 	}
 	/* Switches take no value. */
 	if (!strcmp(name, "--no-prefetch") || !strcmp(name, "--prefetch") ||
-	    !strcmp(name, "--direct") || !strcmp(name, "--no-direct")) {
+	    !strcmp(name, "--direct") || !strcmp(name, "--no-direct") || !strcmp(name, "--verify-mirrors")) {
 		if (eq)
 			return coli_err_set(err, -EINVAL, "%s takes no value", name);
-		if (!strcmp(name, "--no-prefetch"))
+		if (!strcmp(name, "--verify-mirrors"))
+			o->verify_mirrors = 1;
+		else if (!strcmp(name, "--no-prefetch"))
 			o->prefetch = 0;
 		else if (!strcmp(name, "--prefetch"))
 			o->prefetch = 1;

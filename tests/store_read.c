@@ -7,6 +7,7 @@
 #include "coli_log.h"
 #include "expert_stats.h"
 #include "expert_store.h"
+#include "sha256.h"
 #include "store_test.h"
 
 #define LAYERS 4     /* layer 0 dense, 1..3 MoE */
@@ -277,6 +278,36 @@ static void test_mirrors(test_model *m)
 	CHECK(sum.drives[1].enabled == 0);
 	CHECK(warnings == 1);
 	expert_store_free(s);
+
+	/* same size, wrong bytes: caught only with verify_mirrors (sha256) */
+	copy_tree(m->dir, mir);
+	char *sums[LAYERS] = { NULL };
+	for (int l = 1; l < LAYERS; l++) {
+		char hex[65];
+		CHECK(coli_sha256_file(m->paths[l], hex, &e) == 0);
+		sums[l] = strdup(hex);
+	}
+	m->c.expert_shard_sha256 = sums;
+	snprintf(cmd, sizeof cmd, "%s/experts/shard-003.bin", mir);
+	FILE *f = fopen(cmd, "r+b");
+	CHECK(f && fseek(f, REC + 100, SEEK_SET) == 0 && fputc(0x5a, f) != EOF && fclose(f) == 0);
+	expert_store_opts_default(&o);
+	o.cache_bytes = 0;
+	o.pin_bytes = 0;
+	o.verify_mirrors = 1;
+	CHECK(expert_store_opts_parse_flag(&o, "--mirror", mir, &e) == 1);
+	CHECK(expert_store_opts_parse_flag(&o, "--mirror-weights", "0,1", &e) == 1);
+	warnings = 0;
+	CHECK(expert_store_open(&m->c, &o, &s, &e) == 0);
+	CHECK(warnings == 1);
+	run_tokens(m, s, 10); /* layer 3 from the primary, the rest mirrored */
+	expert_stats_snapshot(expert_store_stats(s), &sum);
+	CHECK(sum.drives[0].bytes > 0 && sum.drives[1].bytes > 0);
+	expert_store_free(s);
+	m->c.expert_shard_sha256 = NULL;
+	for (int l = 0; l < LAYERS; l++)
+		free(sums[l]);
+	tm_rmrf(mir);
 
 	/* a missing mirror directory is ignored with a warning */
 	warnings = 0;

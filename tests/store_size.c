@@ -87,6 +87,7 @@ int main(void)
 	CHECK(o.mirror_weights[1] == 2.5 && o.mirror_weights[2] == 0.5);
 	CHECK(expert_store_opts_parse_flag(&o, "--cache-policy", "lfu-decay", &e) == 1 &&
 	      o.policy == EXPERT_POLICY_LFU_DECAY);
+	CHECK(expert_store_opts_parse_flag(&o, "--verify-mirrors", NULL, &e) == 0 && o.verify_mirrors == 1);
 	CHECK(expert_store_opts_parse_flag(&o, "--port", "80", &e) == -ENOENT);
 	CHECK(expert_store_opts_parse_flag(&o, "--expert-cache", "lots", &e) == -EINVAL);
 	CHECK(strstr(e.msg, "--expert-cache"));
