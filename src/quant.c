@@ -10,6 +10,7 @@
 #include "quant.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,11 +123,13 @@ static inline float round_even(float v)
 	return (v + magic) - magic;
 }
 
-static void quantize_block_q8(const float *w, coli_block_q8 *b)
+static int quantize_block_q8(const float *w, coli_block_q8 *b)
 {
 	float amax = 0.0f;
 	for (int j = 0; j < COLI_QK; j++) {
 		float a = fabsf(w[j]);
+		if (!(a <= FLT_MAX)) /* inf or NaN */
+			return -ERANGE;
 		if (a > amax)
 			amax = a;
 	}
@@ -139,6 +142,7 @@ static void quantize_block_q8(const float *w, coli_block_q8 *b)
 		v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v == v ? v : 0.0f;
 		b->q[j] = (int8_t)round_even(v);
 	}
+	return 0;
 }
 
 static uint8_t nibble(float w, float m, float id)
@@ -151,15 +155,22 @@ static uint8_t nibble(float w, float m, float id)
 	return (uint8_t)round_even(v);
 }
 
-static void quantize_block_q4(const float *w, coli_block_q4 *b)
+/* Largest finite half. */
+#define HALF_MAX 65504.0f
+
+static int quantize_block_q4(const float *w, coli_block_q4 *b)
 {
 	float lo = w[0], hi = w[0];
-	for (int j = 1; j < COLI_QK; j++) {
+	for (int j = 0; j < COLI_QK; j++) {
+		if (!(fabsf(w[j]) <= HALF_MAX)) /* NaN, inf, or beyond half's m */
+			return -ERANGE;
 		if (w[j] < lo)
 			lo = w[j];
 		if (w[j] > hi)
 			hi = w[j];
 	}
+	if ((hi - lo) / 15.0f > HALF_MAX)
+		return -ERANGE;
 	b->d = coli_float_to_half((hi - lo) / 15.0f);
 	b->m = coli_float_to_half(lo);
 	float d = coli_half_to_float(b->d);
@@ -169,6 +180,7 @@ static void quantize_block_q4(const float *w, coli_block_q4 *b)
 	float id = d > 0.0f ? 1.0f / d : 0.0f;
 	for (int j = 0; j < COLI_QK / 2; j++)
 		b->q[j] = (uint8_t)(nibble(w[j], m, id) | (nibble(w[j + 32], m, id) << 4));
+	return 0;
 }
 
 int coli_quantize_rows(int qtype, const float *src, int n_rows, int cols, void *dst)
@@ -186,10 +198,10 @@ int coli_quantize_rows(int qtype, const float *src, int n_rows, int cols, void *
 	size_t nb = (size_t)n_rows * (size_t)(cols / COLI_QK);
 	for (size_t i = 0; i < nb; i++) {
 		const float *w = src + i * COLI_QK;
-		if (qtype == COLI_Q_INT8)
-			quantize_block_q8(w, (coli_block_q8 *)dst + i);
-		else
-			quantize_block_q4(w, (coli_block_q4 *)dst + i);
+		int rc = qtype == COLI_Q_INT8 ? quantize_block_q8(w, (coli_block_q8 *)dst + i)
+					      : quantize_block_q4(w, (coli_block_q4 *)dst + i);
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }

@@ -59,14 +59,21 @@ size_t coli_qtype_row_bytes(int qtype, int cols);
 size_t coli_qtype_bytes(int qtype, int rows, int cols);
 
 /* Quantize n_rows rows of f32 input (row-major, cols each) into dst,
- * which must hold coli_qtype_bytes(qtype, n_rows, cols). */
+ * which must hold coli_qtype_bytes(qtype, n_rows, cols). Returns 0,
+ * -EINVAL (unknown type, cols % 64 for a quantized type) or -ERANGE (a
+ * NaN/inf weight, or for INT4 a group whose min or step does not fit in a
+ * half, |w| > 65504); dst is then partly written. INT8 uses d = absmax/127
+ * and q = round(w/d); INT4 rounds d = (max-min)/15 and m = min to half
+ * first, then q = round((w-m)/d) clamped to 0..15 (d == 0: all q = 0).
+ * Rounding is to nearest, ties to even. */
 int coli_quantize_rows(int qtype, const float *src, int n_rows, int cols, void *dst);
 /* Inverse: expand rows back to f32 (for error measurement and tests). */
 void coli_dequantize_rows(int qtype, const void *src, int n_rows, int cols, float *dst);
 
 /* Relative RMS error of a round trip: ||W - deq(q(W))|| / ||W|| over the
  * rows x cols matrix w (computed in double). 0 for F32; -1 on bad
- * arguments (cols not a multiple of 64 for quantized types, no memory). */
+ * arguments (cols not a multiple of 64 for quantized types, weights the
+ * type cannot hold, no memory). */
 double coli_quant_rel_rms(int qtype, const float *w, int rows, int cols);
 /* The same figure for a symmetric int4 grid with the same storage cost
  * (half scale d = signed absmax / -8, q in [-8, 7]), so convert can publish

@@ -3,6 +3,7 @@
  * their error bounds (element-wise and as relative RMS). */
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -105,6 +106,15 @@ static void test_names(void)
 	unsigned char buf[128];
 	CHECK(coli_quantize_rows(COLI_Q_INT4, w, 1, 65, buf) < 0, "cols not multiple of 64");
 	CHECK(coli_quantize_rows(9, w, 1, 64, buf) < 0, "unknown type");
+	w[5] = NAN;
+	CHECK(coli_quantize_rows(COLI_Q_INT4, w, 1, 64, buf) == -ERANGE, "NaN int4");
+	CHECK(coli_quantize_rows(COLI_Q_INT8, w, 1, 64, buf) == -ERANGE, "NaN int8");
+	w[5] = INFINITY;
+	CHECK(coli_quantize_rows(COLI_Q_INT8, w, 1, 64, buf) == -ERANGE, "inf int8");
+	w[5] = 70000.0f;
+	CHECK(coli_quantize_rows(COLI_Q_INT4, w, 1, 64, buf) == -ERANGE, "beyond half int4");
+	CHECK(coli_quantize_rows(COLI_Q_INT8, w, 1, 64, buf) == 0, "large is fine for int8");
+	w[5] = 0.0f;
 }
 
 /* Hand-built blocks decode to known values: the layout is the contract. */
