@@ -31,7 +31,22 @@ typedef struct plan_ctx {
 	const convert_opts *o;
 	convert_plan *p;
 	unsigned char *claimed;   /* per checkpoint tensor */
+	int n_indexer;            /* GLM-5 DSA indexer tensors (kept f32) */
+	int n_unknown;            /* other tensors we do not know (kept f32) */
+	const char *first_unknown;
 } plan_ctx;
+
+/* Tensors outside the known architecture are kept (f32) and reported in
+ * one line each kind, not one line per tensor per layer. */
+static void note_unknown(plan_ctx *c, const char *name)
+{
+	if (strstr(name, ".self_attn.indexer.")) {
+		c->n_indexer++;
+		return;
+	}
+	if (!c->n_unknown++)
+		c->first_unknown = name;
+}
 
 static convert_file *file_add(convert_plan *p, int kind, int layer, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -281,7 +296,7 @@ static int plan_layer(plan_ctx *c, convert_file *f, convert_file *shard, int L, 
 		if (rc < 0)
 			return rc;
 		if (!mtp)
-			coli_warn("%s: not part of the known architecture, stored f32", t->name);
+			note_unknown(c, t->name);
 	}
 	return 0;
 }
@@ -379,7 +394,7 @@ int convert_plan_build(const convert_opts *o, convert_plan *p, coli_err *err)
 {
 	int rc;
 	char path[4096];
-	plan_ctx c = { o, p, NULL };
+	plan_ctx c = { .o = o, .p = p };
 	memset(p, 0, sizeof *p);
 	snprintf(path, sizeof path, "%s/config.json", o->src_dir);
 	rc = hf_config_load(path, &p->cfg, err);
@@ -469,12 +484,17 @@ int convert_plan_build(const convert_opts *o, convert_plan *p, coli_err *err)
 			continue;
 		if (!strncmp(t->name, "model.layers.", 13))
 			continue;
-		coli_warn("%s: not part of the known architecture, stored f32", t->name);
+		note_unknown(&c, t->name);
 		if ((rc = add_tensor(&c, f, t, -1, 0, CONVERT_CLS_OTHER, err)) < 0)
 			goto out;
 	}
 	if ((rc = plan_tokenizer(p, o->src_dir, err)) < 0)
 		goto out;
+	if (c.n_indexer)
+		coli_info("%d DSA indexer tensors (self_attn.indexer.*) kept f32", c.n_indexer);
+	if (c.n_unknown)
+		coli_warn("%d tensor(s) not part of the known architecture kept f32 (e.g. %s)",
+			  c.n_unknown, c.first_unknown);
 	if (p->n_fallback)
 		coli_info("%d matrices kept f32: their cols are not a multiple of %d "
 			  "(listed in manifest.json quant.f32_fallback)", p->n_fallback, COLI_QK);
