@@ -31,3 +31,8 @@ EXTRA_DIST += tests/store_iobench.sh
 
 man_MANS += man/coli-iobench.1
 EXTRA_DIST += man/coli-iobench.1.in
+
+# Measurement, not a test: store read throughput vs `coli iobench`.
+noinst_PROGRAMS += bench/store_bench
+bench_store_bench_SOURCES = bench/store_bench.c
+bench_store_bench_LDADD = libcoli.a $(COLI_LIBS)

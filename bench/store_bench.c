@@ -1,0 +1,147 @@
+/* store_bench.c - throughput of the expert store's read path on this disk:
+ * a synthetic model (random bytes) in DIR, routed at random with no cache,
+ * so every acquire is one io_uring batch of top_k record reads. Compare the
+ * GB/s with `coli iobench DIR --size RECORD`.
+ *
+ *   bench/store_bench DIR [record_MiB=16] [experts=64] [top_k=8] [tokens=40]
+ *
+ * Writes layers x experts x record bytes under DIR/store-bench-XXXXXX and
+ * removes it. Not part of `make check` (it is a measurement). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "expert_stats.h"
+#include "expert_store.h"
+
+#define LAYERS 3 /* layer 0 dense, 1..2 MoE */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double run(coli_container *c, int direct, int prefetch, int top_k, int tokens, uint64_t seed)
+{
+	expert_store_opts o;
+	expert_store_opts_default(&o);
+	o.cache_bytes = 0;
+	o.pin_bytes = 0;
+	o.direct = direct;
+	o.prefetch = prefetch;
+	o.max_batch = top_k;
+	expert_store *s;
+	coli_err err;
+	if (expert_store_open(c, &o, &s, &err)) {
+		fprintf(stderr, "open: %s\n", err.msg);
+		exit(1);
+	}
+	int E = c->config.n_routed_experts;
+	int *ex = malloc(sizeof(int) * (size_t)top_k * LAYERS);
+	const void **recs = malloc(sizeof(void *) * (size_t)top_k);
+	double t0 = now_s();
+	for (int t = 0; t < tokens; t++) {
+		for (int l = 1; l < LAYERS; l++) {
+			/* distinct random experts per layer */
+			for (int j = 0; j < top_k; j++) {
+				int e, dup;
+				do {
+					seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+					e = (int)((seed >> 33) % (uint64_t)E);
+					dup = 0;
+					for (int k = 0; k < j; k++)
+						dup |= ex[l * top_k + k] == e;
+				} while (dup);
+				ex[l * top_k + j] = e;
+			}
+		}
+		for (int l = 1; l < LAYERS; l++) {
+			if (l + 1 < LAYERS)
+				expert_store_prefetch(s, l + 1, ex + (l + 1) * top_k, top_k);
+			if (expert_store_acquire(s, l, ex + l * top_k, top_k, recs, &err)) {
+				fprintf(stderr, "acquire: %s\n", err.msg);
+				exit(1);
+			}
+			expert_store_release(s, l);
+		}
+	}
+	double dt = now_s() - t0;
+	expert_stats_summary sum;
+	expert_stats_snapshot(expert_store_stats(s), &sum);
+	printf("%-8s prefetch %-3s: %6.2f GB/s (%llu MiB in %.2f s, wait %.2f s, O_DIRECT %s)\n",
+	       direct ? "direct" : "buffered", prefetch ? "on" : "off", (double)sum.bytes_read / dt / 1e9,
+	       (unsigned long long)(sum.bytes_read >> 20), dt, sum.wait_seconds, sum.direct ? "yes" : "no");
+	expert_store_free(s);
+	free(ex);
+	free(recs);
+	return dt;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: store_bench DIR [record_MiB] [experts] [top_k] [tokens]\n");
+		return 2;
+	}
+	size_t rec = (size_t)(argc > 2 ? atoi(argv[2]) : 16) << 20;
+	int experts = argc > 3 ? atoi(argv[3]) : 64;
+	int top_k = argc > 4 ? atoi(argv[4]) : 8;
+	int tokens = argc > 5 ? atoi(argv[5]) : 40;
+	char dir[512], p[600];
+	snprintf(dir, sizeof dir, "%s/store-bench-XXXXXX", argv[1]);
+	if (!mkdtemp(dir)) {
+		perror(dir);
+		return 1;
+	}
+	snprintf(p, sizeof p, "%s/experts", dir);
+	mkdir(p, 0777);
+	coli_container c;
+	memset(&c, 0, sizeof c);
+	char *paths[LAYERS] = { NULL };
+	uint64_t sizes[LAYERS] = { 0 };
+	c.dir = dir;
+	c.config.num_hidden_layers = LAYERS;
+	c.config.n_routed_experts = experts;
+	c.config.num_experts_per_tok = top_k;
+	c.expert_record_size = rec;
+	c.expert_shard_paths = paths;
+	c.expert_shard_sizes = sizes;
+	char *buf = malloc(rec);
+	for (size_t i = 0; i < rec; i++)
+		buf[i] = (char)(i * 2654435761u >> 13);
+	for (int l = 1; l < LAYERS; l++) {
+		snprintf(p, sizeof p, "%s/experts/shard-%03d.bin", dir, l);
+		paths[l] = strdup(p);
+		sizes[l] = (uint64_t)experts * rec;
+		FILE *f = fopen(p, "wb");
+		for (int e = 0; e < experts && f; e++) {
+			buf[0] = (char)e;
+			fwrite(buf, 1, rec, f);
+		}
+		if (!f || fclose(f)) {
+			perror(p);
+			return 1;
+		}
+	}
+	printf("store_bench: %d MoE layers x %d experts x %zu MiB, top-%d, %d tokens, no cache\n",
+	       LAYERS - 1, experts, rec >> 20, top_k, tokens);
+	run(&c, 1, 0, top_k, tokens, 1);
+	run(&c, 1, 1, top_k, tokens, 2);
+	run(&c, 0, 1, top_k, tokens, 3);
+	for (int l = 1; l < LAYERS; l++) {
+		remove(paths[l]);
+		free(paths[l]);
+	}
+	snprintf(p, sizeof p, "%s/experts", dir);
+	remove(p);
+	remove(dir);
+	free(buf);
+	return 0;
+}
