@@ -1,7 +1,7 @@
 # Man pages are generated from man/*.in so the version never drifts. Each
 # module adds its pages to man_MANS (generated name) and EXTRA_DIST (.in).
-man_MANS += man/coli.1 man/coli-generate.1 man/coli-logits.1 man/coli-bench.1
-EXTRA_DIST += man/coli.1.in man/coli-generate.1.in man/coli-logits.1.in man/coli-bench.1.in \
+man_MANS += man/coli.1 man/coli-generate.1 man/coli-logits.1 man/coli-bench.1 man/coli-doctor.1
+EXTRA_DIST += man/coli.1.in man/coli-generate.1.in man/coli-logits.1.in man/coli-bench.1.in man/coli-doctor.1.in \
 	man/engine-options.inc
 CLEANFILES += $(man_MANS)
 

@@ -5,5 +5,5 @@ tests_core_stop_match_test_SOURCES = tests/core_stop_match_test.c
 tests_core_stop_match_test_LDADD = libcoli.a $(COLI_LIBS)
 tests_core_sampler_test_SOURCES = tests/core_sampler_test.c
 tests_core_sampler_test_LDADD = libcoli.a $(COLI_LIBS)
-TESTS += tests/core_placement.sh tests/core_session_resume.sh
-EXTRA_DIST += tests/core_placement.sh tests/core_session_resume.sh
+TESTS += tests/core_placement.sh tests/core_session_resume.sh tests/core_doctor.sh
+EXTRA_DIST += tests/core_placement.sh tests/core_session_resume.sh tests/core_doctor.sh
