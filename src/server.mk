@@ -8,12 +8,16 @@ libcoli_a_SOURCES += \
 	src/cmd_serve.c
 
 # Unit tests of the pure parts (parsing, formatting, stop strings, tools).
-check_PROGRAMS += tests/server_test_parse tests/server_test_format
-TESTS += tests/server_test_parse tests/server_test_format
+check_PROGRAMS += tests/server_test_parse tests/server_test_format tests/server_test_gen
+TESTS += tests/server_test_parse tests/server_test_format tests/server_test_gen
 tests_server_test_parse_SOURCES = tests/server_test_parse.c
 tests_server_test_parse_LDADD = libcoli.a $(COLI_LIBS)
 tests_server_test_format_SOURCES = tests/server_test_format.c
 tests_server_test_format_LDADD = libcoli.a $(COLI_LIBS)
+# server_test_gen plays scripted engine events: it defines the engine entry
+# points itself, so the real engine objects are not pulled from libcoli.a.
+tests_server_test_gen_SOURCES = tests/server_test_gen.c
+tests_server_test_gen_LDADD = libcoli.a $(COLI_LIBS)
 
 # End to end against a live `coli serve` on a tiny synthesized model: the
 # curl bad-input battery, and the official SDKs (npm openai,
