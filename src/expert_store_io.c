@@ -30,7 +30,8 @@
  *                             fallback; on the primary: a read error)
  *   COLI_FAULT_SHORT_READ=N   completion N returns half its length
  *   COLI_FAULT_READ_EAGAIN=N  completion N returns -EAGAIN
- *   COLI_FAULT_MIRROR_EIO=N   the Nth completion from a mirror fails */
+ *   COLI_FAULT_MIRROR_EIO=N   the Nth completion from a mirror fails
+ *   COLI_FAULT_NO_DIRECT=1    O_DIRECT refused at open (buffered fallback) */
 #include "config.h"
 
 #include "expert_store_int.h"
@@ -143,6 +144,13 @@ static int open_drive(expert_store *s, int d, const char *dir, int want_direct, 
 		present++;
 		if (dr->direct) {
 			int dfd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+#ifdef COLI_FAULT_INJECTION
+			/* COLI_FAULT_NO_DIRECT: act as a filesystem refusing O_DIRECT */
+			if (dfd >= 0 && getenv("COLI_FAULT_NO_DIRECT")) {
+				close(dfd);
+				dfd = -1;
+			}
+#endif
 			if (dfd >= 0 && (probed || probe_direct(dfd))) {
 				dr->fd_direct[l] = dfd;
 				probed = 1;

@@ -20,10 +20,12 @@ tests_store_size_SOURCES = tests/store_size.c tests/store_test.h
 tests_store_size_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/store_heat tests/store_size
 
-check_PROGRAMS += tests/store_policy
+check_PROGRAMS += tests/store_policy tests/store_stats
 tests_store_policy_SOURCES = tests/store_policy.c tests/store_test.h
 tests_store_policy_LDADD = libcoli.a $(COLI_LIBS)
-TESTS += tests/store_policy
+tests_store_stats_SOURCES = tests/store_stats.c tests/store_test.h
+tests_store_stats_LDADD = libcoli.a $(COLI_LIBS)
+TESTS += tests/store_policy tests/store_stats
 
 libcoli_a_SOURCES += src/iobench.c src/iobench.h src/cmd_iobench.c
 TESTS += tests/store_iobench.sh

@@ -16,6 +16,7 @@
 #define REC 16384    /* 4 stripes of 4 KiB when mirrored */
 
 static int warnings;
+static int64_t g_pin; /* pin budget for open_store */
 static int next_policy; /* alternates LRU / LFU-decay across opens */
 
 static void sink(void *opaque, int level, const char *line)
@@ -89,7 +90,7 @@ static expert_store *open_store(test_model *m, int64_t cache, int prefetch, int 
 	expert_store_opts o;
 	expert_store_opts_default(&o);
 	o.cache_bytes = cache;
-	o.pin_bytes = 0;
+	o.pin_bytes = g_pin;
 	o.prefetch = prefetch;
 	o.direct = direct;
 	o.policy = next_policy++ % 2 ? EXPERT_POLICY_LFU_DECAY : EXPERT_POLICY_LRU;
@@ -220,6 +221,24 @@ static void test_engine_order(test_model *m)
 	CHECK(sum.hits_prefetched >= sum.prefetch_used);
 	CHECK(sum.experts_loaded_per_token > 0);
 	CHECK(sum.tokens == 30);
+	expert_store_free(s);
+}
+
+/* cache "auto": bounded by all expert bytes (this model is tiny), split
+ * half pinned, half cached, plus the scratch pool. */
+static void test_auto_budget(test_model *m)
+{
+	g_pin = -1;
+	expert_store *s = open_store(m, -1, 1, 0, NULL);
+	g_pin = 0;
+	expert_stats_summary sum;
+	expert_stats_snapshot(expert_store_stats(s), &sum);
+	int64_t all = (int64_t)(LAYERS - 1) * EXPERTS * REC;
+	CHECK(sum.budget_pin + sum.budget_cache == all);
+	CHECK(sum.budget_pin == all / 2);
+	CHECK(sum.budget_scratch == 2 * 2 * TOPK * REC);
+	CHECK(sum.record_size == REC);
+	run_tokens(m, s, 10);
 	expert_store_free(s);
 }
 
@@ -356,6 +375,20 @@ static void test_faults(test_model *m)
 	warnings = 0;
 	with_fault(m, "COLI_FAULT_MIRROR_EIO", "1", mir, 0);
 	CHECK(warnings == 1);
+
+	/* O_DIRECT refused by the filesystem: buffered reads, same bytes */
+	setenv("COLI_FAULT_NO_DIRECT", "1", 1);
+	expert_store *s = open_store(m, 0, 1, 1, NULL);
+	unsetenv("COLI_FAULT_NO_DIRECT");
+	expert_stats_summary sum;
+	expert_stats_snapshot(expert_store_stats(s), &sum);
+	CHECK(sum.direct == 0);
+	run_tokens(m, s, 5);
+	expert_store_free(s);
+	s = open_store(m, 0, 1, 1, NULL);
+	expert_stats_snapshot(expert_store_stats(s), &sum);
+	CHECK(sum.direct == 1); /* this filesystem takes O_DIRECT */
+	expert_store_free(s);
 	tm_rmrf(mir);
 }
 #endif
@@ -367,6 +400,7 @@ int main(void)
 	tm_make(&m, LAYERS, EXPERTS, TOPK, REC);
 	test_matrix(&m, NULL);
 	test_in_use(&m);
+	test_auto_budget(&m);
 	test_engine_order(&m); /* LRU and */
 	test_engine_order(&m); /* LFU-decay */
 	test_mirrors(&m);
