@@ -146,14 +146,13 @@ static uint64_t rnd(uint64_t *s)
 }
 
 /* Random reads of `block` bytes at depth qd for `secs` seconds. */
-static void run_test(const char *file, int64_t fsize, iobench_test *t, double secs)
+static void run_test(int fd, int open_errno, int64_t fsize, iobench_test *t, double secs)
 {
-	int fd = open(file, O_RDONLY | O_CLOEXEC | (t->direct ? O_DIRECT : 0));
 	struct io_uring ring;
 	void *bufs = NULL;
 	int ring_ok = 0;
 	if (fd < 0) {
-		snprintf(t->note, sizeof t->note, "open%s: %s", t->direct ? " O_DIRECT" : "", strerror(errno));
+		snprintf(t->note, sizeof t->note, "open%s: %s", t->direct ? " O_DIRECT" : "", strerror(open_errno));
 		return;
 	}
 	if (io_uring_queue_init((unsigned)t->qd, &ring, 0) < 0) {
@@ -223,7 +222,6 @@ out:
 	if (ring_ok)
 		io_uring_queue_exit(&ring);
 	free(bufs);
-	close(fd);
 }
 
 int iobench_run(const iobench_opts *o, iobench_report *r, coli_err *err)
@@ -269,6 +267,20 @@ int iobench_run(const iobench_opts *o, iobench_report *r, coli_err *err)
 		if (r->file_bytes < rec)
 			return coli_err_set(err, -EINVAL, "%s: file smaller than --size %lld", o->path, (long long)rec);
 	}
+	/* Open both modes now and unlink a temporary file at once, so it is
+	 * gone however the run ends (Ctrl-C included). */
+	int fds[2], errs[2] = { 0, 0 };
+	fds[0] = open(r->file, O_RDONLY | O_CLOEXEC);
+	errs[0] = errno;
+	fds[1] = open(r->file, O_RDONLY | O_CLOEXEC | O_DIRECT);
+	errs[1] = errno;
+	if (r->created)
+		unlink(r->file);
+	if (fds[0] < 0) {
+		if (fds[1] >= 0)
+			close(fds[1]);
+		return coli_err_set(err, -errs[0], "%s: %s", r->file, strerror(errs[0]));
+	}
 	const int64_t blocks[2] = { 4096, rec };
 	const int qds[2] = { o->qd_small > 0 ? o->qd_small : 32, o->qd_large > 0 ? o->qd_large : 8 };
 	for (int b = 0; b < 2; b++)
@@ -277,14 +289,15 @@ int iobench_run(const iobench_opts *o, iobench_report *r, coli_err *err)
 			t->block = blocks[b];
 			t->qd = qds[b];
 			t->direct = d;
-			run_test(r->file, r->file_bytes, t, secs);
+			run_test(fds[d], errs[d], r->file_bytes, t, secs);
 			if (b == 1 && t->ok && t->bytes_per_s > r->best_large_bps)
 				r->best_large_bps = t->bytes_per_s;
 		}
 	r->bytes_per_token = (int64_t)(o->experts_per_token > 0 ? o->experts_per_token : 8) *
 			     (int64_t)(o->moe_layers > 0 ? o->moe_layers : 75) * rec;
-	if (r->created)
-		unlink(r->file);
+	close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
 	return 0;
 }
 
