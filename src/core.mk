@@ -3,7 +3,7 @@ noinst_LIBRARIES += libcoli.a
 libcoli_a_SOURCES = \
 	src/coli_err.c src/coli_err.h \
 	src/coli_log.c src/coli_log.h \
-	src/model_config.h \
+	src/model_config.h src/tokenizer.h src/chat_template.h \
 	src/cli.h src/cli_util.c src/cli_util.h \
 	src/model.c src/model.h \
 	src/state.c src/state.h \
@@ -21,3 +21,5 @@ libcoli_a_SOURCES = \
 bin_PROGRAMS += coli
 coli_SOURCES = src/coli_main.c
 coli_LDADD = libcoli.a $(COLI_LIBS)
+
+EXTRA_DIST += tools/install-deps.sh tools/run.sh tools/test.sh tools/summarize-tests.sh .ci/run

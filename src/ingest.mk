@@ -23,7 +23,7 @@ tests_ingest_corpus_SOURCES = tests/ingest_corpus.c tests/fuzz/fuzz_ingest.c
 tests_ingest_corpus_LDADD = libcoli.a $(COLI_LIBS)
 
 # libFuzzer target and seed corpus (built by tests/fuzz/run-fuzz.sh with clang)
-EXTRA_DIST += tests/fuzz
+EXTRA_DIST += tests/fuzz/run-fuzz.sh tests/fuzz/ingest.dict tests/fuzz/corpus
 
 # Throughput figures for the record; built by `make check`, never run by it.
 check_PROGRAMS += tests/ingest_bench
