@@ -216,8 +216,12 @@ static enum MHD_Result first_call(coli_server *s, struct MHD_Connection *c, srv_
 			 "missing or invalid API key (send 'Authorization: Bearer KEY' or 'x-api-key: KEY')");
 		return (enum MHD_Result)srv_respond_error(s, c, cc, &e);
 	}
+	/* Answering in this first call would make MHD close the connection
+	 * (it cannot know no body follows); GETs answer on the next call and
+	 * so keep the connection alive. */
+	cc->is_get = !post;
 	if (!post)
-		return (enum MHD_Result)srv_handle_get(s, c, cc);
+		return MHD_YES;
 	if (!content_type_ok(c)) {
 		srv_fail(&e, 415, "invalid_request_error", "unsupported_media_type", NULL,
 			 "request body must be JSON (Content-Type: application/json)");
@@ -283,6 +287,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			 "request body exceeds %zu bytes", s->max_body);
 		return (enum MHD_Result)srv_respond_error(s, c, cc, &e);
 	}
+	if (cc->is_get)
+		return (enum MHD_Result)srv_handle_get(s, c, cc);
 	return (enum MHD_Result)srv_handle_post(s, c, cc);
 }
 

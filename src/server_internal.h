@@ -255,6 +255,7 @@ typedef struct srv_conn {
 	srv_buf body;
 	size_t discarded;          /* body bytes dropped past max_body */
 	int too_big;
+	int is_get;                /* answered once the (empty) body is read */
 	int done;                  /* a response was queued */
 } srv_conn;
 
