@@ -71,7 +71,7 @@
 #define KV_TYPE_TRUNC 0x7C5A4B32u
 #define KV_REC_HEAD 16u
 #define KV_REC_FRAME 20u          /* head + CRC */
-#define KV_SCRATCH (1u << 20)     /* CRC reads of payloads we do not keep */
+#define KV_SCRATCH (256u << 10)   /* CRC reads of payloads we do not keep */
 
 /* One record in the in-RAM table. `live` shrinks when a later truncate
  * cuts into a data record; offsets of rows use `n` (the stride). */
@@ -229,6 +229,7 @@ typedef struct kv_walk {
 	int status;
 	char problem[256];
 	unsigned char *scratch;
+	size_t scratch_cap;
 } kv_walk;
 
 static uint64_t data_payload(uint64_t n, uint32_t layers, uint32_t width)
@@ -250,11 +251,28 @@ static int rec_push(kv_rec **recs, int *n, int *cap, kv_rec r)
 	return 0;
 }
 
+/* Allocated on first use (a load into destinations never needs it) and
+ * no larger than the bytes at hand, up to KV_SCRATCH. */
+static int scratch_get(kv_walk *w, uint64_t want)
+{
+	size_t cap = want > KV_SCRATCH ? KV_SCRATCH : (size_t)(want + 3) & ~(size_t)3;
+	if (cap <= w->scratch_cap)
+		return 0;
+	unsigned char *p = realloc(w->scratch, cap);
+	if (!p)
+		return -ENOMEM;
+	w->scratch = p;
+	w->scratch_cap = cap;
+	return 0;
+}
+
 /* CRC over [off, off+len) of the file, through a scratch buffer. */
 static int crc_range(kv_walk *w, uint64_t off, uint64_t len, uint32_t *crc)
 {
+	if (len && scratch_get(w, len) < 0)
+		return -ENOMEM;
 	while (len) {
-		size_t chunk = len > KV_SCRATCH ? KV_SCRATCH : (size_t)len;
+		size_t chunk = len > w->scratch_cap ? w->scratch_cap : (size_t)len;
 		int rc = pread_full(w->fd, w->scratch, chunk, off);
 		if (rc < 0)
 			return rc;
@@ -326,8 +344,10 @@ static int record_crc_ok(kv_walk *w, uint64_t off, const unsigned char *head)
 /* Is there any valid record at a 4-aligned offset after `bad`? */
 static int valid_after(kv_walk *w, uint64_t bad)
 {
+	if (w->size > bad + 4 && scratch_get(w, w->size - bad - 4) < 0)
+		return 1; /* cannot tell: be safe, refuse */
 	for (uint64_t base = bad + 4; base + KV_REC_FRAME <= w->size;) {
-		size_t chunk = (size_t)((w->size - base) > KV_SCRATCH ? KV_SCRATCH : (w->size - base));
+		size_t chunk = (size_t)((w->size - base) > w->scratch_cap ? w->scratch_cap : (w->size - base));
 		chunk &= ~(size_t)3;
 		if (pread_full(w->fd, w->scratch, chunk, base) < 0)
 			return 1; /* cannot tell: be safe, refuse */
@@ -450,19 +470,27 @@ static int walk(kv_walk *w)
 	return 0;
 }
 
-/* Upper bound of token positions, from the framing only (sizes arrays). */
+/* Upper bound of token positions, from the framing only (sizes arrays).
+ * Follows the history like walk() and stops where it would, so a damaged
+ * position field can never ask for a huge allocation. */
 static uint32_t walk_bound(kv_walk *w)
 {
 	uint64_t off = KV_HDR_SIZE;
-	uint32_t bound = 0;
+	uint32_t bound = 0, cur = 0;
 	unsigned char head[KV_REC_HEAD];
 	while (w->size - off >= KV_REC_FRAME && pread_full(w->fd, head, sizeof head, off) == 0 &&
 	       frame_plausible(w, off, head)) {
 		uint32_t n = get_u32(head + 8), first = get_u32(head + 12);
-		if (get_u32(head) == KV_TYPE_DATA && (uint64_t)first + n > bound) {
-			if ((uint64_t)first + n > INT_MAX)
+		if (get_u32(head) == KV_TYPE_TRUNC) {
+			if (first > cur)
 				break;
-			bound = first + n;
+			cur = first;
+		} else {
+			if (first != cur || (uint64_t)cur + n > INT_MAX)
+				break;
+			cur += n;
+			if (cur > bound)
+				bound = cur;
 		}
 		off += KV_REC_FRAME + get_u32(head + 4);
 	}
@@ -693,10 +721,6 @@ int kv_session_open(const char *dir, const char *name, const char *expected_fing
 	w.n_layers = h.n_layers;
 	w.width = h.width;
 	w.verify = 1;
-	if (!(w.scratch = malloc(KV_SCRATCH))) {
-		rc = coli_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
 	if (loaded) {
 		w.cap = walk_bound(&w);
 		if ((rc = loaded_alloc(loaded, h.n_layers, h.width, w.cap, !(flags & KV_OPEN_NO_ROWS))) < 0) {
@@ -1067,10 +1091,6 @@ int kv_file_inspect(const char *path, int flags, kv_file_report *rep, coli_err *
 	w.n_layers = rep->hdr.n_layers;
 	w.width = rep->hdr.width;
 	w.verify = !!(flags & KV_INSPECT_VERIFY);
-	if (!(w.scratch = malloc(KV_SCRATCH))) {
-		rc = coli_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
 	if ((rc = walk(&w)) < 0) {
 		coli_err_set(err, rc, "%s: read: %s", path, strerror(-rc));
 		goto out;
