@@ -1,7 +1,8 @@
 /* expert_store.h - routed experts: pinned / cached in RAM, or read from disk.
  *
- * Owner: the engine thread calls every function here except the statistics
- * readers (expert_store_stats_*), which any thread may call.
+ * Owner: the engine thread calls every function here; the telemetry block
+ * returned by expert_store_stats() is read by any thread (expert_stats.h).
+ * The options struct is only read during expert_store_open.
  *
  * Placement never changes results: an expert's bytes are identical whether
  * they came from RAM, the primary drive or a mirror. */
@@ -19,8 +20,8 @@ typedef struct expert_stats expert_stats;
 
 #define EXPERT_STORE_MAX_MIRRORS 7
 
-/* Eviction policies. The default (EXPERT_POLICY_DEFAULT) is chosen by the
- * trace-replay measurement in expert_store_policy.c. BELADY needs the
+/* Eviction policies. The default (opts.policy = -1: LRU) was chosen by the
+ * trace-replay measurement described in expert_store_policy.c. BELADY needs the
  * future and exists only for expert_store_replay_trace. */
 enum expert_policy {
 	EXPERT_POLICY_LRU = 0,
@@ -66,7 +67,12 @@ void expert_store_free(expert_store *s);
  * is prefetched. Requests larger than expert_store_max_batch() are the
  * caller's to split: acquire a group, compute, release, acquire the next.
  * acquire fails with -ENOBUFS (nothing left pinned) when the request cannot
- * fit beside what is already held. */
+ * fit beside what is already held.
+ *
+ * expert_store_max_batch: the largest n that one expert_store_acquire is
+ * guaranteed to accept while at most one other layer's set is held (the
+ * engine acquires a prefill's experts in groups of this size); at least 1,
+ * even with cache 0, via the scratch records. */
 int expert_store_max_batch(const expert_store *s);
 
 /* Make experts[0..n) of `layer` resident and return a pointer to each
@@ -75,11 +81,6 @@ int expert_store_max_batch(const expert_store *s);
 int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 			 const void **recs, coli_err *err);
 void expert_store_release(expert_store *s, int layer);
-
-/* Largest n that one expert_store_acquire call accepts with the current
- * budget (the engine acquires a prefill's experts in groups of this size;
- * at least 1 even with cache 0, via the store's own scratch records). */
-int expert_store_max_batch(const expert_store *s);
 
 /* Hint: these experts of `layer` are likely needed next. Non-blocking;
  * wrong guesses cost bandwidth only. */
@@ -129,8 +130,8 @@ int expert_trace_synth(expert_trace *t, int n_layers, int n_experts, int top_k,
 		       int n_tokens, double zipf_s, double locality, uint64_t seed,
 		       coli_err *err);
 void expert_trace_free(expert_trace *t);
-/* Text format, one token per line: "l:e,e,e;l:e,e,..." (written by
- * expert_store's trace recorder, read by `coli bench`). */
+/* Load a text trace, one token per line: "l:e,e,e;l:e,e,..." (layer, then
+ * its routed experts; layers absent from a line stay -1). */
 int expert_trace_load(expert_trace *t, const char *path, int n_layers,
 		      int n_experts, int top_k, coli_err *err);
 
