@@ -133,11 +133,20 @@ static int prepare_out(const convert_opts *o, coli_err *err)
 	return 0;
 }
 
+/* What a resumed run must share with the interrupted one: the options and
+ * the checkpoint (config hash, tensor count, each file's name and size). */
 static json_t *state_args(const convert_opts *o, const convert_plan *p)
 {
-	return json_pack("{s:s,s:s,s:s,s:i}", "quant", coli_qtype_name(o->quant), "mtp_quant",
+	json_t *files = json_array();
+	for (int i = 0; files && i < p->ck->n_files; i++) {
+		const char *f = p->ck->files[i], *b = strrchr(f, '/');
+		struct stat st;
+		json_int_t size = stat(f, &st) == 0 ? (json_int_t)st.st_size : -1;
+		json_array_append_new(files, json_pack("[s,I]", b ? b + 1 : f, size));
+	}
+	return json_pack("{s:s,s:s,s:s,s:i,s:o}", "quant", coli_qtype_name(o->quant), "mtp_quant",
 			 coli_qtype_name(o->mtp_quant), "source_config_sha256", p->config_sha256,
-			 "source_tensors", p->ck->n_tensors);
+			 "source_tensors", p->ck->n_tensors, "source_files", files);
 }
 
 /* Load the previous run's state; *files gets the "files" object (new ref). */

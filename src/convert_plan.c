@@ -102,6 +102,15 @@ static int policy_qtype(const convert_opts *o, int cls, int is_vector, int cols,
 	return q;
 }
 
+/* Base name of the safetensors file holding t, for error messages. */
+static const char *src_file(const convert_plan *p, const st_tensor *t)
+{
+	if (t->file_index < 0 || t->file_index >= p->ck->n_files)
+		return "?";
+	const char *f = p->ck->files[t->file_index], *b = strrchr(f, '/');
+	return b ? b + 1 : f;
+}
+
 static void shape_str(const st_tensor *t, char *buf, size_t n)
 {
 	size_t k = 0;
@@ -121,19 +130,19 @@ static int add_tensor(plan_ctx *c, convert_file *f, const st_tensor *t, int rows
 	char got[96];
 	shape_str(t, got, sizeof got);
 	if (!dtype_supported(t->dtype))
-		return coli_err_set(err, -EINVAL, "tensor %s: unsupported dtype %s", t->name,
-				    st_dtype_name(t->dtype));
+		return coli_err_set(err, -EINVAL, "%s: tensor %s: unsupported dtype %s",
+				    src_file(p, t), t->name, st_dtype_name(t->dtype));
 	if (rows >= 0) {
 		int ok = cols == 0 ? (t->ndim == 1 && t->shape[0] == rows)
 				   : (t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols);
 		if (!ok) {
 			if (cols == 0)
 				return coli_err_set(err, -EINVAL,
-						    "tensor %s: shape %s, config.json implies [%d]",
-						    t->name, got, rows);
+						    "%s: tensor %s: shape %s, config.json implies [%d]",
+						    src_file(p, t), t->name, got, rows);
 			return coli_err_set(err, -EINVAL,
-					    "tensor %s: shape %s, config.json implies [%d, %d]",
-					    t->name, got, rows, cols);
+					    "%s: tensor %s: shape %s, config.json implies [%d, %d]",
+					    src_file(p, t), t->name, got, rows, cols);
 		}
 	} else {
 		/* Unknown tensor: keep its elements, as rows x last dim. */
@@ -194,12 +203,12 @@ static int check_expert(plan_ctx *c, const char *name, int rows, int cols,
 		return coli_err_set(err, -ENOENT, "checkpoint has no tensor %s (required by config.json)",
 				    name);
 	if (!dtype_supported(t->dtype))
-		return coli_err_set(err, -EINVAL, "tensor %s: unsupported dtype %s", t->name,
-				    st_dtype_name(t->dtype));
+		return coli_err_set(err, -EINVAL, "%s: tensor %s: unsupported dtype %s",
+				    src_file(c->p, t), t->name, st_dtype_name(t->dtype));
 	if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols) {
 		shape_str(t, got, sizeof got);
-		return coli_err_set(err, -EINVAL, "tensor %s: shape %s, config.json implies [%d, %d]",
-				    name, got, rows, cols);
+		return coli_err_set(err, -EINVAL, "%s: tensor %s: shape %s, config.json implies [%d, %d]",
+				    src_file(c->p, t), name, got, rows, cols);
 	}
 	c->claimed[t - c->p->ck->tensors] = 1;
 	*out = t;

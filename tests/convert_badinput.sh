@@ -28,8 +28,8 @@ bad() { # kind expected-substring...
 bad missing-key kv_lora_rank config.json
 bad model-type llama
 bad truncated model-00002-of-00002.safetensors
-bad shape model.layers.1.self_attn.kv_b_proj.weight "[100, 64]" "[112, 64]"
-bad dtype model.layers.0.mlp.up_proj.weight I32
+bad shape model.layers.1.self_attn.kv_b_proj.weight "[100, 64]" "[112, 64]" .safetensors
+bad dtype model.layers.0.mlp.up_proj.weight I32 .safetensors
 bad missing-tensor model.layers.2.self_attn.kv_a_layernorm.weight
 rm -rf "$T/ck"
 "$COLI" convert "$T/nonexistent" "$T/out" >/dev/null 2>"$T/err"
