@@ -60,9 +60,11 @@ int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
 	return 0;
 }
 
-/* Wait for the next engine event; -1 when the client left or we stop. */
+/* Wait for the next engine event; -1 when the client left or we stop,
+ * 1 when keepalive_ms passed without one. */
 static int wait_event(srv_gen *g, coli_event *ev)
 {
+	int waited = 0;
 	for (;;) {
 		if (g->stopping && atomic_load(g->stopping)) {
 			coli_request_cancel(g->req);
@@ -77,6 +79,9 @@ static int wait_event(srv_gen *g, coli_event *ev)
 			g->gone = 1;
 			return -1;
 		}
+		waited += WAIT_MS;
+		if (g->keepalive_ms > 0 && waited >= g->keepalive_ms)
+			return 1;
 	}
 }
 
@@ -135,8 +140,14 @@ int srv_gen_next(srv_gen *g, srv_buf *out)
 	if (g->gone)
 		return -1;
 	coli_event ev;
-	if (wait_event(g, &ev))
+	g->idle = 0;
+	int w = wait_event(g, &ev);
+	if (w < 0)
 		return -1;
+	if (w > 0) {
+		g->idle = 1;
+		return 1;
+	}
 	g->started = 1;
 	switch (ev.kind) {
 	case COLI_EV_TEXT: {
@@ -152,6 +163,7 @@ int srv_gen_next(srv_gen *g, srv_buf *out)
 			/* A stop string: stop the engine, then collect the usage. */
 			g->finish = SRV_FINISH_STOP_SEQ;
 			coli_request_cancel(g->req);
+			g->keepalive_ms = 0;
 			do {
 				if (wait_event(g, &ev)) {
 					/* gone while draining: the answer is complete anyway */

@@ -193,6 +193,15 @@ static int stream_step(srv_stream *st)
 		int rc = srv_gen_next(&st->gen, &st->piece);
 		if (rc < 0)
 			return -1;
+		if (st->gen.idle) {
+			/* long prefill or a busy queue: keep proxies and clients
+			 * from timing out (SSE comments are ignored by clients) */
+			if (st->anthropic)
+				srv_anthropic_ev_ping(&st->out);
+			else
+				srv_buf_puts(&st->out, ": keepalive\n\n");
+			return 0;
+		}
 		if (st->piece.len) {
 			if (st->anthropic)
 				srv_anthropic_ev_text(&st->out, 0, st->piece.p, st->piece.len);
@@ -243,8 +252,11 @@ static void stream_free(void *cls)
 	free(st);
 }
 
+#define KEEPALIVE_MS 15000
+
 static int start_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_stream *st)
 {
+	st->gen.keepalive_ms = KEEPALIVE_MS;
 	atomic_fetch_add(&s->metrics.active_streams, 1);
 	struct MHD_Response *r =
 		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_free);

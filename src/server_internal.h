@@ -208,6 +208,8 @@ typedef struct srv_gen {
 	srv_usage usage;
 	double ttft_ms, tps;
 	char errmsg[512];
+	int keepalive_ms;          /* > 0: return idle after this long without events */
+	int idle;                  /* the last srv_gen_next returned for keepalive */
 	int done, gone, started;
 	srv_tool_call *calls;
 	int n_calls;
@@ -217,7 +219,8 @@ typedef struct srv_gen {
  * Returns 0 or a negative errno with e filled (503 busy, 400 context). */
 int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
 		  const srv_request *r, int fd, atomic_int *stopping, srv_error *e);
-/* Wait for more output: appends safe text to out. Returns 1 while running,
+/* Wait for more output: appends safe text to out. Returns 1 while running
+ * (with g->idle set when keepalive_ms passed without an event),
  * 0 when finished (g->finish set), -1 when the client went away or the
  * server is stopping (the request was cancelled). */
 int srv_gen_next(srv_gen *g, srv_buf *out);

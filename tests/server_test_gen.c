@@ -69,6 +69,10 @@ int coli_request_next(coli_request *r, coli_event *ev, int timeout_ms)
 		ev->completion_tokens = r->at;
 		return 1;
 	}
+	if (r->at < r->n - 1 && r->script[r->at].kind == 0) {
+		r->at++;   /* a pause: this wait times out */
+		return 0;
+	}
 	*ev = r->script[r->at < r->n - 1 ? r->at++ : r->n - 1];
 	return 1;
 }
@@ -143,6 +147,8 @@ int main(void)
 	srv_gen g;
 	srv_buf out = { 0 };
 	srv_result res;
+	srv_error e = { 0 };
+	int ids5[5] = { 1, 2, 3, 4, 5 };
 
 	/* a stop string split across events; the engine is cancelled */
 	memset(&r, 0, sizeof r);
@@ -199,8 +205,25 @@ int main(void)
 	srv_gen_free(&g);
 	srv_buf_free(&out);
 
+	/* a quiet engine makes the stream send keepalives, then carries on */
+	memset(&r, 0, sizeof r);
+	coli_event pause;
+	memset(&pause, 0, sizeof pause);
+	coli_event s5[] = { text_ev(10, "a"), pause, pause, text_ev(11, "b"),
+			    done_ev(COLI_FINISH_STOP, 2) };
+	memset(&the_req, 0, sizeof the_req);
+	the_req.script = s5;
+	the_req.n = 5;
+	CHECK(srv_gen_start(&g, NULL, ids5, 5, &r, -1, NULL, &e) == 0);
+	g.keepalive_ms = 100;   /* two 50 ms waits */
+	CHECK(srv_gen_next(&g, &out) == 1 && !g.idle && !strcmp(out.p, "a"));
+	CHECK(srv_gen_next(&g, &out) == 1 && g.idle && !strcmp(out.p, "a"));
+	CHECK(srv_gen_next(&g, &out) == 1 && !g.idle && !strcmp(out.p, "ab"));
+	CHECK(srv_gen_next(&g, &out) == 0 && g.finish == SRV_FINISH_STOP);
+	srv_gen_free(&g);
+	srv_buf_free(&out);
+
 	/* refusals map to HTTP statuses */
-	srv_error e = { 0 };
 	int ids[1] = { 1 };
 	submit_rc = -EBUSY;
 	CHECK(srv_gen_start(&g, NULL, ids, 1, &r, -1, NULL, &e) < 0 && e.status == 503);
