@@ -145,6 +145,27 @@ static int parse_ids(const char *s, int **ids, size_t *n)
 	return 0;
 }
 
+static int hex_bytes(const char *h, char **out, size_t *len)
+{
+	if (!h || strlen(h) % 2)
+		return -EINVAL;
+	size_t n = strlen(h) / 2;
+	char *b = malloc(n + 1);
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		unsigned v;
+		if (sscanf(h + 2 * i, "%2x", &v) != 1) {
+			free(b);
+			return -EINVAL;
+		}
+		b[i] = (char)v;
+	}
+	*out = b;
+	*len = n;
+	return 0;
+}
+
 /* --lines: one JSON string per line in, one {"ids":[...],"text":"..."}
  * per line out, text being the decoding of ids (lets tests tokenize
  * thousands of strings in one process and check the round trip). */
@@ -167,8 +188,17 @@ static int encode_lines(const coli_tokenizer *t, const char *path)
 			continue;
 		json_error_t je;
 		json_t *v = json_loadb(line, (size_t)(next - line), JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-		if (!json_is_string(v)) {
-			cli_errorf("tokenize", "%s:%zu: not a JSON string", path, lineno);
+		char *raw = NULL;
+		size_t raw_len = 0;
+		if (json_is_object(v) && hex_bytes(json_string_value(json_object_get(v, "hex")), &raw, &raw_len) == 0) {
+			/* {"hex":"..."}: raw bytes, for input JSON cannot carry (invalid UTF-8) */
+		} else if (json_is_string(v)) {
+			raw_len = json_string_length(v);
+			raw = malloc(raw_len + 1);
+			if (raw)
+				memcpy(raw, json_string_value(v), raw_len);
+		} else {
+			cli_errorf("tokenize", "%s:%zu: not a JSON string nor {\"hex\":...}", path, lineno);
 			json_decref(v);
 			status = COLI_EXIT_FAIL;
 			break;
@@ -176,7 +206,9 @@ static int encode_lines(const coli_tokenizer *t, const char *path)
 		int *ids;
 		size_t n;
 		coli_err err = { 0 };
-		rc = coli_tokenizer_encode(t, json_string_value(v), json_string_length(v), &ids, &n, &err);
+		rc = raw ? coli_tokenizer_encode(t, raw, raw_len, &ids, &n, &err)
+			 : coli_err_set(&err, -ENOMEM, "out of memory");
+		free(raw);
 		json_decref(v);
 		if (rc < 0) {
 			cli_errorf("tokenize", "%s:%zu: %s", path, lineno, err.msg);

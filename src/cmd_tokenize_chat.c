@@ -1,6 +1,7 @@
 /* cmd_tokenize_chat.c - `coli tokenize --chat FILE`: render an
- * OpenAI-shaped conversation ({"messages":[...], "tools":[...]}) with the
- * model's chat template and tokenize it; prints {"text":...,"ids":[...]}. */
+ * OpenAI-shaped conversation ({"messages":[...], "tools":[...],
+ * "add_generation_prompt":bool}) or an array of them with the model's chat
+ * template and tokenize it; prints {"text":...,"ids":[...]} per line. */
 #include "config.h"
 
 #include <jansson.h>
@@ -19,22 +20,24 @@ static char *dump_or_null(json_t *v)
 	return v && !json_is_null(v) ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 }
 
-int tokenize_chat(const coli_tokenizer *t, const char *path, const char *model_type, int gen_prompt)
+/* One conversation object; prints one line. */
+static int chat_one(const coli_tokenizer *t, const char *path, json_t *root, const char *model_type,
+		    int gen_prompt)
 {
-	json_error_t je;
 	coli_err err = { 0 };
 	int status = COLI_EXIT_FAIL, n = 0;
 	coli_chat_msg *msgs = NULL;
 	char *tools = NULL, *text = NULL;
 	int *ids = NULL;
 	size_t n_ids;
-	json_t *root = json_load_file(path, 0, &je);
 	json_t *jm = json_object_get(root, "messages");
-	if (!root || !json_is_array(jm)) {
-		cli_errorf("tokenize", "--chat %s:%d: %s", path, je.line,
-			   root ? "needs {\"messages\": [...]}" : je.text);
+	if (!json_is_array(jm)) {
+		cli_errorf("tokenize", "--chat %s: needs {\"messages\": [...]}", path);
 		goto out;
 	}
+	json_t *agp = json_object_get(root, "add_generation_prompt");
+	if (json_is_boolean(agp))
+		gen_prompt = json_is_true(agp);
 	n = (int)json_array_size(jm);
 	msgs = calloc((size_t)n + 1, sizeof *msgs);
 	if (!msgs)
@@ -78,6 +81,28 @@ out:
 	free(tools);
 	free(text);
 	free(ids);
+	return status;
+}
+
+int tokenize_chat(const coli_tokenizer *t, const char *path, const char *model_type, int gen_prompt)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, 0, &je);
+	if (!root) {
+		cli_errorf("tokenize", "--chat %s:%d: %s", path, je.line, je.text);
+		return COLI_EXIT_FAIL;
+	}
+	int status = COLI_EXIT_OK;
+	if (json_is_array(root)) {
+		/* several conversations, one output line each */
+		size_t i;
+		json_t *c;
+		json_array_foreach(root, i, c)
+			if ((status = chat_one(t, path, c, model_type, gen_prompt)) != COLI_EXIT_OK)
+				break;
+	} else {
+		status = chat_one(t, path, root, model_type, gen_prompt);
+	}
 	json_decref(root);
 	return status;
 }

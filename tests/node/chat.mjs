@@ -70,24 +70,25 @@ const tpl = new Template(cfg.chat_template);
 const family = cfg.chat_template.includes("<｜User｜>") ? "deepseek" : cfg.chat_template.includes("[gMASK]") ? "glm" : "other";
 const checkIds = family !== "glm"; // the GLM template is rendered with another family's tokenizer
 let bad = 0;
-CONVERSATIONS.forEach((conv0, i) => {
-  const conv = forFamily(conv0, family);
+// all conversations in one coli run (one output line each)
+const convs = CONVERSATIONS.map((c0) => forFamily(c0, family));
+const f = `${tmp}/chat.json`;
+// coli reads OpenAI-shaped messages: arguments stay JSON text
+fs.writeFileSync(f, JSON.stringify(CONVERSATIONS.map((c0, i) => ({ messages: forFamily(c0, "deepseek").messages,
+  tools: convs[i].tools, add_generation_prompt: convs[i].add_generation_prompt ?? true }))));
+const args = ["tokenize", dir, "--chat", f];
+if (modelType) args.push("--model-type", modelType);
+const r = spawnSync(coli, args, { encoding: "utf8" });
+if (r.status !== 0) {
+  console.error(`coli exited ${r.status}: ${r.stderr.trim()}`);
+  process.exit(1);
+}
+const outs = r.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+convs.forEach((conv, i) => {
   const agp = conv.add_generation_prompt ?? true;
   const ref = tpl.render({ messages: conv.messages, tools: conv.tools, add_generation_prompt: agp,
     bos_token: tokenOf(cfg, "bos_token") ?? "", eos_token: tokenOf(cfg, "eos_token") ?? "" });
-  const f = `${tmp}/chat-${i}.json`;
-  // coli reads OpenAI-shaped messages: arguments stay JSON text
-  fs.writeFileSync(f, JSON.stringify({ messages: forFamily(conv0, "deepseek").messages, tools: conv.tools }));
-  const args = ["tokenize", dir, "--chat", f];
-  if (!agp) args.push("--no-generation-prompt");
-  if (modelType) args.push("--model-type", modelType);
-  const r = spawnSync(coli, args, { encoding: "utf8" });
-  if (r.status !== 0) {
-    console.error(`conversation ${i}: coli exited ${r.status}: ${r.stderr.trim()}`);
-    bad++;
-    return;
-  }
-  const got = JSON.parse(r.stdout);
+  const got = outs[i] ?? { text: undefined };
   if (got.text !== ref) {
     if (++bad <= 4) console.error(`conversation ${i}: rendering differs\n  coli: ${JSON.stringify(got.text)}\n  ref:  ${JSON.stringify(ref)}`);
     return;
