@@ -321,21 +321,52 @@ static json_t *synth_config_json(const synth_opts *o)
 	return j;
 }
 
+/* Is `name` a weight file (or a temporary one) of an earlier run? */
+static bool synth_is_weight_file(const char *name)
+{
+	size_t n = strlen(name);
+	if (strncmp(name, "model", 5))
+		return false;
+	if (n > 4 && !strcmp(name + n - 4, ".tmp"))
+		n -= 4;
+	static const char index[] = "model.safetensors.index.json";
+	return (n > 12 && !strncmp(name + n - 12, ".safetensors", 12)) ||
+	       (n == sizeof(index) - 1 && !strncmp(name, index, n));
+}
+
+/* True when dir/config.json was written by coli synth. */
+static bool synth_dir_is_ours(const char *dir)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/config.json", dir);
+	json_t *j = json_load_file(p, 0, NULL);
+	bool ours = j && json_is_string(json_object_get(j, "synth_preset"));
+	json_decref(j);
+	return ours;
+}
+
 /* Remove weights of an earlier run so a loader never mixes two layouts
- * (e.g. a stale index next to a fresh single file). */
+ * (e.g. a stale index next to a fresh single file). A non-empty directory
+ * that coli synth did not write is refused: it may hold a real checkpoint. */
 static int synth_clean_dir(const char *dir, coli_err *err)
 {
 	DIR *d = opendir(dir);
 	if (!d)
 		return coli_err_set(err, -errno, "%s: %s", dir, strerror(errno));
 	struct dirent *e;
+	bool empty = true;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			empty = false;
+	if (!empty && !synth_dir_is_ours(dir)) {
+		closedir(d);
+		return coli_err_set(err, -EEXIST, "%s: not empty and not written by coli synth; refusing to overwrite",
+				    dir);
+	}
+	rewinddir(d);
 	int rc = 0;
 	while ((e = readdir(d))) {
-		size_t n = strlen(e->d_name);
-		bool st = n > 12 && !strncmp(e->d_name, "model", 5) &&
-			  (!strcmp(e->d_name + n - 12, ".safetensors") ||
-			   !strcmp(e->d_name, "model.safetensors.index.json"));
-		if (!st)
+		if (!synth_is_weight_file(e->d_name))
 			continue;
 		char p[4096];
 		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);

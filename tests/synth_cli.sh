@@ -40,6 +40,12 @@ expect_usage "$tmp/a" --seed
 expect_usage "$tmp/a" "$tmp/b"
 [ ! -e "$tmp/a" ] || fail "a refused synth created its directory"
 
+# A directory coli synth did not write is never overwritten.
+mkdir -p "$tmp/real" && echo '{"model_type":"deepseek_v3"}' >"$tmp/real/config.json" && : >"$tmp/real/model.safetensors"
+"$COLI" synth "$tmp/real" >/dev/null 2>"$tmp/err" && fail "synth overwrote a foreign directory"
+grep -q "refusing" "$tmp/err" || fail "no refusal message: $(cat "$tmp/err")"
+[ -e "$tmp/real/model.safetensors" ] || fail "foreign weights removed"
+
 "$COLI" synth --help >"$tmp/help" || fail "--help exit status"
 grep -q "usage: coli synth" "$tmp/help" || fail "--help text"
 
