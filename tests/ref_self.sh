@@ -1,7 +1,8 @@
 #!/bin/sh
 # ref_self.sh - the numpy reference checked against itself (no C forward
 # pass needed): incremental == full pass, BF16/F16/FP8 decoding, RoPE/YaRN
-# formulas. See tests/ref/ref_selftest.py.
+# formulas (tests/ref/ref_selftest.py); then the ref_logits.py front end:
+# `coli logits`-shaped JSON, --incremental agrees, bad token refused.
 set -u
 : "${COLI:?COLI must point to the built coli}"
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -9,4 +10,21 @@ PY=${PYTHON3:-/usr/bin/python3}
 "$PY" -c 'import numpy' 2>/dev/null || { echo "SKIP: python3 numpy missing"; exit 77; }
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
-"$PY" "$top_srcdir/tests/ref/ref_selftest.py" "$COLI" "$tmp"
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$PY" "$top_srcdir/tests/ref/ref_selftest.py" "$COLI" "$tmp" || exit 1
+
+"$COLI" synth "$tmp/cli" --seed 4 >/dev/null || fail "coli synth"
+LOGITS="$top_srcdir/tests/ref/ref_logits.py"
+"$PY" "$LOGITS" "$tmp/cli" --tokens 1,2,300 >"$tmp/full.json" || fail "ref_logits.py"
+"$PY" "$LOGITS" "$tmp/cli" --tokens "1 2 300" --incremental >"$tmp/inc.json" || fail "ref_logits.py --incremental"
+"$PY" "$LOGITS" "$tmp/cli" --tokens 1,512 >/dev/null 2>&1 && fail "token 512 accepted"
+"$PY" - "$tmp/full.json" "$tmp/inc.json" <<'EOF' || fail "ref_logits.py output"
+import json, sys
+a = json.load(open(sys.argv[1]))["logits"]
+b = json.load(open(sys.argv[2]))["logits"]
+assert len(a) == 3 and all(len(r) == 512 for r in a), [len(r) for r in a]
+worst = max(abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb))
+assert worst < 1e-9, worst
+print("ref_logits.py: 3 x 512 logits, incremental within %.1e" % worst)
+EOF
