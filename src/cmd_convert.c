@@ -16,7 +16,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: coli convert SRC_HF_DIR OUT_DIR [--quant int4-g64|int8|f32]\n"
-		"                    [--mtp-quant int8|int4-g64|f32] [--force]\n"
+		"                    [--mtp-quant int8|int4-g64|f32] [--threads N] [--force]\n"
 		"Convert a Hugging Face checkpoint into a colitop model container.\n"
 		"Interrupted runs resume when started again with the same arguments.\n"
 		"See coli-convert(1).\n");
@@ -53,6 +53,7 @@ int cmd_convert(int argc, char **argv)
 		{ "quant", required_argument, NULL, 'q' },
 		{ "mtp-quant", required_argument, NULL, 'm' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "threads", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -82,6 +83,16 @@ int cmd_convert(int argc, char **argv)
 		case 'f':
 			o.force = 1;
 			break;
+		case 't': {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end || n < 0 || n > 1024) {
+				cli_errorf("convert", "--threads: '%s' is not a count in [0, 1024]", optarg);
+				return COLI_EXIT_USAGE;
+			}
+			o.threads = (int)n;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return COLI_EXIT_OK;

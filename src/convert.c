@@ -28,6 +28,7 @@
 
 #include "coli_log.h"
 #include "hf_config.h"
+#include "kernels.h"
 #include "manifest.h"
 #include "quant.h"
 #include "sha256.h"
@@ -250,6 +251,7 @@ int convert_run(const convert_opts *o, convert_summary *sum, coli_err *err)
 {
 	convert_plan p;
 	json_t *args = NULL, *files = NULL, *man = NULL;
+	coli_pool *pool = NULL;
 	double t0 = now_s();
 	int rc;
 	memset(sum, 0, sizeof *sum);
@@ -266,6 +268,10 @@ int convert_run(const convert_opts *o, convert_summary *sum, coli_err *err)
 	}
 	if ((rc = state_load(o, args, &files, err)) < 0)
 		goto out;
+	if (o->threads != 1 && !(pool = coli_pool_new(o->threads))) {
+		rc = coli_err_set(err, -ENOMEM, "cannot start %d quantization threads", o->threads);
+		goto out;
+	}
 	coli_info("converting %s -> %s: %d files, %d resident tensors, %d experts "
 		  "(quant %s, experts %s, mtp %s)", o->src_dir, o->out_dir, p.n_files, p.n_tensors,
 		  p.n_experts, coli_qtype_name(o->quant), coli_qtype_name(p.expert_qtype),
@@ -285,7 +291,7 @@ int convert_run(const convert_opts *o, convert_summary *sum, coli_err *err)
 		json_object_del(files, f->path);
 		double t1 = now_s();
 		uint64_t before = sum->bytes_written;
-		if ((rc = convert_file_write(&p, f, o->out_dir, &sum->bytes_written, err)) < 0)
+		if ((rc = convert_file_write(&p, f, o->out_dir, pool, &sum->bytes_written, err)) < 0)
 			goto out;
 		json_object_set_new(files, f->path,
 				    json_pack("{s:I,s:s,s:o}", "size", (json_int_t)f->size, "sha256",
@@ -337,6 +343,7 @@ out:
 			sum->peak_rss_kb = ru.ru_maxrss;
 	}
 	sum->elapsed_s = now_s() - t0;
+	coli_pool_free(pool);
 	json_decref(man);
 	json_decref(files);
 	json_decref(args);

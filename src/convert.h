@@ -35,6 +35,7 @@ typedef struct convert_opts {
 	int quant;             /* enum coli_qtype: dense matrices + routed experts */
 	int mtp_quant;         /* enum coli_qtype: the MTP layer(s) */
 	int force;             /* overwrite a complete container / stale state */
+	int threads;           /* quantization threads; <= 0: online cores */
 } convert_opts;
 
 /* Accumulated error of one class: sums over every element converted. */
@@ -121,15 +122,17 @@ typedef struct convert_plan {
 
 int convert_plan_build(const convert_opts *o, convert_plan *p, coli_err *err);
 void convert_plan_free(convert_plan *p);
+struct coli_pool;
 /* Write one output file (to PATH.tmp, fsync, rename); fills f->sha256 and
- * f->err. *written += bytes written. */
+ * f->err. *written += bytes written. pool may be NULL (one thread). */
 int convert_file_write(const convert_plan *p, convert_file *f, const char *out_dir,
-		       uint64_t *written, coli_err *err);
-/* Error of the chosen format over all rows, and of the alternative format
- * (symmetric int4 for int4, affine int4 for int8 embed/lm_head) over a
- * sample of rows. `q` holds src quantized as qtype. */
-void convert_measure(int cls, int qtype, const float *src, const void *q, int rows,
-		     int cols, convert_err_acc *acc);
+		       struct coli_pool *pool, uint64_t *written, coli_err *err);
+/* Error of the chosen format over rows [row0, row0 + rows) of a matrix of
+ * total_rows rows, and of the alternative format (symmetric int4 for int4,
+ * affine int4 for int8 embed/lm_head) over an even sample of <= 256 of the
+ * matrix's rows. `q` holds those rows quantized as qtype (NULL for f32). */
+void convert_measure(int cls, int qtype, const float *src, const void *q, int row0, int rows,
+		     int total_rows, int cols, convert_err_acc *acc);
 /* Assemble manifest.json (as a JSON object) from the finished plan. */
 json_t *convert_manifest_build(const convert_opts *o, const convert_plan *p,
 			       const char *src_label);

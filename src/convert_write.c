@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernels.h"
 #include "manifest.h"
 #include "quant.h"
 #include "sha256.h"
@@ -114,8 +115,8 @@ static void w_free(wfile *w)
 	free(w->final);
 }
 
-void convert_measure(int cls, int qtype, const float *src, const void *q, int rows, int cols,
-		     convert_err_acc *acc)
+void convert_measure(int cls, int qtype, const float *src, const void *q, int row0, int rows,
+		     int total_rows, int cols, convert_err_acc *acc)
 {
 	size_t rb = coli_qtype_row_bytes(qtype, cols);
 	float *row = malloc((size_t)cols * sizeof *row);
@@ -130,7 +131,7 @@ void convert_measure(int cls, int qtype, const float *src, const void *q, int ro
 	if (!row || !alt)
 		goto out;
 	/* Alternatives are measured on an even sample of <= 256 rows. */
-	int stride = rows > 256 ? rows / 256 : 1;
+	int stride = total_rows > 256 ? total_rows / 256 : 1;
 	for (int r = 0; r < rows; r++) {
 		const float *x = src + (size_t)r * (size_t)cols;
 		double sse = 0, ssv = 0;
@@ -147,7 +148,7 @@ void convert_measure(int cls, int qtype, const float *src, const void *q, int ro
 		acc->sse += sse;
 		acc->ssv += ssv;
 		acc->n += cols;
-		if (alt_kind && r % stride == 0) {
+		if (alt_kind && (row0 + r) % stride == 0) {
 			double a = 0;
 			if (alt_kind == 1) {
 				/* quant.c's symmetric grid, same storage cost (quant.h). */
@@ -170,36 +171,96 @@ out:
 	free(alt);
 }
 
-static int write_tensors(const convert_plan *p, convert_file *f, wfile *w, coli_err *err)
+/* Quantize + measure one matrix in chunks of CHUNK_ROWS rows across the
+ * pool. Each chunk has its own error accumulator, summed in chunk order, so
+ * the published figures do not depend on the thread count. */
+#define CHUNK_ROWS 64
+
+typedef struct qjob {
+	int cls, qtype, rows, cols;
+	const float *x;
+	void *q;                 /* NULL: f32, nothing to quantize */
+	size_t row_bytes;
+	convert_err_acc *acc;    /* [n_chunks] */
+	int *rc;                 /* [n_chunks] */
+} qjob;
+
+static void qjob_chunk(void *arg, int i)
+{
+	const qjob *j = arg;
+	int r0 = i * CHUNK_ROWS, n = j->rows - r0 < CHUNK_ROWS ? j->rows - r0 : CHUNK_ROWS;
+	const float *x = j->x + (size_t)r0 * (size_t)j->cols;
+	void *q = j->q ? (char *)j->q + (size_t)r0 * j->row_bytes : NULL;
+	if (q && (j->rc[i] = coli_quantize_rows(j->qtype, x, n, j->cols, q)) < 0)
+		return;
+	convert_measure(j->cls, j->qtype, x, q, r0, n, j->rows, j->cols, &j->acc[i]);
+}
+
+static int quantize_matrix(coli_pool *pool, int cls, int qtype, const float *x, int rows,
+			   int cols, void *q, convert_err_acc *acc, const char *name, coli_err *err)
+{
+	int n = (rows + CHUNK_ROWS - 1) / CHUNK_ROWS, rc = 0;
+	qjob j = { cls, qtype, rows, cols, x, qtype == COLI_Q_F32 ? NULL : q,
+		   coli_qtype_row_bytes(qtype, cols), calloc((size_t)n, sizeof *j.acc),
+		   calloc((size_t)n, sizeof *j.rc) };
+	if (!j.acc || !j.rc) {
+		rc = coli_err_set(err, -ENOMEM, "%s: out of memory", name);
+		goto out;
+	}
+	if (pool)
+		coli_pool_run(pool, n, qjob_chunk, &j);
+	else
+		for (int i = 0; i < n; i++)
+			qjob_chunk(&j, i);
+	for (int i = 0; i < n; i++) {
+		if (j.rc[i] < 0) {
+			rc = coli_err_set(err, j.rc[i], "%s: quantization failed", name);
+			goto out;
+		}
+		acc->sse += j.acc[i].sse;
+		acc->ssv += j.acc[i].ssv;
+		acc->sse_alt += j.acc[i].sse_alt;
+		acc->ssv_alt += j.acc[i].ssv_alt;
+		acc->n += j.acc[i].n;
+	}
+	if (qtype == COLI_Q_F32 && q != x)
+		memcpy(q, x, (size_t)rows * (size_t)cols * sizeof *x);
+out:
+	free(j.acc);
+	free(j.rc);
+	return rc;
+}
+
+static int write_tensors(const convert_plan *p, convert_file *f, wfile *w, coli_pool *pool,
+			 coli_err *err)
 {
 	int rc = 0;
 	for (int i = 0; i < f->n_t && rc == 0; i++) {
 		const convert_tensor *t = &f->t[i];
 		size_t n = (size_t)t->rows * (size_t)t->cols;
 		float *x = malloc(n * sizeof *x);
-		void *q = t->qtype == COLI_Q_F32 ? NULL : malloc(t->nbytes);
-		if (!x || (t->qtype != COLI_Q_F32 && !q)) {
+		void *q = t->qtype == COLI_Q_F32 ? (void *)x : malloc(t->nbytes);
+		if (!x || !q)
 			rc = coli_err_set(err, -ENOMEM, "%s: out of memory (%zu elements)",
 					  t->src->name, n);
-		} else if ((rc = st_read_f32(p->ck, t->src, x, err)) == 0) {
-			if (q)
-				rc = coli_quantize_rows(t->qtype, x, t->rows, t->cols, q);
-			if (rc < 0)
-				rc = coli_err_set(err, rc, "%s: quantization failed", t->src->name);
-		}
-		if (rc == 0) {
-			convert_measure(t->cls, t->qtype, x, q, t->rows, t->cols, &f->err[t->cls]);
-			rc = w_pad_to(w, t->offset, err);
-		}
 		if (rc == 0)
-			rc = w_write(w, q ? q : (void *)x, t->nbytes, err);
+			rc = st_read_f32(p->ck, t->src, x, err);
+		if (rc == 0)
+			rc = quantize_matrix(pool, t->cls, t->qtype, x, t->rows, t->cols, q,
+					     &f->err[t->cls], t->src->name, err);
+		if (rc == 0)
+			rc = w_pad_to(w, t->offset, err);
+		if (rc == 0)
+			rc = w_write(w, q, t->nbytes, err);
+		if (q != x)
+			free(q);
 		free(x);
-		free(q);
 	}
 	return rc;
 }
 
-static int write_experts(const convert_plan *p, convert_file *f, wfile *w, coli_err *err)
+static int write_experts(const convert_plan *p, convert_file *f, wfile *w, coli_pool *pool,
+			 coli_err *err)
 {
 	int rc = 0;
 	const int E = p->cfg.n_routed_experts;
@@ -214,18 +275,11 @@ static int write_experts(const convert_plan *p, convert_file *f, wfile *w, coli_
 		memset(rec, 0, p->record_size);
 		for (int k = 0; k < 3 && rc == 0; k++) {
 			const st_tensor *t = f->experts[e * 3 + k];
-			int rows = p->part_rows[k], cols = p->part_cols[k];
-			void *dst = rec + p->part_off[k];
 			if ((rc = st_read_f32(p->ck, t, x, err)) < 0)
 				break;
-			if (p->expert_qtype == COLI_Q_F32)
-				memcpy(dst, x, (size_t)rows * (size_t)cols * sizeof *x);
-			else if ((rc = coli_quantize_rows(p->expert_qtype, x, rows, cols, dst)) < 0)
-				rc = coli_err_set(err, rc, "%s: quantization failed", t->name);
-			if (rc == 0)
-				convert_measure(CONVERT_CLS_EXPERTS, p->expert_qtype, x,
-						p->expert_qtype == COLI_Q_F32 ? NULL : dst, rows, cols,
-						&f->err[CONVERT_CLS_EXPERTS]);
+			rc = quantize_matrix(pool, CONVERT_CLS_EXPERTS, p->expert_qtype, x,
+					     p->part_rows[k], p->part_cols[k], rec + p->part_off[k],
+					     &f->err[CONVERT_CLS_EXPERTS], t->name, err);
 		}
 		if (rc == 0)
 			rc = w_write(w, rec, p->record_size, err);
@@ -268,16 +322,16 @@ out:
 }
 
 int convert_file_write(const convert_plan *p, convert_file *f, const char *out_dir,
-		       uint64_t *written, coli_err *err)
+		       coli_pool *pool, uint64_t *written, coli_err *err)
 {
 	wfile w;
 	memset(f->err, 0, sizeof f->err);
 	int rc = w_open(&w, out_dir, f->path, err);
 	if (rc == 0) {
 		if (f->kind == CONVERT_FILE_TENSORS)
-			rc = write_tensors(p, f, &w, err);
+			rc = write_tensors(p, f, &w, pool, err);
 		else if (f->kind == CONVERT_FILE_EXPERTS)
-			rc = write_experts(p, f, &w, err);
+			rc = write_experts(p, f, &w, pool, err);
 		else
 			rc = copy_file(f, &w, err);
 	}

@@ -99,8 +99,11 @@ cp "$M/manifest.json" "$T/manifest.first"
 "$COLI" convert "$T/ck" "$M" 2>"$T/err" >/dev/null
 [ $? = 1 ] || fail "existing container not refused"
 grep -q "already holds a complete container" "$T/err" || fail "refusal message: $(cat "$T/err")"
-"$COLI" convert "$T/ck" "$M" --force >/dev/null 2>&1 || fail "--force"
+"$COLI" convert "$T/ck" "$M" --force --threads 3 >/dev/null 2>&1 || fail "--force"
 cmp -s "$M/manifest.json" "$T/manifest.first" || fail "conversion is not deterministic"
+# ... and the thread count changes no byte of the container.
+"$COLI" convert "$T/ck" "$T/m-1thread" --threads 1 >/dev/null 2>&1 || fail "--threads 1"
+diff -r "$M" "$T/m-1thread" >/dev/null || fail "--threads 1 and 3 give different containers"
 
 # A foreign non-empty directory is refused.
 mkdir "$T/foreign" && echo x >"$T/foreign/notes.txt"
