@@ -3,7 +3,8 @@
 # directory rule and `coli sessions`.
 libcoli_a_SOURCES += \
 	src/crc32c.c src/crc32c.h \
-	src/kv_file.c src/kv_file.h \
+	src/kv_file.c src/kv_file.h src/kv_format.h \
+	src/kv_session.c \
 	src/kv_store.c src/kv_store.h \
 	src/cache_dir.c src/cache_dir.h \
 	src/cmd_sessions.c

@@ -335,6 +335,41 @@ static void test_disk_full(void)
 	CHECK(n == 12);
 }
 
+/* ENOSPC / EIO in the middle of an append or a truncate (fault injection
+ * in test builds): error returned, file cut back, later writes skipped. */
+static void test_write_faults(void)
+{
+#ifdef COLI_FAULT_INJECTION
+	const char *faults[] = { "2", "2:EIO", "2:EDQUOT" };
+	const int codes[] = { -ENOSPC, -EIO, -EDQUOT };
+	coli_err err = { 0 };
+	kv_session *s;
+	int n;
+	for (int f = 0; f < 3; f++) {
+		int counts[] = { 3 };
+		make(counts, 1);
+		CHECK_RC(kv_session_open(dir, "s", FP_A, L, W, 0, &s, NULL, &err), 0);
+		setenv("COLI_FAULT_KV_WRITE", faults[f], 1);
+		CHECK_RC(kvt_append(s, SEED, 3, 2, &err), 0);
+		/* the second write: an append for ENOSPC, a truncate record else */
+		if (f == 0)
+			CHECK_RC(kvt_append(s, SEED, 5, 4, &err), codes[f]);
+		else
+			CHECK_RC(kv_session_truncate_tokens(s, 1, &err), codes[f]);
+		unsetenv("COLI_FAULT_KV_WRITE");
+		CHECK(!kv_session_persisted(s) && strstr(err.msg, "no longer persisted"));
+		CHECK(file_size() == HDR + REC(3) + REC(2));
+		int warned = kvt_warnings;
+		CHECK_RC(kvt_append(s, SEED, 5, 1, &err), 0);
+		CHECK_RC(kvt_append(s, SEED, 6, 1, &err), 0);
+		CHECK(kvt_warnings == warned + 1 && file_size() == HDR + REC(3) + REC(2));
+		kv_session_close(s);
+		CHECK_RC(reopen(&n, &err), 0);
+		CHECK(n == 5);
+	}
+#endif
+}
+
 static void test_reader_beside_writer(void)
 {
 	coli_err err = { 0 };
@@ -391,7 +426,8 @@ int main(void)
 	struct { const char *name; void (*fn)(void); } t[] = {
 		{ "roundtrip", test_roundtrip }, { "torn_tail", test_torn_tail },
 		{ "header", test_header }, { "truncate_compact", test_truncate_compact },
-		{ "disk_full", test_disk_full }, { "reader_beside_writer", test_reader_beside_writer },
+		{ "disk_full", test_disk_full }, { "write_faults", test_write_faults },
+		{ "reader_beside_writer", test_reader_beside_writer },
 	};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
 		struct timespec a, b;

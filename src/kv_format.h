@@ -1,0 +1,84 @@
+/* kv_format.h - internals shared by kv_file.c (the format: header, record
+ * walk, inspection) and kv_session.c (sessions). Not a contract between
+ * modules: only the kv module includes it. The byte layout is specified at
+ * the top of kv_file.c. */
+#ifndef COLI_KV_FORMAT_H
+#define COLI_KV_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "coli_err.h"
+#include "kv_file.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the .kv format stores host floats; only little-endian hosts are supported"
+#endif
+
+#define KV_MAGIC "COLIKV\0\1"
+#define KV_HDR_SIZE 128u
+#define KV_TYPE_DATA 0xD47A4B31u
+#define KV_TYPE_TRUNC 0x7C5A4B32u
+#define KV_REC_HEAD 16u
+#define KV_REC_FRAME 20u          /* head + CRC */
+#define KV_SCRATCH (256u << 10)   /* CRC reads of payloads we do not keep */
+
+/* One record in the in-RAM table. `live` shrinks when a later truncate
+ * cuts into a data record; offsets of rows use `n` (the stride). */
+typedef struct kv_rec {
+	uint64_t off;
+	uint32_t type, first, n, live;
+} kv_rec;
+
+/* State of one pass over the records (open, inspect). */
+typedef struct kv_walk {
+	/* in */
+	int fd;
+	const char *path;
+	uint64_t size;            /* snapshot: records beyond it do not exist */
+	uint32_t n_layers, width;
+	int verify;               /* read payloads and check CRCs */
+	int32_t *tokens;          /* optional destination [cap] */
+	float **rows;             /* optional destination [n_layers][cap][W] */
+	uint32_t cap;
+	/* out */
+	kv_rec *recs;
+	int n_recs, cap_recs;
+	uint32_t n_tokens;
+	uint64_t end;
+	int status;
+	char problem[256];
+	unsigned char *scratch;
+	size_t scratch_cap;
+} kv_walk;
+
+static inline void kv_put_u32(unsigned char *p, uint32_t v)
+{
+	p[0] = v & 0xff; p[1] = (v >> 8) & 0xff; p[2] = (v >> 16) & 0xff; p[3] = v >> 24;
+}
+
+static inline uint32_t kv_get_u32(const unsigned char *p)
+{
+	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t kv_fmt_data_payload(uint64_t n, uint32_t layers, uint32_t width)
+{
+	return 4u * n + 4u * n * layers * (uint64_t)width;
+}
+
+/* pread/pwritev all bytes or fail (-errno; -EIO when the file shrank). */
+int kv_fmt_pread_full(int fd, void *buf, size_t len, uint64_t off);
+int kv_fmt_pwritev_full(int fd, struct iovec *iov, int cnt, uint64_t off);
+int kv_fmt_fingerprint_ok(const char *fp);
+void kv_fmt_header_encode(unsigned char b[KV_HDR_SIZE], const kv_header *h);
+int kv_fmt_header_read(int fd, const char *path, uint64_t size, kv_header *h, coli_err *err);
+int kv_fmt_rec_push(kv_rec **recs, int *n, int *cap, kv_rec r);
+/* Walk the records of w->size bytes: fills recs, n_tokens, end, status,
+ * problem (and the destinations when given). <0 only on I/O errors. */
+int kv_fmt_walk(kv_walk *w);
+/* Token count bound for sizing the destinations of a walk. */
+uint32_t kv_fmt_walk_bound(kv_walk *w);
+
+#endif
