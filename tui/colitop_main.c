@@ -1,0 +1,320 @@
+/* colitop_main.c - `colitop`: the ncurses chat-and-monitor session.
+ *
+ * Order of things: parse flags; resolve the model and its cache dir; send
+ * diagnostics to CACHE_DIR/logs/colitop.log and the Log pane (never to the
+ * terminal curses owns); load the engine (a failure is printed on stderr
+ * before the screen opens); start the HTTP server on the same engine (a
+ * busy port is reported in the status line and colitop goes on without
+ * it); then run the screen. Quitting cancels the answer in progress, saves
+ * the chat session, restores the terminal, stops the server and the
+ * engine, and replays the last log lines on stderr. */
+#include "config.h"
+
+#include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cache_dir.h"
+#include "cli_util.h"
+#include "coli_log.h"
+#include "engine_flags.h"
+#include "manifest.h"
+#include "model_dir.h"
+#include "tui_app.h"
+#include "tui_signal.h"
+#include "tui_theme.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: colitop [--model DIR] [--port N | --no-server] [--host ADDR]\n"
+		"               [--api-key-env VAR] [--session NAME] [engine options]\n"
+		"  --model DIR          model container (default $COLI_MODEL, then the default model)\n"
+		"  --port N             serve the HTTP endpoint on port N, 0 = any free one\n"
+		"                       (default 8080; COLI_PORT)\n"
+		"  --no-server          do not start the HTTP endpoint\n"
+		"  --host ADDR          address to bind (default 127.0.0.1; COLI_HOST)\n"
+		"  --api-key-env VAR    require the key held in environment variable VAR\n"
+		"                       (COLI_API_KEY_ENV)\n"
+		"  --session NAME       chat KV session to resume or create\n"
+		"                       (default chat-YYYYMMDD-HHMMSS; COLI_SESSION)\n"
+		"  --max-tokens N       longest answer in tokens (default 256)\n"
+		"  --temperature T      sampling temperature, 0 = greedy (default 0)\n"
+		"  -h, --help           this help;  -V, --version  the version\n%s",
+		coli_engine_flags_help);
+}
+
+typedef struct args {
+	const char *model, *host, *key_env, *session;
+	long port, max_tokens;
+	double temperature;
+	int no_server;
+} args;
+
+static int parse_env(args *a, coli_err *err)
+{
+	const char *v;
+	if ((v = getenv("COLI_HOST")) && *v)
+		a->host = v;
+	if ((v = getenv("COLI_API_KEY_ENV")) && *v)
+		a->key_env = v;
+	if ((v = getenv("COLI_SESSION")) && *v)
+		a->session = v;
+	if ((v = getenv("COLI_PORT")) && *v && cli_parse_int(v, "COLI_PORT", 0, 65535, &a->port, err))
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, args *a, coli_engine_flags *fl, int *done, coli_err *err)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i];
+		int rr = coli_engine_flags_parse(fl, argc, argv, &i, err);
+		if (rr < 0)
+			return rr;
+		if (rr)
+			continue;
+		int has = i + 1 < argc;
+		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+			usage(stdout);
+			*done = 1;
+			return 0;
+		} else if (!strcmp(s, "-V") || !strcmp(s, "--version")) {
+			printf("colitop %s\n", PACKAGE_VERSION);
+			*done = 1;
+			return 0;
+		} else if (!strcmp(s, "--model") && has) {
+			a->model = argv[++i];
+		} else if (!strcmp(s, "--port") && has) {
+			if (cli_parse_int(argv[++i], s, 0, 65535, &a->port, err))
+				return -EINVAL;
+			a->no_server = 0;
+		} else if (!strcmp(s, "--no-server")) {
+			a->no_server = 1;
+		} else if (!strcmp(s, "--host") && has) {
+			a->host = argv[++i];
+		} else if (!strcmp(s, "--api-key-env") && has) {
+			a->key_env = argv[++i];
+		} else if (!strcmp(s, "--session") && has) {
+			a->session = argv[++i];
+		} else if (!strcmp(s, "--max-tokens") && has) {
+			if (cli_parse_int(argv[++i], s, 1, 1 << 24, &a->max_tokens, err))
+				return -EINVAL;
+		} else if (!strcmp(s, "--temperature") && has) {
+			if (cli_parse_float(argv[++i], s, 0.0, 10.0, &a->temperature, err))
+				return -EINVAL;
+		} else {
+			return coli_err_set(err, -EINVAL, "unexpected argument '%s' (see --help)", s);
+		}
+	}
+	return 0;
+}
+
+/* "experts int4-g64" from the manifest, for the status line. */
+static void read_quant(const char *model_dir, char *out, size_t cap)
+{
+	char path[4200];
+	json_t *root = NULL;
+	snprintf(out, cap, "?");
+	snprintf(path, sizeof path, "%s/manifest.json", model_dir);
+	if (manifest_load(path, &root, NULL))
+		return;
+	json_t *q = json_object_get(root, "quant");
+	const char *d = json_string_value(json_object_get(q, "dense"));
+	const char *x = json_string_value(json_object_get(q, "experts"));
+	if (d || x)
+		snprintf(out, cap, "%s/%s", d ? d : "?", x ? x : "?");
+	json_decref(root);
+}
+
+static void start_server(tui_app *a, coli_server **srv, const args *ar, const char *model_dir)
+{
+	coli_err err = { 0 };
+	const char *key = NULL;
+	if (ar->key_env) {
+		key = getenv(ar->key_env);
+		if (!key || !*key) {
+			snprintf(a->server_note, sizeof a->server_note, "no server: %s is unset", ar->key_env);
+			tui_log_add(a->log, 3, "--api-key-env %s: the variable is unset or empty; not serving",
+				    ar->key_env);
+			return;
+		}
+	}
+	coli_server_opts so;
+	coli_server_opts_default(&so);
+	so.host = ar->host;
+	so.port = (int)ar->port;
+	so.api_key = key;
+	so.model_dir = model_dir;
+	so.expert_stats = coli_engine_expert_stats(a->eng);
+	if (coli_server_start(a->eng, &so, srv, &err)) {
+		if (err.code == -EADDRINUSE)
+			snprintf(a->server_note, sizeof a->server_note, "port %ld busy: no server", ar->port);
+		else
+			snprintf(a->server_note, sizeof a->server_note, "no server: %.150s", err.msg);
+		tui_log_add(a->log, 2, "server: %s", err.msg);
+		*srv = NULL;
+		return;
+	}
+	const char *h = ar->host;
+	int v6 = strchr(h, ':') != NULL;
+	snprintf(a->server_addr, sizeof a->server_addr, "http://%s%s%s:%d", v6 ? "[" : "", h, v6 ? "]" : "",
+		 coli_server_port(*srv));
+	tui_log_add(a->log, 1, "serving %s/v1", a->server_addr);
+}
+
+static int session_tokens(const char *kv_dir, const char *name)
+{
+	kv_store_entry *list = NULL;
+	int n = 0, tok = 0;
+	if (kv_store_list(kv_dir, &list, &n, NULL))
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(list[i].name, name))
+			tok = list[i].n_tokens;
+	free(list);
+	return tok;
+}
+
+static void screen_open(tui_app *a)
+{
+	tui_signal_install();
+	initscr();
+	raw();
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	set_escdelay(25);
+	timeout(100);
+	mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED, NULL);
+	mouseinterval(0);
+	tui_theme_init();
+	(void)a;
+}
+
+int main(int argc, char **argv)
+{
+	static tui_app app;   /* large (line editors); zeroed */
+	static tui_log log;
+	tui_app *a = &app;
+	args ar = { .host = "127.0.0.1", .port = 8080, .max_tokens = 256 };
+	coli_engine_flags fl;
+	coli_err err = { 0 };
+	coli_server *srv = NULL;
+	char model_dir[4096], cache_dir[4096], path[4300], session[KV_NAME_MAX + 1];
+	int status = EXIT_FAIL, done = 0, log_ok = 0, screen = 0;
+
+	setlocale(LC_ALL, "");
+	if (coli_engine_flags_init(&fl, &err)) {
+		fprintf(stderr, "colitop: %s\n", err.msg);
+		return EXIT_USAGE;
+	}
+	if (parse_env(&ar, &err) || parse_args(argc, argv, &ar, &fl, &done, &err)) {
+		fprintf(stderr, "colitop: %s\n", err.msg);
+		status = EXIT_USAGE;
+		goto out;
+	}
+	if (done) {
+		status = EXIT_OK;
+		goto out;
+	}
+	if (ar.session && !kv_store_name_valid(ar.session)) {
+		fprintf(stderr, "colitop: --session '%s': names are 1..64 characters of [A-Za-z0-9._-]\n",
+			ar.session);
+		status = EXIT_USAGE;
+		goto out;
+	}
+	if (coli_model_dir_resolve(ar.model, model_dir, sizeof model_dir, &err))
+		goto fail;
+	if (fl.opts.cache_dir)
+		snprintf(cache_dir, sizeof cache_dir, "%s", fl.opts.cache_dir);
+	else if (coli_cache_dir(model_dir, cache_dir, sizeof cache_dir, &err))
+		goto fail;
+	snprintf(path, sizeof path, "%s/logs", cache_dir);
+	if (coli_mkdirs(path, &err))
+		goto fail;
+	snprintf(path, sizeof path, "%s/logs/colitop.log", cache_dir);
+	if (tui_log_init(&log, path)) {
+		coli_err_set(&err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	log_ok = 1;
+	a->log = &log;
+	coli_log_set_sink(tui_log_sink, &log);
+	tui_log_add(&log, 1, "colitop %s starting on %s", PACKAGE_VERSION, model_dir);
+
+	fl.opts.model_dir = model_dir;
+	if (coli_engine_new(&fl.opts, &a->eng, &err))
+		goto fail;
+	snprintf(a->model_name, sizeof a->model_name, "%s", coli_engine_model_name(a->eng));
+	read_quant(model_dir, a->quant, sizeof a->quant);
+	snprintf(a->kv_dir, sizeof a->kv_dir, "%s/kv", cache_dir);
+	coli_gen_params_default(&a->gen);
+	a->gen.max_tokens = (int)ar.max_tokens;
+	a->gen.temperature = (float)ar.temperature;
+	if (coli_chat_template_detect(coli_engine_tokenizer(a->eng), coli_engine_config(a->eng)->model_type,
+				      &a->tpl, &err) == 0)
+		a->tpl_ok = 1;
+	else
+		tui_log_add(&log, 2, "chat disabled: %s", err.msg);
+	coli_err_clear(&err);
+	if (tui_sample_init(a)) {
+		coli_err_set(&err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (ar.no_server)
+		snprintf(a->server_note, sizeof a->server_note, "no server (--no-server)");
+	else
+		start_server(a, &srv, &ar, model_dir);
+
+	if (ar.session)
+		snprintf(session, sizeof session, "%s", ar.session);
+	else
+		tui_chat_default_name(session, sizeof session);
+	int tok = session_tokens(a->kv_dir, session);
+	if (tui_chat_open(&a->chat, a->kv_dir, session, tok, &err)) {
+		tui_log_add(&log, 2, "%s", err.msg);   /* an unreadable transcript only */
+		coli_err_clear(&err);
+	}
+	tui_log_add(&log, 1, "chat session %s%s (%d tokens on disk)", session, tok ? " resumed" : " new", tok);
+	tui_edit_init(&a->edit);
+	tui_edit_init(&a->prompt);
+	const char *cs = nl_langinfo(CODESET);
+	a->ascii = !(cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8")));
+
+	screen_open(a);
+	screen = 1;
+	tui_app_run(a);
+	status = EXIT_OK;
+	goto out;
+fail:
+	fprintf(stderr, "colitop: %s\n", err.msg);
+out:
+	if (a->eng)
+		tui_chat_close(&a->chat);
+	if (screen) {
+		endwin();
+		tui_signal_restore_tty();
+	}
+	coli_server_stop(srv);
+	coli_engine_free(a->eng);
+	coli_log_set_sink(NULL, NULL);
+	if (log_ok) {
+		if (screen)
+			tui_log_replay(&log, stderr, 8);
+		tui_log_free(&log);
+	}
+	tui_sample_free(a);
+	free(a->sess);
+	tui_edit_free(&a->edit);
+	tui_edit_free(&a->prompt);
+	coli_engine_flags_free(&fl);
+	return status;
+}

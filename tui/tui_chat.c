@@ -1,0 +1,299 @@
+/* tui_chat.c - see tui_chat.h. */
+#include "config.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coli_log.h"
+#include "kv_store.h"
+#include "manifest.h"
+#include "tui_chat.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static const char *const role_names[] = { "user", "assistant", "note", "error" };
+static const char *const finish_names[] = { "", "stop", "length", "cancelled", "error" };
+
+static int msg_append(tui_msg *m, const char *s, size_t n)
+{
+	if (m->len + n + 1 > m->cap) {
+		size_t cap = m->cap ? m->cap : 64;
+		while (cap < m->len + n + 1)
+			cap *= 2;
+		char *t = realloc(m->text, cap);
+		if (!t)
+			return -ENOMEM;
+		m->text = t;
+		m->cap = cap;
+	}
+	memcpy(m->text + m->len, s, n);
+	m->len += n;
+	m->text[m->len] = 0;
+	return 0;
+}
+
+static tui_msg *msg_add(tui_chat *c, int role, const char *s, size_t n)
+{
+	if (c->n == c->cap) {
+		int cap = c->cap ? c->cap * 2 : 16;
+		tui_msg *t = realloc(c->msgs, sizeof *t * (size_t)cap);
+		if (!t)
+			return NULL;
+		c->msgs = t;
+		c->cap = cap;
+	}
+	tui_msg *m = &c->msgs[c->n];
+	memset(m, 0, sizeof *m);
+	m->role = role;
+	if (msg_append(m, s, n))
+		return NULL;
+	c->n++;
+	c->version++;
+	return m;
+}
+
+void tui_chat_note(tui_chat *c, int role, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	msg_add(c, role, buf, strlen(buf));
+}
+
+void tui_chat_default_name(char *out, size_t cap)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	localtime_r(&t, &tm);
+	strftime(out, cap, "chat-%Y%m%d-%H%M%S", &tm);
+}
+
+static int sidecar_path(const tui_chat *c, char *out, size_t cap, coli_err *err)
+{
+	return kv_store_path(c->kv_dir, c->session, ".chat.json", out, cap, err);
+}
+
+static int load_sidecar(tui_chat *c, coli_err *err)
+{
+	char path[4400];
+	json_t *root = NULL;
+	int rc = sidecar_path(c, path, sizeof path, err);
+	if (rc)
+		return rc;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;   /* a session without a transcript (e.g. made by coli) */
+	fclose(f);
+	if ((rc = manifest_load(path, &root, err)))
+		return rc;
+	json_t *msgs = json_object_get(root, "messages");
+	const char *fin = json_string_value(json_object_get(root, "last_finish"));
+	for (int k = 1; fin && k < 5; k++)
+		if (!strcmp(fin, finish_names[k]))
+			c->last_finish = k;
+	size_t i;
+	json_t *m;
+	json_array_foreach(msgs, i, m) {
+		const char *role = json_string_value(json_object_get(m, "role"));
+		const char *text = json_string_value(json_object_get(m, "content"));
+		if (!role || !text)
+			continue;
+		int r = TUI_MSG_NOTE;
+		for (int k = 0; k < 4; k++)
+			if (!strcmp(role, role_names[k]))
+				r = k;
+		msg_add(c, r, text, strlen(text));
+	}
+	json_decref(root);
+	return 0;
+}
+
+int tui_chat_open(tui_chat *c, const char *kv_dir, const char *session, int kv_tokens,
+		  coli_err *err)
+{
+	memset(c, 0, sizeof *c);
+	snprintf(c->kv_dir, sizeof c->kv_dir, "%s", kv_dir);
+	int rc = kv_store_name_check(session, err);
+	if (rc)
+		return rc;
+	snprintf(c->session, sizeof c->session, "%s", session);
+	c->kv_tokens = kv_tokens;
+	return load_sidecar(c, err);
+}
+
+void tui_chat_close(tui_chat *c)
+{
+	if (c->req) {
+		coli_request_cancel(c->req);
+		/* let the engine end the turn so the session file is consistent */
+		coli_event ev;
+		while (c->req && coli_request_next(c->req, &ev, 1000) == 1 && ev.kind == COLI_EV_TEXT)
+			;
+		tui_chat_poll(c);
+		if (c->req) {
+			coli_request_free(c->req);
+			c->req = NULL;
+		}
+	}
+	coli_err err = { 0 };
+	if ((c->n || c->kv_tokens) && tui_chat_save(c, &err))
+		coli_warn("%s", err.msg);
+	for (int i = 0; i < c->n; i++)
+		free(c->msgs[i].text);
+	free(c->msgs);
+	c->msgs = NULL;
+	c->n = c->cap = 0;
+}
+
+int tui_chat_save(const tui_chat *c, coli_err *err)
+{
+	char path[4400];
+	int rc = sidecar_path(c, path, sizeof path, err);
+	if (rc)
+		return rc;
+	json_t *root = json_object(), *arr = json_array();
+	if (!root || !arr) {
+		json_decref(root);
+		json_decref(arr);
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	}
+	json_object_set_new(root, "format", json_string("colitop-chat"));
+	json_object_set_new(root, "version", json_integer(1));
+	json_object_set_new(root, "session", json_string(c->session));
+	json_object_set_new(root, "last_finish",
+			    json_string(finish_names[c->last_finish >= 0 && c->last_finish < 5 ? c->last_finish : 0]));
+	for (int i = 0; i < c->n; i++) {
+		json_t *m = json_object();
+		json_object_set_new(m, "role", json_string(role_names[c->msgs[i].role & 3]));
+		/* jansson refuses invalid UTF-8; the engine only emits valid text */
+		json_t *t = json_stringn(c->msgs[i].text, c->msgs[i].len);
+		json_object_set_new(m, "content", t ? t : json_string(""));
+		json_array_append_new(arr, m);
+	}
+	json_object_set_new(root, "messages", arr);
+	rc = manifest_save(path, root, err);
+	json_decref(root);
+	return rc;
+}
+
+int tui_chat_render_turn(const coli_chat_template *tpl, const char *text, int has_history,
+			 int prev_unfinished, char **out, coli_err *err)
+{
+	coli_chat_msg m = { .role = "user", .content = text };
+	char *r = NULL;
+	int rc = coli_chat_render(tpl, &m, 1, NULL, 1, &r, err);
+	if (rc)
+		return rc;
+	const char *body = r;
+	size_t bl = strlen(tpl->bos_text);
+	/* the history already starts with BOS; a continued turn must not repeat it */
+	if (has_history && bl && !strncmp(body, tpl->bos_text, bl))
+		body += bl;
+	/* an answer cut short (Esc, length) never wrote its end-of-turn token:
+	 * close it so the template's structure holds */
+	const char *pre = has_history && prev_unfinished ? tpl->eos_text : "";
+	size_t n = strlen(pre) + strlen(body) + 1;
+	*out = malloc(n);
+	if (!*out) {
+		free(r);
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	}
+	snprintf(*out, n, "%s%s", pre, body);
+	free(r);
+	return 0;
+}
+
+int tui_chat_send(tui_chat *c, coli_engine *e, const coli_chat_template *tpl, const char *text,
+		  const coli_gen_params *base, coli_err *err)
+{
+	char *prompt = NULL;
+	int *ids = NULL;
+	size_t n_ids = 0;
+	int rc;
+	if (c->req)
+		return coli_err_set(err, -EBUSY, "an answer is still being generated (Esc stops it)");
+	int has_history = c->kv_tokens > 0;
+	int unfinished = c->last_finish && c->last_finish != COLI_FINISH_STOP;
+	if ((rc = tui_chat_render_turn(tpl, text, has_history, unfinished, &prompt, err)))
+		goto out;
+	if ((rc = coli_tokenizer_encode(coli_engine_tokenizer(e), prompt, strlen(prompt), &ids, &n_ids,
+					err)))
+		goto out;
+	coli_gen_params p = *base;
+	p.session = c->session;
+	c->t_submit = now_s();
+	if ((rc = coli_engine_submit(e, ids, (int)n_ids, &p, &c->req, err)))
+		goto out;
+	msg_add(c, TUI_MSG_USER, text, strlen(text));
+	msg_add(c, TUI_MSG_ASSISTANT, "", 0);
+	c->n_streamed = 0;
+	c->t_first = 0;
+	c->have_stats = 0;
+out:
+	free(prompt);
+	free(ids);
+	return rc;
+}
+
+int tui_chat_poll(tui_chat *c)
+{
+	int changed = 0;
+	coli_event ev;
+	/* a bounded batch per frame keeps the UI responsive under fast decode */
+	for (int k = 0; c->req && k < 256 && coli_request_next(c->req, &ev, 0) == 1; k++) {
+		changed = 1;
+		tui_msg *m = c->n ? &c->msgs[c->n - 1] : NULL;
+		if (ev.kind == COLI_EV_TEXT) {
+			if (!c->n_streamed++)
+				c->t_first = now_s();
+			if (m && m->role == TUI_MSG_ASSISTANT && ev.text_len)
+				msg_append(m, ev.text, ev.text_len);
+			c->version++;
+			continue;
+		}
+		if (ev.kind == COLI_EV_DONE) {
+			c->last_finish = ev.finish;
+			c->have_stats = 1;
+			c->ttft_ms = ev.ttft_ms;
+			c->tps = ev.decode_tps;
+			c->prompt_tokens = ev.prompt_tokens;
+			c->cached_tokens = ev.cached_tokens;
+			c->completion_tokens = ev.completion_tokens;
+			/* the session now holds the prompt and (most of) the answer */
+			c->kv_tokens = ev.prompt_tokens + ev.completion_tokens;
+		} else {
+			c->last_finish = COLI_FINISH_ERROR;
+			msg_add(c, TUI_MSG_ERROR, ev.message, strlen(ev.message));
+		}
+		coli_request_free(c->req);
+		c->req = NULL;
+		c->version++;
+		coli_err err = { 0 };
+		if (tui_chat_save(c, &err))
+			coli_warn("%s", err.msg);
+	}
+	return changed;
+}
+
+void tui_chat_stop(tui_chat *c)
+{
+	if (c->req)
+		coli_request_cancel(c->req);
+}
+
+int tui_chat_busy(const tui_chat *c)
+{
+	return c->req != NULL;
+}

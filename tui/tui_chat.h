@@ -1,0 +1,72 @@
+/* tui_chat.h - the conversation of the Chat pane, bound to a KV session.
+ *
+ * Each turn renders only the new user message with the model's chat
+ * template (no BOS once the session has history) and submits it with
+ * params.session = NAME: the engine continues the stored history, so a
+ * restarted colitop resumes without prefilling the past again. The visible
+ * transcript is kept beside the session in KV_DIR/NAME.chat.json, written
+ * atomically after every answer:
+ *   {"format":"colitop-chat","version":1,"session":NAME,
+ *    "last_finish":"stop|length|cancelled|error|",
+ *    "messages":[{"role":"user"|"assistant"|"note","content":TEXT},...]}
+ * Owner: the TUI thread. */
+#ifndef COLI_TUI_CHAT_H
+#define COLI_TUI_CHAT_H
+
+#include <stddef.h>
+
+#include "chat_template.h"
+#include "coli_err.h"
+#include "engine.h"
+#include "kv_file.h"
+
+enum tui_role_kind { TUI_MSG_USER = 0, TUI_MSG_ASSISTANT, TUI_MSG_NOTE, TUI_MSG_ERROR };
+
+typedef struct tui_msg {
+	int role;            /* enum tui_role_kind */
+	char *text;          /* UTF-8, NUL-terminated */
+	size_t len, cap;
+} tui_msg;
+
+typedef struct tui_chat {
+	tui_msg *msgs;
+	int n, cap;
+	char session[KV_NAME_MAX + 1];
+	char kv_dir[4200];
+	int kv_tokens;           /* tokens of the session on disk (history exists) */
+	coli_request *req;       /* the answer being generated, or NULL */
+	int last_finish;         /* enum coli_finish of the last answer, 0 none */
+	/* figures of the last answer (DONE) */
+	int have_stats;
+	double ttft_ms, tps;
+	int prompt_tokens, cached_tokens, completion_tokens;
+	/* live figures while generating */
+	double t_submit, t_first;
+	int n_streamed;
+	unsigned version;        /* bumped on every visible change */
+} tui_chat;
+
+/* Bind to session NAME in kv_dir and load its transcript when present. */
+int tui_chat_open(tui_chat *c, const char *kv_dir, const char *session, int kv_tokens,
+		  coli_err *err);
+/* Cancel the current answer (waiting for it to end), save, free. */
+void tui_chat_close(tui_chat *c);
+/* Send one user turn. */
+int tui_chat_send(tui_chat *c, coli_engine *e, const coli_chat_template *tpl, const char *text,
+		  const coli_gen_params *base, coli_err *err);
+/* Drain the request's events without blocking; 1 when the transcript or
+ * figures changed. */
+int tui_chat_poll(tui_chat *c);
+/* Esc / Ctrl-C: stop the current answer (it ends with DONE cancelled). */
+void tui_chat_stop(tui_chat *c);
+int tui_chat_busy(const tui_chat *c);
+int tui_chat_save(const tui_chat *c, coli_err *err);
+/* Add a note line (not sent to the model, kept in the transcript). */
+void tui_chat_note(tui_chat *c, int role, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "chat-YYYYMMDD-HHMMSS" for now. */
+void tui_chat_default_name(char *out, size_t cap);
+/* The text the template renders for one new user turn (malloc'd in *out). */
+int tui_chat_render_turn(const coli_chat_template *tpl, const char *text, int has_history,
+			 int prev_unfinished, char **out, coli_err *err);
+
+#endif

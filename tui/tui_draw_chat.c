@@ -1,0 +1,170 @@
+/* tui_draw_chat.c - pane frames, text output, and the Chat pane
+ * (scrollback wrapped by display width, figures line, input line). */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui_app.h"
+#include "tui_text.h"
+#include "tui_theme.h"
+
+void tui_draw_text(tui_app *a, WINDOW *w, int y, int x, int width, const char *s, int attr)
+{
+	char buf[2048];
+	if (width <= 0)
+		return;
+	tui_text_fit(s, strlen(s), width, a->ascii, buf, sizeof buf);
+	wattrset(w, attr);
+	mvwaddstr(w, y, x, buf);
+	wattrset(w, A_NORMAL);
+}
+
+void tui_draw_box(tui_app *a, WINDOW *w, int pane, const char *extra)
+{
+	int h, wd;
+	getmaxyx(w, h, wd);
+	(void)h;
+	werase(w);
+	int focused = a->focus == pane;
+	wattrset(w, tui_attr(focused ? TUI_R_FOCUS : TUI_R_BORDER));
+	if (a->ascii)
+		wborder(w, '|', '|', '-', '-', '+', '+', '+', '+');
+	else
+		box(w, 0, 0);
+	wattrset(w, A_NORMAL);
+	char title[64];
+	snprintf(title, sizeof title, " %s%s ", tui_pane_name(pane), a->zoom == pane ? " (zoom)" : "");
+	tui_draw_text(a, w, 0, 2, wd - 4, title, tui_attr(focused ? TUI_R_FOCUS : TUI_R_TITLE));
+	if (extra && *extra) {
+		int tw = tui_text_width(title, strlen(title), a->ascii);
+		int ew = tui_text_width(extra, strlen(extra), a->ascii) + 2;
+		int room = wd - 4 - tw - 1;
+		if (room > 3) {
+			if (ew > room)
+				ew = room;
+			char e[256];
+			snprintf(e, sizeof e, " %s ", extra);
+			tui_draw_text(a, w, 0, wd - 2 - ew, ew, e, tui_attr(TUI_R_DIM));
+		}
+	}
+}
+
+/* One display line of the transcript. */
+typedef struct chat_line {
+	int msg;
+	tui_line ln;
+} chat_line;
+
+static int role_attr(int role)
+{
+	switch (role) {
+	case TUI_MSG_USER:
+		return tui_attr(TUI_R_USER);
+	case TUI_MSG_NOTE:
+		return tui_attr(TUI_R_DIM);
+	case TUI_MSG_ERROR:
+		return tui_attr(TUI_R_ERROR);
+	default:
+		return tui_attr(TUI_R_ASSISTANT);
+	}
+}
+
+static void draw_figures(tui_app *a, WINDOW *w, int y, int width)
+{
+	const tui_chat *c = &a->chat;
+	char buf[256];
+	if (tui_chat_busy(c)) {
+		double t = tui_now();
+		if (!c->n_streamed) {
+			snprintf(buf, sizeof buf, "prefill... %.1f s  (Esc stops)", t - c->t_submit);
+		} else {
+			double dt = t - c->t_first;
+			snprintf(buf, sizeof buf, "generating: %d tok, %.1f tok/s, TTFT %.0f ms  (Esc stops)",
+				 c->n_streamed, dt > 0 && c->n_streamed > 1 ? (c->n_streamed - 1) / dt : 0.0,
+				 (c->t_first - c->t_submit) * 1000.0);
+		}
+	} else if (c->have_stats) {
+		static const char *const fin[] = { "", "stop", "length", "cancelled", "error" };
+		snprintf(buf, sizeof buf, "%.1f tok/s  TTFT %.0f ms  %d tok  prompt %d (%d cached)  %s",
+			 c->tps, c->ttft_ms, c->completion_tokens, c->prompt_tokens, c->cached_tokens,
+			 fin[c->last_finish >= 0 && c->last_finish < 5 ? c->last_finish : 0]);
+	} else if (c->kv_tokens > 0) {
+		snprintf(buf, sizeof buf, "session %s: %d tokens on disk (resumed, no re-prefill)",
+			 c->session, c->kv_tokens);
+	} else {
+		snprintf(buf, sizeof buf, "session %s (new)  Enter sends", c->session);
+	}
+	tui_draw_text(a, w, y, 1, width, buf, tui_attr(TUI_R_DIM));
+}
+
+void tui_draw_chat(tui_app *a, WINDOW *w)
+{
+	int h, wd;
+	getmaxyx(w, h, wd);
+	char extra[96];
+	snprintf(extra, sizeof extra, "%s%s", a->chat.session, tui_chat_busy(&a->chat) ? " *" : "");
+	tui_draw_box(a, w, TUI_PANE_CHAT, extra);
+	int inner = wd - 2, rows = h - 4;   /* figures line + input line */
+	if (inner < 4 || rows < 1)
+		return;
+	const tui_chat *c = &a->chat;
+	const int tw = inner - 2;           /* text is indented by 2 */
+	int total = 0;
+	for (int i = 0; i < c->n; i++)
+		total += tui_wrap(c->msgs[i].text, c->msgs[i].len, tw, a->ascii, NULL, 0) + 1;
+	chat_line *lines = calloc((size_t)total + 1, sizeof *lines);
+	if (!lines)
+		return;
+	int k = 0;
+	for (int i = 0; i < c->n; i++) {
+		tui_line tmp[1];
+		int n = tui_wrap(c->msgs[i].text, c->msgs[i].len, tw, a->ascii, tmp, 0);
+		tui_line *ls = calloc((size_t)n, sizeof *ls);
+		if (!ls)
+			break;
+		tui_wrap(c->msgs[i].text, c->msgs[i].len, tw, a->ascii, ls, n);
+		for (int j = 0; j < n; j++)
+			lines[k++] = (chat_line){ i, ls[j] };
+		free(ls);
+		lines[k++] = (chat_line){ -1, { 0, 0, 0 } };   /* blank between turns */
+	}
+	total = k;
+	int max_scroll = total > rows ? total - rows : 0;
+	if (a->chat_scroll > max_scroll)
+		a->chat_scroll = max_scroll;
+	int first = total - rows - a->chat_scroll;
+	if (first < 0)
+		first = 0;
+	char buf[4096];
+	for (int y = 0; y < rows && first + y < total; y++) {
+		const chat_line *L = &lines[first + y];
+		if (L->msg < 0)
+			continue;
+		const tui_msg *m = &c->msgs[L->msg];
+		int attr = role_attr(m->role);
+		int is_first = L->ln.off == 0;
+		const char *mark = m->role == TUI_MSG_USER ? ">" : m->role == TUI_MSG_ERROR ? "!" : " ";
+		if (is_first)
+			tui_draw_text(a, w, 1 + y, 1, 2, mark, attr | A_BOLD);
+		tui_text_fit(m->text + L->ln.off, L->ln.len, tw, a->ascii, buf, sizeof buf);
+		wattrset(w, attr);
+		mvwaddstr(w, 1 + y, 3, buf);
+		wattrset(w, A_NORMAL);
+	}
+	free(lines);
+	if (a->chat_scroll > 0) {
+		snprintf(buf, sizeof buf, "[%d more below, PgDn]", a->chat_scroll);
+		tui_draw_text(a, w, rows, wd - 2 - (int)strlen(buf), (int)strlen(buf), buf, tui_attr(TUI_R_DIM));
+	}
+	draw_figures(a, w, h - 3, inner);
+	/* input line */
+	size_t from;
+	int col;
+	tui_edit_view(&a->edit, inner - 2, a->ascii, &from, &col);
+	tui_draw_text(a, w, h - 2, 1, 2, ">", tui_attr(TUI_R_FOCUS));
+	tui_text_fit(a->edit.buf + from, a->edit.len - from, inner - 2, a->ascii, buf, sizeof buf);
+	mvwaddstr(w, h - 2, 3, buf);
+	wmove(w, h - 2, 3 + col);
+}

@@ -1,0 +1,174 @@
+/* tui_draw_monitor.c - the Routing pane (experts chosen for the latest
+ * token per MoE layer, gate-weight bars, the shared expert) and the Expert
+ * map (layers x experts, folded to the width; colour = tier, brightness =
+ * heat, reverse = routed in the current turn; optional affinity order). */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "tui_app.h"
+#include "tui_text.h"
+#include "tui_theme.h"
+
+static int digits(int n)
+{
+	int d = 1;
+	while (n >= 10) {
+		n /= 10;
+		d++;
+	}
+	return d;
+}
+
+static void no_data(tui_app *a, WINDOW *w, const char *why)
+{
+	tui_draw_text(a, w, 1, 2, getmaxx(w) - 4, why, tui_attr(TUI_R_DIM));
+}
+
+void tui_draw_routing(tui_app *a, WINDOW *w)
+{
+	int h = getmaxy(w), wd = getmaxx(w);
+	char extra[64] = "";
+	int n_moe = a->n_layers - a->first_moe;
+	if (a->xs)
+		snprintf(extra, sizeof extra, "token %llu", (unsigned long long)a->sum.tokens);
+	tui_draw_box(a, w, TUI_PANE_ROUTING, extra);
+	if (!a->xs || n_moe <= 0)
+	{
+		no_data(a, w, "n/a (no routed experts)");
+		return;
+	}
+	if (!a->sum.tokens)
+	{
+		no_data(a, w, "no token routed yet");
+		return;
+	}
+	int rows = h - 2, inner = wd - 2;
+	int max_scroll = n_moe > rows ? n_moe - rows : 0;
+	if (a->routing_scroll > max_scroll)
+		a->routing_scroll = max_scroll;
+	if (a->routing_scroll < 0)
+		a->routing_scroll = 0;
+	const int dg = digits(a->n_experts - 1), lg = digits(a->n_layers - 1);
+	char buf[1024], bar[256];
+	for (int y = 0; y < rows && a->first_moe + a->routing_scroll + y < a->n_layers; y++) {
+		int l = a->first_moe + a->routing_scroll + y;
+		const expert_stats_layer *L = &a->layers[l];
+		snprintf(buf, sizeof buf, "L%0*d%s", lg & 7, l, a->has_shared ? " S" : "  ");
+		tui_draw_text(a, w, 1 + y, 1, inner, buf, tui_attr(TUI_R_TITLE));
+		int x = 1 + lg + 4;
+		if (L->n <= 0)
+			continue;
+		/* experts by descending gate weight */
+		int idx[EXPERT_STATS_MAX_TOPK];
+		float sum = 0;
+		for (int i = 0; i < L->n; i++) {
+			idx[i] = i;
+			sum += L->weights[i];
+		}
+		for (int i = 1; i < L->n; i++)
+			for (int j = i; j > 0 && L->weights[idx[j]] > L->weights[idx[j - 1]]; j--) {
+				int t = idx[j];
+				idx[j] = idx[j - 1];
+				idx[j - 1] = t;
+			}
+		int room = inner - (x - 1);
+		int per = room / L->n;               /* columns per expert */
+		int bw = per - dg - 2;
+		if (bw < 1) {
+			/* too narrow for bars: ids only */
+			for (int i = 0; i < L->n && x + dg < wd - 1; i++) {
+				snprintf(buf, sizeof buf, "%*d", dg, L->experts[idx[i]]);
+				tui_draw_text(a, w, 1 + y, x, wd - 1 - x, buf, A_NORMAL);
+				x += dg + 1;
+			}
+			continue;
+		}
+		if (bw > 12)
+			bw = 12;
+		for (int i = 0; i < L->n; i++) {
+			int k = idx[i];
+			double frac = sum > 0 ? L->weights[k] / sum : 0;
+			snprintf(buf, sizeof buf, "%*d", dg, L->experts[k]);
+			tui_draw_text(a, w, 1 + y, x, dg, buf, A_NORMAL);
+			tui_bar(frac * 2 > 1 ? 1 : frac * 2, bw, a->ascii, bar, sizeof bar);
+			tui_draw_text(a, w, 1 + y, x + dg + 1, bw, bar, tui_attr(TUI_R_BAR));
+			x += dg + bw + 2;
+		}
+	}
+}
+
+static int heat_level(float heat, float mx)
+{
+	if (mx <= 0 || heat <= mx * 0.02f)
+		return 0;
+	float r = heat / mx;
+	return r < 0.25f ? 1 : r < 0.6f ? 2 : 3;
+}
+
+void tui_draw_experts(tui_app *a, WINDOW *w)
+{
+	int h = getmaxy(w), wd = getmaxx(w);
+	int n_moe = a->n_layers - a->first_moe;
+	const int E = a->n_experts;
+	const int lg = digits(a->n_layers - 1);
+	int avail = wd - 2 - (lg + 2);
+	int group = avail > 0 ? (E + avail - 1) / avail : 1;
+	int cells = (E + group - 1) / group;
+	char extra[96];
+	snprintf(extra, sizeof extra, "%s%d/cell", a->affinity_on ? "affinity order, " : "", group);
+	tui_draw_box(a, w, TUI_PANE_EXPERTS, extra);
+	if (!a->xs || n_moe <= 0)
+	{
+		no_data(a, w, "n/a (no routed experts)");
+		return;
+	}
+	/* legend */
+	static const char *const tn[3] = { "disk", "cached", "pinned" };
+	int x = 1;
+	for (int t = 2; t >= 0 && x < wd - 10; t--) {
+		char g[8];
+		int at = tui_cell_attr(t, 3, 0, a->ascii, g);
+		tui_draw_text(a, w, 1, x, 2, g, at);
+		tui_draw_text(a, w, 1, x + 1, wd - 2 - x, tn[t], tui_attr(TUI_R_DIM));
+		x += (int)strlen(tn[t]) + 2;
+	}
+	tui_draw_text(a, w, 1, x, wd - 1 - x, a->ascii ? "rev=routed  a:affinity" : "reverse=routed  a:affinity",
+		      tui_attr(TUI_R_DIM));
+	int rows = h - 3;
+	int max_scroll = n_moe > rows ? n_moe - rows : 0;
+	if (a->experts_scroll > max_scroll)
+		a->experts_scroll = max_scroll;
+	if (a->experts_scroll < 0)
+		a->experts_scroll = 0;
+	char buf[32];
+	for (int y = 0; y < rows && a->first_moe + a->experts_scroll + y < a->n_layers; y++) {
+		int l = a->first_moe + a->experts_scroll + y;
+		snprintf(buf, sizeof buf, "L%0*d", lg & 7, l);
+		tui_draw_text(a, w, 2 + y, 1, lg + 1, buf, tui_attr(TUI_R_TITLE));
+		const expert_stats_expert *ex = a->experts + (size_t)l * E;
+		const unsigned char *rt = a->routed_turn + (size_t)l * E;
+		const int *ord = a->affinity_on ? a->aff.order + (size_t)l * E : NULL;
+		for (int c = 0; c < cells; c++) {
+			int tier = EXPERT_TIER_DISK, routed = 0;
+			float heat = 0;
+			for (int p = c * group; p < (c + 1) * group && p < E; p++) {
+				int e = ord ? ord[p] : p;
+				/* the most resident tier of the cell wins */
+				static const int rank[4] = { 0, 2, 3, 1 };
+				int t = ex[e].tier >= 0 && ex[e].tier < 4 ? ex[e].tier : 0;
+				if (rank[t] > rank[tier])
+					tier = t;
+				if (ex[e].heat > heat)
+					heat = ex[e].heat;
+				routed |= rt[e];
+			}
+			char g[8];
+			int at = tui_cell_attr(tier, heat_level(heat, a->heat_max), routed, a->ascii, g);
+			wattrset(w, at);
+			mvwaddstr(w, 2 + y, lg + 3 + c, g);
+		}
+		wattrset(w, A_NORMAL);
+	}
+}
