@@ -372,11 +372,13 @@ int srv_anthropic_ev_tool_use(srv_buf *b, int index, const srv_tool_call *call)
 
 int srv_anthropic_ev_delta(srv_buf *b, const srv_result *r)
 {
+	/* Full usage here: only now is the cached prefix known (message_start
+	 * reported 0 cached); the SDKs merge these fields into the message. */
 	return a_event(b, "message_delta",
-		       json_pack("{s:s, s:{s:s, s:o}, s:{s:i}}", "type", "message_delta", "delta",
+		       json_pack("{s:s, s:{s:s, s:o}, s:o}", "type", "message_delta", "delta",
 				 "stop_reason", srv_finish_anthropic(r->finish), "stop_sequence",
 				 r->stop_seq ? json_string(r->stop_seq) : json_null(), "usage",
-				 "output_tokens", r->usage.completion));
+				 a_usage(&r->usage, 1)));
 }
 
 int srv_anthropic_ev_stop(srv_buf *b)

@@ -198,7 +198,9 @@ static void test_anthropic(void)
 		if (n == 8)
 			CHECK(!strcmp(sget(j, "delta.stop_reason"), "max_tokens") &&
 			      !strcmp(sget(j, "delta.stop_sequence"), "<null>") &&
-			      iget(j, "usage.output_tokens") == 4);
+			      iget(j, "usage.output_tokens") == 4 &&
+			      iget(j, "usage.input_tokens") == 7 &&
+			      iget(j, "usage.cache_read_input_tokens") == 3);
 		json_decref(j);
 		line = strtok_r(NULL, "\n", &save);
 	}
