@@ -92,17 +92,12 @@ static size_t special_text(srv_gen *g, const coli_event *ev, char *out, size_t c
 	if (!g->st.tools || !g->tok || ev->token < 0 || !coli_tokenizer_is_special(g->tok, ev->token) ||
 	    ev->token == coli_tokenizer_eos_id(g->tok))
 		return 0;
-	char *t = NULL;
-	size_t n = 0;
-	if (coli_tokenizer_decode(g->tok, &ev->token, 1, 0, &t, &n, NULL) < 0 || !t)
+	const char *t = coli_tokenizer_token_text(g->tok, ev->token);
+	size_t n = t ? strlen(t) : 0;
+	if (!n || n >= cap || (!g->st.capturing && !strstr(t, "tool")))
 		return 0;
-	size_t k = 0;
-	if ((strstr(t, "tool") || g->st.capturing) && n < cap) {
-		memcpy(out, t, n);
-		k = n;
-	}
-	free(t);
-	return k;
+	memcpy(out, t, n);
+	return n;
 }
 
 static void finish_from_done(srv_gen *g, const coli_event *ev, srv_buf *out)

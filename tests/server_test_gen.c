@@ -88,18 +88,11 @@ int coli_tokenizer_eos_id(const coli_tokenizer *t)
 	(void)t;
 	return TOK_EOS;
 }
-int coli_tokenizer_decode(const coli_tokenizer *t, const int *ids, size_t n, int skip_special,
-			  char **text, size_t *len, coli_err *err)
+const char *coli_tokenizer_token_text(const coli_tokenizer *t, int id)
 {
 	(void)t;
-	(void)n;
-	(void)skip_special;
-	(void)err;
-	const char *s = ids[0] == TOK_TC_OPEN ? "<tool_call>" : ids[0] == TOK_TC_CLOSE ? "</tool_call>"
-		      : ids[0] == TOK_EOS ? "</s>" : "?";
-	*text = strdup(s);
-	*len = strlen(s);
-	return 0;
+	return id == TOK_TC_OPEN ? "<tool_call>" : id == TOK_TC_CLOSE ? "</tool_call>"
+	     : id == TOK_EOS ? "</s>" : "?";
 }
 
 static coli_event text_ev(int token, const char *s)
