@@ -12,7 +12,23 @@
  *
  * Threads: a kv_session is owned by one thread (the engine thread). Across
  * processes, one writer per session (lock file NAME.lock, flock); any
- * number of read-only openers see a consistent prefix while it appends. */
+ * number of read-only openers see a consistent prefix while it appends.
+ *
+ * Engine use (the RAM cache is, per layer, [n_tokens][W] float32):
+ *   kv_dir = coli_cache_dir(model_dir) + "/kv"  (cache_dir.h; coli_mkdirs)
+ *   rc = kv_session_open(kv_dir, name, fp, L, W, 0, &s, &loaded, &err);
+ *   if (rc == -ENOENT) rc = kv_session_create(kv_dir, name, fp, L, W, 0, &s, &err);
+ *   -> loaded.tokens / loaded.rows[l] seed the cache: no re-prefill
+ *   after prefill:      kv_session_append(s, ids, n, rows_at(a), &err)
+ *                       where rows_at(a)[l] = cache[l] + a * W
+ *   after each step:    kv_session_append(s, &id, 1, rows_at(pos), &err)
+ *   end of turn:        kv_session_sync(s, &err)
+ *   regenerate/rewind:  kv_session_truncate_tokens(s, n_keep, &err)
+ *   a write error is returned once (report it), then the session lives in
+ *   RAM only: kv_session_persisted(s) == 0, later calls return 0.
+ *   prompt caching:     kv_store_find_prefix(kv_dir, fp, ids, n, name, ...)
+ *   then open that session and use min(n_match, common prefix of loaded
+ *   tokens) tokens. Long contexts: KV_OPEN_NO_ROWS + kv_session_read_rows. */
 #ifndef COLI_KV_FILE_H
 #define COLI_KV_FILE_H
 
