@@ -283,8 +283,9 @@ static void args_text(sb *b, json_t *a)
 
 /* ---- DeepSeek-V3 ---- */
 
+/* rev 0: DeepSeek-V3 as first released; rev 1: the V3-0324/R1 revision. */
 static int render_deepseek(const coli_chat_template *tpl, const coli_chat_msg *msgs, int n, int agp,
-			   sb *b, coli_err *err)
+			   int rev, sb *b, coli_err *err)
 {
 	int is_first = 0, is_tool = 0, is_output_first = 1, first_sp = 1, rc = 0;
 	sb_add(b, tpl->bos_text);
@@ -297,11 +298,13 @@ static int render_deepseek(const coli_chat_template *tpl, const coli_chat_msg *m
 		}
 	for (int i = 0; i < n && rc == 0; i++) {
 		const coli_chat_msg *m = &msgs[i];
+		/* rev 0 asks "content is none", rev 1 "'tool_calls' in message" */
+		int calls = rev ? m->tool_calls_json != NULL : !m->content;
 		if (is_role(m, "user")) {
 			is_tool = 0;
 			sb_add(b, "<｜User｜>");
 			sb_add(b, m->content);
-		} else if (is_role(m, "assistant") && !m->content) {
+		} else if (is_role(m, "assistant") && calls) {
 			json_t *root;
 			tcall *c;
 			size_t nc;
@@ -310,30 +313,46 @@ static int render_deepseek(const coli_chat_template *tpl, const coli_chat_msg *m
 				for (size_t k = 0; k < nc; k++) {
 					/* the template never resets is_first: later turns take
 					 * the continuation form, as in the reference */
-					sb_add(b, is_first ? "\n<｜tool▁call▁begin｜>"
-							   : "<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>");
+					if (is_first) {
+						sb_add(b, "\n<｜tool▁call▁begin｜>");
+					} else {
+						sb_add(b, "<｜Assistant｜>");
+						if (rev && m->content)
+							sb_add(b, m->content);
+						sb_add(b, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>");
+					}
 					sb_add(b, c[k].type);
 					sb_add(b, "<｜tool▁sep｜>");
 					sb_add(b, c[k].name);
 					sb_add(b, "\n```json\n");
 					args_text(b, c[k].args);
 					sb_add(b, "\n```<｜tool▁call▁end｜>");
-					if (is_first)
+					if (!rev && is_first)
 						sb_add(b, "<｜tool▁calls▁end｜><｜end▁of▁sentence｜>");
 					is_first = 1;
 				}
+				if (rev)
+					sb_add(b, "<｜tool▁calls▁end｜><｜end▁of▁sentence｜>");
 			}
 			free(c);
 			json_decref(root);
 		} else if (is_role(m, "assistant")) {
-			sb_add(b, is_tool ? "<｜tool▁outputs▁end｜>" : "<｜Assistant｜>");
-			sb_add(b, m->content);
+			if (is_tool) {
+				sb_add(b, "<｜tool▁outputs▁end｜>");
+				sb_add(b, m->content);
+			} else {
+				sb_add(b, "<｜Assistant｜>");
+				str c = S(m->content);
+				if (rev && find(c, "</think>"))
+					c = split_last(c, "</think>");
+				sb_addn(b, c.p, c.n);
+			}
 			sb_add(b, "<｜end▁of▁sentence｜>");
 			is_tool = 0;
 		} else if (is_role(m, "tool")) {
 			is_tool = 1;
 			sb_add(b, is_output_first ? "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>"
-						  : "\n<｜tool▁output▁begin｜>");
+				  : rev ? "<｜tool▁output▁begin｜>" : "\n<｜tool▁output▁begin｜>");
 			sb_add(b, m->content);
 			sb_add(b, "<｜tool▁output▁end｜>");
 			is_output_first = 0;
@@ -565,7 +584,8 @@ int coli_chat_template_detect(const coli_tokenizer *t, const char *model_type,
 		out->eos_text = "";
 	if (tx) {
 		if (strstr(tx, "<｜User｜>") && strstr(tx, "<｜Assistant｜>"))
-			out->family = COLI_CHAT_DEEPSEEK_V3;
+			out->family = strstr(tx, "'tool_calls' in message") ? COLI_CHAT_DEEPSEEK_R1
+									    : COLI_CHAT_DEEPSEEK_V3;
 		else if (strstr(tx, "[gMASK]<sop>") && strstr(tx, "<|assistant|>"))
 			out->family = COLI_CHAT_GLM5;
 		else if (strstr(tx, "<|im_start|>") && strstr(tx, "<|im_end|>"))
@@ -609,8 +629,11 @@ int coli_chat_render(const coli_chat_template *tpl, const coli_chat_msg *msgs, i
 	}
 	switch (tpl->family) {
 	case COLI_CHAT_DEEPSEEK_V3:
-	case COLI_CHAT_DEFAULT_MODEL:
-		rc = render_deepseek(tpl, msgs, n, add_generation_prompt, &b, err);
+		rc = render_deepseek(tpl, msgs, n, add_generation_prompt, 0, &b, err);
+		break;
+	case COLI_CHAT_DEEPSEEK_R1:
+	case COLI_CHAT_DEFAULT_MODEL: /* the default model is made by coli synth */
+		rc = render_deepseek(tpl, msgs, n, add_generation_prompt, 1, &b, err);
 		break;
 	case COLI_CHAT_GLM5:
 		rc = render_glm(msgs, n, tools, add_generation_prompt, &b, err);

@@ -18,6 +18,10 @@ enum coli_chat_family {
 	COLI_CHAT_DEFAULT_MODEL,   /* the template of data/'s default model */
 	COLI_CHAT_CHATML,          /* qwen-style <|im_start|> */
 	COLI_CHAT_LLAMA3,
+	/* DeepSeek-V3-0324 / R1 revision of the DeepSeek template (tool calls
+	 * after content, "</think>" stripped from past answers); coli synth
+	 * writes this one. */
+	COLI_CHAT_DEEPSEEK_R1,
 };
 
 typedef struct coli_chat_msg {

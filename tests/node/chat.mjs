@@ -40,6 +40,10 @@ export const CONVERSATIONS = [
     { role: "tool", tool_call_id: "a", content: "sunny" }, { role: "tool", tool_call_id: "b", content: "rain" },
     { role: "assistant", content: "Paris is sunny, Rome rainy." }, { role: "user", content: "thanks" }], tools: [weather, search] },
   { messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }], add_generation_prompt: false },
+  { messages: [{ role: "user", content: "Weather?" },
+    { role: "assistant", content: "Let me check.", tool_calls: [call("z", "get_weather", { city: "Oslo", days: 1 })] },
+    { role: "tool", tool_call_id: "z", content: "snow" }, { role: "assistant", content: "It snows." },
+    { role: "user", content: "ok" }], tools: [weather] },
 ];
 
 function forFamily(conv, family) {
