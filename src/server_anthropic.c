@@ -246,6 +246,11 @@ int srv_parse_messages(const char *body, size_t len, int count_only, srv_request
 		if (a_message(m, i, r, e))
 			goto out;
 	}
+	static const char *const known[] = {
+		"model", "max_tokens", "messages", "system", "stop_sequences", "temperature",
+		"top_p", "stream", "tools", "tool_choice", NULL,
+	};
+	srv_log_ignored(root, known);
 	rc = 0;
 out:
 	json_decref(root);

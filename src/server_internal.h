@@ -82,6 +82,8 @@ struct json_t;
 int srv_parse_load(const char *body, size_t len, struct json_t **root, srv_error *e);
 int srv_parse_sampling(struct json_t *root, srv_request *r, double max_temp, srv_error *e);
 int srv_parse_stop(struct json_t *v, const char *param, srv_request *r, srv_error *e);
+/* Log (debug) the top-level fields not in the NULL-terminated known list. */
+void srv_log_ignored(struct json_t *root, const char *const *known);
 int srv_parse_chat(const char *body, size_t len, srv_request *r, srv_error *e);
 int srv_parse_completions(const char *body, size_t len, srv_request *r, srv_error *e);
 /* Anthropic /v1/messages; count_only for /v1/messages/count_tokens (max_tokens optional). */

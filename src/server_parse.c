@@ -170,7 +170,7 @@ static int get_model(json_t *root, srv_request *r, int required, srv_error *e)
 
 /* Log fields we accept without acting on them, so a user can see why a
  * setting had no effect. */
-static void log_ignored(json_t *root, const char *const *known)
+void srv_log_ignored(json_t *root, const char *const *known)
 {
 	const char *k;
 	json_t *v;
@@ -404,7 +404,7 @@ int srv_parse_chat(const char *body, size_t len, srv_request *r, srv_error *e)
 		if (parse_message(m, i, &r->msgs[i], e))
 			goto out;
 	}
-	log_ignored(root, known);
+	srv_log_ignored(root, known);
 	rc = 0;
 out:
 	json_decref(root);
@@ -467,7 +467,7 @@ int srv_parse_completions(const char *body, size_t len, srv_request *r, srv_erro
 	}
 	if (parse_prompt(p, r, e))
 		goto out;
-	log_ignored(root, known);
+	srv_log_ignored(root, known);
 	rc = 0;
 out:
 	json_decref(root);
