@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -240,6 +241,29 @@ static void fault_after_file(int written)
 }
 #endif
 
+/* Refuse early when OUT's file system cannot hold what is left to write
+ * (files already there of the planned size are assumed kept). */
+static int check_space(const convert_opts *o, const convert_plan *p, coli_err *err)
+{
+	struct statvfs vfs;
+	uint64_t need = 0;
+	if (statvfs(o->out_dir, &vfs) < 0)
+		return 0; /* unknown: let the writes tell */
+	for (int i = 0; i < p->n_files; i++) {
+		char path[4096];
+		struct stat st;
+		snprintf(path, sizeof path, "%s/%s", o->out_dir, p->files[i].path);
+		uint64_t have = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+		if (have != p->files[i].size)
+			need += p->files[i].size;
+	}
+	uint64_t avail = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
+	if (need > avail)
+		return coli_err_set(err, -ENOSPC, "%s: the container needs %.2f GiB more, %.2f GiB free",
+				    o->out_dir, (double)need / (1u << 30), (double)avail / (1u << 30));
+	return 0;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -266,7 +290,7 @@ int convert_run(const convert_opts *o, convert_summary *sum, coli_err *err)
 		rc = coli_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = state_load(o, args, &files, err)) < 0)
+	if ((rc = state_load(o, args, &files, err)) < 0 || (rc = check_space(o, &p, err)) < 0)
 		goto out;
 	if (o->threads != 1 && !(pool = coli_pool_new(o->threads))) {
 		rc = coli_err_set(err, -ENOMEM, "cannot start %d quantization threads", o->threads);

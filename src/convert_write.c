@@ -60,9 +60,30 @@ static int w_open(wfile *w, const char *out_dir, const char *rel, coli_err *err)
 	return 0;
 }
 
+#ifdef COLI_FAULT_INJECTION
+/* COLI_CONVERT_ENOSPC_AFTER_BYTES=N: writes fail with ENOSPC once N bytes
+ * were written by this process (tests: a full disk fails cleanly, and the
+ * next run resumes). */
+static int fault_enospc(size_t n)
+{
+	static uint64_t total;
+	const char *s = getenv("COLI_CONVERT_ENOSPC_AFTER_BYTES");
+	total += n;
+	return s && *s && total > strtoull(s, NULL, 10);
+}
+#else
+static int fault_enospc(size_t n)
+{
+	(void)n;
+	return 0;
+}
+#endif
+
 static int w_write(wfile *w, const void *data, size_t n, coli_err *err)
 {
 	const char *p = data;
+	if (fault_enospc(n))
+		return coli_err_set(err, -ENOSPC, "%s: write failed: %s", w->tmp, strerror(ENOSPC));
 	coli_sha256_update(&w->sha, data, n);
 	while (n) {
 		ssize_t r = write(w->fd, p, n > (1u << 30) ? (1u << 30) : n);

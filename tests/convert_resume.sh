@@ -39,6 +39,19 @@ grep -q '2 kept from an earlier run' "$T/out2" || fail "summary: $(cat "$T/out2"
 [ -f "$T/out/.convert-state.json" ] && fail "state file left after completion"
 diff -r "$T/ref" "$T/out" >"$T/diff" || { cat "$T/diff" >&2; fail "resumed container differs"; }
 
+# A full disk (injected ENOSPC after 200 KB) fails with one line naming the
+# file; the next run completes the container.
+rm -rf "$T/out"
+COLI_CONVERT_ENOSPC_AFTER_BYTES=200000 "$COLI" convert "$T/ck" "$T/out" >/dev/null 2>"$T/err4"
+rc=$?
+[ $rc = 1 ] || fail "ENOSPC: exit $rc, want 1"
+grep -q '^coli convert: .*\.tmp: write failed: No space left on device' "$T/err4" ||
+	fail "ENOSPC message: $(cat "$T/err4")"
+[ -f "$T/out/manifest.json" ] && fail "manifest written after ENOSPC"
+"$COLI" convert "$T/ck" "$T/out" >"$T/out5" 2>/dev/null || fail "run after ENOSPC"
+grep -q 'kept from an earlier run' "$T/out5" || fail "nothing kept after ENOSPC"
+diff -r "$T/ref" "$T/out" >/dev/null || fail "container after ENOSPC differs"
+
 # A partial conversion made with other arguments is refused, then --force restarts.
 rm -f "$T/out/manifest.json"
 printf '{"format":"colitop-convert-state","version":1,"args":{"quant":"int8"},"files":{}}\n' \
