@@ -71,6 +71,7 @@ typedef struct store_io {
 	uint64_t off;         /* file offset of the stripe */
 	uint32_t len, done;   /* stripe length, bytes already read */
 	uint32_t buf_off;     /* stripe offset inside the record */
+	uint32_t tried;       /* bit d: drive d already failed this stripe */
 	int next_free;
 } store_io;
 

@@ -11,10 +11,11 @@
  *   -EAGAIN/-EINTR          resubmitted as is;
  *   short read              the rest is resubmitted (buffered fd if the
  *                           remainder is not 4096-aligned under O_DIRECT);
+ *   -EINVAL under O_DIRECT  retried buffered;
  *   error/EOF on a mirror   the mirror is disabled with one warning and the
  *                           stripe is read again from the primary;
- *   -EINVAL under O_DIRECT  retried buffered;
- *   other primary error     the slot fails with that errno.
+ *   error on the primary    retried on a mirror holding the shard (with a
+ *                           warning), else the slot fails with that errno.
  * Mirrors are opened read-only; nothing ever writes to them.
  *
  * Mirror validation: at open each mirror shard must exist with the size the
@@ -387,15 +388,32 @@ static int io_complete(expert_store *s, int ii, int res)
 	}
 	/* Error, or end of file before the record ended. */
 	expert_stats_note_drive_error(s->stats, io->drive);
-	if (io->drive > 0) {
-		mirror_disable(s, io->drive, res);
-		io->drive = 0;
-		io->direct = can_direct(s, 0, io->layer);
-		return io_issue(s, ii);
-	}
 	if (res == -EINVAL && io->direct) {
 		io->direct = 0;
 		return io_issue(s, ii);
+	}
+	io->tried |= 1u << io->drive;
+	if (io->drive > 0) {
+		mirror_disable(s, io->drive, res);
+		if (!(io->tried & 1u)) {
+			io->drive = 0;
+			io->direct = can_direct(s, 0, io->layer);
+			return io_issue(s, ii);
+		}
+	} else {
+		/* The primary failed: a mirror holding this shard may still
+		 * have the bytes (the primary is never disabled). */
+		for (int d = 1; d < s->n_drives; d++) {
+			if (!s->drives[d].enabled || s->drives[d].fd_buffered[io->layer] < 0 ||
+			    (io->tried & (1u << d)))
+				continue;
+			coli_warn("expert store: read error on %s (%s); retrying from mirror %s",
+				  s->c->expert_shard_paths[io->layer], res < 0 ? strerror(-res) : "end of file",
+				  s->drives[d].dir);
+			io->drive = d;
+			io->direct = can_direct(s, d, io->layer);
+			return io_issue(s, ii);
+		}
 	}
 	io_done(s, ii, res < 0 ? res : -EIO);
 	return 0;
@@ -469,6 +487,7 @@ int store_io_queue(expert_store *s, int si)
 		io->buf_off = k * s->stripe;
 		io->len = (uint32_t)((s->rec - io->buf_off) < s->stripe ? s->rec - io->buf_off : s->stripe);
 		io->done = 0;
+		io->tried = 0;
 		io->off = (uint64_t)sl->expert * s->rec + io->buf_off;
 		int rc = io_issue(s, ii);
 		if (rc < 0) {

@@ -17,6 +17,7 @@
 
 static int warnings;
 static int64_t g_pin; /* pin budget for open_store */
+static const char *g_weights; /* --mirror-weights for open_store */
 static int next_policy; /* alternates LRU / LFU-decay across opens */
 
 static void sink(void *opaque, int level, const char *line)
@@ -97,6 +98,8 @@ static expert_store *open_store(test_model *m, int64_t cache, int prefetch, int 
 	if (mirror) {
 		coli_err e;
 		CHECK(expert_store_opts_parse_flag(&o, "--mirror", mirror, &e) == 1);
+		if (g_weights)
+			CHECK(expert_store_opts_parse_flag(&o, "--mirror-weights", g_weights, &e) == 1);
 	}
 	expert_store *s = NULL;
 	coli_err err;
@@ -372,6 +375,14 @@ static void test_faults(test_model *m)
 	with_fault(m, "COLI_FAULT_SHORT_READ", "2", mir, 0);
 	with_fault(m, "COLI_FAULT_READ_EAGAIN", "1", NULL, 0);
 	with_fault(m, "COLI_FAULT_READ_EIO", "1", NULL, 1);
+	/* primary fails, weights 1,0 keep every stripe on it: the mirror
+	 * serves the retry, same bytes */
+	copy_tree(m->dir, mir);
+	g_weights = "1,0";
+	warnings = 0;
+	with_fault(m, "COLI_FAULT_READ_EIO", "1", mir, 0);
+	CHECK(warnings == 1);
+	g_weights = NULL;
 	warnings = 0;
 	with_fault(m, "COLI_FAULT_MIRROR_EIO", "1", mir, 0);
 	CHECK(warnings == 1);
