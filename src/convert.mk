@@ -7,11 +7,13 @@ libcoli_a_SOURCES += \
 	src/convert.h \
 	src/cmd_convert.c src/cmd_info.c
 
-check_PROGRAMS += tests/convert_check
+check_PROGRAMS += tests/convert_check tests/convert_manifest
 tests_convert_check_SOURCES = tests/convert_check.c
 tests_convert_check_LDADD = libcoli.a $(COLI_LIBS)
+tests_convert_manifest_SOURCES = tests/convert_manifest.c
+tests_convert_manifest_LDADD = libcoli.a $(COLI_LIBS)
 CONVERT_TESTS = tests/convert_roundtrip.sh tests/convert_resume.sh tests/convert_badinput.sh
-TESTS += $(CONVERT_TESTS)
+TESTS += tests/convert_manifest $(CONVERT_TESTS)
 EXTRA_DIST += $(CONVERT_TESTS) tests/convert_mkckpt.py
 
 man_MANS += man/coli-convert.1 man/coli-info.1 man/colitop-model.5
