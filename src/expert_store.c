@@ -359,6 +359,31 @@ static void apply_hot_set(expert_store *s)
 	store_update_resident(s);
 }
 
+/* Start reading the hot experts not yet resident, without waiting (after a
+ * re-choice while running); they become pinned as they land. Uses only
+ * room that is evictable now, like a prefetch. */
+static void load_hot_async(expert_store *s)
+{
+	int issued = 0;
+	for (int l = 0; l < s->n_layers; l++) {
+		if (!s->c->expert_shard_paths[l])
+			continue;
+		for (int e = 0; e < s->n_experts; e++) {
+			if (!s->hot_set[idx(s, l, e)] || s->map[idx(s, l, e)] >= 0)
+				continue;
+			int si = slot_load(s, l, e, 0);
+			if (si < 0)
+				goto out;
+			store_policy_touch(&s->policy, &s->slots[si], idx(s, l, e), s->tick);
+			issued++;
+		}
+	}
+out:
+	if (issued)
+		store_io_submit(s);
+	store_update_resident(s);
+}
+
 /* Read every hot expert not yet resident, in one batch per ring-full. */
 static int load_hot_set(expert_store *s, coli_err *err)
 {
@@ -409,6 +434,7 @@ void expert_store_note_routing(expert_store *s, int layer, const int *experts,
 		/* "Meaningfully": at least 1/16 of the pinned set moved. */
 		if (changed > 0 && changed * 16 >= s->n_hot) {
 			apply_hot_set(s);
+			load_hot_async(s);
 			coli_debug("expert store: hot set re-chosen (%d changes)", changed);
 		}
 	}

@@ -132,6 +132,26 @@ int main(void)
 	CHECK(tier(s, 1, 3) == EXPERT_TIER_PINNED);
 	expert_store_free(s);
 
+	/* Heat from routing alone (nothing acquired): the re-choice reads the
+	 * new hot experts in the background, so the first acquire hits. */
+	s = open_heat(&m, NULL);
+	for (int t = 0; t < 300; t++) {
+		int hot[TOPK] = { 1, 2 }, spread[TOPK] = { t % EXPERTS, (t + 3) % EXPERTS };
+		float w[TOPK] = { 0.5f, 0.5f };
+		expert_store_note_routing(s, 1, spread, w, TOPK);
+		expert_store_note_routing(s, 2, hot, w, TOPK);
+	}
+	{
+		int hot[TOPK] = { 1, 2 };
+		CHECK(expert_store_acquire(s, 2, hot, TOPK, r, &e) == 0);
+		CHECK(tm_check(&m, 2, 1, r[0]) && tm_check(&m, 2, 2, r[1]));
+		expert_store_release(s, 2);
+		expert_stats_snapshot(expert_store_stats(s), &sum);
+		CHECK(sum.misses == 0 && sum.hits_pinned + sum.hits_prefetched == TOPK);
+		CHECK(tier(s, 2, 1) == EXPERT_TIER_PINNED);
+	}
+	expert_store_free(s);
+
 	/* Corrupted payload byte: checksum fails, ignored with a warning. */
 	copy_file(good, heat);
 	patch(heat, 100, "\x55", 1);
