@@ -27,6 +27,7 @@ static const struct coli_command commands[] = {
 	{ "sessions", cmd_sessions, "list, show, rm, rename, gc persisted KV sessions" },
 	{ "doctor", cmd_doctor, "read-only readiness checks of a model and this machine" },
 	{ "iobench", cmd_iobench, "random-read baseline of a drive at 4 KiB and expert size" },
+	{ "chat", cmd_chat, "plain-terminal chat through the model's chat template" },
 	{ NULL, NULL, NULL },
 };
 
