@@ -213,9 +213,9 @@ static int file_verified(const convert_opts *o, convert_file *f, const json_t *e
 				  "err", &e) < 0)
 		return 0;
 	snprintf(path, sizeof path, "%s/%s", o->out_dir, f->path);
+	/* f->size is the planned size (copies: the source file's size now). */
 	if (stat(path, &st) < 0 || (uint64_t)st.st_size != (uint64_t)size ||
-	    (f->kind != CONVERT_FILE_COPY && (uint64_t)size != f->size) ||
-	    (f->kind == CONVERT_FILE_COPY && (uint64_t)size != f->size))
+	    (uint64_t)size != f->size)
 		return 0;
 	if (coli_sha256_file(path, got, NULL) < 0 || strcmp(got, sha))
 		return 0;
