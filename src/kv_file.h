@@ -15,7 +15,7 @@
  * number of read-only openers see a consistent prefix while it appends.
  *
  * Engine use (the RAM cache is, per layer, [n_tokens][W] float32):
- *   kv_dir = coli_cache_dir(model_dir) + "/kv"  (cache_dir.h; coli_mkdirs)
+ *   kv_dir = coli_cache_dir(model_dir) + "/kv"  (cache_dir.h)
  *   rc = kv_session_open(kv_dir, name, fp, L, W, 0, &s, &loaded, &err);
  *   if (rc == -ENOENT) rc = kv_session_create(kv_dir, name, fp, L, W, 0, &s, &err);
  *   -> loaded.tokens / loaded.rows[l] seed the cache: no re-prefill
@@ -65,6 +65,7 @@ void kv_loaded_free(kv_loaded *l);
  * KV_CREATE_OVERWRITE). The header is written to a temporary file, synced
  * and linked into place, so a crash never leaves a half-written header.
  * Takes the session's writer lock (-EBUSY if another process holds it).
+ * Creates `dir` (mode 0700) if needed.
  * `fingerprint` is 64 hex chars. */
 int kv_session_create(const char *dir, const char *name, const char *fingerprint,
 		      int n_layers, int width, int flags, kv_session **out, coli_err *err);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache_dir.h"
 #include "coli_log.h"
 #include "crc32c.h"
 #include "kv_format.h"
@@ -137,7 +138,7 @@ int kv_session_create(const char *dir, const char *name, const char *fingerprint
 		return coli_err_set(err, -EINVAL, "session %s: bad shape %d layers x %d", name, n_layers, width);
 	if ((rc = session_new(dir, name, flags, &s, err)) < 0)
 		return rc;
-	if ((rc = kv_store_lock(dir, name, &s->lock_fd, err)) < 0)
+	if ((rc = coli_mkdirs(dir, err)) < 0 || (rc = kv_store_lock(dir, name, &s->lock_fd, err)) < 0)
 		goto fail;
 	if (!(flags & KV_CREATE_OVERWRITE) && access(s->path, F_OK) == 0) {
 		rc = coli_err_set(err, -EEXIST, "%s: session already exists", s->path);

@@ -249,12 +249,44 @@ static int cmp_mtime(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* Temporary files (.NAME.kv.tmp.PID) are written under NAME's lock; one
+ * whose lock is free was left by a crash during create or compaction. */
+static uint64_t gc_temp_files(const char *dir)
+{
+	uint64_t freed = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		const char *p = de->d_name, *t = strstr(p, ".kv.tmp.");
+		char name[KV_NAME_MAX + 1], path[PATH_MAX];
+		size_t len = t ? (size_t)(t - p) : 0;
+		if (p[0] != '.' || !t || len < 2 || len - 1 > KV_NAME_MAX)
+			continue;
+		memcpy(name, p + 1, len - 1);
+		name[len - 1] = '\0';
+		int fd;
+		struct stat st;
+		if (snprintf(path, sizeof path, "%s/%s", dir, p) >= (int)sizeof path ||
+		    kv_store_lock(dir, name, &fd, NULL) < 0)
+			continue;
+		if (stat(path, &st) == 0 && unlink(path) == 0) {
+			freed += (uint64_t)st.st_size;
+			coli_info("gc: removed %s, left by an interrupted write", path);
+		}
+		kv_store_unlock(fd);
+	}
+	closedir(d);
+	return freed;
+}
+
 int kv_store_gc(const char *dir, uint64_t budget, int *n_removed, uint64_t *bytes_freed,
 		uint64_t *bytes_left, coli_err *err)
 {
 	kv_store_entry *v;
 	int n, rc;
-	uint64_t total = 0, freed = 0;
+	uint64_t total = 0, freed = gc_temp_files(dir);
 	int removed = 0;
 	if ((rc = kv_store_list(dir, &v, &n, err)) < 0)
 		return rc;

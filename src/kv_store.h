@@ -56,7 +56,9 @@ int kv_store_rm(const char *dir, const char *name, coli_err *err);
 int kv_store_rename(const char *dir, const char *old_name, const char *new_name, coli_err *err);
 
 /* Evict least recently used sessions (by mtime) until the total is at most
- * budget bytes. Sessions in use are skipped. Reports what was removed. */
+ * budget bytes. Sessions in use are skipped. Also removes temporary files
+ * left by a crash during create/compact (counted in bytes_freed, not in
+ * n_removed). Reports what was removed. */
 int kv_store_gc(const char *dir, uint64_t budget, int *n_removed, uint64_t *bytes_freed,
 		uint64_t *bytes_left, coli_err *err);
 

@@ -127,8 +127,28 @@ static void test_gc(void)
 	CHECK_RC(kv_store_gc(dir, 0, &removed, &freed, &left, &err), 0);
 	CHECK(removed == 1 && left == each); /* busy survives */
 	kv_session_close(s);
+	/* a temporary file left by a crash is collected; one whose session is
+	 * locked (a create or compaction in progress) is not */
+	char tmp1[4300], tmp2[4300];
+	snprintf(tmp1, sizeof tmp1, "%s/.gone.kv.tmp.123", dir);
+	snprintf(tmp2, sizeof tmp2, "%s/.held.kv.tmp.456", dir);
+	FILE *f = fopen(tmp1, "w");
+	fputs("partial", f);
+	fclose(f);
+	close(open(tmp2, O_CREAT | O_WRONLY, 0600));
+	int lk;
+	CHECK_RC(kv_store_lock(dir, "held", &lk, &err), 0);
 	CHECK_RC(kv_store_gc(dir, 0, &removed, &freed, &left, &err), 0);
-	CHECK(removed == 1 && left == 0);
+	CHECK(removed == 1 && left == 0 && freed == each + 7);
+	CHECK(access(tmp1, F_OK) < 0 && access(tmp2, F_OK) == 0);
+	kv_store_unlock(lk);
+	CHECK_RC(kv_store_gc(dir, 0, &removed, &freed, &left, &err), 0);
+	CHECK(access(tmp2, F_OK) < 0 && removed == 0);
+	/* create makes the directory */
+	char sub[4300];
+	snprintf(sub, sizeof sub, "%s/new/kv", dir);
+	CHECK_RC(kv_session_create(sub, "x", FP_A, L, W, 0, &s, &err), 0);
+	kv_session_close(s);
 }
 
 static void test_prefix(void)
