@@ -4,11 +4,12 @@
  *                              colitop-model(5)): config (HF keys), quant of
  *                              each part, tensor index, expert index, files
  *                              with size + sha256, measured quant error
- *   MODEL_DIR/dense/NAME.bin     resident tensors (embed, attention, norms,
- *                              routers, shared experts, dense FFN, lm_head)
+ *   MODEL_DIR/dense/NAME.bin   resident tensors (embed, attention, norms,
+ *                              routers, shared experts, dense FFN, lm_head):
+ *                              embed.bin, layer-NNN.bin, head.bin
  *   MODEL_DIR/experts/shard-NNN.bin   routed experts, one shard per MoE layer;
  *                              expert e of the shard at offset e*record_size
- *   MODEL_DIR/mtp/NAME.bin        MTP layer tensors
+ *   MODEL_DIR/mtp/NAME.bin     MTP layer tensors (layer-NNN.bin)
  *   MODEL_DIR/tokenizer/       tokenizer.json, tokenizer_config.json
  *
  * Tensor names are the Hugging Face names (e.g.
@@ -75,7 +76,9 @@ typedef struct coli_container_opts {
 	int skip_load;     /* validate only: tensors' data stays NULL (coli info) */
 } coli_container_opts;
 
-/* Open a container: parse + validate the manifest, load resident tensors.
+/* Open a container: parse + validate the manifest, load resident tensors
+ * (one 64-byte aligned allocation per file; every tensor offset is
+ * 64-aligned). Errors name the file, key or tensor.
  * Refuses unknown format versions and files whose size does not match. */
 int coli_container_open(const char *dir, const coli_container_opts *opts,
 			coli_container **out, coli_err *err);
