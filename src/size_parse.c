@@ -116,32 +116,95 @@ static int read_small_file(const char *path, char *buf, size_t size)
 	return 0;
 }
 
+int size_cgroup_path(const char *text, int v2, char *out, size_t outsz)
+{
+	/* v2: "0::/path"; v1: "N:ctrl,ctrl:/path" with "memory" among ctrls */
+	const char *line = text;
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		const char *c1 = memchr(line, ':', len);
+		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
+		if (c1 && c2) {
+			size_t clen = (size_t)(c2 - c1 - 1);
+			int match = 0;
+			if (v2)
+				match = clen == 0 && c1 - line == 1 && line[0] == '0';
+			else
+				for (const char *p = c1 + 1; p < c2;) {
+					const char *comma = memchr(p, ',', (size_t)(c2 - p));
+					size_t n = comma ? (size_t)(comma - p) : (size_t)(c2 - p);
+					match |= n == 6 && !memcmp(p, "memory", 6);
+					p += n + 1;
+				}
+			if (match) {
+				size_t plen = len - (size_t)(c2 + 1 - line);
+				if (plen + 1 > outsz)
+					return -ENAMETOOLONG;
+				memcpy(out, c2 + 1, plen);
+				out[plen] = '\0';
+				return 0;
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return -ENOENT;
+}
+
+/* Smallest (limit - usage) over the cgroup at `rel` and its ancestors
+ * (every level's limit applies); -1 when none is set. */
+static int64_t cgroup_room(const char *root, const char *rel, const char *limit_name,
+			   const char *usage_name)
+{
+	char path[1024], dir[768], lb[64], ub[64];
+	int64_t best = -1;
+	snprintf(dir, sizeof dir, "%s", rel);
+	for (;;) {
+		size_t n = strlen(dir);
+		while (n > 1 && dir[n - 1] == '/')
+			dir[--n] = '\0';
+		snprintf(path, sizeof path, "%s%s/%s", root, strcmp(dir, "/") ? dir : "", limit_name);
+		if (read_small_file(path, lb, sizeof lb) == 0) {
+			int64_t lim = size_cgroup_limit(lb);
+			if (lim >= 0) {
+				int64_t used = 0;
+				snprintf(path, sizeof path, "%s%s/%s", root, strcmp(dir, "/") ? dir : "", usage_name);
+				if (read_small_file(path, ub, sizeof ub) == 0 && size_cgroup_limit(ub) > 0)
+					used = size_cgroup_limit(ub);
+				int64_t room = lim > used ? lim - used : 0;
+				if (best < 0 || room < best)
+					best = room;
+			}
+		}
+		char *slash = strrchr(dir, '/');
+		if (!slash || !strcmp(dir, "/"))
+			break;
+		if (slash == dir)
+			dir[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	return best;
+}
+
 int64_t size_mem_available(void)
 {
-	char buf[4096];
+	char buf[4096], rel[768];
 	int64_t avail = -1;
 	if (read_small_file("/proc/meminfo", buf, sizeof buf) == 0)
 		avail = size_meminfo_available(buf);
-	/* cgroup v2 first, then v1; the room left is limit - usage. */
-	static const char *const limits[][2] = {
-		{ "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current" },
-		{ "/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes" },
-	};
-	for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
-		char lb[64], ub[64];
-		if (read_small_file(limits[i][0], lb, sizeof lb))
-			continue;
-		int64_t lim = size_cgroup_limit(lb);
-		if (lim < 0)
-			break;
-		int64_t used = 0;
-		if (read_small_file(limits[i][1], ub, sizeof ub) == 0)
-			used = size_cgroup_limit(ub) > 0 ? size_cgroup_limit(ub) : 0;
-		int64_t room = lim > used ? lim - used : 0;
-		if (avail < 0 || room < avail)
-			avail = room;
-		break;
-	}
+	if (read_small_file("/proc/self/cgroup", buf, sizeof buf) != 0)
+		buf[0] = '\0';
+	int64_t room = -1;
+	if (size_cgroup_path(buf, 1, rel, sizeof rel) == 0)
+		room = cgroup_room("/sys/fs/cgroup", rel, "memory.max", "memory.current");
+	if (room < 0 && size_cgroup_path(buf, 0, rel, sizeof rel) == 0)
+		room = cgroup_room("/sys/fs/cgroup/memory", rel, "memory.limit_in_bytes",
+				   "memory.usage_in_bytes");
+	if (room < 0) /* no /proc/self/cgroup entry: a namespaced root */
+		room = cgroup_room("/sys/fs/cgroup", "/", "memory.max", "memory.current");
+	if (room >= 0 && (avail < 0 || room < avail))
+		avail = room;
 	return avail >= 0 ? avail : -ENOENT;
 }
 

@@ -13,6 +13,7 @@
 #ifndef COLI_SIZE_PARSE_H
 #define COLI_SIZE_PARSE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "coli_err.h"
@@ -27,7 +28,8 @@ int size_parse_with(const char *s, int64_t avail_bytes, const char *what,
 int size_parse(const char *s, const char *what, int64_t *out, coli_err *err);
 
 /* Memory the process can still use: MemAvailable from /proc/meminfo, capped
- * by the cgroup v2 (memory.max - memory.current) or v1 limit when set.
+ * by the room left in this process's memory cgroup and its ancestors (v2
+ * memory.max - memory.current, or v1 limit_in_bytes - usage_in_bytes).
  * Returns bytes, or a negative errno when nothing could be read. */
 int64_t size_mem_available(void);
 
@@ -35,6 +37,10 @@ int64_t size_mem_available(void);
  * cgroup limit file's text ("max" or a number). Return -1 when absent. */
 int64_t size_meminfo_available(const char *meminfo_text);
 int64_t size_cgroup_limit(const char *limit_text);
+/* The memory cgroup of this process from /proc/self/cgroup text: the
+ * v2 ("0::/path", v2 = 1) or v1 ("N:...memory...:/path") entry. Limits of
+ * that cgroup and of every ancestor apply. 0, or -ENOENT when absent. */
+int size_cgroup_path(const char *proc_cgroup_text, int v2, char *out, size_t outsz);
 
 /* Format bytes as "512 MiB", "19.0 MiB", "8.00 GiB" into buf. */
 const char *size_format(int64_t bytes, char *buf, int bufsize);

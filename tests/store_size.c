@@ -63,6 +63,14 @@ int main(void)
 	CHECK(size_cgroup_limit("1073741824\n") == G);
 	CHECK(size_cgroup_limit("9223372036854771712\n") == -1); /* v1 "unlimited" */
 	CHECK(size_mem_available() > 0);
+	char cg[256];
+	const char *v1 = "9:name=systemd:/\n4:memory:/process_api/abc\n3:cpuset:/\n0::/\n";
+	CHECK(size_cgroup_path(v1, 0, cg, sizeof cg) == 0 && !strcmp(cg, "/process_api/abc"));
+	CHECK(size_cgroup_path(v1, 1, cg, sizeof cg) == 0 && !strcmp(cg, "/"));
+	CHECK(size_cgroup_path("5:cpu,memory:/a/b\n", 0, cg, sizeof cg) == 0 && !strcmp(cg, "/a/b"));
+	CHECK(size_cgroup_path("0::/user.slice/x.scope", 1, cg, sizeof cg) == 0 && !strcmp(cg, "/user.slice/x.scope"));
+	CHECK(size_cgroup_path("4:memoryx:/z\n", 0, cg, sizeof cg) == -ENOENT);
+	CHECK(size_cgroup_path("", 1, cg, sizeof cg) == -ENOENT);
 	int64_t v;
 	CHECK(size_parse("10%", "x", &v, NULL) == 0 && v > 0);
 
