@@ -21,7 +21,8 @@
 
 typedef struct coli_pool coli_pool;
 
-/* n_threads <= 0 means the number of online cores. */
+/* n_threads <= 0 means the number of online cores (fewer if the process's
+ * CPU affinity allows fewer). */
 coli_pool *coli_pool_new(int n_threads);
 void coli_pool_free(coli_pool *p);
 int coli_pool_size(const coli_pool *p);

@@ -26,6 +26,7 @@
 #include "kernels.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -127,6 +128,12 @@ coli_pool *coli_pool_new(int n_threads)
 	if (n_threads <= 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		n_threads = n > 0 ? (int)n : 1;
+		/* under taskset or a cpuset, more threads than allowed CPUs
+		 * would only take turns */
+		cpu_set_t set;
+		if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 &&
+		    CPU_COUNT(&set) < n_threads)
+			n_threads = CPU_COUNT(&set);
 	}
 	if (n_threads > 1024)
 		n_threads = 1024;
