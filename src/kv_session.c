@@ -327,6 +327,29 @@ static int write_failed(kv_session *s, int rc, const char *what, coli_err *err)
 	return rc;
 }
 
+/* Room for one more record in both tables, taken before writing so that
+ * a record on disk is always in the tables too. */
+static int reserve(kv_session *s, coli_err *err)
+{
+	if (s->n_recs == s->cap_recs) {
+		int nc = s->cap_recs ? s->cap_recs * 2 : 64;
+		kv_rec *p = realloc(s->recs, (size_t)nc * sizeof *p);
+		if (!p)
+			return coli_err_set(err, -ENOMEM, "out of memory");
+		s->recs = p;
+		s->cap_recs = nc;
+	}
+	if (s->n_live == s->cap_live) {
+		int nc = s->cap_live ? s->cap_live * 2 : 64;
+		int *p = realloc(s->live, (size_t)nc * sizeof *p);
+		if (!p)
+			return coli_err_set(err, -ENOMEM, "out of memory");
+		s->live = p;
+		s->cap_live = nc;
+	}
+	return 0;
+}
+
 static int skip_unpersisted(kv_session *s)
 {
 	if (!s->warned)
@@ -338,12 +361,15 @@ static int skip_unpersisted(kv_session *s)
 int kv_session_append(kv_session *s, const int32_t *tokens, int n,
 		      const float *const *layer_rows, coli_err *err)
 {
+	int rc;
 	if (s->readonly)
 		return coli_err_set(err, -EBADF, "%s: opened read-only", s->path);
+	if (!s->persisted)
+		return skip_unpersisted(s); /* the engine's history moved on without us */
 	if (n <= 0 || (int64_t)s->n_tokens + n > INT_MAX)
 		return coli_err_set(err, -EINVAL, "%s: bad token count %d", s->path, n);
-	if (!s->persisted)
-		return skip_unpersisted(s);
+	if ((rc = reserve(s, err)) < 0)
+		return rc;
 	size_t row_bytes = (size_t)n * s->width * sizeof(float);
 	uint64_t len = kv_fmt_data_payload((uint64_t)n, s->n_layers, s->width);
 	if (len > UINT32_MAX)
@@ -370,15 +396,13 @@ int kv_session_append(kv_session *s, const int32_t *tokens, int n,
 	for (uint32_t l = 0; l < s->n_layers; l++)
 		iov[2 + l] = (struct iovec){ (void *)layer_rows[l], row_bytes };
 	iov[cnt - 1] = (struct iovec){ tail, sizeof tail };
-	int rc = kv_fmt_pwritev_full(s->fd, iov, cnt, s->end);
+	rc = kv_fmt_pwritev_full(s->fd, iov, cnt, s->end);
 	if (iov != stackv)
 		free(iov);
 	if (rc < 0)
 		return write_failed(s, rc, "append", err);
-	kv_rec r = { s->end, KV_TYPE_DATA, (uint32_t)s->n_tokens, (uint32_t)n, (uint32_t)n };
-	if ((rc = kv_fmt_rec_push(&s->recs, &s->n_recs, &s->cap_recs, r)) < 0 ||
-	    (rc = live_push(s, s->n_recs - 1)) < 0)
-		return coli_err_set(err, rc, "out of memory");
+	s->recs[s->n_recs++] = (kv_rec){ s->end, KV_TYPE_DATA, (uint32_t)s->n_tokens, (uint32_t)n, (uint32_t)n };
+	s->live[s->n_live++] = s->n_recs - 1;
 	s->end += KV_REC_FRAME + len;
 	s->n_tokens += n;
 	s->dirty = 1;
@@ -389,14 +413,17 @@ int kv_session_append(kv_session *s, const int32_t *tokens, int n,
 
 int kv_session_truncate_tokens(kv_session *s, int n_keep, coli_err *err)
 {
+	int rc;
 	if (s->readonly)
 		return coli_err_set(err, -EBADF, "%s: opened read-only", s->path);
+	if (!s->persisted)
+		return skip_unpersisted(s);
 	if (n_keep < 0 || n_keep > s->n_tokens)
 		return coli_err_set(err, -EINVAL, "%s: cannot keep %d of %d tokens", s->path, n_keep, s->n_tokens);
 	if (n_keep == s->n_tokens)
 		return 0;
-	if (!s->persisted)
-		return skip_unpersisted(s);
+	if ((rc = reserve(s, err)) < 0)
+		return rc;
 	unsigned char rec[KV_REC_FRAME];
 	kv_put_u32(rec, KV_TYPE_TRUNC);
 	kv_put_u32(rec + 4, 0);
@@ -404,12 +431,10 @@ int kv_session_truncate_tokens(kv_session *s, int n_keep, coli_err *err)
 	kv_put_u32(rec + 12, (uint32_t)n_keep);
 	kv_put_u32(rec + 16, crc32c_update(0, rec, KV_REC_HEAD));
 	struct iovec iov = { rec, sizeof rec };
-	int rc = kv_fmt_pwritev_full(s->fd, &iov, 1, s->end);
+	rc = kv_fmt_pwritev_full(s->fd, &iov, 1, s->end);
 	if (rc < 0)
 		return write_failed(s, rc, "truncate", err);
-	kv_rec r = { s->end, KV_TYPE_TRUNC, (uint32_t)n_keep, 0, 0 };
-	if ((rc = kv_fmt_rec_push(&s->recs, &s->n_recs, &s->cap_recs, r)) < 0)
-		return coli_err_set(err, rc, "out of memory");
+	s->recs[s->n_recs++] = (kv_rec){ s->end, KV_TYPE_TRUNC, (uint32_t)n_keep, 0, 0 };
 	s->end += KV_REC_FRAME;
 	live_truncate(s, (uint32_t)n_keep);
 	s->dirty = 1;

@@ -362,6 +362,8 @@ static void test_write_faults(void)
 		int warned = kvt_warnings;
 		CHECK_RC(kvt_append(s, SEED, 5, 1, &err), 0);
 		CHECK_RC(kvt_append(s, SEED, 6, 1, &err), 0);
+		/* the engine's history moved on: a rewind past the file is fine */
+		CHECK_RC(kv_session_truncate_tokens(s, 6, &err), 0);
 		CHECK(kvt_warnings == warned + 1 && file_size() == HDR + REC(3) + REC(2));
 		kv_session_close(s);
 		CHECK_RC(reopen(&n, &err), 0);
