@@ -33,9 +33,8 @@ struct attn_job {
 	const coli_model *m;
 	coli_state *s;
 	const coli_layer_weights *w;
-	float *kv;
-	int n;      /* positions in the chunk */
-	int pos0;   /* absolute position of the first */
+	int layer;
+	int n;      /* rows in the chunk (s->row_seq / s->row_pos) */
 };
 
 /* One head: absorb q_nope through W_UK for every position of the chunk. */
@@ -75,12 +74,13 @@ static void attn_head(void *arg, int h)
 	const int qrow = c->num_attention_heads * qk;
 	float *sc = s->scores + (size_t)h * s->cap;
 	for (int b = 0; b < j->n; b++) {
-		const int t = j->pos0 + b;
+		const int t = s->row_pos[b];
+		const float *kvl = s->row_seq[b]->kv[j->layer];
 		const float *ql = s->qlat + ((size_t)h * B + b) * L;
 		const float *qr = s->q + (size_t)b * qrow + (size_t)h * qk + c->qk_nope_head_dim;
 		float mx = -FLT_MAX;
 		for (int p = 0; p <= t; p++) {
-			const float *kv = j->kv + (size_t)p * W;
+			const float *kv = kvl + (size_t)p * W;
 			float d = 0.0f;
 			for (int k = 0; k < L; k++)
 				d += ql[k] * kv[k];
@@ -101,7 +101,7 @@ static void attn_head(void *arg, int h)
 		memset(cl, 0, sizeof(float) * L);
 		for (int p = 0; p <= t; p++) {
 			const float pw = sc[p] * inv;
-			const float *kv = j->kv + (size_t)p * W;
+			const float *kv = kvl + (size_t)p * W;
 			for (int k = 0; k < L; k++)
 				cl[k] += pw * kv[k];
 		}
@@ -131,11 +131,10 @@ static void attention(const coli_model *m, coli_state *s, int l, int n)
 	}
 	/* compressed KV: normalized latent + roped shared key, into the cache */
 	coli_matmul(m->pool, &w->kv_a, s->xn, n, s->kva);
-	float *kv = s->kv[l];
 	for (int b = 0; b < n; b++) {
-		const int t = s->pos + b;
+		const int t = s->row_pos[b];
 		const float *src = s->kva + (size_t)b * W;
-		float *dst = kv + (size_t)t * W;
+		float *dst = s->row_seq[b]->kv[l] + (size_t)t * W;
 		fwd_rmsnorm(dst, src, w->kv_a_norm, L, c->attn_norm_eps);
 		memcpy(dst + L, src + L, sizeof(float) * R);
 		fwd_rope(dst + L, R, t, m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
@@ -143,7 +142,7 @@ static void attention(const coli_model *m, coli_state *s, int l, int n)
 			fwd_rope(s->q + (size_t)b * nh * qk + (size_t)h * qk + c->qk_nope_head_dim, R, t,
 				 m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
 	}
-	struct attn_job job = { m, s, w, kv, n, s->pos };
+	struct attn_job job = { m, s, w, l, n };
 	coli_pool_run(m->pool, nh, attn_absorb_head, &job);
 	coli_pool_run(m->pool, nh, attn_head, &job);
 	for (int h = 0; h < nh; h++)
@@ -202,23 +201,34 @@ static int forward_chunk(coli_model *m, coli_state *s, const int *tokens, int n,
 			s->timing.dense_ffn += t0 - t1;
 		}
 	}
-	s->pos += n;
+	for (int b = 0; b < n; b++)
+		s->row_seq[b]->pos = s->row_pos[b] + 1;
 	return 0;
 }
 
 int coli_forward(coli_model *m, coli_state *s, const int *tokens, int n, float *logits,
 		 int all_logits, coli_err *err)
 {
+	return coli_forward_seq(m, s, s->own, tokens, n, logits, all_logits, err);
+}
+
+int coli_forward_seq(coli_model *m, coli_state *s, coli_seq *q, const int *tokens, int n,
+		     float *logits, int all_logits, coli_err *err)
+{
 	const coli_config *c = &m->cfg;
 	const int H = c->hidden_size;
 	if (n <= 0)
 		return coli_err_set(err, -EINVAL, "nothing to evaluate");
-	if (s->pos + n > s->cap)
+	if (q->pos + n > q->cap || q->pos + n > s->cap)
 		return coli_err_set(err, -E2BIG, "context is full: %d tokens + %d new exceed %d",
-				    s->pos, n, s->cap);
+				    q->pos, n, q->cap);
 	const double t_call = now_s();
 	for (int done = 0; done < n;) {
 		int chunk = n - done < s->max_batch ? n - done : s->max_batch;
+		for (int b = 0; b < chunk; b++) {
+			s->row_seq[b] = q;
+			s->row_pos[b] = q->pos + b;
+		}
 		int rc = forward_chunk(m, s, tokens + done, chunk, err);
 		if (rc)
 			return rc;
@@ -238,6 +248,35 @@ int coli_forward(coli_model *m, coli_state *s, const int *tokens, int n, float *
 	}
 	const double t_end = now_s();
 	s->timing.total += t_end - t_call;
+	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
+	return 0;
+}
+
+int coli_forward_seqs(coli_model *m, coli_state *s, coli_seq *const *seqs, const int *tokens,
+		      int n, float *logits, coli_err *err)
+{
+	const coli_config *c = &m->cfg;
+	const int H = c->hidden_size;
+	if (n <= 0 || n > s->max_batch)
+		return coli_err_set(err, -EINVAL, "batch of %d sequences (at most %d)", n, s->max_batch);
+	for (int b = 0; b < n; b++) {
+		const coli_seq *q = seqs[b];
+		if (q->pos + 1 > q->cap || q->pos + 1 > s->cap)
+			return coli_err_set(err, -E2BIG, "context is full: %d tokens", q->pos);
+		for (int k = 0; k < b; k++)
+			if (seqs[k] == q)
+				return coli_err_set(err, -EINVAL, "a sequence appears twice in one step");
+		s->row_seq[b] = seqs[b];
+		s->row_pos[b] = q->pos;
+	}
+	const double t_call = now_s();
+	int rc = forward_chunk(m, s, tokens, n, err);
+	if (rc)
+		return rc;
+	for (int b = 0; b < n; b++)
+		fwd_rmsnorm(s->logits_h + (size_t)b * H, s->x + (size_t)b * H, m->final_norm, H, c->rms_norm_eps);
+	coli_matmul(m->pool, &m->lm_head, s->logits_h, n, logits);
+	s->timing.total += now_s() - t_call;
 	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
 	return 0;
 }

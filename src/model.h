@@ -84,7 +84,20 @@ typedef struct coli_timing {
 
 typedef struct coli_state coli_state;
 
-/* max_ctx: KV capacity in tokens; max_batch: positions per forward call. */
+/* One sequence's compressed KV cache (for batching several sequences: the
+ * engine keeps one per slot). */
+typedef struct coli_seq coli_seq;
+int coli_seq_new(const coli_model *m, int cap, coli_seq **out, coli_err *err);
+void coli_seq_free(coli_seq *q);
+int coli_seq_pos(const coli_seq *q);
+int coli_seq_capacity(const coli_seq *q);
+void coli_seq_rewind(coli_seq *q, int n);
+void coli_seq_set_pos(coli_seq *q, int pos);
+/* (capacity, kv_lora+rope) rows of one layer; row t valid for t < pos. */
+float *coli_seq_kv(coli_seq *q, int layer);
+
+/* max_ctx: KV capacity in tokens (also the longest context any sequence
+ * evaluated with this state may have); max_batch: rows per forward call. */
 int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state **out,
 		   coli_err *err);
 void coli_state_free(coli_state *s);
@@ -98,6 +111,8 @@ float *coli_state_kv(coli_state *s, int layer);
 /* Set pos after KV rows were restored from a session. */
 void coli_state_set_pos(coli_state *s, int pos);
 const coli_routing *coli_state_routing(const coli_state *s);
+/* The state's own sequence (what coli_forward appends to). */
+coli_seq *coli_state_seq(coli_state *s);
 const coli_timing *coli_state_timing(const coli_state *s);
 
 /* Run tokens[0..n) at positions pos..pos+n, appending to the KV cache.
@@ -105,5 +120,16 @@ const coli_timing *coli_state_timing(const coli_state *s);
  * position only. n may exceed max_batch (processed in chunks). */
 int coli_forward(coli_model *m, coli_state *s, const int *tokens, int n, float *logits,
 		 int all_logits, coli_err *err);
+
+/* The same for any sequence (its capacity must not exceed the state's). */
+int coli_forward_seq(coli_model *m, coli_state *s, coli_seq *q, const int *tokens, int n,
+		     float *logits, int all_logits, coli_err *err);
+
+/* One decode step for n distinct sequences at once (n <= max_batch):
+ * tokens[i] is appended to seqs[i]; logits (n, vocab). Every weight and
+ * every routed expert is fetched once for the whole batch. The logits of
+ * each row equal what coli_forward gives that sequence alone. */
+int coli_forward_seqs(coli_model *m, coli_state *s, coli_seq *const *seqs, const int *tokens,
+		      int n, float *logits, coli_err *err);
 
 #endif

@@ -17,6 +17,55 @@ static void *zalloc(size_t n, size_t size, int *failed)
 	return p;
 }
 
+int coli_seq_new(const coli_model *m, int cap, coli_seq **out, coli_err *err)
+{
+	const coli_config *c = &m->cfg;
+	if (cap < 1)
+		return coli_err_set(err, -EINVAL, "context size must be positive");
+	coli_seq *q = calloc(1, sizeof *q);
+	int failed = !q;
+	if (q) {
+		q->cap = cap;
+		q->n_layers = c->num_hidden_layers;
+		q->kv_width = coli_config_kv_width(c);
+		q->kv = zalloc((size_t)q->n_layers, sizeof *q->kv, &failed);
+		for (int l = 0; !failed && l < q->n_layers; l++)
+			q->kv[l] = zalloc((size_t)cap * (size_t)q->kv_width, sizeof(float), &failed);
+	}
+	if (failed) {
+		coli_seq_free(q);
+		return coli_err_set(err, -ENOMEM, "out of memory allocating a %d-token KV cache", cap);
+	}
+	*out = q;
+	return 0;
+}
+
+void coli_seq_free(coli_seq *q)
+{
+	if (!q)
+		return;
+	for (int l = 0; q->kv && l < q->n_layers; l++)
+		free(q->kv[l]);
+	free(q->kv);
+	free(q);
+}
+
+int coli_seq_pos(const coli_seq *q) { return q->pos; }
+int coli_seq_capacity(const coli_seq *q) { return q->cap; }
+float *coli_seq_kv(coli_seq *q, int layer) { return q->kv[layer]; }
+
+void coli_seq_rewind(coli_seq *q, int n)
+{
+	if (n >= 0 && n < q->pos)
+		q->pos = n;
+}
+
+void coli_seq_set_pos(coli_seq *q, int pos)
+{
+	if (pos >= 0 && pos <= q->cap)
+		q->pos = pos;
+}
+
 int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state **out,
 		   coli_err *err)
 {
@@ -39,9 +88,12 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 	s->max_batch = max_batch;
 	s->n_layers = c->num_hidden_layers;
 	s->kv_width = coli_config_kv_width(c);
-	s->kv = zalloc((size_t)s->n_layers, sizeof *s->kv, &failed);
-	for (int l = 0; !failed && l < s->n_layers; l++)
-		s->kv[l] = zalloc((size_t)max_ctx * (size_t)s->kv_width, sizeof(float), &failed);
+	if (coli_seq_new(m, max_ctx, &s->own, err)) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->row_seq = zalloc(B, sizeof *s->row_seq, &failed);
+	s->row_pos = zalloc(B, sizeof *s->row_pos, &failed);
 	s->x = zalloc(B * H, sizeof(float), &failed);
 	s->xn = zalloc(B * H, sizeof(float), &failed);
 	s->qa = zalloc(B * (size_t)(c->q_lora_rank > 0 ? c->q_lora_rank : 1), sizeof(float), &failed);
@@ -88,10 +140,8 @@ void coli_state_free(coli_state *s)
 {
 	if (!s)
 		return;
-	for (int l = 0; s->kv && l < s->n_layers; l++)
-		free(s->kv[l]);
-	free(s->kv);
-	void *bufs[] = { s->x, s->xn, s->qa, s->q, s->kva, s->qlat, s->ctxlat, s->vhead,
+	coli_seq_free(s->own);
+	void *bufs[] = { s->row_seq, s->row_pos, s->x, s->xn, s->qa, s->q, s->kva, s->qlat, s->ctxlat, s->vhead,
 			 s->vout, s->rowbuf, s->scores, s->ffn_a, s->ffn_b, s->ffn_out,
 			 s->router_logits, s->sel, s->sel_w, s->moe_out, s->union_experts,
 			 s->tok_slot, s->exp_in, s->exp_a, s->exp_b, s->exp_out, (void *)s->recs,
@@ -102,20 +152,19 @@ void coli_state_free(coli_state *s)
 	free(s);
 }
 
-int coli_state_pos(const coli_state *s) { return s->pos; }
-int coli_state_capacity(const coli_state *s) { return s->cap; }
-float *coli_state_kv(coli_state *s, int layer) { return s->kv[layer]; }
+int coli_state_pos(const coli_state *s) { return s->own->pos; }
+int coli_state_capacity(const coli_state *s) { return s->own->cap; }
+float *coli_state_kv(coli_state *s, int layer) { return s->own->kv[layer]; }
+coli_seq *coli_state_seq(coli_state *s) { return s->own; }
 const coli_routing *coli_state_routing(const coli_state *s) { return &s->routing; }
 const coli_timing *coli_state_timing(const coli_state *s) { return &s->timing; }
 
 void coli_state_rewind(coli_state *s, int n)
 {
-	if (n >= 0 && n < s->pos)
-		s->pos = n;
+	coli_seq_rewind(s->own, n);
 }
 
 void coli_state_set_pos(coli_state *s, int pos)
 {
-	if (pos >= 0 && pos <= s->cap)
-		s->pos = pos;
+	coli_seq_set_pos(s->own, pos);
 }

@@ -4,13 +4,24 @@
 
 #include "model.h"
 
-struct coli_state {
-	int cap;                /* KV capacity (tokens) */
-	int max_batch;          /* B: positions per forward chunk */
-	int pos;                /* tokens currently in the KV cache */
+/* One sequence's compressed KV cache. */
+struct coli_seq {
+	int cap;                /* capacity (tokens) */
+	int pos;                /* tokens currently in the cache */
 	int n_layers;
 	int kv_width;           /* kv_lora + rope */
 	float **kv;             /* (layers) -> (cap, kv_width): latent | roped key */
+};
+
+struct coli_state {
+	int cap;                /* longest context the scratch serves (tokens) */
+	int max_batch;          /* B: rows per forward chunk */
+	int n_layers;
+	int kv_width;
+	coli_seq *own;          /* the state's own sequence (coli_forward) */
+	/* the rows of the chunk being evaluated: sequence and position */
+	coli_seq **row_seq;     /* (B) */
+	int *row_pos;           /* (B) */
 	/* activations for one chunk of B positions */
 	float *x;               /* (B, H) residual stream */
 	float *xn;              /* (B, H) normed input of a block */

@@ -1,9 +1,11 @@
 # Core tests (forward pass helpers, engine pieces).
-check_PROGRAMS += tests/core_stop_match_test tests/core_sampler_test
+check_PROGRAMS += tests/core_stop_match_test tests/core_sampler_test tests/core_batch_test
 TESTS += tests/core_stop_match_test tests/core_sampler_test
 tests_core_stop_match_test_SOURCES = tests/core_stop_match_test.c
 tests_core_stop_match_test_LDADD = libcoli.a $(COLI_LIBS)
 tests_core_sampler_test_SOURCES = tests/core_sampler_test.c
 tests_core_sampler_test_LDADD = libcoli.a $(COLI_LIBS)
-TESTS += tests/core_placement.sh tests/core_session_resume.sh tests/core_doctor.sh
-EXTRA_DIST += tests/core_placement.sh tests/core_session_resume.sh tests/core_doctor.sh
+tests_core_batch_test_SOURCES = tests/core_batch_test.c
+tests_core_batch_test_LDADD = libcoli.a $(COLI_LIBS)
+TESTS += tests/core_placement.sh tests/core_session_resume.sh tests/core_doctor.sh tests/core_batch.sh
+EXTRA_DIST += tests/core_placement.sh tests/core_session_resume.sh tests/core_doctor.sh tests/core_batch.sh
