@@ -61,11 +61,11 @@ int store_budget_resolve(const coli_container *c, const expert_store_opts *o,
 			total = 0;
 		if (total > all)
 			total = all;
-		char a[32], d[32], k[32], r[32], t[32];
+		char a[32], d[32], k[32], r[32], t[32], x[32];
 		coli_info("expert store: automatic budget %s = available %s - dense %s - KV %s - reserve %s (experts total %s)",
 			  size_format(total, t, sizeof t), size_format(avail, a, sizeof a),
 			  size_format((int64_t)c->dense_bytes, d, sizeof d), size_format(kv, k, sizeof k),
-			  size_format(reserve, r, sizeof r), size_format(all, a, sizeof a));
+			  size_format(reserve, r, sizeof r), size_format(all, x, sizeof x));
 	}
 	int64_t p = o->pin_bytes >= 0 ? o->pin_bytes : total / 2;
 	if (p > all)
