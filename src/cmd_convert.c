@@ -16,7 +16,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: coli convert SRC_HF_DIR OUT_DIR [--quant int4-g64|int8|f32]\n"
-		"                    [--mtp-quant int8|int4-g64|f32] [--threads N] [--force]\n"
+		"                    [--mtp-quant int8|int4-g64|f32] [--embed-quant TYPE]\n"
+		"                    [--threads N] [--force]\n"
 		"Convert a Hugging Face checkpoint into a colitop model container.\n"
 		"Interrupted runs resume when started again with the same arguments.\n"
 		"See coli-convert(1).\n");
@@ -52,6 +53,7 @@ int cmd_convert(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "quant", required_argument, NULL, 'q' },
 		{ "mtp-quant", required_argument, NULL, 'm' },
+		{ "embed-quant", required_argument, NULL, 'e' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
@@ -67,17 +69,23 @@ int cmd_convert(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "fh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'q':
-		case 'm': {
+		case 'm':
+		case 'e': {
 			int q = coli_qtype_parse(optarg);
 			if (q < 0) {
 				cli_errorf("convert", "--%s: unknown type '%s' (int4-g64, int8, f32)",
-					   c == 'q' ? "quant" : "mtp-quant", optarg);
+					   c == 'q' ? "quant" : c == 'm' ? "mtp-quant" : "embed-quant",
+					   optarg);
 				return COLI_EXIT_USAGE;
 			}
-			if (c == 'q')
+			if (c == 'q') {
 				o.quant = q;
-			else
+			} else if (c == 'm') {
 				o.mtp_quant = q;
+			} else {
+				o.embed_quant = q;
+				o.embed_quant_set = 1;
+			}
 			break;
 		}
 		case 'f':

@@ -146,8 +146,9 @@ static json_t *state_args(const convert_opts *o, const convert_plan *p)
 		json_int_t size = stat(f, &st) == 0 ? (json_int_t)st.st_size : -1;
 		json_array_append_new(files, json_pack("[s,I]", b ? b + 1 : f, size));
 	}
-	return json_pack("{s:s,s:s,s:s,s:i,s:o}", "quant", coli_qtype_name(o->quant), "mtp_quant",
-			 coli_qtype_name(o->mtp_quant), "source_config_sha256", p->config_sha256,
+	return json_pack("{s:s,s:s,s:s,s:s,s:i,s:o}", "quant", coli_qtype_name(o->quant),
+			 "mtp_quant", coli_qtype_name(o->mtp_quant), "embed_quant",
+			 coli_qtype_name(p->embed_qtype), "source_config_sha256", p->config_sha256,
 			 "source_tensors", p->ck->n_tensors, "source_files", files);
 }
 
@@ -279,7 +280,8 @@ int convert_run(const convert_opts *o, convert_summary *sum, coli_err *err)
 	double t0 = now_s();
 	int rc;
 	memset(sum, 0, sizeof *sum);
-	if (!coli_qtype_name(o->quant) || !coli_qtype_name(o->mtp_quant))
+	if (!coli_qtype_name(o->quant) || !coli_qtype_name(o->mtp_quant) ||
+	    (o->embed_quant_set && !coli_qtype_name(o->embed_quant)))
 		return coli_err_set(err, -EINVAL, "unknown quant type");
 	rc = convert_plan_build(o, &p, err);
 	if (rc < 0)

@@ -36,6 +36,8 @@ typedef struct convert_opts {
 	int mtp_quant;         /* enum coli_qtype: the MTP layer(s) */
 	int force;             /* overwrite a complete container / stale state */
 	int threads;           /* quantization threads; <= 0: online cores */
+	int embed_quant_set;   /* 1: embed_tokens/lm_head use embed_quant instead of */
+	int embed_quant;       /*    the policy (int8, f32 with --quant f32) */
 } convert_opts;
 
 /* Accumulated error of one class: sums over every element converted. */

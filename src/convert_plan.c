@@ -87,7 +87,10 @@ static int policy_qtype(const convert_opts *o, int cls, int is_vector, int cols,
 		return COLI_Q_F32;
 	case CONVERT_CLS_EMBED:
 	case CONVERT_CLS_LM_HEAD:
-		q = o->quant == COLI_Q_F32 ? COLI_Q_F32 : COLI_Q_INT8;
+		if (o->embed_quant_set)
+			q = o->embed_quant;
+		else
+			q = o->quant == COLI_Q_F32 ? COLI_Q_F32 : COLI_Q_INT8;
 		break;
 	case CONVERT_CLS_MTP:
 		q = o->mtp_quant;

@@ -49,6 +49,7 @@ usage 2 convert a b --quant int3
 usage 2 convert a b --mtp-quant q2
 usage 2 convert a b --bogus
 usage 2 convert a b --threads many
+usage 2 convert a b --embed-quant int2
 usage 0 convert --help
 usage 2 info --bogus
 usage 2 info a b

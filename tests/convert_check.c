@@ -74,8 +74,10 @@ static int expected_qtype(const coli_container *c, const char *name, int rows, i
 	int q = dense;
 	if (L >= c->config.num_hidden_layers)
 		q = mtp;
-	else if (!strcmp(name, "model.embed_tokens.weight") || !strcmp(name, "lm_head.weight"))
-		q = dense == COLI_Q_F32 ? COLI_Q_F32 : COLI_Q_INT8;
+	else if (!strcmp(name, "model.embed_tokens.weight"))
+		q = coli_qtype_parse(c->quant_embed);
+	else if (!strcmp(name, "lm_head.weight"))
+		q = coli_qtype_parse(c->quant_lm_head);
 	(void)rows;
 	return cols % COLI_QK ? COLI_Q_F32 : q;
 }

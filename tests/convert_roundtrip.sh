@@ -36,6 +36,11 @@ for q in int8 int4-g64; do
 	"$CHECK" "$T/lite" "$T/l-$q" || fail "convert_check --lite --quant $q"
 done
 [ -d "$T/l-int8/mtp" ] && fail "mtp/ written for a model without MTP layers"
+# --embed-quant overrides the policy for embed_tokens / lm_head only.
+"$COLI" convert "$T/lite" "$T/l-e4" --quant int8 --embed-quant int4-g64 >/dev/null 2>&1 ||
+	fail "--embed-quant"
+"$CHECK" "$T/lite" "$T/l-e4" || fail "convert_check --embed-quant int4-g64"
+grep -q '"embed": "int4-g64"' "$T/l-e4/manifest.json" || fail "--embed-quant not recorded"
 
 # The manifest: published error figures, fallbacks, per-file sha256.
 "$PY" - "$T/m-int4-g64" "$T/m-f32" <<'PYEOF' || fail "manifest content"
