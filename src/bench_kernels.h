@@ -11,6 +11,9 @@
  *          the weight + scale bytes streamed per second; a pass streams
  *          the whole set once and the best pass is reported (mean too).
  *   int8   the same shapes in int8.
+ *   cache_resident_1thread  the kernels' own ceiling: one thread, a
+ *          256x2048 matrix that stays in L2 (threads x this against the
+ *          triad tells compute bound from memory bound).
  * Each kernel figure carries its ratio to the triad bandwidth.
  *
  * Uses about 1 GiB of memory (more when the LLC is larger than 512 MiB)
@@ -21,7 +24,9 @@
  *     "int4": [ { "shape": "2048x6144", "what", "matrix_bytes", "matrices",
  *                 "passes", "us_per_call", "gbps", "mean_gbps",
  *                 "ratio_to_triad" }, ... ],
- *     "int8": [ same ] } */
+ *     "int8": [ same ],
+ *     "cache_resident_1thread": { "int4": { "shape", "ns_per_block",
+ *                                           "gbps_per_thread" }, "int8": same } } */
 #ifndef COLI_BENCH_KERNELS_H
 #define COLI_BENCH_KERNELS_H
 
