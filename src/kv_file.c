@@ -274,7 +274,7 @@ static int payload_check(kv_walk *w, uint64_t off, const unsigned char *head, ui
 }
 
 /* Framing checks that need no state: type, length vs file size and shape. */
-static int frame_plausible(const kv_walk *w, uint64_t off, const unsigned char *head)
+int kv_fmt_frame_plausible(const kv_walk *w, uint64_t off, const unsigned char *head)
 {
 	uint32_t type = kv_get_u32(head), len = kv_get_u32(head + 4), n = kv_get_u32(head + 8);
 	if (w->size - off < KV_REC_FRAME || (uint64_t)len > w->size - off - KV_REC_FRAME)
@@ -316,7 +316,7 @@ static int valid_after(kv_walk *w, uint64_t bad)
 			unsigned char head[KV_REC_HEAD];
 			if (w->size - off < KV_REC_FRAME || kv_fmt_pread_full(w->fd, head, sizeof head, off) < 0)
 				continue;
-			if (!frame_plausible(w, off, head))
+			if (!kv_fmt_frame_plausible(w, off, head))
 				continue;
 			/* The CRC read reuses the scratch buffer: re-read from here. */
 			if (record_crc_ok(w, off, head) != 0)
@@ -359,7 +359,7 @@ int kv_fmt_walk(kv_walk *w)
 		int rc = kv_fmt_pread_full(w->fd, head, sizeof head, off);
 		if (rc < 0)
 			return rc;
-		if (!frame_plausible(w, off, head)) {
+		if (!kv_fmt_frame_plausible(w, off, head)) {
 			walk_bad(w, off, "bad framing");
 			return 0;
 		}
@@ -435,7 +435,7 @@ uint32_t kv_fmt_walk_bound(kv_walk *w)
 	uint32_t bound = 0, cur = 0;
 	unsigned char head[KV_REC_HEAD];
 	while (w->size - off >= KV_REC_FRAME && kv_fmt_pread_full(w->fd, head, sizeof head, off) == 0 &&
-	       frame_plausible(w, off, head)) {
+	       kv_fmt_frame_plausible(w, off, head)) {
 		uint32_t n = kv_get_u32(head + 8), first = kv_get_u32(head + 12);
 		if (kv_get_u32(head) == KV_TYPE_TRUNC) {
 			if (first > cur)
@@ -546,7 +546,7 @@ int kv_file_match_prefix(const char *path, const char *fingerprint, const int32_
 	uint32_t cur = 0, match = 0;
 	unsigned char head[KV_REC_HEAD];
 	while (size - off >= KV_REC_FRAME && (rc = kv_fmt_pread_full(fd, head, sizeof head, off)) == 0 &&
-	       frame_plausible(&w, off, head)) {
+	       kv_fmt_frame_plausible(&w, off, head)) {
 		uint32_t type = kv_get_u32(head), cnt = kv_get_u32(head + 8), first = kv_get_u32(head + 12);
 		if (type == KV_TYPE_TRUNC) {
 			if (first > cur)

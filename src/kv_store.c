@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "coli_log.h"
+#include "kv_format.h"
 
 int kv_store_name_check(const char *name, coli_err *err)
 {
@@ -314,32 +315,220 @@ int kv_store_gc(const char *dir, uint64_t budget, int *n_removed, uint64_t *byte
 	return 0;
 }
 
-int kv_store_find_prefix(const char *dir, const char *fingerprint, const int32_t *tokens,
+/* ---- prefix index ---- */
+
+typedef struct ix_entry {
+	char name[KV_NAME_MAX + 1];
+	dev_t dev;
+	ino_t ino;
+	uint64_t end;                /* records read up to this offset */
+	char fingerprint[KV_FINGERPRINT_LEN + 1];
+	uint32_t n_layers, width;
+	int32_t *hist;               /* live token history [len] */
+	uint32_t len, cap;
+	int bad;                     /* header unusable: skipped until replaced */
+	int seen;                    /* found by the current refresh */
+} ix_entry;
+
+struct kv_prefix_index {
+	char dir[PATH_MAX];
+	ix_entry *e;
+	int n, cap;
+};
+
+int kv_prefix_index_new(const char *dir, kv_prefix_index **out, coli_err *err)
+{
+	kv_prefix_index *ix = calloc(1, sizeof *ix);
+	*out = NULL;
+	if (!ix)
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	if (strlen(dir) >= sizeof ix->dir) {
+		free(ix);
+		return coli_err_set(err, -ENAMETOOLONG, "%s: path too long", dir);
+	}
+	snprintf(ix->dir, sizeof ix->dir, "%s", dir);
+	*out = ix;
+	return 0;
+}
+
+void kv_prefix_index_free(kv_prefix_index *ix)
+{
+	if (!ix)
+		return;
+	for (int i = 0; i < ix->n; i++)
+		free(ix->e[i].hist);
+	free(ix->e);
+	free(ix);
+}
+
+static ix_entry *ix_get(kv_prefix_index *ix, const char *name)
+{
+	for (int i = 0; i < ix->n; i++)
+		if (!strcmp(ix->e[i].name, name))
+			return &ix->e[i];
+	if (ix->n == ix->cap) {
+		int nc = ix->cap ? ix->cap * 2 : 16;
+		ix_entry *p = realloc(ix->e, (size_t)nc * sizeof *p);
+		if (!p)
+			return NULL;
+		ix->e = p;
+		ix->cap = nc;
+	}
+	ix_entry *e = &ix->e[ix->n++];
+	memset(e, 0, sizeof *e);
+	snprintf(e->name, sizeof e->name, "%s", name);
+	return e;
+}
+
+/* Read the records appended since the last refresh (token ids only). A
+ * file that was replaced (compaction, rename over) or cut is re-read. */
+static int ix_update(ix_entry *e, const char *path, const struct stat *st)
+{
+	if (e->ino != st->st_ino || e->dev != st->st_dev || (uint64_t)st->st_size < e->end) {
+		e->ino = st->st_ino;
+		e->dev = st->st_dev;
+		e->end = 0;
+		e->len = 0;
+		e->bad = 0;
+	}
+	if (e->bad || (uint64_t)st->st_size == e->end)
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	struct stat now;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &now) < 0 || now.st_ino != e->ino) {
+		close(fd); /* replaced meanwhile: next refresh */
+		return 0;
+	}
+	if (e->end == 0) {
+		kv_header h;
+		if (kv_fmt_header_read(fd, path, (uint64_t)now.st_size, &h, NULL) < 0) {
+			e->bad = 1;
+			close(fd);
+			return 0;
+		}
+		memcpy(e->fingerprint, h.fingerprint, sizeof e->fingerprint);
+		e->n_layers = h.n_layers;
+		e->width = h.width;
+		e->end = KV_HDR_SIZE;
+	}
+	kv_walk w = { .fd = fd, .size = (uint64_t)now.st_size, .n_layers = e->n_layers, .width = e->width };
+	unsigned char head[KV_REC_HEAD];
+	while (w.size - e->end >= KV_REC_FRAME &&
+	       (rc = kv_fmt_pread_full(fd, head, sizeof head, e->end)) == 0 &&
+	       kv_fmt_frame_plausible(&w, e->end, head)) {
+		uint32_t type = kv_get_u32(head), n = kv_get_u32(head + 8), first = kv_get_u32(head + 12);
+		if (type == KV_TYPE_TRUNC) {
+			if (first > e->len)
+				break;
+			e->len = first;
+		} else {
+			if (first != e->len || (uint64_t)e->len + n > INT_MAX)
+				break;
+			if (e->len + n > e->cap) {
+				uint32_t nc = e->cap ? e->cap : 256;
+				while (nc < e->len + n)
+					nc *= 2;
+				int32_t *p = realloc(e->hist, (size_t)nc * sizeof *p);
+				if (!p) {
+					rc = -ENOMEM;
+					break;
+				}
+				e->hist = p;
+				e->cap = nc;
+			}
+			if ((rc = kv_fmt_pread_full(fd, e->hist + e->len, 4u * (size_t)n, e->end + KV_REC_HEAD)) < 0)
+				break;
+			e->len += n;
+		}
+		e->end += KV_REC_FRAME + kv_get_u32(head + 4);
+	}
+	close(fd);
+	return rc;
+}
+
+static int ix_refresh(kv_prefix_index *ix, coli_err *err)
+{
+	DIR *d = opendir(ix->dir);
+	if (!d && errno != ENOENT)
+		return coli_err_set(err, -errno, "%s: %s", ix->dir, strerror(errno));
+	for (int i = 0; i < ix->n; i++)
+		ix->e[i].seen = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		char name[KV_NAME_MAX + 1], path[PATH_MAX];
+		struct stat st;
+		if (len <= 3 || len - 3 > KV_NAME_MAX || strcmp(de->d_name + len - 3, ".kv"))
+			continue;
+		memcpy(name, de->d_name, len - 3);
+		name[len - 3] = '\0';
+		if (kv_store_path(ix->dir, name, "kv", path, sizeof path, NULL) < 0 ||
+		    stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		ix_entry *e = ix_get(ix, name);
+		if (!e) {
+			closedir(d);
+			return coli_err_set(err, -ENOMEM, "out of memory");
+		}
+		e->seen = 1;
+		int rc = ix_update(e, path, &st);
+		if (rc < 0)
+			coli_debug("prefix index: %s: %s", path, strerror(-rc));
+	}
+	if (d)
+		closedir(d);
+	for (int i = 0; i < ix->n;) {
+		if (ix->e[i].seen) {
+			i++;
+			continue;
+		}
+		free(ix->e[i].hist);
+		ix->e[i] = ix->e[--ix->n];
+	}
+	return 0;
+}
+
+int kv_prefix_index_find(kv_prefix_index *ix, const char *fingerprint, const int32_t *tokens,
 			 int n, char *name_out, size_t cap, int *n_match, coli_err *err)
 {
-	kv_store_entry *v;
-	int cnt, rc, best = 0;
+	int rc, best = 0;
 	if (cap)
 		name_out[0] = '\0';
 	*n_match = 0;
-	if ((rc = kv_store_list(dir, &v, &cnt, err)) < 0)
+	if ((rc = ix_refresh(ix, err)) < 0)
 		return rc;
-	for (int i = 0; i < cnt; i++) {
-		char path[PATH_MAX];
-		int m = 0;
-		if (v[i].status < 0 || v[i].n_tokens <= best ||
-		    (fingerprint && strcmp(fingerprint, v[i].fingerprint)) ||
-		    kv_store_path(dir, v[i].name, "kv", path, sizeof path, NULL) < 0 ||
-		    kv_file_match_prefix(path, fingerprint, tokens, n, &m, NULL) < 0)
+	for (int i = 0; i < ix->n; i++) {
+		const ix_entry *e = &ix->e[i];
+		if (e->bad || (fingerprint && strcmp(fingerprint, e->fingerprint)) || (int)e->len < best)
 			continue;
-		if (m > best) {
+		int lim = (int)e->len < n ? (int)e->len : n, m = 0;
+		while (m < lim && e->hist[m] == tokens[m])
+			m++;
+		/* ties go to the first name in byte order, so results are stable */
+		if (m > best || (m == best && m > 0 && strcmp(e->name, name_out) < 0)) {
 			best = m;
-			snprintf(name_out, cap, "%s", v[i].name);
+			snprintf(name_out, cap, "%s", e->name);
 		}
 	}
-	free(v);
 	*n_match = best;
 	return 0;
+}
+
+int kv_store_find_prefix(const char *dir, const char *fingerprint, const int32_t *tokens,
+			 int n, char *name_out, size_t cap, int *n_match, coli_err *err)
+{
+	kv_prefix_index *ix;
+	int rc = kv_prefix_index_new(dir, &ix, err);
+	if (cap)
+		name_out[0] = '\0';
+	*n_match = 0;
+	if (rc < 0)
+		return rc;
+	rc = kv_prefix_index_find(ix, fingerprint, tokens, n, name_out, cap, n_match, err);
+	kv_prefix_index_free(ix);
+	return rc;
 }
 
 int kv_store_parse_size(const char *s, uint64_t *out)

@@ -192,6 +192,49 @@ static void test_prefix(void)
 	CHECK(m == 0 && name[0] == '\0');
 }
 
+/* The incremental index follows appends, rewinds, compaction, rename and
+ * removal between lookups. */
+static void test_prefix_index(void)
+{
+	coli_err err = { 0 };
+	kv_prefix_index *ix;
+	kv_session *s;
+	char name[80];
+	int m;
+	int32_t q[60];
+	for (int i = 0; i < 60; i++)
+		q[i] = kvt_token(21, (uint32_t)i);
+	CHECK_RC(kv_prefix_index_new(dir, &ix, &err), 0);
+	make("ia", FP_A, 21, 10, 1000);
+	make("ib", FP_A, 21, 10, 1000);
+	CHECK_RC(kv_prefix_index_find(ix, FP_A, q, 60, name, sizeof name, &m, &err), 0);
+	CHECK(m == 10 && !strcmp(name, "ia")); /* tie: smallest name */
+	CHECK_RC(kv_session_open(dir, "ib", NULL, 0, 0, 0, &s, NULL, &err), 0);
+	CHECK_RC(kvt_append(s, 21, 10, 20, &err), 0);
+	CHECK_RC(kv_prefix_index_find(ix, FP_A, q, 60, name, sizeof name, &m, &err), 0);
+	CHECK(m == 30 && !strcmp(name, "ib"));
+	CHECK_RC(kv_session_truncate_tokens(s, 12, &err), 0);
+	CHECK_RC(kvt_append(s, 99, 12, 5, &err), 0);
+	CHECK_RC(kv_prefix_index_find(ix, FP_A, q, 60, name, sizeof name, &m, &err), 0);
+	CHECK(m == 12 && !strcmp(name, "ib"));
+	CHECK_RC(kv_session_truncate_tokens(s, 12, &err), 0);
+	CHECK_RC(kvt_append(s, 21, 12, 30, &err), 0);
+	CHECK_RC(kv_session_compact(s, &err), 0);
+	CHECK_RC(kv_prefix_index_find(ix, FP_A, q, 60, name, sizeof name, &m, &err), 0);
+	CHECK(m == 42 && !strcmp(name, "ib"));
+	kv_session_close(s);
+	CHECK_RC(kv_store_rename(dir, "ib", "ic", &err), 0);
+	CHECK_RC(kv_prefix_index_find(ix, FP_A, q, 60, name, sizeof name, &m, &err), 0);
+	CHECK(m == 42 && !strcmp(name, "ic"));
+	CHECK_RC(kv_store_rm(dir, "ic", &err), 0);
+	CHECK_RC(kv_prefix_index_find(ix, FP_A, q, 60, name, sizeof name, &m, &err), 0);
+	CHECK(m == 10 && !strcmp(name, "ia"));
+	CHECK_RC(kv_prefix_index_find(ix, FP_B, q, 60, name, sizeof name, &m, &err), 0);
+	CHECK(m == 0 && name[0] == '\0');
+	kv_prefix_index_free(ix);
+	kv_prefix_index_free(NULL);
+}
+
 static void test_sizes_and_cache_dir(void)
 {
 	uint64_t v;
@@ -233,6 +276,7 @@ int main(void)
 	test_list_rm_rename();
 	test_gc();
 	test_prefix();
+	test_prefix_index();
 	test_sizes_and_cache_dir();
 	kvt_rmrf(dir);
 	if (kvt_failures)
