@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""ref_logits.py HF_DIR --tokens 1,2,3 [--incremental]
+"""ref_logits.py HF_DIR --tokens 1,2,3 [--incremental | --mtp]
 
 Print {"logits": [[...] one row per position]} computed by the numpy
 reference (ref_model.py) from a Hugging Face checkpoint directory, in the
-same shape as `coli logits`."""
+same shape as `coli logits`. With --mtp, the first MTP module's draft
+logits instead: T-1 rows, row i predicting token i+2."""
 import argparse
 import json
 import os
@@ -23,6 +24,7 @@ def main():
     ap.add_argument("--tokens", required=True)
     ap.add_argument("--incremental", action="store_true",
                     help="one token at a time through the compressed KV cache")
+    ap.add_argument("--mtp", action="store_true", help="draft logits of MTP module 0")
     a = ap.parse_args()
     m = ref_model.Model(a.dir)
     toks = parse_tokens(a.tokens)
@@ -30,7 +32,13 @@ def main():
     if bad:
         print("ref_logits: token %d out of range 0..%d" % (bad[0], m.cfg.V - 1), file=sys.stderr)
         return 2
-    lg = m.forward_incremental(toks) if a.incremental else m.forward(toks)
+    if a.mtp:
+        if len(toks) < 2:
+            print("ref_logits: --mtp needs at least 2 tokens", file=sys.stderr)
+            return 2
+        lg = m.forward_mtp(toks)
+    else:
+        lg = m.forward_incremental(toks) if a.incremental else m.forward(toks)
     json.dump({"logits": lg.tolist()}, sys.stdout)
     sys.stdout.write("\n")
     return 0

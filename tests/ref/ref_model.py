@@ -362,13 +362,49 @@ class Model:
     def forward(self, tokens):
         """Logits [T, V] of the whole sequence in one causal pass."""
         c = self.cfg
+        lm = self.w("model.embed_tokens.weight") if c.tie or "lm_head.weight" not in self.ck else \
+            self.w("lm_head.weight")
+        return self.hidden(tokens) @ lm.T
+
+    def hidden(self, tokens):
+        """Main-model hidden states after the final norm, [T, H]."""
+        c = self.cfg
         x = self.w("model.embed_tokens.weight")[np.asarray(tokens)]
         pos = np.arange(len(tokens))
         for i in range(c.L):
             pre = "model.layers.%d." % i
             x = x + self.attention(i, rms_norm(x, self.w(pre + "input_layernorm.weight"), c.eps), pos)
             x = x + self.ffn(i, rms_norm(x, self.w(pre + "post_attention_layernorm.weight"), c.eps))
-        return self.head(x)
+        return rms_norm(x, self.w("model.norm.weight"), c.eps)
+
+    def forward_mtp(self, tokens, k=0):
+        """Draft logits of MTP module k (stored as layer L + k), [T-1, V]:
+        row i predicts token i+2 from the main hidden state at i and the
+        embedding of token i+1, placed at position i (as vLLM's and
+        SGLang's MTP proposers do). Choices, as in doc/DESIGN: the main
+        hidden state is taken after the final norm; the projection input
+        is [enorm(embedding); hnorm(hidden)] in that order (vLLM, SGLang);
+        the module's own embed_tokens copy is used when present. Only
+        module 0 is defined on main-model states; deeper modules chain on
+        the previous module's output and are not modelled here."""
+        c = self.cfg
+        if k != 0 or c.raw.get("num_nextn_predict_layers", 0) < 1:
+            raise ValueError("no MTP module %d" % k)
+        li = c.L + k
+        pre = "model.layers.%d." % li
+        T = len(tokens)
+        h = self.hidden(tokens)[:T - 1]
+        emb_name = pre + "embed_tokens.weight"
+        emb = self.w(emb_name if emb_name in self.ck else "model.embed_tokens.weight")
+        e = emb[np.asarray(tokens[1:])]
+        x = np.concatenate([rms_norm(e, self.w(pre + "enorm.weight"), c.eps),
+                            rms_norm(h, self.w(pre + "hnorm.weight"), c.eps)], axis=-1)
+        x = x @ self.w(pre + "eh_proj.weight").T
+        pos = np.arange(T - 1)
+        x = x + self.attention(li, rms_norm(x, self.w(pre + "input_layernorm.weight"), c.eps), pos)
+        x = x + self.ffn(li, rms_norm(x, self.w(pre + "post_attention_layernorm.weight"), c.eps))
+        x = rms_norm(x, self.w(pre + "shared_head.norm.weight"), c.eps)
+        return x @ self.w(pre + "shared_head.head.weight").T
 
     def forward_incremental(self, tokens):
         """Logits [T, V] feeding one token at a time through a compressed
