@@ -112,6 +112,14 @@ int main(int argc, char **argv)
 	t0 = now();
 	kv_store_find_prefix(dir, FP_A, pre.tokens, prefill, best, sizeof best, &m, &err);
 	double t_prefix = now() - t0;
+	/* a kept index: the second lookup only stats the files */
+	kv_prefix_index *ix;
+	kv_prefix_index_new(dir, &ix, &err);
+	kv_prefix_index_find(ix, FP_A, pre.tokens, prefill, best, sizeof best, &m, &err);
+	t0 = now();
+	kv_prefix_index_find(ix, FP_A, pre.tokens, prefill, best, sizeof best, &m, &err);
+	double t_prefix_warm = now() - t0;
+	kv_prefix_index_free(ix);
 	kvt_batch_free(&pre);
 	kvt_rmrf(dir);
 
@@ -126,7 +134,7 @@ int main(int argc, char **argv)
 	       prefill * (bpt + 4) / 1e6 / t_prefill, t_decode * 1e3 / (decode ? decode : 1), t_sync * 1e3);
 	printf("  \"load_mbps\": %.0f, \"load_ok\": %s, \"read_rows_all_layers_mbps\": %.0f, \"compact_ms\": %.1f,\n",
 	       mb / t_load, ok ? "true" : "false", mb / t_rows, t_compact * 1e3);
-	printf("  \"find_prefix_ms_20_sessions_x_%d_records\": %.2f, \"prefix_match\": %d, \"prefix_session\": \"%s\"\n}\n",
-	       n, t_prefix * 1e3, m, best);
+	printf("  \"find_prefix_ms_21_sessions\": %.2f, \"kept_index_lookup_ms\": %.3f, \"prefix_match\": %d, \"prefix_session\": \"%s\"\n}\n",
+	       t_prefix * 1e3, t_prefix_warm * 1e3, m, best);
 	return 0;
 }
