@@ -531,7 +531,7 @@ int expert_store_open(const coli_container *c, const expert_store_opts *o,
 	s->cache_slots = (int)(cache / (int64_t)s->rec);
 	s->scratch_slots = 2 * s->max_batch;
 	s->n_slots = s->pin_slots + s->cache_slots + s->scratch_slots;
-	int kind = o->policy >= 0 && o->policy < EXPERT_POLICY_BELADY ? o->policy : EXPERT_POLICY_LRU;
+	int kind = o->policy >= 0 && o->policy < EXPERT_POLICY_BELADY ? o->policy : EXPERT_POLICY_DEFAULT;
 	if (store_policy_init(&s->policy, kind, n_moe, (size_t)s->n_layers * (size_t)s->n_experts, 0) < 0) {
 		rc = coli_err_set(err, -ENOMEM, "expert store: out of memory");
 		goto fail;

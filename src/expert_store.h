@@ -20,8 +20,8 @@ typedef struct expert_stats expert_stats;
 
 #define EXPERT_STORE_MAX_MIRRORS 7
 
-/* Eviction policies. The default (opts.policy = -1: LRU) was chosen by the
- * trace-replay measurement described in expert_store_policy.c. BELADY needs the
+/* Eviction policies. The default (opts.policy = -1: LFU-decay) was chosen
+ * by the trace-replay measurement described in expert_store_policy.c. BELADY needs the
  * future and exists only for expert_store_replay_trace. */
 enum expert_policy {
 	EXPERT_POLICY_LRU = 0,
@@ -29,6 +29,7 @@ enum expert_policy {
 	EXPERT_POLICY_BELADY = 2,
 	EXPERT_POLICY_COUNT
 };
+#define EXPERT_POLICY_DEFAULT EXPERT_POLICY_LFU_DECAY
 
 typedef struct expert_store_opts {
 	int64_t cache_bytes;     /* RAM budget for cached experts; -1 = automatic */

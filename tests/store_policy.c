@@ -22,16 +22,17 @@ static double rate(const expert_trace *t, int policy, int64_t cap, double hl)
 static void measure(int tokens)
 {
 	const double zipf[] = { 0.8, 1.0, 1.2 };
-	const double loc[] = { 0.3, 0.6 };
-	const double caps[] = { 0.1, 0.25, 0.4, 0.6 };
+	const double loc[] = { 0.1, 0.3, 0.6 };
+	const double caps[] = { 0.03, 0.05, 0.1, 0.25, 0.4, 0.6 };
 	const double hls[] = { 16, 64, 256, 1024 };
+	printf("(16 layers x 64 experts, top-4: one token touches 64 records = 6.25%% of all)\n");
 	printf("zipf loc  cap   belady    lru   lfu16  lfu64 lfu256 lfu1024\n");
 	for (int zi = 0; zi < 3; zi++)
-		for (int li = 0; li < 2; li++) {
+		for (int li = 0; li < 3; li++) {
 			expert_trace t;
 			coli_err e;
 			CHECK(expert_trace_synth(&t, 16, 64, 4, tokens, zipf[zi], loc[li], 42, &e) == 0);
-			for (int ci = 0; ci < 4; ci++) {
+			for (int ci = 0; ci < 6; ci++) {
 				int64_t cap = (int64_t)(caps[ci] * 16 * 64);
 				printf("%4.1f %3.1f %4.0f%%  %6.3f %6.3f", zipf[zi], loc[li], caps[ci] * 100,
 				       rate(&t, EXPERT_POLICY_BELADY, cap, 64), rate(&t, EXPERT_POLICY_LRU, cap, 64));
