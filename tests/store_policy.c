@@ -74,6 +74,13 @@ int main(int argc, char **argv)
 		if (caps[c] >= 6 * 32) /* everything fits: only cold misses */
 			CHECK(b == rate(&t, EXPERT_POLICY_LRU, caps[c], 64));
 	}
+	/* Why LFU-decay is the default: a cache smaller than one token's
+	 * working set (6 layers x top-4 = 24 records) gives LRU no hit at all,
+	 * LFU-decay keeps the often-routed experts. */
+	CHECK(rate(&t, EXPERT_POLICY_LRU, 16, 16) == 0.0);
+	CHECK(rate(&t, EXPERT_POLICY_LFU_DECAY, 16, 16) > 0.1);
+	CHECK(EXPERT_POLICY_DEFAULT == EXPERT_POLICY_LFU_DECAY);
+
 	/* LRU by hand: capacity 2 on one layer, sequence 0 1 0 2 1 */
 	expert_trace h;
 	CHECK(expert_trace_synth(&h, 1, 4, 1, 5, 1.0, 0.0, 1, &e) == 0);
