@@ -128,6 +128,19 @@ static void test_roundtrip(void)
 	CHECK(l.rows == NULL && kvt_loaded_ok(&l, SEED, 11));
 	kv_loaded_free(&l);
 	kv_session_close(s);
+	/* more layers than the writer's on-stack iovec array */
+	{
+		kv_session *big;
+		kv_loaded bl;
+		CHECK_RC(kv_session_create(dir, "big", FP_A, 300, 2, 0, &big, &err), 0);
+		CHECK_RC(kvt_append(big, SEED, 0, 3, &err), 0);
+		CHECK_RC(kvt_append(big, SEED, 3, 2, &err), 0);
+		kv_session_close(big);
+		CHECK_RC(kv_session_open(dir, "big", FP_A, 300, 2, 0, &big, &bl, &err), 0);
+		CHECK(kvt_loaded_ok(&bl, SEED, 5));
+		kv_loaded_free(&bl);
+		kv_session_close(big);
+	}
 	/* exclusive create */
 	CHECK_RC(kv_session_create(dir, "s", FP_A, L, W, 0, &s, &err), -EEXIST);
 	CHECK(strstr(err.msg, "exists") != NULL);
@@ -152,6 +165,16 @@ static void test_torn_tail(void)
 		CHECK(n == 5);
 		CHECK(file_size() == last);
 		CHECK(kvt_warnings == warned + (cut > last) && (cut == last || strstr(kvt_last_warning, "torn tail")));
+	}
+	/* a read-only open (a reader beside a writer) leaves a torn tail alone */
+	{
+		kv_session *ro;
+		kv_loaded l;
+		spit(orig, size - 3);
+		CHECK_RC(kv_session_open(dir, "s", FP_A, L, W, KV_OPEN_READONLY, &ro, &l, &err), 0);
+		CHECK(kvt_loaded_ok(&l, SEED, 5) && file_size() == size - 3);
+		kv_loaded_free(&l);
+		kv_session_close(ro);
 	}
 	/* also cut inside the previous record: its prefix only */
 	for (long cut = HDR + REC(2); cut < last; cut += 7) {
@@ -183,6 +206,10 @@ static void test_torn_tail(void)
 		spit(orig, size);
 		digest(before);
 		CHECK_RC(reopen(&n, &err), -EBADMSG);
+		if (i % 16 == 0) {
+			kv_session *ro;
+			CHECK_RC(kv_session_open(dir, "s", FP_A, L, W, KV_OPEN_READONLY, &ro, NULL, &err), -EBADMSG);
+		}
 		digest(after);
 		CHECK(!strcmp(before, after));
 		orig[i] ^= (unsigned char)(1u << (i % 8));
