@@ -12,31 +12,34 @@
  *   BELADY     (replay only) evict the record whose next use is farthest;
  *              the ceiling any online policy can reach at that size.
  *
- * Default policy: LFU-decay (16-token half-life), by measurement.
+ * Default policy: LFU-decay (8-token half-life), by measurement.
  * `tests/store_policy -v 2000` replays synthetic routing (16 layers x 64
  * experts, top-4, so one token touches 64 records = 6.25% of all; Zipf
  * s = 0.8/1.0/1.2 over a slowly drifting ranking; locality 0.1/0.3/0.6 =
  * chance an expert of the previous token is routed again) at capacities of
  * 3..60% of all experts. Hit rates, s = 1.0:
  *
- *   locality cap  belady   lru   lfu-decay(half-life 16/64/256 tokens)
- *   0.1       5%  0.465  0.000  0.310 0.300 0.267
- *   0.1      10%  0.612  0.290  0.444 0.445 0.416
- *   0.1      25%  0.794  0.584  0.643 0.660 0.655
- *   0.3      10%  0.680  0.467  0.448 0.441 0.411
- *   0.6      10%  0.786  0.653  0.473 0.442 0.408
- *   0.6      40%  0.935  0.857  0.866 0.803 0.776
+ *   locality cap  belady   lru   lfu-decay(half-life 4/8/16/64 tokens)
+ *   0.1       5%  0.465  0.000  0.276 0.301 0.310 0.300
+ *   0.1      25%  0.794  0.584  0.607 0.635 0.643 0.660
+ *   0.3      10%  0.680  0.467  0.444 0.445 0.448 0.441
+ *   0.3      25%  0.833  0.666  0.681 0.698 0.669 0.661
+ *   0.6       5%  0.664  0.000  0.325 0.318 0.310 0.292
+ *   0.6      10%  0.786  0.653  0.552 0.506 0.473 0.442
+ *   0.6      25%  0.892  0.788  0.792 0.801 0.738 0.679
  *
  * LRU collapses to 0 whenever the cache is smaller than one token's
  * working set (every MoE layer's top-k): each record's reuse distance is
  * then longer than the cache. That is exactly the small-RAM machine this
  * engine is for (GLM-5: 600 records = 11 GB per token). LFU-decay keeps
  * the frequently routed experts whatever the cycle length and wins at low
- * locality; LRU wins only with strong token-to-token locality at mid-size
- * caches (up to 18 points). `coli bench` on a converted random model
+ * locality; LRU wins only with strong token-to-token locality when the
+ * cache holds one or two tokens' worth (up to 15 points). The 8-token
+ * half-life is the compromise of the sweep: within 5 points of the best
+ * half-life in every row. `coli bench` on a converted random model
  * (3 MoE layers x 32 experts, top-4, 128 tokens) agrees: capacity 6
- * records: lru 0.000, lfu-decay 0.079, belady 0.236; 32 records: lru
- * 0.375, lfu-decay 0.407, belady 0.665. The use history is kept per
+ * records: lru 0.000, lfu-decay 0.074, belady 0.236; 32 records: lru
+ * 0.375, lfu-decay 0.401, belady 0.665. The use history is kept per
  * (layer, expert) across evictions (store_policy.freq/last), without which
  * LFU could never readmit an evicted hot expert.
  * Re-measure on real engine traces with `coli bench`.
@@ -53,7 +56,7 @@
 
 #include "coli_log.h"
 
-#define LFU_HALF_LIFE_TOKENS 16.0
+#define LFU_HALF_LIFE_TOKENS 8.0
 
 const char *expert_policy_name(int policy)
 {

@@ -24,9 +24,9 @@ static void measure(int tokens)
 	const double zipf[] = { 0.8, 1.0, 1.2 };
 	const double loc[] = { 0.1, 0.3, 0.6 };
 	const double caps[] = { 0.03, 0.05, 0.1, 0.25, 0.4, 0.6 };
-	const double hls[] = { 16, 64, 256, 1024 };
+	const double hls[] = { 4, 8, 16, 64 };
 	printf("(16 layers x 64 experts, top-4: one token touches 64 records = 6.25%% of all)\n");
-	printf("zipf loc  cap   belady    lru   lfu16  lfu64 lfu256 lfu1024\n");
+	printf("zipf loc  cap   belady    lru    lfu4   lfu8  lfu16  lfu64\n");
 	for (int zi = 0; zi < 3; zi++)
 		for (int li = 0; li < 3; li++) {
 			expert_trace t;
