@@ -84,7 +84,14 @@ typedef struct tok_cache_entry {
 	int32_t *ids;
 } tok_cache_entry;
 
+typedef struct tok_arena {
+	struct tok_arena *next;
+	size_t size, used;
+	char mem[];
+} tok_arena;
+
 struct coli_tokenizer {
+	tok_arena *arena;      /* token strings and names */
 	int n_ids;             /* highest id + 1 */
 	char **text;           /* id -> bytes the token stands for (NULL: no token) */
 	uint32_t *text_len;

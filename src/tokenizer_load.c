@@ -77,13 +77,36 @@ static json_t *load_json(const char *path, size_t flags, json_error_t *je)
 	return j;
 }
 
+/* Token strings live in large blocks freed together: a vocabulary is
+ * hundreds of thousands of short strings and one malloc each is a good
+ * part of the load time. */
+static char *arena_dup(coli_tokenizer *t, const char *s, size_t len)
+{
+	enum { BLOCK = 1 << 20 };
+	tok_arena *a = t->arena;
+	if (!a || a->used + len + 1 > a->size) {
+		size_t size = len + 1 > BLOCK ? len + 1 : BLOCK;
+		tok_arena *nb = malloc(sizeof *nb + size);
+		if (!nb)
+			return NULL;
+		nb->next = a;
+		nb->size = size;
+		nb->used = 0;
+		t->arena = a = nb;
+	}
+	char *p = a->mem + a->used;
+	a->used += len + 1;
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return p;
+}
+
 static int set_token(coli_tokenizer *t, int id, const char *bytes, size_t len)
 {
 	if (id < 0 || id >= t->n_ids)
 		return -EINVAL;
-	if (t->text[id])
-		free(t->text[id]);
-	t->text[id] = malloc(len + 1);
+	/* a replaced string stays in the arena until the tokenizer is freed */
+	t->text[id] = arena_dup(t, bytes, len);
 	if (!t->text[id])
 		return -ENOMEM;
 	memcpy(t->text[id], bytes, len);
@@ -137,15 +160,13 @@ static int load_vocab(coli_tokenizer *t, json_t *vocab, json_t *added, const cha
 			return coli_err_set(err, rc, "%s: vocab id %d out of range", path, id);
 		}
 	}
-	/* names: the token as written in the file (the key we keep alive is
-	 * the JSON object's own string, so keep a copy) */
+	/* names: the token as written in the file (copied: the JSON tree is
+	 * freed after loading) */
 	json_object_foreach(vocab, k, v) {
-		char *dup = strdup(k);
-		if (!dup)
+		size_t kl = strlen(k);
+		char *dup = arena_dup(t, k, kl);
+		if (!dup || tok_strmap_put(&t->names, dup, (uint32_t)kl, (int)json_integer_value(v)) < 0)
 			return coli_err_set(err, -ENOMEM, "%s: out of memory", path);
-		/* owned by the map: freed via the names list below */
-		if (tok_strmap_put(&t->names, dup, (uint32_t)strlen(dup), (int)json_integer_value(v)) <= 0)
-			free(dup);
 	}
 	for (int b = 0; b < 256; b++) {
 		char c = (char)b;
@@ -270,11 +291,8 @@ static int load_added(coli_tokenizer *t, json_t *added, const char *path, coli_e
 		t->flags[d->id] |= TOK_F_ADDED | (d->special ? TOK_F_SPECIAL : 0);
 		/* an added token naming an existing vocab entry takes it over,
 		 * as in the reference, which overwrites its map */
-		char *dup = strdup(content);
-		int put = dup ? tok_strmap_set(&t->names, dup, (uint32_t)strlen(dup), d->id) : -ENOMEM;
-		if (put <= 0)
-			free(dup);
-		if (put < 0)
+		char *dup = arena_dup(t, content, strlen(content));
+		if (!dup || tok_strmap_set(&t->names, dup, (uint32_t)strlen(dup), d->id) < 0)
 			return coli_err_set(err, -ENOMEM, "%s: out of memory", path);
 		tok_trie *tr = d->normalized ? &t->trie_norm : &t->trie_raw;
 		if (tok_trie_add(tr, d->content, d->len, t->n_added) < 0)
@@ -522,14 +540,14 @@ void coli_tokenizer_free(coli_tokenizer *t)
 {
 	if (!t)
 		return;
-	for (int i = 0; i < t->n_ids; i++)
-		free(t->text[i]);
+	while (t->arena) {
+		tok_arena *next = t->arena->next;
+		free(t->arena);
+		t->arena = next;
+	}
 	free(t->text);
 	free(t->text_len);
 	free(t->flags);
-	for (uint32_t s = 0; s < t->names.cap; s++)
-		if (t->names.ids[s] >= 0)
-			free((char *)t->names.keys[s]);
 	tok_strmap_free(&t->names);
 	tok_strmap_free(&t->vocab);
 	tok_merges_free(&t->merges);
