@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "coli_log.h"
@@ -73,8 +74,15 @@ int kv_store_lock(const char *dir, const char *name, int *lock_fd, coli_err *err
 		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
-		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-			int e = errno;
+		/* Listing probes the lock with a momentary shared lock; a few
+		 * short retries keep such a probe from failing a writer. */
+		int got = -1, e = 0;
+		for (int probe = 0; probe < 5; probe++) {
+			if ((got = flock(fd, LOCK_EX | LOCK_NB)) == 0 || (e = errno) != EWOULDBLOCK)
+				break;
+			nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+		}
+		if (got < 0) {
 			close(fd);
 			if (e == EWOULDBLOCK)
 				return coli_err_set(err, -EBUSY, "session %s is in use by another process (%s)",
