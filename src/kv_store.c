@@ -188,6 +188,25 @@ out:
 	return rc;
 }
 
+/* Files other modules keep beside a session under its name (colitop's
+ * transcript); they follow the session through rm and rename. */
+static const char *const companions[] = { "chat.json" };
+
+static void companions_move(const char *dir, const char *from, const char *to)
+{
+	for (size_t i = 0; i < sizeof companions / sizeof *companions; i++) {
+		char a[PATH_MAX], b[PATH_MAX];
+		if (kv_store_path(dir, from, companions[i], a, sizeof a, NULL) < 0)
+			continue;
+		if (!to) {
+			unlink(a);
+		} else if (kv_store_path(dir, to, companions[i], b, sizeof b, NULL) == 0 &&
+			   rename(a, b) < 0 && errno != ENOENT) {
+			coli_warn("%s: rename to %s: %s", a, b, strerror(errno));
+		}
+	}
+}
+
 int kv_store_rm(const char *dir, const char *name, coli_err *err)
 {
 	char kv[PATH_MAX], lk[PATH_MAX];
@@ -202,6 +221,8 @@ int kv_store_rm(const char *dir, const char *name, coli_err *err)
 		return rc;
 	if (unlink(kv) < 0)
 		rc = coli_err_set(err, -errno, "%s: %s", kv, strerror(errno));
+	else
+		companions_move(dir, name, NULL);
 	/* Unlink the lock while holding it; see the protocol at the top. */
 	unlink(lk);
 	kv_store_unlock(fd);
@@ -238,6 +259,7 @@ int kv_store_rename(const char *dir, const char *old_name, const char *new_name,
 	char lk[PATH_MAX];
 	if (kv_store_path(dir, old_name, "lock", lk, sizeof lk, NULL) == 0)
 		unlink(lk);
+	companions_move(dir, old_name, new_name);
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
 		if (fsync(dfd) < 0)

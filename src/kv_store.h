@@ -3,6 +3,8 @@
  * Files per session NAME (see colitop-kv(5)):
  *   NAME.kv     the session (kv_file.h)
  *   NAME.lock   empty; flock(LOCK_EX) by the one process writing NAME.kv
+ *   NAME.chat.json  colitop's transcript, if any: removed and renamed with
+ *               the session (not counted by list or gc)
  * Names are 1..64 characters of [A-Za-z0-9._-], no leading '.', no "..".
  * Every mutating operation takes the session's lock without waiting and
  * refuses (-EBUSY) a session in use, so rm/rename/gc never pull a file

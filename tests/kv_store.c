@@ -87,7 +87,13 @@ static void test_list_rm_rename(void)
 	CHECK_RC(kv_store_rename(dir, "b", "b", &err), -EINVAL);
 	CHECK_RC(kv_store_rename(dir, "zz", "c", &err), -ENOENT);
 	CHECK_RC(kv_store_rename(dir, "b", "../c", &err), -EINVAL);
+	char chat[4300];
+	snprintf(chat, sizeof chat, "%s/b.chat.json", dir);
+	close(open(chat, O_CREAT | O_WRONLY, 0600));
 	CHECK_RC(kv_store_rename(dir, "b", "c", &err), 0);
+	CHECK(access(chat, F_OK) < 0);
+	snprintf(chat, sizeof chat, "%s/c.chat.json", dir);
+	CHECK(access(chat, F_OK) == 0);
 	kv_loaded l;
 	CHECK_RC(kv_session_open(dir, "c", FP_A, L, W, 0, &s, &l, &err), 0);
 	CHECK(kvt_loaded_ok(&l, 1, 12));
@@ -95,6 +101,7 @@ static void test_list_rm_rename(void)
 	kv_session_close(s);
 	CHECK_RC(kv_session_open(dir, "b", NULL, 0, 0, 0, &s, NULL, &err), -ENOENT);
 	CHECK_RC(kv_store_rm(dir, "c", &err), 0);
+	CHECK(access(chat, F_OK) < 0);
 	CHECK_RC(kv_store_rm(dir, "c", &err), -ENOENT);
 	CHECK_RC(kv_store_rm(dir, "a", &err), 0);
 	char lock[4300];
