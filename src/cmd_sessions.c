@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "kv_file.h"
 #include "kv_store.h"
+#include "model_dir.h"
 #include "sha256.h"
 
 #define CMD "sessions"
@@ -34,8 +35,9 @@ static void usage(FILE *f)
 		"  rename OLD NEW       rename (refuses to overwrite)\n"
 		"  gc [--budget SIZE]   evict least recently used sessions until the total\n"
 		"                       is at most SIZE (default $COLI_KV_BUDGET, else " DEFAULT_BUDGET ")\n"
-		"DIR defaults to $COLI_MODEL. Sessions live in CACHE_DIR/kv; CACHE_DIR is\n"
-		"--cache-dir, else $COLI_CACHE_DIR, else ${XDG_CACHE_HOME:-~/.cache}/colitop/NAME.\n");
+		"DIR defaults to $COLI_MODEL, then the default model. Sessions live in\n"
+		"CACHE_DIR/kv; CACHE_DIR is --cache-dir, else $COLI_CACHE_DIR, else\n"
+		"${XDG_CACHE_HOME:-~/.cache}/colitop/NAME (NAME: the model directory's name).\n");
 }
 
 static void human(uint64_t b, char *out, size_t cap)
@@ -291,12 +293,10 @@ int cmd_sessions(int argc, char **argv)
 			return COLI_EXIT_USAGE;
 		}
 	}
-	const char *model = NULL;
+	const char *model_arg = NULL;
 	int p = 0;
 	if (npos > 0 && !is_subcommand(pos[0]))
-		model = pos[p++];
-	if (!model && getenv("COLI_MODEL") && *getenv("COLI_MODEL"))
-		model = getenv("COLI_MODEL");
+		model_arg = pos[p++];
 	const char *sub = p < npos ? pos[p++] : "list";
 	int nargs = npos - p;
 	int need = !strcmp(sub, "show") || !strcmp(sub, "rm") ? 1 : !strcmp(sub, "rename") ? 2 : 0;
@@ -311,8 +311,19 @@ int cmd_sessions(int argc, char **argv)
 		return COLI_EXIT_USAGE;
 	}
 
-	char cache[PATH_MAX], kvdir[PATH_MAX + 4], fp[65], *fpp = NULL;
+	char cache[PATH_MAX], kvdir[PATH_MAX + 4], fp[65], *fpp = NULL, model_buf[PATH_MAX];
+	const char *model = NULL;
 	coli_err err = { 0 };
+	/* The same model the engine would run (DIR, $COLI_MODEL, the default
+	 * model), so both agree on the cache dir. With an explicit cache dir a
+	 * model is optional: it only adds the fingerprint comparison. */
+	int explicit_cache = cache_opt || (getenv("COLI_CACHE_DIR") && *getenv("COLI_CACHE_DIR"));
+	if (coli_model_dir_resolve(model_arg, model_buf, sizeof model_buf, &err) == 0) {
+		model = model_buf;
+	} else if (!explicit_cache) {
+		cli_errorf(CMD, "%s", err.msg);
+		return COLI_EXIT_FAIL;
+	}
 	if (cache_opt) {
 		if (!*cache_opt || strlen(cache_opt) >= sizeof cache) {
 			cli_errorf(CMD, "--cache-dir: bad path");
@@ -325,12 +336,17 @@ int cmd_sessions(int argc, char **argv)
 	}
 	snprintf(kvdir, sizeof kvdir, "%s/kv", cache);
 	if (model) {
-		char manifest[PATH_MAX];
 		struct stat st;
 		if (stat(model, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			cli_errorf(CMD, "%s: not a model directory", model);
-			return COLI_EXIT_FAIL;
+			if (model_arg || !explicit_cache) {
+				cli_errorf(CMD, "%s: not a model directory", model);
+				return COLI_EXIT_FAIL;
+			}
+			model = NULL; /* a stale $COLI_MODEL does not matter here */
 		}
+	}
+	if (model) {
+		char manifest[PATH_MAX];
 		if ((size_t)snprintf(manifest, sizeof manifest, "%s/manifest.json", model) < sizeof manifest &&
 		    access(manifest, R_OK) == 0) {
 			if (coli_sha256_file(manifest, fp, &err) < 0) {

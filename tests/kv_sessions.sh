@@ -58,7 +58,11 @@ jcheck "len(j['sessions']) == 3"
 COLI_CACHE_DIR="$tmp/elsewhere" expect 0 "$COLI" sessions "$model" --json list
 jcheck "j['sessions'] == [] and j['kv_dir'] == '$tmp/elsewhere/kv'"
 expect 0 "$COLI" sessions --cache-dir "$XDG_CACHE_HOME/colitop/glm-test" --json list
+jcheck "len(j['sessions']) == 3"
+# an explicit cache dir needs no model, even with a stale COLI_MODEL
+COLI_MODEL="$tmp/gone" expect 0 "$COLI" sessions --cache-dir "$XDG_CACHE_HOME/colitop/glm-test" --json list
 jcheck "len(j['sessions']) == 3 and j['model_fingerprint'] is None"
+COLI_MODEL="$tmp/gone" expect 1 "$COLI" sessions list
 
 # show
 expect 0 "$COLI" sessions "$model" show chat1 --json
