@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "chat_template.h"
 #include "cli.h"
+#include "model_dir.h"
 #include "tokenizer.h"
 
 static const char usage_text[] =
@@ -54,20 +54,6 @@ static int read_file(const char *path, char **out, size_t *len)
 	*out = p;
 	*len = n;
 	return 0;
-}
-
-static const char *default_dir(void)
-{
-	static char buf[4096];
-	const char *env = getenv("COLI_MODEL");
-	struct stat st;
-	if (env && *env)
-		return env;
-	snprintf(buf, sizeof buf, "%s/data/default-model", COLI_SRCDIR);
-	if (stat(buf, &st) == 0)
-		return buf;
-	snprintf(buf, sizeof buf, "%s/default-model", COLI_DATADIR);
-	return buf;
 }
 
 /* ids as a JSON list; printf per id would dominate a large --file */
@@ -310,11 +296,11 @@ int cmd_tokenize(int argc, char **argv)
 		fputs(usage_text, stderr);
 		return COLI_EXIT_USAGE;
 	}
-	if (!dir)
-		dir = default_dir();
 	coli_tokenizer *t;
 	coli_err err = { 0 };
-	if (coli_tokenizer_load_dir(dir, &t, &err) < 0) {
+	char dirbuf[4096];
+	if (coli_model_dir_resolve(dir, dirbuf, sizeof dirbuf, &err) < 0 ||
+	    coli_tokenizer_load_dir(dirbuf, &t, &err) < 0) {
 		cli_errorf("tokenize", "%s", err.msg);
 		return COLI_EXIT_FAIL;
 	}

