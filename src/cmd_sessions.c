@@ -147,7 +147,11 @@ static int do_show(const char *kvdir, const char *name, const char *fp, int json
 		return COLI_EXIT_FAIL;
 	}
 	time_t mtime = stat(path, &st) == 0 ? st.st_mtime : 0;
-	uint64_t cfg_bpt = (uint64_t)rep.hdr.n_layers * rep.hdr.width * 4u;
+	uint64_t cfg_bpt = (uint64_t)rep.hdr.n_layers * rep.hdr.width * 4u, dead = 0;
+	for (int i = 0; i < rep.n_recs; i++) /* what compaction would reclaim */
+		dead += rep.recs[i].type == KV_REC_TRUNCATE ? rep.recs[i].bytes :
+			rep.recs[i].live == 0 ? rep.recs[i].bytes :
+			(uint64_t)(rep.recs[i].n - rep.recs[i].live) * (cfg_bpt + 4u);
 	double disk_bpt = rep.n_tokens ? (double)rep.file_bytes / rep.n_tokens : 0;
 	if (json) {
 		json_t *recs = json_array();
@@ -158,14 +162,15 @@ static int do_show(const char *kvdir, const char *name, const char *fp, int json
 				"type", r->type == KV_REC_DATA ? "data" : "truncate",
 				"first", (int)r->first, "n", (int)r->n, "live", (int)r->live));
 		}
-		print_json(json_pack("{s:s, s:s, s:i, s:s, s:o, s:I, s:I, s:i, s:i, s:s, s:i, s:I, s:I, s:s, s:s, s:I, s:f, s:o}",
+		print_json(json_pack("{s:s, s:s, s:i, s:s, s:o, s:I, s:I, s:i, s:i, s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:I, s:f, s:o}",
 			"name", name, "path", path, "version", (int)rep.hdr.version,
 			"fingerprint", rep.hdr.fingerprint,
 			"model_match", fp ? json_boolean(!strcmp(fp, rep.hdr.fingerprint)) : json_null(),
 			"created", (json_int_t)rep.hdr.created, "mtime", (json_int_t)mtime,
 			"layers", (int)rep.hdr.n_layers, "width", (int)rep.hdr.width, "elem", "f32",
 			"tokens", rep.n_tokens, "bytes", (json_int_t)rep.file_bytes,
-			"valid_bytes", (json_int_t)rep.valid_bytes, "status", status_name(rep.status),
+			"valid_bytes", (json_int_t)rep.valid_bytes, "dead_bytes", (json_int_t)dead,
+			"status", status_name(rep.status),
 			"problem", rep.problem, "bytes_per_token_config", (json_int_t)cfg_bpt,
 			"bytes_per_token_on_disk", disk_bpt, "records", recs));
 	} else {
@@ -177,7 +182,8 @@ static int do_show(const char *kvdir, const char *name, const char *fp, int json
 		printf("model        %s%s\n", rep.hdr.fingerprint,
 		       fp ? (strcmp(fp, rep.hdr.fingerprint) ? " (another model)" : " (this model)") : "");
 		printf("shape        %u layers x %u numbers per token\n", rep.hdr.n_layers, rep.hdr.width);
-		printf("tokens       %d\nsize         %s (%" PRIu64 " bytes)\n", rep.n_tokens, sz, rep.file_bytes);
+		printf("tokens       %d\nsize         %s (%" PRIu64 " bytes, %" PRIu64 " no longer in the history)\n",
+		       rep.n_tokens, sz, rep.file_bytes, dead);
 		printf("per token    %" PRIu64 " bytes of KV by the config; %.0f bytes on disk\n", cfg_bpt, disk_bpt);
 		printf("created      %s\nlast used    %s\n", tc, tm);
 		printf("state        %s%s%s\n", status_name(rep.status), rep.problem[0] ? ": " : "", rep.problem);

@@ -24,6 +24,7 @@
  *   after each step:    kv_session_append(s, &id, 1, rows_at(pos), &err)
  *   end of turn:        kv_session_sync(s, &err)
  *   regenerate/rewind:  kv_session_truncate_tokens(s, n_keep, &err)
+ *                       (compact at a turn boundary when dead bytes grow)
  *   a write error is returned once (report it), then the session lives in
  *   RAM only: kv_session_persisted(s) == 0, later calls return 0.
  *   prompt caching:     kv_store_find_prefix(kv_dir, fp, ids, n, name, ...)
@@ -113,6 +114,9 @@ int kv_session_n_tokens(const kv_session *s);
 int kv_session_persisted(const kv_session *s);
 /* Bytes of the file up to the last good record. */
 uint64_t kv_session_bytes(const kv_session *s);
+/* Of those, bytes no longer in the history (rewound tokens, truncate
+ * records): what kv_session_compact would reclaim. */
+uint64_t kv_session_dead_bytes(const kv_session *s);
 const char *kv_session_name(const kv_session *s);
 int kv_session_n_layers(const kv_session *s);
 int kv_session_width(const kv_session *s);

@@ -613,6 +613,20 @@ out:
 int kv_session_n_tokens(const kv_session *s) { return s->n_tokens; }
 int kv_session_persisted(const kv_session *s) { return s->persisted; }
 uint64_t kv_session_bytes(const kv_session *s) { return s->end; }
+
+uint64_t kv_session_dead_bytes(const kv_session *s)
+{
+	uint64_t dead = 0;
+	for (int i = 0; i < s->n_recs; i++) {
+		const kv_rec *r = &s->recs[i];
+		if (r->type == KV_TYPE_TRUNC)
+			dead += KV_REC_FRAME;
+		else
+			dead += kv_fmt_data_payload(r->n - r->live, s->n_layers, s->width) +
+				(r->live ? 0 : KV_REC_FRAME);
+	}
+	return dead;
+}
 const char *kv_session_name(const kv_session *s) { return s->name; }
 int kv_session_n_layers(const kv_session *s) { return (int)s->n_layers; }
 int kv_session_width(const kv_session *s) { return (int)s->width; }

@@ -305,7 +305,11 @@ static void test_truncate_compact(void)
 			CHECK(!memcmp(out, l.rows[k], sizeof out));
 		}
 		if (pass == 0) {
+			/* dead: 2 tokens of the first record, all of the second
+			 * (6) and of the first rewrite (3), both truncate records */
+			CHECK(kv_session_dead_bytes(s) == 2 * 4 * (1 + L * W) + REC(6) + REC(3) + 2 * 20);
 			CHECK_RC(kv_session_compact(s, &err), 0);
+			CHECK(kv_session_dead_bytes(s) == 0);
 			CHECK(file_size() == HDR + REC(9));
 			CHECK_RC(kv_session_read_rows(s, 1, 3, 5, out, &err), 0);
 			CHECK(!memcmp(out, l.rows[1] + 3 * W, 5 * W * 4));

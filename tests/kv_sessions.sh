@@ -67,7 +67,7 @@ COLI_MODEL="$tmp/gone" expect 1 "$COLI" sessions list
 # show
 expect 0 "$COLI" sessions "$model" show chat1 --json
 jcheck "j['tokens'] == 10 and j['layers'] == 4 and j['width'] == 64 and j['status'] == 'ok'"
-jcheck "j['bytes_per_token_config'] == 4 * 64 * 4 and j['model_match'] is True"
+jcheck "j['bytes_per_token_config'] == 4 * 64 * 4 and j['model_match'] is True and j['dead_bytes'] == 0"
 jcheck "len(j['records']) == 4 and j['records'][3]['first'] == 9 and j['records'][3]['n'] == 1"
 expect 0 "$COLI" sessions "$model" show chat1
 grep -q "per token *1024 bytes" "$tmp/out" || bad "text show: $(cat "$tmp/out")"
