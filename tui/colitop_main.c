@@ -47,6 +47,7 @@ static void usage(FILE *f)
 		"                       (default chat-YYYYMMDD-HHMMSS; COLI_SESSION)\n"
 		"  --max-tokens N       longest answer in tokens (default 256)\n"
 		"  --temperature T      sampling temperature, 0 = greedy (default 0)\n"
+		"  --ignore-eos         answers run to --max-tokens (benchmarks, tests)\n"
 		"  -h, --help           this help;  -V, --version  the version\n%s",
 		coli_engine_flags_help);
 }
@@ -55,7 +56,7 @@ typedef struct args {
 	const char *model, *host, *key_env, *session;
 	long port, max_tokens;
 	double temperature;
-	int no_server;
+	int no_server, ignore_eos;
 } args;
 
 static int parse_env(args *a, coli_err *err)
@@ -96,6 +97,8 @@ static int parse_args(int argc, char **argv, args *a, coli_engine_flags *fl, int
 			if (cli_parse_int(argv[++i], s, 0, 65535, &a->port, err))
 				return -EINVAL;
 			a->no_server = 0;
+		} else if (!strcmp(s, "--ignore-eos")) {
+			a->ignore_eos = 1;
 		} else if (!strcmp(s, "--no-server")) {
 			a->no_server = 1;
 		} else if (!strcmp(s, "--host") && has) {
@@ -259,6 +262,7 @@ int main(int argc, char **argv)
 	coli_gen_params_default(&a->gen);
 	a->gen.max_tokens = (int)ar.max_tokens;
 	a->gen.temperature = (float)ar.temperature;
+	a->gen.ignore_eos = ar.ignore_eos;
 	if (coli_chat_template_detect(coli_engine_tokenizer(a->eng), coli_engine_config(a->eng)->model_type,
 				      &a->tpl, &err) == 0)
 		a->tpl_ok = 1;

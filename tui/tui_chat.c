@@ -82,7 +82,7 @@ void tui_chat_default_name(char *out, size_t cap)
 
 static int sidecar_path(const tui_chat *c, char *out, size_t cap, coli_err *err)
 {
-	return kv_store_path(c->kv_dir, c->session, ".chat.json", out, cap, err);
+	return kv_store_path(c->kv_dir, c->session, "chat.json", out, cap, err);
 }
 
 static int load_sidecar(tui_chat *c, coli_err *err)

@@ -66,7 +66,7 @@ int tui_sessions_switch(tui_app *a, const char *name)
 static void unlink_sidecar(tui_app *a, const char *name)
 {
 	char path[4400];
-	if (!kv_store_path(a->kv_dir, name, ".chat.json", path, sizeof path, NULL))
+	if (!kv_store_path(a->kv_dir, name, "chat.json", path, sizeof path, NULL))
 		unlink(path);
 }
 
@@ -79,8 +79,8 @@ static void do_rename(tui_app *a, const char *to)
 		return;
 	}
 	char p1[4400], p2[4400];
-	if (!kv_store_path(a->kv_dir, from, ".chat.json", p1, sizeof p1, NULL) &&
-	    !kv_store_path(a->kv_dir, to, ".chat.json", p2, sizeof p2, NULL))
+	if (!kv_store_path(a->kv_dir, from, "chat.json", p1, sizeof p1, NULL) &&
+	    !kv_store_path(a->kv_dir, to, "chat.json", p2, sizeof p2, NULL))
 		rename(p1, p2);
 	tui_log_add(a->log, 1, "session %s renamed to %s", from, to);
 	tui_app_message(a, "renamed %s to %s", from, to);
