@@ -400,7 +400,8 @@ static int load_pretok(coli_tokenizer *t, json_t *p, const char *path, int *byte
 	if (!strcmp(type, "Digits")) {
 		pt.kind = TOK_PRE_SPLIT;
 		pt.behavior = jbool(p, "individual_digits", 0) ? TOK_SPLIT_ISOLATED : TOK_SPLIT_CONTIGUOUS;
-		pt.re = tok_regex_compile("\\p{Nd}", 0, err);
+		/* ASCII digits, as both references (Rust is_ascii_digit, JS \\d) */
+		pt.re = tok_regex_compile("[0-9]", 0, err);
 		if (!pt.re)
 			return coli_err_wrap(err, "%s: Digits", path);
 		return add_pretok(t, pt, path, err);

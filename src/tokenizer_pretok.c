@@ -42,7 +42,8 @@ pcre2_code *tok_regex_compile(const char *pattern, int literal, coli_err *err)
 	tr[o] = '\0';
 	int ec;
 	PCRE2_SIZE eo;
-	uint32_t opts = PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : 0);
+	/* PCRE2 refuses UCP with LITERAL (a literal has no classes anyway) */
+	uint32_t opts = PCRE2_UTF | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : PCRE2_UCP);
 	pcre2_code *re = pcre2_compile((PCRE2_SPTR)tr, o, opts, &ec, &eo, NULL);
 	if (!re) {
 		PCRE2_UCHAR msg[256];
@@ -157,18 +158,23 @@ static int regex_segments(const pcre2_code *re, pcre2_match_data *md, const char
 					EMIT(a, b);
 				break;
 			case TOK_SPLIT_MERGED_PREV:
-				if (is_match && have) {
+				/* a match joins the piece before it unless that
+				 * piece is itself a match */
+				if (is_match && have && !pend_is_match) {
 					pend = b;
+					pend_is_match = 1;
 				} else {
 					if (have)
 						EMIT(pstart, pend);
-					pstart = a, pend = b, have = 1;
+					pstart = a, pend = b, have = 1, pend_is_match = is_match;
 				}
 				break;
 			case TOK_SPLIT_MERGED_NEXT:
-				if (have && pend_is_match) {
+				/* a match joins the piece after it unless that piece
+				 * is itself a match */
+				if (have && pend_is_match && !is_match) {
 					pend = b;
-					pend_is_match = is_match;
+					pend_is_match = 0;
 				} else {
 					if (have)
 						EMIT(pstart, pend);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "tokenizer.h"
+#include "tokenizer_impl.h"
 #include "unicode.h"
 
 static int failures;
@@ -203,6 +204,59 @@ static int decodable(const coli_tokenizer *t, int id)
 	return 1;
 }
 
+/* Split behaviors as the Rust reference documents them, on
+ * "the-final--countdown" split by "-" (and Digits). */
+static void test_split_behaviors(void)
+{
+	struct { const char *pre, *text, *want; } c[] = {
+		{ "{\"type\":\"Split\",\"pattern\":{\"String\":\"-\"},\"behavior\":\"Removed\"}",
+		  "the-final--countdown", "the|final|countdown" },
+		{ "{\"type\":\"Split\",\"pattern\":{\"String\":\"-\"},\"behavior\":\"Isolated\"}",
+		  "the-final--countdown", "the|-|final|-|-|countdown" },
+		{ "{\"type\":\"Split\",\"pattern\":{\"String\":\"-\"},\"behavior\":\"MergedWithPrevious\"}",
+		  "the-final--countdown", "the-|final-|-|countdown" },
+		{ "{\"type\":\"Split\",\"pattern\":{\"String\":\"-\"},\"behavior\":\"MergedWithNext\"}",
+		  "the-final--countdown", "the|-final|-|-countdown" },
+		{ "{\"type\":\"Split\",\"pattern\":{\"String\":\"-\"},\"behavior\":\"Contiguous\"}",
+		  "the-final--countdown", "the|-|final|--|countdown" },
+		{ "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"[a-z]+\"},\"behavior\":\"Removed\",\"invert\":true}",
+		  "ab12cd", "ab|cd" },
+		{ "{\"type\":\"Digits\",\"individual_digits\":true}", "a123b\xd9\xa1", "a|1|2|3|b\xd9\xa1" },
+		{ "{\"type\":\"Digits\",\"individual_digits\":false}", "a123b45", "a|123|b|45" },
+		{ "{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"use_regex\":true}", "hi there", " hi| there" },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		char pre[512];
+		snprintf(pre, sizeof pre, "{\"type\":\"Sequence\",\"pretokenizers\":[%s,"
+			 "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}]}", c[i].pre);
+		char *js = tiny_json(NULL, pre);
+		char *p = write_file("tokenizer.json", js);
+		free(js);
+		coli_tokenizer *t;
+		coli_err err = { 0 };
+		if (coli_tokenizer_load(p, &t, &err) < 0) {
+			fprintf(stderr, "case %zu: %s\n", i, err.msg);
+			CHECK(0);
+			continue;
+		}
+		tok_spans sp = { 0 };
+		char *rebuilt = NULL, got[256] = "";
+		CHECK(tok_pretokenize(t, c[i].text, strlen(c[i].text), &rebuilt, &sp, &err) == 0);
+		const char *base = rebuilt ? rebuilt : c[i].text;
+		for (size_t k = 0; k < sp.n; k += 2) {
+			if (k)
+				strcat(got, "|");
+			strncat(got, base + sp.v[k], sp.v[k + 1]);
+		}
+		if (strcmp(got, c[i].want))
+			fprintf(stderr, "split case %zu: got \"%s\", want \"%s\"\n", i, got, c[i].want);
+		CHECK(!strcmp(got, c[i].want));
+		free(sp.v);
+		free(rebuilt);
+		coli_tokenizer_free(t);
+	}
+}
+
 /* Random ids: every streamed chunk is valid UTF-8 and the chunks add up
  * to the whole decode. */
 static void test_stream(const coli_tokenizer *t, int rounds)
@@ -374,6 +428,7 @@ int main(void)
 	} else {
 		printf("note: %s absent, real-file streaming test not run\n", p);
 	}
+	test_split_behaviors(); /* rewrites tmpdir's tokenizer.json */
 	unlink(write_file("tokenizer.json", ""));
 	unlink(write_file("tokenizer_config.json", ""));
 	rmdir(tmpdir);
