@@ -180,6 +180,16 @@ static void test_tiny(void)
 		check_ids(t, "e\xcc\x81", (int[]){ 0xc3, 0xa9 }, 2);
 	coli_tokenizer_free(t);
 
+	/* NFKC in a Sequence: the ligature becomes two letters */
+	js = tiny_json("{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"NFKC\"}]}",
+		       "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}");
+	p = write_file("tokenizer.json", js);
+	free(js);
+	CHECK(coli_tokenizer_load(p, &t, &err) == 0);
+	if (t)
+		check_ids(t, "\xef\xac\x81", (int[]){ 'f', 'i' }, 2);
+	coli_tokenizer_free(t);
+
 	/* refusals name the feature */
 	js = tiny_json("{\"type\":\"Replace\"}", "{\"type\":\"ByteLevel\"}");
 	p = write_file("tokenizer.json", js);
