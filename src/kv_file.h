@@ -88,7 +88,8 @@ int kv_session_open(const char *dir, const char *name, const char *expected_fing
  * KV_SYNC_EACH). On a write error (ENOSPC, EDQUOT, EFBIG, EIO) the file is
  * cut back to the last good record, the session is marked not persisted
  * and the error returned; later appends/truncates are skipped (return 0)
- * with one warning. */
+ * with one warning. A record's payload must stay under 4 GiB (-EFBIG):
+ * for GLM-5.2 that is 23,898 tokens per call; split longer prefills. */
 int kv_session_append(kv_session *s, const int32_t *tokens, int n,
 		      const float *const *layer_rows, coli_err *err);
 
@@ -100,8 +101,8 @@ int kv_session_truncate_tokens(kv_session *s, int n_keep, coli_err *err);
 /* fsync; the engine calls it at the end of each turn. */
 int kv_session_sync(kv_session *s, coli_err *err);
 
-/* Rewrite the file with only the live tokens (one record) through a
- * temporary file + fsync + rename + fsync(dir). */
+/* Rewrite the file with only the live tokens (records of up to 4096
+ * tokens) through a temporary file + fsync + rename + fsync(dir). */
 int kv_session_compact(kv_session *s, coli_err *err);
 
 /* Read rows [first_token, first_token + n) of one layer from the file

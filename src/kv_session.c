@@ -519,22 +519,49 @@ static int copy_range(kv_session *s, int dst, unsigned char *buf, uint64_t off, 
 	return 0;
 }
 
+/* Copy positions [a, b) of the live history (token ids when layer < 0,
+ * else that layer's rows), starting the search at live segment *si. */
+static int copy_positions(kv_session *s, int dst, unsigned char *buf, int layer, uint32_t a,
+			  uint32_t b, int *si, uint64_t *doff, uint32_t *crc)
+{
+	while (*si < s->n_live && s->recs[s->live[*si]].first + s->recs[s->live[*si]].live <= a)
+		(*si)++;
+	for (int i = *si; i < s->n_live; i++) {
+		const kv_rec *r = &s->recs[s->live[i]];
+		if (r->first >= b)
+			break;
+		uint32_t lo = a > r->first ? a : r->first, hi = r->first + r->live < b ? r->first + r->live : b;
+		uint64_t off = layer < 0 ? r->off + KV_REC_HEAD + 4u * (uint64_t)(lo - r->first)
+					 : rows_offset(s, r, (uint32_t)layer, lo);
+		uint64_t len = (uint64_t)(hi - lo) * (layer < 0 ? 4u : s->width * 4u);
+		int rc = copy_range(s, dst, buf, off, len, doff, crc);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Records written by a compaction hold at most this many tokens, which
+ * keeps each one far below the 4 GiB a u32 length allows (GLM-5.2:
+ * 4096 x 176 KiB = 736 MB). */
+#define KV_COMPACT_TOKENS 4096u
+
 int kv_session_compact(kv_session *s, coli_err *err)
 {
 	char tmp[PATH_MAX + 32];
 	unsigned char *buf = NULL, hb[KV_HDR_SIZE], head[KV_REC_HEAD], tail[4];
-	int rc, dst = -1;
-	kv_rec *one = NULL;
+	int rc, dst = -1, nchunks = (int)((s->n_tokens + KV_COMPACT_TOKENS - 1) / KV_COMPACT_TOKENS);
+	kv_rec *nrecs = NULL;
+	int *nlive = NULL;
 	if (s->readonly || !s->persisted)
 		return coli_err_set(err, -EBADF, "%s: cannot compact a read-only or failed session", s->path);
 	if ((rc = kv_fmt_pread_full(s->fd, hb, sizeof hb, 0)) < 0)
 		return coli_err_set(err, rc, "%s: read header: %s", s->path, strerror(-rc));
-	uint64_t len = kv_fmt_data_payload((uint64_t)s->n_tokens, s->n_layers, s->width);
-	if (len > UINT32_MAX)
-		return coli_err_set(err, -EFBIG, "%s: too many tokens to compact into one record", s->path);
 	if ((rc = tmp_path(s->dir, s->name, tmp, sizeof tmp, err)) < 0)
 		return rc;
-	if (!(buf = malloc(KV_SCRATCH)) || !(one = malloc(sizeof *one))) {
+	size_t nc = nchunks ? (size_t)nchunks : 1;
+	if (!(buf = malloc(KV_SCRATCH)) || !(nrecs = malloc(nc * sizeof *nrecs)) ||
+	    !(nlive = malloc(nc * sizeof *nlive))) {
 		rc = coli_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -543,34 +570,35 @@ int kv_session_compact(kv_session *s, coli_err *err)
 		rc = coli_err_set(err, -errno, "%s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	uint64_t doff = 0;
-	uint32_t crc = 0;
 	struct iovec iov = { hb, sizeof hb };
 	if ((rc = kv_fmt_pwritev_full(dst, &iov, 1, 0)) < 0)
 		goto io;
-	doff = KV_HDR_SIZE;
-	if (s->n_tokens > 0) {
+	uint64_t doff = KV_HDR_SIZE;
+	for (int c = 0; c < nchunks; c++) {
+		uint32_t a = (uint32_t)c * KV_COMPACT_TOKENS, b = a + KV_COMPACT_TOKENS;
+		if (b > (uint32_t)s->n_tokens)
+			b = (uint32_t)s->n_tokens;
+		uint64_t len = kv_fmt_data_payload(b - a, s->n_layers, s->width);
+		if (len > UINT32_MAX) {
+			rc = -EFBIG;
+			goto io;
+		}
+		nrecs[c] = (kv_rec){ doff, KV_TYPE_DATA, a, b - a, b - a };
+		nlive[c] = c;
 		kv_put_u32(head, KV_TYPE_DATA);
 		kv_put_u32(head + 4, (uint32_t)len);
-		kv_put_u32(head + 8, (uint32_t)s->n_tokens);
-		kv_put_u32(head + 12, 0);
-		crc = crc32c_update(0, head, sizeof head);
+		kv_put_u32(head + 8, b - a);
+		kv_put_u32(head + 12, a);
+		uint32_t crc = crc32c_update(0, head, sizeof head);
 		iov = (struct iovec){ head, sizeof head };
 		if ((rc = kv_fmt_pwritev_full(dst, &iov, 1, doff)) < 0)
 			goto io;
 		doff += sizeof head;
-		for (int i = 0; i < s->n_live; i++) {
-			const kv_rec *r = &s->recs[s->live[i]];
-			if ((rc = copy_range(s, dst, buf, r->off + KV_REC_HEAD, 4u * (uint64_t)r->live, &doff, &crc)) < 0)
+		for (int layer = -1; layer < (int)s->n_layers; layer++) {
+			int si = 0;
+			if ((rc = copy_positions(s, dst, buf, layer, a, b, &si, &doff, &crc)) < 0)
 				goto io;
 		}
-		for (uint32_t l = 0; l < s->n_layers; l++)
-			for (int i = 0; i < s->n_live; i++) {
-				const kv_rec *r = &s->recs[s->live[i]];
-				if ((rc = copy_range(s, dst, buf, rows_offset(s, r, l, r->first),
-						     (uint64_t)r->live * s->width * 4u, &doff, &crc)) < 0)
-					goto io;
-			}
 		kv_put_u32(tail, crc);
 		iov = (struct iovec){ tail, sizeof tail };
 		if ((rc = kv_fmt_pwritev_full(dst, &iov, 1, doff)) < 0)
@@ -586,15 +614,14 @@ int kv_session_compact(kv_session *s, coli_err *err)
 	close(s->fd);
 	s->fd = dst;
 	dst = -1;
-	*one = (kv_rec){ KV_HDR_SIZE, KV_TYPE_DATA, 0, (uint32_t)s->n_tokens, (uint32_t)s->n_tokens };
 	free(s->recs);
-	s->recs = one;
-	s->n_recs = s->n_tokens > 0;
-	s->cap_recs = 1;
-	one = NULL;
-	s->n_live = 0;
-	if (s->n_recs)
-		live_push(s, 0); /* cap_live >= 1 already when there were tokens */
+	free(s->live);
+	s->recs = nrecs;
+	s->live = nlive;
+	s->n_recs = s->n_live = nchunks;
+	s->cap_recs = s->cap_live = (int)nc;
+	nrecs = NULL;
+	nlive = NULL;
 	s->end = doff;
 	s->dirty = 0;
 	rc = 0;
@@ -606,7 +633,8 @@ out:
 	if (dst >= 0)
 		close(dst);
 	free(buf);
-	free(one);
+	free(nrecs);
+	free(nlive);
 	return rc;
 }
 

@@ -322,6 +322,41 @@ static void test_truncate_compact(void)
 	kvt_batch_free(&b);
 }
 
+/* Compaction of a history longer than one compacted record (4096 tokens)
+ * spread over many records and rewinds. */
+static void test_compact_long(void)
+{
+	coli_err err = { 0 };
+	kv_session *s;
+	kv_loaded l;
+	CHECK_RC(kv_session_create(dir, "long", FP_A, 2, 3, KV_CREATE_OVERWRITE, &s, &err), 0);
+	int pos = 0;
+	for (int i = 0; pos < 9500; i++) {
+		int n = 1 + (i * 37) % 300;
+		CHECK_RC(kvt_append(s, SEED, pos, n, &err), 0);
+		pos += n;
+		if (i % 7 == 6) {
+			pos -= n / 2;
+			CHECK_RC(kv_session_truncate_tokens(s, pos, &err), 0);
+		}
+	}
+	CHECK_RC(kv_session_compact(s, &err), 0);
+	CHECK(kv_session_dead_bytes(s) == 0 && kv_session_n_tokens(s) == pos);
+	CHECK(kv_session_bytes(s) == HDR + 3 * 20 + (uint64_t)pos * 4 * (1 + 2 * 3));
+	float out[2 * 3 * 4], want[2 * 3 * 4];
+	CHECK_RC(kv_session_read_rows(s, 1, 4094, 4, out, &err), 0); /* across two records */
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 3; j++)
+			want[i * 3 + j] = kvt_value(SEED, 1, (uint32_t)(4094 + i), (uint32_t)j);
+	CHECK(!memcmp(out, want, 4 * 3 * sizeof(float)));
+	CHECK_RC(kvt_append(s, SEED, pos, 5, &err), 0);
+	kv_session_close(s);
+	CHECK_RC(kv_session_open(dir, "long", FP_A, 2, 3, 0, &s, &l, &err), 0);
+	CHECK(kvt_loaded_ok(&l, SEED, pos + 5));
+	kv_loaded_free(&l);
+	kv_session_close(s);
+}
+
 /* Child: append until the file-size limit stops us. */
 static int disk_full_child(void)
 {
@@ -515,7 +550,7 @@ int main(void)
 	struct { const char *name; void (*fn)(void); } t[] = {
 		{ "roundtrip", test_roundtrip }, { "torn_tail", test_torn_tail },
 		{ "header", test_header }, { "random_damage", test_random_damage },
-		{ "truncate_compact", test_truncate_compact },
+		{ "truncate_compact", test_truncate_compact }, { "compact_long", test_compact_long },
 		{ "disk_full", test_disk_full }, { "write_faults", test_write_faults },
 		{ "reader_beside_writer", test_reader_beside_writer },
 	};
