@@ -176,6 +176,20 @@ int main(void)
 		worst_ratio = 0.0;
 	}
 	coli_kernels_force_generic(0);
+
+	/* A matrix the kernels cannot handle gives NaN, not garbage. */
+	{
+		static unsigned char junk[64 * 36];
+		float xb[100] = { 0 }, yb[2] = { 0, 0 };
+		coli_qmat bad = { COLI_Q_INT4, 2, 100, junk };
+		printf("expect one error line below:\n");
+		fflush(stdout);
+		coli_matvec(NULL, &bad, xb, yb);
+		if (!isnan(yb[0]) || !isnan(yb[1])) {
+			fprintf(stderr, "bad matrix did not give NaN\n");
+			fails++;
+		}
+	}
 	for (int p = 0; p < 3; p++)
 		coli_pool_free(pools[p]);
 	if (fails)
