@@ -47,6 +47,8 @@ struct st_writer {
 	int n_shards;
 	struct stw_tensor *t;
 	int n, cap;
+	int *hash;                 /* open addressing: tensor index + 1, 0 = empty */
+	size_t hash_cap;           /* power of two, > 2 * n */
 	struct stw_shard *sh;
 	int begun, finished;
 	/* write position */
@@ -127,8 +129,45 @@ void st_writer_free(st_writer *w)
 		free(w->t[i].name);
 	free(w->sh);
 	free(w->t);
+	free(w->hash);
 	free(w->dir);
 	free(w);
+}
+
+static uint64_t stw_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* Slot holding `name`, or the empty slot where it would go. */
+static size_t stw_hash_find(const st_writer *w, const char *name)
+{
+	size_t m = w->hash_cap - 1, i = (size_t)stw_hash(name) & m;
+	while (w->hash[i] && strcmp(w->t[w->hash[i] - 1].name, name))
+		i = (i + 1) & m;
+	return i;
+}
+
+/* Duplicate names are refused at declaration; a hash keeps that linear
+ * for the ~100k tensors of a full-size checkpoint. */
+static int stw_hash_grow(st_writer *w)
+{
+	size_t cap = w->hash_cap ? 2 * w->hash_cap : 1024;
+	int *old = w->hash;
+	size_t old_cap = w->hash_cap;
+	if (!(w->hash = calloc(cap, sizeof(int)))) {
+		w->hash = old;
+		return -ENOMEM;
+	}
+	w->hash_cap = cap;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i])
+			w->hash[stw_hash_find(w, w->t[old[i] - 1].name)] = old[i];
+	free(old);
+	return 0;
 }
 
 int st_writer_declare(st_writer *w, const char *name, int dtype, int ndim,
@@ -139,11 +178,11 @@ int st_writer_declare(st_writer *w, const char *name, int dtype, int ndim,
 	size_t es = stw_dtype_size(dtype);
 	if (!es || ndim < 1 || ndim > ST_MAX_DIMS || !name[0])
 		return coli_err_set(err, -EINVAL, "safetensors: bad declaration of '%s'", name);
-	/* Linear scan: declarations are a few thousand at most and this keeps
-	 * the writer free of a hash table. */
-	for (int i = 0; i < w->n; i++)
-		if (!strcmp(w->t[i].name, name))
-			return coli_err_set(err, -EEXIST, "safetensors: tensor '%s' declared twice", name);
+	if ((size_t)w->n * 2 + 2 > w->hash_cap && stw_hash_grow(w))
+		return coli_err_set(err, -ENOMEM, "safetensors: out of memory");
+	size_t slot = stw_hash_find(w, name);
+	if (w->hash[slot])
+		return coli_err_set(err, -EEXIST, "safetensors: tensor '%s' declared twice", name);
 	if (w->n == w->cap) {
 		int cap = w->cap ? 2 * w->cap : 256;
 		struct stw_tensor *nt = realloc(w->t, (size_t)cap * sizeof(*nt));
@@ -166,7 +205,7 @@ int st_writer_declare(st_writer *w, const char *name, int dtype, int ndim,
 	t->dtype = dtype;
 	t->ndim = ndim;
 	t->nbytes = numel * es;
-	w->n++;
+	w->hash[slot] = ++w->n;
 	return 0;
 }
 

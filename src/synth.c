@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "safetensors.h"
@@ -214,6 +215,12 @@ int synth_check(const synth_opts *o, coli_err *err)
 		return coli_err_set(err, -EINVAL, "--dtype: unsupported element type");
 	if (o->n_shards < 1 || o->n_shards > 999)
 		return coli_err_set(err, -EINVAL, "--shards: %d not in 1..999", o->n_shards);
+	/* The tensor plan is held in memory (~200 bytes a tensor). */
+	int64_t per_layer = 3LL * c->n_routed_experts * (o->dtype == ST_F8_E4M3 ? 2 : 1) + 64;
+	int64_t n_t = per_layer * (c->num_hidden_layers + c->num_nextn_predict_layers);
+	if (n_t > (1 << 22))
+		return coli_err_set(err, -EINVAL, "--layers x --experts: about %lld tensors, more than %d",
+				    (long long)n_t, 1 << 22);
 	if (c->qk_rope_head_dim % 2 || c->qk_rope_head_dim < 2)
 		return coli_err_set(err, -EINVAL, "qk_rope_head_dim: %d must be even", c->qk_rope_head_dim);
 	return 0;
@@ -411,6 +418,16 @@ int synth_write(const char *out_dir, const synth_opts *o, coli_err *err)
 		return rc;
 	if ((rc = synth_clean_dir(out_dir, err)))
 		return rc;
+	/* Refuse up front rather than fill the disk halfway (a default
+	 * glm5-slice is ~60 GB). */
+	int n_tensors;
+	uint64_t need;
+	struct statvfs vf;
+	if ((rc = synth_plan(o, &n_tensors, &need, err)))
+		return rc;
+	if (!o->dry_run && statvfs(out_dir, &vf) == 0 && (uint64_t)vf.f_bavail * vf.f_frsize < need + (need >> 6))
+		return coli_err_set(err, -ENOSPC, "%s: %.1f GB needed, %.1f GB free (see --experts, --layers, --dtype)",
+				    out_dir, (double)need / 1e9, (double)vf.f_bavail * (double)vf.f_frsize / 1e9);
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/config.json", out_dir);
 	json_t *cj = synth_config_json(o);

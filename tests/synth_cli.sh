@@ -46,6 +46,15 @@ mkdir -p "$tmp/real" && echo '{"model_type":"deepseek_v3"}' >"$tmp/real/config.j
 grep -q "refusing" "$tmp/err" || fail "no refusal message: $(cat "$tmp/err")"
 [ -e "$tmp/real/model.safetensors" ] || fail "foreign weights removed"
 
+# A model larger than any test machine's disk (~4.8 TB) is refused before
+# anything is written; one with millions of tensors is a usage error.
+expect_usage "$tmp/huge" --preset glm5-slice --layers 1000 --experts 4096
+"$COLI" synth "$tmp/huge" --preset glm5-slice --layers 1000 --experts 64 >/dev/null 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "oversized model: exit $rc, expected 1"
+grep -q "GB needed" "$tmp/err" || fail "oversized model: $(cat "$tmp/err")"
+ls "$tmp/huge" 2>/dev/null | grep -q . && fail "oversized model wrote files"
+
 "$COLI" synth --help >"$tmp/help" || fail "--help exit status"
 grep -q "usage: coli synth" "$tmp/help" || fail "--help text"
 
