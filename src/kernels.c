@@ -37,24 +37,43 @@ int coli_kernels_force_generic(int on)
 	return atomic_exchange(&force_generic, on ? 1 : 0);
 }
 
-/* ---- portable kernels ---- */
+/* ---- portable kernels ----
+ *
+ * Eight independent partial sums ("lanes") per dot product, reduced in a
+ * fixed order: the compiler may not reassociate a single float sum, so
+ * one accumulator would serialize every addition (and could not be
+ * vectorized); eight let it use SIMD registers without changing a bit. */
+
+#define LANES 8
+
+static float lanes_sum(const float s[LANES])
+{
+	return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+
+static float f32_dot_generic(const float *a, const float *x, int cols)
+{
+	float s[LANES] = { 0 };
+	int j = 0;
+	for (; j + LANES <= cols; j += LANES)
+		for (int l = 0; l < LANES; l++)
+			s[l] += a[j + l] * x[j + l];
+	float r = lanes_sum(s);
+	for (; j < cols; j++)
+		r += a[j] * x[j];
+	return r;
+}
 
 static void rows_f32_generic(const coli_qmat *w, const float *x, int n,
 			     const float *xsum, int r0, int r1, float *y)
 {
 	(void)xsum;
 	const float *W = w->data;
-	int cols = w->cols;
-	for (int r = r0; r < r1; r++) {
-		const float *row = W + (size_t)r * (size_t)cols;
-		for (int k = 0; k < n; k++) {
-			const float *xk = x + (size_t)k * (size_t)cols;
-			float s = 0.0f;
-			for (int j = 0; j < cols; j++)
-				s += row[j] * xk[j];
-			y[(size_t)k * (size_t)w->rows + (size_t)r] = s;
-		}
-	}
+	size_t cols = (size_t)w->cols;
+	for (int r = r0; r < r1; r++)
+		for (int k = 0; k < n; k++)
+			y[(size_t)k * (size_t)w->rows + (size_t)r] =
+				f32_dot_generic(W + (size_t)r * cols, x + (size_t)k * cols, w->cols);
 }
 
 static void rows_q8_generic(const coli_qmat *w, const float *x, int n,
@@ -69,10 +88,12 @@ static void rows_q8_generic(const coli_qmat *w, const float *x, int n,
 			float acc = 0.0f;
 			for (int b = 0; b < nb; b++) {
 				const float *xb = xk + b * COLI_QK;
-				float s = 0.0f;
-				for (int j = 0; j < COLI_QK; j++)
-					s += (float)row[b].q[j] * xb[j];
-				acc += row[b].d * s;
+				const int8_t *q = row[b].q;
+				float s[LANES] = { 0 };
+				for (int j = 0; j < COLI_QK; j += LANES)
+					for (int l = 0; l < LANES; l++)
+						s[l] += (float)q[j + l] * xb[j + l];
+				acc += row[b].d * lanes_sum(s);
 			}
 			y[(size_t)k * (size_t)w->rows + (size_t)r] = acc;
 		}
@@ -91,12 +112,15 @@ static void rows_q4_generic(const coli_qmat *w, const float *x, int n,
 			float acc = 0.0f, accm = 0.0f;
 			for (int b = 0; b < nb; b++) {
 				const float *xb = xk + b * COLI_QK;
-				float s = 0.0f;
-				for (int j = 0; j < COLI_QK / 2; j++)
-					s += (float)(row[b].q[j] & 0x0f) * xb[j];
-				for (int j = 0; j < COLI_QK / 2; j++)
-					s += (float)(row[b].q[j] >> 4) * xb[j + 32];
-				acc += coli_half_to_float(row[b].d) * s;
+				const uint8_t *q = row[b].q;
+				float s[LANES] = { 0 };
+				for (int j = 0; j < COLI_QK / 2; j += LANES)
+					for (int l = 0; l < LANES; l++)
+						s[l] += (float)(q[j + l] & 0x0f) * xb[j + l];
+				for (int j = 0; j < COLI_QK / 2; j += LANES)
+					for (int l = 0; l < LANES; l++)
+						s[l] += (float)(q[j + l] >> 4) * xb[32 + j + l];
+				acc += coli_half_to_float(row[b].d) * lanes_sum(s);
 				accm += coli_half_to_float(row[b].m) * xs[b];
 			}
 			y[(size_t)k * (size_t)w->rows + (size_t)r] = acc + accm;
