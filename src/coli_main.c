@@ -28,6 +28,7 @@ static const struct coli_command commands[] = {
 	{ "doctor", cmd_doctor, "read-only readiness checks of a model and this machine" },
 	{ "iobench", cmd_iobench, "random-read baseline of a drive at 4 KiB and expert size" },
 	{ "chat", cmd_chat, "plain-terminal chat through the model's chat template" },
+	{ "perplexity", cmd_perplexity, "loss and perplexity of the model on a text file" },
 	{ NULL, NULL, NULL },
 };
 

@@ -30,8 +30,8 @@ import torch.nn.functional as F
 CONFIG = {
     "vocab_size": 4096,
     "hidden_size": 256,
-    "intermediate_size": 1024,
-    "moe_intermediate_size": 256,
+    "intermediate_size": 768,
+    "moe_intermediate_size": 192,
     "num_hidden_layers": 4,
     "first_k_dense_replace": 1,
     "num_attention_heads": 4,
