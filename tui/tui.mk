@@ -21,7 +21,7 @@ TESTS += tests/tui_unit
 
 # End-to-end tests in tmux (skip when tmux is missing).
 TESTS += tests/tui_e2e.sh tests/tui_server.sh
-EXTRA_DIST += tests/tui_e2e.sh tests/tui_server.sh tests/tui_common.sh
+EXTRA_DIST += tests/tui_e2e.sh tests/tui_server.sh tests/tui_common.sh tui/bench_colitop.sh
 
 man_MANS += man/colitop.1
 EXTRA_DIST += man/colitop.1.in
