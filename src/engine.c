@@ -1,9 +1,16 @@
-/* engine.c - the engine thread: admission, the queue, and generation.
+/* engine.c - the engine thread: admission, the queue, and the step loop.
  *
- * One thread owns the model and a single sequence state. Requests are served
- * in order. The state keeps the previous request's tokens, so a request
- * whose prompt extends them (a chat client re-sending its history) only
- * prefills the new suffix; the reused count is reported as cached tokens. */
+ * One thread owns the model. Requests wait in a bounded queue and are
+ * served in slots (--parallel): each slot keeps one sequence's KV cache and
+ * token history. Every iteration the engine admits queued requests into
+ * idle slots, evaluates one prefill chunk (so a long prompt delays the
+ * other slots by one chunk at most), then runs one decode step for all
+ * decoding slots together: their routed experts are unioned, so each
+ * expert is read once per step however many requests use it.
+ *
+ * A request whose prompt extends a slot's history (a chat client
+ * re-sending its conversation) only prefills the new suffix; the reused
+ * count is reported as cached tokens. */
 #include "config.h"
 
 #include <errno.h>
@@ -17,7 +24,6 @@
 #include "coli_log.h"
 #include "engine_internal.h"
 #include "model_dir.h"
-
 
 void coli_engine_opts_default(coli_engine_opts *o)
 {
@@ -33,193 +39,133 @@ void coli_gen_params_default(coli_gen_params *p)
 	p->top_p = 1.0f;
 }
 
-static int is_eos(const coli_engine *e, int tok)
-{
-	const coli_config *c = &e->model->cfg;
-	for (int i = 0; i < c->n_eos_token_ids; i++)
-		if (c->eos_token_ids[i] == tok)
-			return 1;
-	return e->tok && tok == coli_tokenizer_eos_id(e->tok);
-}
-
-static void finish(coli_request *r, int kind, int finish_reason, int prompt, int cached, int completion,
-		   double ttft, double tps, int code, const char *msg)
-{
-	coli_event ev;
-	memset(&ev, 0, sizeof ev);
-	ev.kind = kind;
-	ev.finish = finish_reason;
-	ev.prompt_tokens = prompt;
-	ev.cached_tokens = cached;
-	ev.completion_tokens = completion;
-	ev.ttft_ms = ttft;
-	ev.decode_tps = tps;
-	ev.error_code = code;
-	if (msg)
-		snprintf(ev.message, sizeof ev.message, "%s", msg);
-	engine_request_finish(r, &ev);
-}
-
-/* Longest common prefix of the state's tokens and the prompt; at least one
- * prompt token is always evaluated so there are logits to sample from. */
-static int reuse_prefix(coli_engine *e, const int *prompt, int n)
+static int common_prefix(const engine_slot *sl, const coli_request *r)
 {
 	int k = 0;
-	while (k < e->n_hist && k < n && e->hist[k] == prompt[k])
+	while (k < sl->n_hist && k < r->n_prompt && sl->hist[k] == r->prompt[k])
 		k++;
-	if (k == n)
-		k = n - 1;
-	coli_state_rewind(e->state, k);
-	e->n_hist = k;
 	return k;
 }
 
-int engine_eval(coli_engine *e, const int *toks, int n, coli_err *err)
+/* The idle slot for a request: the one bound to its session, else the one
+ * sharing the longest prefix with its prompt, else the least recently
+ * used. NULL when the session is busy in another slot. */
+static engine_slot *pick_slot(coli_engine *e, const coli_request *r)
 {
-	int rc = coli_forward(e->model, e->state, toks, n, e->logits, 0, err);
-	if (rc) {
-		/* the state may hold a partial chunk: forget it entirely */
-		coli_state_rewind(e->state, 0);
-		e->n_hist = 0;
-		return rc;
+	engine_slot *best = NULL;
+	int best_k = -1;
+	for (int i = 0; i < e->n_slots; i++) {
+		engine_slot *sl = &e->slots[i];
+		int bound = r->session && sl->sess && !strcmp(kv_session_name(sl->sess), r->session);
+		if (bound)
+			return sl->phase == SLOT_IDLE ? sl : NULL;
 	}
-	memcpy(e->hist + e->n_hist, toks, sizeof(int) * (size_t)n);
-	e->n_hist += n;
-	return 0;
+	for (int i = 0; i < e->n_slots; i++) {
+		engine_slot *sl = &e->slots[i];
+		if (sl->phase != SLOT_IDLE)
+			continue;
+		int k = r->session ? 0 : common_prefix(sl, r);
+		if (k > best_k || (k == best_k && sl->last_used < best->last_used)) {
+			best = sl;
+			best_k = k;
+		}
+	}
+	return best;
 }
 
-static void serve(coli_engine *e, coli_request *r)
+/* Move admissible queued requests into idle slots (engine thread). */
+static void admit(coli_engine *e)
 {
-	coli_err err = { 0 };
-	const coli_gen_params *p = &r->params;
-	const int *prompt = r->prompt;
-	int n_prompt = r->n_prompt;
-	if (r->session) {
-		/* a session request continues the session: its prompt follows
-		 * the stored history */
-		if (engine_session_bind(e, r->session, &err)) {
-			finish(r, COLI_EV_ERROR, COLI_FINISH_ERROR, r->n_prompt, 0, 0, 0, 0, err.code, err.msg);
+	for (;;) {
+		coli_request *r = NULL;
+		engine_slot *sl = NULL;
+		pthread_mutex_lock(&e->lock);
+		for (int i = 0; i < e->q_len && !r; i++) {
+			int at = (e->q_head + i) % e->q_cap;
+			engine_slot *cand = pick_slot(e, e->queue[at]);
+			if (!cand)
+				continue;
+			r = e->queue[at];
+			sl = cand;
+			/* close the gap, keeping the order of the others */
+			for (int k = i; k > 0; k--)
+				e->queue[(e->q_head + k) % e->q_cap] = e->queue[(e->q_head + k - 1) % e->q_cap];
+			e->q_head = (e->q_head + 1) % e->q_cap;
+			e->q_len--;
+			e->active++;
+		}
+		pthread_mutex_unlock(&e->lock);
+		if (!r)
 			return;
-		}
-		if (e->n_hist + r->n_prompt + 1 > e->ctx) {
-			finish(r, COLI_EV_ERROR, COLI_FINISH_ERROR, r->n_prompt, 0, 0, 0, 0, -E2BIG,
-			       "the session and the prompt exceed the context length");
-			return;
-		}
-		memcpy(e->full, e->hist, sizeof(int) * (size_t)e->n_hist);
-		memcpy(e->full + e->n_hist, r->prompt, sizeof(int) * (size_t)r->n_prompt);
-		prompt = e->full;
-		n_prompt = e->n_hist + r->n_prompt;
-	} else {
-		engine_session_unbind(e);
-		engine_session_adopt_prefix(e, prompt, n_prompt);
+		engine_slot_start(e, sl, r);
 	}
-	int cached = reuse_prefix(e, prompt, n_prompt);
-	/* prefill in slices so cancellation is noticed within one step */
-	for (int at = cached; at < n_prompt;) {
-		if (atomic_load(&r->cancelled)) {
-			finish(r, COLI_EV_DONE, COLI_FINISH_CANCELLED, n_prompt, cached, 0, 0, 0, 0, NULL);
-			return;
-		}
-		int n = n_prompt - at < ENGINE_PREFILL_BATCH ? n_prompt - at : ENGINE_PREFILL_BATCH;
-		if (engine_eval(e, prompt + at, n, &err)) {
-			finish(r, COLI_EV_ERROR, COLI_FINISH_ERROR, n_prompt, cached, 0, 0, 0, err.code, err.msg);
-			return;
-		}
-		at += n;
-	}
-	coli_sampler_reset(&e->sampler, p->temperature, p->top_p, p->seed);
-	coli_detok det;
-	coli_detok_init(&det);
-	stop_match sm;
-	stop_match_init(&sm, p->stop);
-	char piece[1100], out[2200];
-	int produced = 0, reason = COLI_FINISH_LENGTH, last_tok = -1;
-	double ttft = 0.0, t_first = 0.0;
-	const int limit = p->max_tokens > 0 ? p->max_tokens : e->ctx;
-	while (produced < limit) {
-		int tok = coli_sampler_sample(&e->sampler, e->logits);
-		last_tok = tok;
-		if (produced == 0) {
-			t_first = engine_now();
-			ttft = (t_first - r->submit_time) * 1000.0;
-		}
-		produced++;
-		if (!p->ignore_eos && is_eos(e, tok)) {
-			reason = COLI_FINISH_STOP;
-			break;
-		}
-		size_t n = e->tok ? coli_detok_push(e->tok, &det, tok, 1, piece, sizeof piece) : 0;
-		int hit = 0;
-		size_t m = stop_match_push(&sm, piece, n, out, sizeof out, &hit);
-		engine_request_push_text(r, tok, out, m);
-		if (hit) {
-			reason = COLI_FINISH_STOP;
-			break;
-		}
-		if (atomic_load(&r->cancelled)) {
-			reason = COLI_FINISH_CANCELLED;
-			break;
-		}
-		if (produced == limit)
-			break;
-		if (e->n_hist + 1 > e->ctx) {
-			reason = COLI_FINISH_LENGTH;
-			break;
-		}
-		if (engine_eval(e, &tok, 1, &err)) {
-			finish(r, COLI_EV_ERROR, COLI_FINISH_ERROR, n_prompt, cached, produced, ttft, 0,
-			       err.code, err.msg);
-			return;
-		}
-	}
-	if (reason != COLI_FINISH_STOP || !sm.n_held) {
-		size_t n = e->tok ? coli_detok_flush(&det, piece, sizeof piece) : 0;
-		int hit = 0;
-		size_t m = stop_match_push(&sm, piece, n, out, sizeof out, &hit);
-		if (!hit)
-			m += stop_match_flush(&sm, out + m, sizeof out - m);
-		if (m)
-			engine_request_push_text(r, -1, out, m);
-	}
-	if (e->sess) {
-		/* the last sampled token has no KV yet: evaluate it so the stored
-		 * history is exactly what an uninterrupted process would hold */
-		if (produced > 0 && reason != COLI_FINISH_CANCELLED && e->n_hist + 1 <= e->ctx &&
-		    engine_eval(e, &last_tok, 1, &err))
-			coli_warn("session %s: %s", kv_session_name(e->sess), err.msg);
-		engine_session_save(e);
-	}
-	double dt = engine_now() - t_first;
-	double tps = produced > 1 && dt > 0 ? (produced - 1) / dt : 0.0;
-	finish(r, COLI_EV_DONE, reason, n_prompt, cached, produced, ttft, tps, 0, NULL);
+}
+
+static int any_phase(const coli_engine *e, int phase)
+{
+	for (int i = 0; i < e->n_slots; i++)
+		if (e->slots[i].phase == phase)
+			return 1;
+	return 0;
 }
 
 static void *engine_main(void *arg)
 {
 	coli_engine *e = arg;
+	int rr = 0;   /* round-robin start for prefill */
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
-		while (!e->stop && e->q_len == 0)
+		while (!e->stop && e->q_len == 0 && e->active == 0)
 			pthread_cond_wait(&e->cond, &e->lock);
-		if (e->q_len == 0) {
-			pthread_mutex_unlock(&e->lock);
-			break;
-		}
-		coli_request *r = e->queue[e->q_head];
-		e->q_head = (e->q_head + 1) % e->q_cap;
-		e->q_len--;
-		atomic_store(&e->busy, 1);
+		int stopping = e->stop;
 		pthread_mutex_unlock(&e->lock);
-		if (e->stop)
-			finish(r, COLI_EV_ERROR, COLI_FINISH_ERROR, r->n_prompt, 0, 0, 0, 0, -ESHUTDOWN,
-			       "the engine is shutting down");
-		else
-			serve(e, r);
-		atomic_store(&e->busy, 0);
-		engine_request_unref(r);
+		if (stopping) {
+			/* refuse what is queued; let the slots finish their work */
+			pthread_mutex_lock(&e->lock);
+			while (e->q_len) {
+				coli_request *r = e->queue[e->q_head];
+				e->q_head = (e->q_head + 1) % e->q_cap;
+				e->q_len--;
+				coli_event ev;
+				memset(&ev, 0, sizeof ev);
+				ev.kind = COLI_EV_ERROR;
+				ev.finish = COLI_FINISH_ERROR;
+				ev.error_code = -ESHUTDOWN;
+				snprintf(ev.message, sizeof ev.message, "the engine is shutting down");
+				engine_request_finish(r, &ev);
+				engine_request_unref(r);
+			}
+			int idle = e->active == 0;
+			pthread_mutex_unlock(&e->lock);
+			if (idle)
+				break;
+		} else {
+			admit(e);
+		}
+		for (int k = 0; k < e->n_slots; k++) {
+			engine_slot *sl = &e->slots[(rr + k) % e->n_slots];
+			if (sl->phase == SLOT_PREFILL) {
+				engine_slot_prefill(e, sl);
+				rr = (sl->index + 1) % e->n_slots;
+				break;
+			}
+		}
+		if (any_phase(e, SLOT_DECODE))
+			engine_slots_decode(e);
 	}
 	return NULL;
+}
+
+/* Slots: as many as asked, but by default only while their KV caches stay
+ * within a quarter of available memory. */
+static int slot_count(const coli_engine *e)
+{
+	if (e->opts.parallel > 0)
+		return e->opts.parallel < ENGINE_MAX_SLOTS ? e->opts.parallel : ENGINE_MAX_SLOTS;
+	const coli_config *c = &e->model->cfg;
+	double per = (double)c->num_hidden_layers * e->ctx * coli_config_kv_width(c) * sizeof(float);
+	int n = (int)((1ULL << 30) / (per > 1 ? per : 1));
+	return n < 1 ? 1 : n > 4 ? 4 : n;
 }
 
 int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
@@ -267,19 +213,24 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 			  "and below index_topk it selects every key", c->index_topk);
 		e->ctx = c->index_topk;
 	}
-	if ((rc = coli_state_new(e->model, e->ctx, ENGINE_PREFILL_BATCH, &e->state, err)))
+	e->n_slots = slot_count(e);
+	int batch = e->n_slots > ENGINE_PREFILL_BATCH ? e->n_slots : ENGINE_PREFILL_BATCH;
+	if ((rc = coli_state_new(e->model, e->ctx, batch, &e->state, err)))
 		goto fail;
-	if ((rc = coli_sampler_init(&e->sampler, c->vocab_size, 0.0f, 1.0f, 0, err)))
+	for (int i = 0; i < e->n_slots; i++)
+		e->slots[i].index = i;
+	/* the first slot is allocated now so an out-of-memory context is
+	 * reported at start, not at the first request */
+	if ((rc = engine_slot_alloc(e, &e->slots[0], err)))
 		goto fail;
-	e->logits = malloc(sizeof(float) * (size_t)c->vocab_size);
-	e->hist = malloc(sizeof(int) * (size_t)e->ctx);
-	e->full = malloc(sizeof(int) * (size_t)e->ctx);
+	e->batch_logits = malloc(sizeof(float) * (size_t)c->vocab_size * (size_t)e->n_slots);
 	e->q_cap = e->opts.max_queue > 0 ? e->opts.max_queue : ENGINE_DEFAULT_QUEUE;
 	e->queue = calloc((size_t)e->q_cap, sizeof *e->queue);
-	if (!e->logits || !e->hist || !e->full || !e->queue) {
+	if (!e->batch_logits || !e->queue) {
 		rc = coli_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
+	coli_info("engine: %d slot(s) of %d tokens", e->n_slots, e->ctx);
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
 	if (pthread_create(&e->thread, NULL, engine_main, e)) {
@@ -291,10 +242,9 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	*out = e;
 	return 0;
 fail:
-	coli_sampler_free(&e->sampler);
-	free(e->logits);
-	free(e->hist);
-	free(e->full);
+	for (int i = 0; i < ENGINE_MAX_SLOTS; i++)
+		engine_slot_free(&e->slots[i]);
+	free(e->batch_logits);
 	free(e->queue);
 	coli_state_free(e->state);
 	coli_tokenizer_free(e->tok);
@@ -312,13 +262,13 @@ void coli_engine_free(coli_engine *e)
 	pthread_cond_broadcast(&e->cond);
 	pthread_mutex_unlock(&e->lock);
 	pthread_join(e->thread, NULL);
-	engine_session_unbind(e);
+	for (int i = 0; i < e->n_slots; i++) {
+		engine_session_unbind(e, &e->slots[i]);
+		engine_slot_free(&e->slots[i]);
+	}
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
-	coli_sampler_free(&e->sampler);
-	free(e->logits);
-	free(e->hist);
-	free(e->full);
+	free(e->batch_logits);
 	free(e->queue);
 	coli_state_free(e->state);
 	coli_tokenizer_free(e->tok);
@@ -330,13 +280,18 @@ const coli_config *coli_engine_config(const coli_engine *e) { return &e->model->
 const coli_tokenizer *coli_engine_tokenizer(const coli_engine *e) { return e->tok; }
 const char *coli_engine_model_name(const coli_engine *e) { return e->model_name; }
 int coli_engine_ctx(const coli_engine *e) { return e->ctx; }
-const expert_stats *coli_engine_expert_stats(const coli_engine *e) { return expert_store_stats(e->model->store); }
+int coli_engine_slots(const coli_engine *e) { return e->n_slots; }
+
+const expert_stats *coli_engine_expert_stats(const coli_engine *e)
+{
+	return e->model->store ? expert_store_stats(e->model->store) : NULL;
+}
 
 int coli_engine_queue_len(const coli_engine *e)
 {
 	coli_engine *m = (coli_engine *)e;
 	pthread_mutex_lock(&m->lock);
-	int n = m->q_len + atomic_load(&m->busy);
+	int n = m->q_len + m->active;
 	pthread_mutex_unlock(&m->lock);
 	return n;
 }

@@ -25,6 +25,7 @@ typedef struct coli_engine_opts {
 	const char *cache_dir;     /* NULL = default beside the model */
 	int threads;               /* compute threads; <= 0 = online cores */
 	int max_queue;             /* queued requests before -EBUSY; 0 = default 16 */
+	int parallel;              /* requests decoded together (slots); 0 = auto */
 	int ctx;                   /* max context tokens; 0 = model/default */
 	expert_store_opts store;   /* expert cache, pinning, prefetch, I/O mode,
 	                            * mirrors (heat_dir and kv_bytes are set by
@@ -76,6 +77,8 @@ const coli_config *coli_engine_config(const coli_engine *e);
 const coli_tokenizer *coli_engine_tokenizer(const coli_engine *e);
 const char *coli_engine_model_name(const coli_engine *e);
 int coli_engine_ctx(const coli_engine *e);
+/* Requests served at once (each slot holds one sequence's KV cache). */
+int coli_engine_slots(const coli_engine *e);
 
 /* Submit prompt token ids (copied). -EBUSY when the queue is full,
  * -E2BIG (context_length_exceeded) when prompt + 1 exceeds the context. */
@@ -89,7 +92,7 @@ void coli_request_cancel(coli_request *r);
 /* Cancel if still running and release. Safe from any thread. */
 void coli_request_free(coli_request *r);
 
-/* Queue length and requests served so far (for status lines and /metrics). */
+/* Requests queued or being served (for status lines and /metrics). */
 int coli_engine_queue_len(const coli_engine *e);
 
 /* The expert store's telemetry block (lives as long as the engine; any

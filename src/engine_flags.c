@@ -11,6 +11,7 @@ const char coli_engine_flags_help[] =
 	"engine options (see coli(1) for details and environment twins):\n"
 	"  --threads N              compute threads (default: online cores)\n"
 	"  --ctx N                  context length in tokens (default 4096)\n"
+	"  --parallel N             requests decoded together (default: up to 4)\n"
 	"  --cache-dir DIR          sessions, expert heat and logs\n"
 	"  --expert-cache SIZE      RAM for cached experts: 512MB, 8GB, 25%, 0, auto\n"
 	"  --pin-budget SIZE        part of it for the pinned hot set\n"
@@ -41,6 +42,9 @@ int coli_engine_flags_init(coli_engine_flags *f, coli_err *err)
 		return rc;
 	if ((v = getenv("COLI_CTX")) && *v && (rc = parse_int(v, "COLI_CTX", 1, 1 << 24, &f->opts.ctx, err)))
 		return rc;
+	if ((v = getenv("COLI_PARALLEL")) && *v &&
+	    (rc = parse_int(v, "COLI_PARALLEL", 0, 16, &f->opts.parallel, err)))
+		return rc;
 	if ((v = getenv("COLI_CACHE_DIR")) && *v)
 		f->opts.cache_dir = v;
 	return expert_store_opts_from_env(&f->opts.store, err);
@@ -68,13 +72,17 @@ int coli_engine_flags_parse(coli_engine_flags *f, int argc, char **argv, int *i,
 	const char *next = *i + 1 < argc ? argv[*i + 1] : NULL;
 	const char *val = inline_val ? inline_val : next;
 
-	int *target = !strcmp(flag, "--threads") ? &f->opts.threads : !strcmp(flag, "--ctx") ? &f->opts.ctx : NULL;
+	int *target = !strcmp(flag, "--threads")    ? &f->opts.threads
+		      : !strcmp(flag, "--ctx")      ? &f->opts.ctx
+		      : !strcmp(flag, "--parallel") ? &f->opts.parallel
+						    : NULL;
 	if (target || !strcmp(flag, "--cache-dir")) {
 		if (!val)
 			return coli_err_set(err, -EINVAL, "%s needs a value", flag);
 		if (target) {
-			int rc = parse_int(val, flag, !strcmp(flag, "--ctx"), !strcmp(flag, "--ctx") ? 1 << 24 : 1024,
-					   target, err);
+			int is_ctx = !strcmp(flag, "--ctx");
+			int hi = is_ctx ? 1 << 24 : !strcmp(flag, "--parallel") ? 16 : 1024;
+			int rc = parse_int(val, flag, is_ctx, hi, target, err);
 			if (rc)
 				return rc;
 		} else {

@@ -1,6 +1,8 @@
-/* engine_internal.h - the engine's private state, shared by engine.c and
- * engine_session.c. Every field is owned by the engine thread except the
- * queue, stop flag and busy (guarded by lock / atomic). */
+/* engine_internal.h - the engine's private state, shared by engine.c,
+ * engine_slot.c and engine_session.c.
+ *
+ * Ownership: everything is owned by the engine thread except the queue,
+ * `stop` and `active` (guarded by `lock`). */
 #ifndef COLI_ENGINE_INTERNAL_H
 #define COLI_ENGINE_INTERNAL_H
 
@@ -16,47 +18,83 @@
 #define ENGINE_DEFAULT_QUEUE 16
 #define ENGINE_DEFAULT_CTX 4096
 #define ENGINE_PREFILL_BATCH 32
+#define ENGINE_MAX_SLOTS 16
+
+enum slot_phase { SLOT_IDLE = 0, SLOT_PREFILL, SLOT_DECODE };
+
+/* One sequence being served. Its KV cache and token history outlive the
+ * request, so the next request that shares a prefix reuses them. */
+typedef struct engine_slot {
+	int index;
+	int phase;               /* enum slot_phase */
+	coli_request *req;       /* NULL when idle */
+	coli_seq *seq;           /* allocated on first use */
+	int *hist;               /* (ctx) tokens held in seq */
+	int n_hist;
+	double last_used;        /* for choosing among idle slots */
+	/* persisted session bound to this slot (or NULL) */
+	kv_session *sess;
+	int sess_saved;          /* tokens of hist already in the file */
+	/* the request being served */
+	int *prompt;             /* (ctx) effective prompt: history + new turn */
+	int n_prompt;
+	int at;                  /* prompt tokens evaluated so far */
+	int cached;              /* prompt tokens reused without evaluation */
+	float *logits;           /* (vocab) */
+	coli_sampler sampler;
+	coli_detok det;
+	stop_match sm;
+	int produced, limit, pending;
+	double t_first, ttft;
+} engine_slot;
 
 struct coli_engine {
 	coli_engine_opts opts;
 	char model_dir[4096];
 	char model_name[256];
-	coli_model *model;
-	coli_tokenizer *tok;
-	coli_state *state;
-	coli_sampler sampler;
-	float *logits;         /* (vocab) */
-	int *hist;             /* tokens held in the state (ctx) */
-	int *full;             /* (ctx) a session's history + new prompt */
-	int n_hist;
-	int ctx;
-	pthread_t thread;
-	pthread_mutex_t lock;  /* guards the queue and stop */
-	pthread_cond_t cond;
-	coli_request **queue;  /* ring of max_queue */
-	int q_head, q_len, q_cap;
-	int stop;
-	_Atomic int busy;      /* a request is being served */
-	/* sessions */
 	char cache_dir[4096];
 	char kv_dir[4200];
 	char heat_dir[4200];
-	kv_session *sess;      /* session the state belongs to, or NULL */
-	int sess_saved;        /* tokens of hist already in the session file */
+	coli_model *model;
+	coli_tokenizer *tok;
+	coli_state *state;     /* scratch shared by every slot */
+	int ctx;
+	engine_slot slots[ENGINE_MAX_SLOTS];
+	int n_slots;
+	float *batch_logits;   /* (n_slots, vocab) */
+	pthread_t thread;
+	pthread_mutex_t lock;  /* guards the queue, stop and active */
+	pthread_cond_t cond;
+	coli_request **queue;  /* ring of q_cap */
+	int q_head, q_len, q_cap;
+	int stop;
+	int active;            /* slots serving a request */
 };
 
-/* Evaluate tokens, appending them to the state and hist. */
-int engine_eval(coli_engine *e, const int *toks, int n, coli_err *err);
+/* engine_slot.c */
+int engine_slot_alloc(coli_engine *e, engine_slot *sl, coli_err *err);
+void engine_slot_free(engine_slot *sl);
+/* Take a request: sessions, prefix reuse, sampler setup. 0 or an error
+ * already reported to the request. */
+int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r);
+/* Evaluate one chunk of the prompt; when done, sample the first token. */
+void engine_slot_prefill(coli_engine *e, engine_slot *sl);
+/* One decode step for every slot in SLOT_DECODE, batched. */
+void engine_slots_decode(coli_engine *e);
+/* Finish with an event; the slot becomes idle. */
+void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, int code, const char *msg);
 
-/* Bind the state to session `name` (create it when absent): afterwards
- * hist holds the session's tokens. */
-int engine_session_bind(coli_engine *e, const char *name, coli_err *err);
+/* engine_session.c */
+/* Bind the slot to session `name` (create it when absent): afterwards its
+ * hist holds the session's tokens. Unbinds the session from any other idle
+ * slot first. */
+int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_err *err);
 /* Append what hist holds beyond the file and fsync (end of a turn). */
-void engine_session_save(coli_engine *e);
-/* Close the bound session (saving first); the state stays as it is. */
-void engine_session_unbind(coli_engine *e);
+void engine_session_save(coli_engine *e, engine_slot *sl);
+/* Close the bound session (saving first); the KV stays as it is. */
+void engine_session_unbind(coli_engine *e, engine_slot *sl);
 /* For a stateless request: if a stored session shares a longer prefix
- * with the prompt than the state does, load it into the state. */
-void engine_session_adopt_prefix(coli_engine *e, const int *prompt, int n);
+ * with the prompt than the slot holds, load it into the slot. */
+void engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, const int *prompt, int n);
 
 #endif

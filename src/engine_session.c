@@ -1,7 +1,7 @@
-/* engine_session.c - binding the engine's sequence state to persisted KV
- * sessions (kv_file.h).
+/* engine_session.c - binding a slot's sequence to persisted KV sessions
+ * (kv_file.h).
  *
- * The state's KV rows are exactly what the session file stores (normalized
+ * A slot's KV rows are exactly what the session file stores (normalized
  * latent + roped key, float32), so restoring a session is a copy: no
  * prefill runs for stored tokens, and the continuation equals that of an
  * uninterrupted process. */
@@ -16,23 +16,27 @@
 #include "engine_internal.h"
 #include "kv_store.h"
 
-/* Copy loaded rows into the state and make them the history. */
-static void adopt(coli_engine *e, const kv_loaded *l, int n)
+/* Copy loaded rows into the slot and make them its history. */
+static void adopt(coli_engine *e, engine_slot *sl, const kv_loaded *l, int n)
 {
 	const int W = coli_config_kv_width(&e->model->cfg);
 	for (int layer = 0; layer < l->n_layers; layer++)
-		memcpy(coli_state_kv(e->state, layer), l->rows[layer], sizeof(float) * (size_t)n * W);
+		memcpy(coli_seq_kv(sl->seq, layer), l->rows[layer], sizeof(float) * (size_t)n * W);
 	for (int t = 0; t < n; t++)
-		e->hist[t] = l->tokens[t];
-	e->n_hist = n;
-	coli_state_set_pos(e->state, n);
+		sl->hist[t] = l->tokens[t];
+	sl->n_hist = n;
+	coli_seq_set_pos(sl->seq, n);
 }
 
-int engine_session_bind(coli_engine *e, const char *name, coli_err *err)
+int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_err *err)
 {
-	if (e->sess && !strcmp(kv_session_name(e->sess), name))
+	if (sl->sess && !strcmp(kv_session_name(sl->sess), name))
 		return 0;
-	engine_session_unbind(e);
+	engine_session_unbind(e, sl);
+	/* the session may be open in another (idle) slot: hand it over */
+	for (int i = 0; i < e->n_slots; i++)
+		if (e->slots[i].sess && !strcmp(kv_session_name(e->slots[i].sess), name))
+			engine_session_unbind(e, &e->slots[i]);
 	int rc = kv_store_name_check(name, err);
 	if (rc)
 		return rc;
@@ -43,16 +47,16 @@ int engine_session_bind(coli_engine *e, const char *name, coli_err *err)
 	const char *fp = e->model->container->fingerprint;
 	kv_loaded l;
 	memset(&l, 0, sizeof l);
-	rc = kv_session_open(e->kv_dir, name, fp, L, W, 0, &e->sess, &l, err);
+	rc = kv_session_open(e->kv_dir, name, fp, L, W, 0, &sl->sess, &l, err);
 	if (rc == -ENOENT) {
 		coli_err_clear(err);
-		rc = kv_session_create(e->kv_dir, name, fp, L, W, 0, &e->sess, err);
+		rc = kv_session_create(e->kv_dir, name, fp, L, W, 0, &sl->sess, err);
 		if (rc)
 			return coli_err_wrap(err, "session %s", name);
 		/* a new session starts from an empty context */
-		coli_state_rewind(e->state, 0);
-		e->n_hist = 0;
-		e->sess_saved = 0;
+		coli_seq_rewind(sl->seq, 0);
+		sl->n_hist = 0;
+		sl->sess_saved = 0;
 		return 0;
 	}
 	if (rc)
@@ -61,60 +65,60 @@ int engine_session_bind(coli_engine *e, const char *name, coli_err *err)
 		rc = coli_err_set(err, -E2BIG, "session %s holds %d tokens; the context is %d (use --ctx)",
 				  name, l.n_tokens, e->ctx);
 		kv_loaded_free(&l);
-		kv_session_close(e->sess);
-		e->sess = NULL;
+		kv_session_close(sl->sess);
+		sl->sess = NULL;
 		return rc;
 	}
-	adopt(e, &l, l.n_tokens);
-	e->sess_saved = l.n_tokens;
+	adopt(e, sl, &l, l.n_tokens);
+	sl->sess_saved = l.n_tokens;
 	kv_loaded_free(&l);
-	coli_info("session %s: resumed %d tokens from disk", name, e->n_hist);
+	coli_info("session %s: resumed %d tokens from disk", name, sl->n_hist);
 	return 0;
 }
 
-void engine_session_save(coli_engine *e)
+void engine_session_save(coli_engine *e, engine_slot *sl)
 {
-	if (!e->sess)
+	if (!sl->sess)
 		return;
 	coli_err err = { 0 };
 	const int L = e->model->cfg.num_hidden_layers, W = coli_config_kv_width(&e->model->cfg);
-	if (e->sess_saved > e->n_hist) {
-		if (kv_session_truncate_tokens(e->sess, e->n_hist, &err))
-			coli_warn("session %s: %s", kv_session_name(e->sess), err.msg);
-		e->sess_saved = e->n_hist;
+	if (sl->sess_saved > sl->n_hist) {
+		if (kv_session_truncate_tokens(sl->sess, sl->n_hist, &err))
+			coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
+		sl->sess_saved = sl->n_hist;
 	}
-	int n = e->n_hist - e->sess_saved;
+	int n = sl->n_hist - sl->sess_saved;
 	if (n > 0) {
 		const float **rows = malloc(sizeof *rows * (size_t)(L > 0 ? L : 1));
 		if (!rows) {
-			coli_warn("session %s: not saved: out of memory", kv_session_name(e->sess));
+			coli_warn("session %s: not saved: out of memory", kv_session_name(sl->sess));
 			return;
 		}
 		for (int l = 0; l < L; l++)
-			rows[l] = coli_state_kv(e->state, l) + (size_t)e->sess_saved * W;
-		if (kv_session_append(e->sess, e->hist + e->sess_saved, n, rows, &err))
-			coli_warn("session %s: not persisted: %s", kv_session_name(e->sess), err.msg);
+			rows[l] = coli_seq_kv(sl->seq, l) + (size_t)sl->sess_saved * W;
+		if (kv_session_append(sl->sess, sl->hist + sl->sess_saved, n, rows, &err))
+			coli_warn("session %s: not persisted: %s", kv_session_name(sl->sess), err.msg);
 		free(rows);
-		e->sess_saved = e->n_hist;
+		sl->sess_saved = sl->n_hist;
 	}
-	if (kv_session_sync(e->sess, &err))
-		coli_warn("session %s: %s", kv_session_name(e->sess), err.msg);
+	if (kv_session_sync(sl->sess, &err))
+		coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
 }
 
-void engine_session_unbind(coli_engine *e)
+void engine_session_unbind(coli_engine *e, engine_slot *sl)
 {
-	if (!e->sess)
+	if (!sl->sess)
 		return;
-	engine_session_save(e);
-	kv_session_close(e->sess);
-	e->sess = NULL;
-	e->sess_saved = 0;
+	engine_session_save(e, sl);
+	kv_session_close(sl->sess);
+	sl->sess = NULL;
+	sl->sess_saved = 0;
 }
 
-void engine_session_adopt_prefix(coli_engine *e, const int *prompt, int n)
+void engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, const int *prompt, int n)
 {
 	int have = 0;
-	while (have < e->n_hist && have < n && e->hist[have] == prompt[have])
+	while (have < sl->n_hist && have < n && sl->hist[have] == prompt[have])
 		have++;
 	char name[KV_NAME_MAX + 1];
 	int match = 0;
@@ -141,7 +145,7 @@ void engine_session_adopt_prefix(coli_engine *e, const int *prompt, int n)
 	for (int t = 0; ok && t < match; t++)
 		ok = l.tokens[t] == prompt[t];
 	if (ok) {
-		adopt(e, &l, match);
+		adopt(e, sl, &l, match);
 		coli_info("prompt prefix of %d tokens reused from session %s", match, name);
 	}
 	kv_loaded_free(&l);

@@ -1,0 +1,264 @@
+/* engine_slot.c - serving one request in a slot: admission (sessions,
+ * prefix reuse), chunked prefill, batched decode, finishing.
+ *
+ * Token flow of a slot in SLOT_DECODE: `pending` is the last sampled token,
+ * already shown to the client but not yet evaluated. A decode step
+ * evaluates the pending tokens of every decoding slot together
+ * (coli_forward_seqs), samples each slot's next token and checks its stop
+ * conditions. A finished slot's last token stays unevaluated unless the
+ * slot is bound to a persisted session (whose history must be complete). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coli_log.h"
+#include "engine_internal.h"
+
+int engine_slot_alloc(coli_engine *e, engine_slot *sl, coli_err *err)
+{
+	if (sl->seq)
+		return 0;
+	const int V = e->model->cfg.vocab_size;
+	int rc = coli_seq_new(e->model, e->ctx, &sl->seq, err);
+	if (rc)
+		return rc;
+	sl->hist = malloc(sizeof(int) * (size_t)e->ctx);
+	sl->prompt = malloc(sizeof(int) * (size_t)e->ctx);
+	sl->logits = malloc(sizeof(float) * (size_t)V);
+	if (!sl->hist || !sl->prompt || !sl->logits ||
+	    coli_sampler_init(&sl->sampler, V, 0.0f, 1.0f, 0, err)) {
+		engine_slot_free(sl);
+		return coli_err_set(err, -ENOMEM, "out of memory for a %d-token slot", e->ctx);
+	}
+	return 0;
+}
+
+void engine_slot_free(engine_slot *sl)
+{
+	coli_seq_free(sl->seq);
+	free(sl->hist);
+	free(sl->prompt);
+	free(sl->logits);
+	coli_sampler_free(&sl->sampler);
+	sl->seq = NULL;
+	sl->hist = sl->prompt = NULL;
+	sl->logits = NULL;
+}
+
+static int is_eos(const coli_engine *e, int tok)
+{
+	const coli_config *c = &e->model->cfg;
+	for (int i = 0; i < c->n_eos_token_ids; i++)
+		if (c->eos_token_ids[i] == tok)
+			return 1;
+	return e->tok && tok == coli_tokenizer_eos_id(e->tok);
+}
+
+/* Evaluate tokens on the slot's sequence and append them to its history. */
+static int slot_eval(coli_engine *e, engine_slot *sl, const int *toks, int n, float *logits, coli_err *err)
+{
+	int rc = coli_forward_seq(e->model, e->state, sl->seq, toks, n, logits, 0, err);
+	if (rc) {
+		/* a failed chunk may be half written: forget the sequence */
+		coli_seq_rewind(sl->seq, 0);
+		sl->n_hist = 0;
+		return rc;
+	}
+	memcpy(sl->hist + sl->n_hist, toks, sizeof(int) * (size_t)n);
+	sl->n_hist += n;
+	return 0;
+}
+
+void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, int code, const char *msg)
+{
+	coli_request *r = sl->req;
+	if (sl->sess) {
+		/* the last sampled token has no KV yet: evaluate it so the stored
+		 * history is what an uninterrupted process would hold */
+		coli_err err = { 0 };
+		if (kind == COLI_EV_DONE && sl->produced > 0 && reason != COLI_FINISH_CANCELLED &&
+		    sl->n_hist + 1 <= e->ctx && slot_eval(e, sl, &sl->pending, 1, sl->logits, &err))
+			coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
+		engine_session_save(e, sl);
+	}
+	coli_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.kind = kind;
+	ev.finish = reason;
+	ev.prompt_tokens = sl->n_prompt;
+	ev.cached_tokens = sl->cached;
+	ev.completion_tokens = sl->produced;
+	ev.ttft_ms = sl->ttft;
+	double dt = engine_now() - sl->t_first;
+	ev.decode_tps = sl->produced > 1 && dt > 0 ? (sl->produced - 1) / dt : 0.0;
+	ev.error_code = code;
+	if (msg)
+		snprintf(ev.message, sizeof ev.message, "%s", msg);
+	engine_request_finish(r, &ev);
+	sl->req = NULL;
+	sl->phase = SLOT_IDLE;
+	sl->last_used = engine_now();
+	pthread_mutex_lock(&e->lock);
+	e->active--;
+	pthread_mutex_unlock(&e->lock);
+	engine_request_unref(r);
+}
+
+/* Sample from the slot's logits, show the token, decide whether to go on.
+ * Returns 1 when the slot finished. */
+static int slot_take_token(coli_engine *e, engine_slot *sl)
+{
+	coli_request *r = sl->req;
+	const coli_gen_params *p = &r->params;
+	int tok = coli_sampler_sample(&sl->sampler, sl->logits);
+	if (sl->produced == 0) {
+		sl->t_first = engine_now();
+		sl->ttft = (sl->t_first - r->submit_time) * 1000.0;
+	}
+	sl->produced++;
+	sl->pending = tok;
+	int reason = 0;
+	char piece[1100], out[2200];
+	if (!p->ignore_eos && is_eos(e, tok)) {
+		reason = COLI_FINISH_STOP;
+	} else {
+		size_t n = e->tok ? coli_detok_push(e->tok, &sl->det, tok, 1, piece, sizeof piece) : 0;
+		int hit = 0;
+		size_t m = stop_match_push(&sl->sm, piece, n, out, sizeof out, &hit);
+		engine_request_push_text(r, tok, out, m);
+		if (hit)
+			reason = COLI_FINISH_STOP;
+		else if (atomic_load(&r->cancelled))
+			reason = COLI_FINISH_CANCELLED;
+		else if (sl->produced >= sl->limit || sl->n_hist + 1 > e->ctx)
+			reason = COLI_FINISH_LENGTH;
+	}
+	if (!reason)
+		return 0;
+	if (reason != COLI_FINISH_STOP || !sl->sm.n_held) {
+		/* release what the decoder and the stop matcher still hold */
+		size_t n = e->tok ? coli_detok_flush(&sl->det, piece, sizeof piece) : 0;
+		int hit = 0;
+		size_t m = stop_match_push(&sl->sm, piece, n, out, sizeof out, &hit);
+		if (!hit)
+			m += stop_match_flush(&sl->sm, out + m, sizeof out - m);
+		if (m)
+			engine_request_push_text(r, -1, out, m);
+	}
+	engine_slot_finish(e, sl, COLI_EV_DONE, reason, 0, NULL);
+	return 1;
+}
+
+int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
+{
+	coli_err err = { 0 };
+	sl->req = r;
+	sl->produced = 0;
+	sl->ttft = 0;
+	sl->t_first = engine_now();
+	sl->cached = 0;
+	sl->n_prompt = r->n_prompt;
+	if (engine_slot_alloc(e, sl, &err)) {
+		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
+		return -1;
+	}
+	if (r->session) {
+		/* a session request continues the session: its prompt follows
+		 * the stored history */
+		if (engine_session_bind(e, sl, r->session, &err)) {
+			engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
+			return -1;
+		}
+		if (sl->n_hist + r->n_prompt + 1 > e->ctx) {
+			engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, -E2BIG,
+					   "the session and the prompt exceed the context length");
+			return -1;
+		}
+		memcpy(sl->prompt, sl->hist, sizeof(int) * (size_t)sl->n_hist);
+		memcpy(sl->prompt + sl->n_hist, r->prompt, sizeof(int) * (size_t)r->n_prompt);
+		sl->n_prompt = sl->n_hist + r->n_prompt;
+	} else {
+		engine_session_unbind(e, sl);
+		memcpy(sl->prompt, r->prompt, sizeof(int) * (size_t)r->n_prompt);
+		engine_session_adopt_prefix(e, sl, sl->prompt, sl->n_prompt);
+	}
+	/* reuse the longest common prefix; at least one prompt token is
+	 * evaluated so there are logits to sample from */
+	int k = 0;
+	while (k < sl->n_hist && k < sl->n_prompt && sl->hist[k] == sl->prompt[k])
+		k++;
+	if (k == sl->n_prompt)
+		k--;
+	coli_seq_rewind(sl->seq, k);
+	sl->n_hist = k;
+	sl->cached = k;
+	sl->at = k;
+	const coli_gen_params *p = &r->params;
+	coli_sampler_reset(&sl->sampler, p->temperature, p->top_p, p->seed);
+	coli_detok_init(&sl->det);
+	stop_match_init(&sl->sm, p->stop);
+	sl->limit = p->max_tokens > 0 ? p->max_tokens : e->ctx;
+	sl->phase = SLOT_PREFILL;
+	return 0;
+}
+
+void engine_slot_prefill(coli_engine *e, engine_slot *sl)
+{
+	coli_err err = { 0 };
+	if (atomic_load(&sl->req->cancelled)) {
+		engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_CANCELLED, 0, NULL);
+		return;
+	}
+	int n = sl->n_prompt - sl->at < ENGINE_PREFILL_BATCH ? sl->n_prompt - sl->at : ENGINE_PREFILL_BATCH;
+	if (slot_eval(e, sl, sl->prompt + sl->at, n, sl->logits, &err)) {
+		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
+		return;
+	}
+	sl->at += n;
+	if (sl->at < sl->n_prompt)
+		return;
+	sl->phase = SLOT_DECODE;
+	slot_take_token(e, sl);
+}
+
+void engine_slots_decode(coli_engine *e)
+{
+	coli_seq *seqs[ENGINE_MAX_SLOTS];
+	int toks[ENGINE_MAX_SLOTS];
+	engine_slot *who[ENGINE_MAX_SLOTS];
+	int n = 0;
+	const int V = e->model->cfg.vocab_size;
+	for (int i = 0; i < e->n_slots; i++) {
+		engine_slot *sl = &e->slots[i];
+		if (sl->phase != SLOT_DECODE)
+			continue;
+		if (atomic_load(&sl->req->cancelled)) {
+			engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_CANCELLED, 0, NULL);
+			continue;
+		}
+		seqs[n] = sl->seq;
+		toks[n] = sl->pending;
+		who[n++] = sl;
+	}
+	if (!n)
+		return;
+	coli_err err = { 0 };
+	if (coli_forward_seqs(e->model, e->state, seqs, toks, n, e->batch_logits, &err)) {
+		for (int k = 0; k < n; k++) {
+			coli_seq_rewind(who[k]->seq, 0);
+			who[k]->n_hist = 0;
+			engine_slot_finish(e, who[k], COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
+		}
+		return;
+	}
+	for (int k = 0; k < n; k++) {
+		engine_slot *sl = who[k];
+		sl->hist[sl->n_hist++] = sl->pending;
+		memcpy(sl->logits, e->batch_logits + (size_t)k * V, sizeof(float) * (size_t)V);
+		slot_take_token(e, sl);
+	}
+}
