@@ -82,14 +82,38 @@ tui_wait_exit 30
 [ "$(tui_status)" = 0 ] || tui_fail "exit status $(tui_status) after SIGTERM"
 tui_screen | grep -q '─ Chat ─' && tui_fail "screen not restored after SIGTERM"
 
+# the Sessions pane: rename, delete (after y), new
+tui_start 100 30 --no-server --session other
+tui_wait 'session other \(new\)' 60
+tui_keys Tab Tab Tab Tab Tab
+tui_wait '^.* e2e +[0-9]+ '
+tui_keys r
+tui_wait 'rename to: e2e'
+tui_keys BSpace BSpace BSpace
+tui_keys -l 'renamed'
+tui_keys Enter
+tui_wait '  renamed +[0-9]+ '
+[ -s "$COLI_CACHE_DIR/kv/renamed.kv" ] && [ -s "$COLI_CACHE_DIR/kv/renamed.chat.json" ] ||
+	tui_fail "rename did not move the session and its transcript"
+tui_keys d
+tui_wait 'delete session renamed\? \(y/n\)'
+tui_keys y
+tui_wait 'no sessions on disk yet'
+[ ! -e "$COLI_CACHE_DIR/kv/renamed.kv" ] && [ ! -e "$COLI_CACHE_DIR/kv/renamed.chat.json" ] ||
+	tui_fail "delete left files behind"
+tui_keys n
+tui_wait 'session chat-[0-9]{8}-[0-9]{6}(-2)? \(new\)'
+
 # a crash: the fatal-signal handler restores the terminal and re-raises
+# (sanitizers install their own handlers: not checked there)
 if [ -z "$COLI_TEST_SANITIZED" ]; then
-	tui_start 100 30 --no-server --session crash
-	tui_wait 'Routing' 60
 	kill -SEGV "$(tui_pid)"
 	tui_wait_exit 30
 	[ "$(tui_status)" = 139 ] || tui_fail "status $(tui_status) after SIGSEGV (expected death by the signal)"
 	tui_screen | grep -q '─ Chat ─' && tui_fail "screen not restored after SIGSEGV"
+else
+	tui_keys F10
+	tui_wait_exit 30
 fi
 echo "tui_e2e: ok"
 exit 0

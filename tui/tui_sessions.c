@@ -74,6 +74,11 @@ static void do_rename(tui_app *a, const char *to)
 {
 	coli_err err = { 0 };
 	const char *from = a->prompt_target;
+	if (!strcmp(from, a->chat.session)) {
+		/* the engine holds the chat's session open under its name */
+		tui_app_message(a, "%s is the current chat: switch to another session first", from);
+		return;
+	}
 	if (kv_store_rename(a->kv_dir, from, to, &err)) {
 		tui_app_message(a, "%s", err.msg);
 		return;
