@@ -20,6 +20,7 @@ static void synth_usage(FILE *f)
 		"usage: coli synth OUT_HF_DIR [--preset tiny|glm5-tiny|glm5-slice|dsv3-slice] [--seed S]\n"
 		"         [--layers N] [--dense-layers N] [--experts N] [--topk K]\n"
 		"         [--groups G --topk-groups T] [--q-lora N|0] [--yarn|--no-yarn]\n"
+		"         [--no-rope-interleave]\n"
 		"         [--no-norm-topk] [--scaling F] [--dtype f32|bf16|f16|fp8]\n"
 		"         [--shards N] [--vocab N] [--mtp N] [--dry-run]\n"
 		"Write a random model of the real architecture in Hugging Face layout\n"
@@ -42,7 +43,7 @@ static int synth_parse_int(const char *flag, const char *s, long lo, long hi, in
 enum {
 	OPT_PRESET = 256, OPT_SEED, OPT_LAYERS, OPT_DENSE, OPT_EXPERTS, OPT_TOPK, OPT_GROUPS,
 	OPT_TOPK_GROUPS, OPT_QLORA, OPT_YARN, OPT_NO_YARN, OPT_NO_NORM_TOPK, OPT_SCALING, OPT_DTYPE,
-	OPT_SHARDS, OPT_VOCAB, OPT_MTP, OPT_DRY_RUN, OPT_HELP,
+	OPT_SHARDS, OPT_VOCAB, OPT_MTP, OPT_DRY_RUN, OPT_HELP, OPT_NO_ROPE_INTERLEAVE,
 };
 
 static const struct option synth_options[] = {
@@ -58,6 +59,7 @@ static const struct option synth_options[] = {
 	{ "yarn", no_argument, NULL, OPT_YARN },
 	{ "no-yarn", no_argument, NULL, OPT_NO_YARN },
 	{ "no-norm-topk", no_argument, NULL, OPT_NO_NORM_TOPK },
+	{ "no-rope-interleave", no_argument, NULL, OPT_NO_ROPE_INTERLEAVE },
 	{ "scaling", required_argument, NULL, OPT_SCALING },
 	{ "dtype", required_argument, NULL, OPT_DTYPE },
 	{ "shards", required_argument, NULL, OPT_SHARDS },
@@ -127,6 +129,7 @@ int cmd_synth(int argc, char **argv)
 		case OPT_YARN: yarn = 1; break;
 		case OPT_NO_YARN: yarn = 0; break;
 		case OPT_NO_NORM_TOPK: c->norm_topk_prob = false; break;
+		case OPT_NO_ROPE_INTERLEAVE: c->rope_interleave = false; break;
 		case OPT_SCALING: {
 			char *end;
 			double f = strtod(a, &end);

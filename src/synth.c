@@ -22,6 +22,7 @@ static void synth_common(coli_config *c)
 	c->moe_layer_freq = 1;
 	c->n_shared_experts = 1;
 	c->norm_topk_prob = true;
+	c->rope_interleave = true;
 	strcpy(c->scoring_func, "sigmoid");
 	strcpy(c->topk_method, "noaux_tc");
 	c->rope_theta = 10000.0;
@@ -299,12 +300,14 @@ static json_t *synth_config_json(const synth_opts *o)
 		json_object_set_new(rp, "rope_theta", json_real(c->rope_theta));
 		json_object_set_new(rp, "rope_type", json_string("default"));
 		json_object_set_new(j, "rope_parameters", rp);
-		json_object_set_new(j, "rope_interleave", json_true());
+		json_object_set_new(j, "rope_interleave", json_boolean(c->rope_interleave));
 		json_object_set_new(j, "indexer_rope_interleave", json_true());
 		json_object_set_new(j, "index_topk", json_integer(c->index_topk));
 		json_object_set_new(j, "index_head_dim", json_integer(c->index_head_dim));
 		json_object_set_new(j, "index_n_heads", json_integer(c->index_n_heads));
 	}
+	if (!glm && !c->rope_interleave)
+		json_object_set_new(j, "rope_interleave", json_false());
 	json_object_set_new(j, "attention_bias", json_false());
 	json_object_set_new(j, "attention_dropout", json_real(0.0));
 	json_object_set_new(j, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));

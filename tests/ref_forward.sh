@@ -51,6 +51,7 @@ run noyarn f32 --seed 13 --no-yarn
 run groups f32 --seed 14 --experts 32 --groups 8 --topk-groups 3 --topk 6
 run onegroup f32 --seed 15 --groups 1 --topk-groups 1
 run nonorm f32 --seed 16 --no-norm-topk --scaling 1.7
+run neox f32 --seed 23 --no-rope-interleave
 run dense2 f32 --seed 17 --layers 4 --dense-layers 2
 run sharded f32 --seed 18 --shards 3
 run bf16 f32 --seed 19 --dtype bf16
