@@ -34,7 +34,7 @@ tui_cleanup() {
 }
 
 # tui_start COLS ROWS [colitop options...]: run colitop in a new session
-# of a fixed size. The pane's shell records colitop's exit status in
+# of a fixed size ($TUI_ENV: extra VAR=value words for its environment). The pane's shell records colitop's exit status in
 # $TUI_TMP/exit.N and then sleeps, so the pane (and the tmux server) stay
 # up after colitop exits.
 tui_start() {
@@ -45,7 +45,7 @@ tui_start() {
 	TUI_N=$(( ${TUI_N:-0} + 1 ))
 	TUI_T="t$TUI_N"
 	TUI_EXIT="$TUI_TMP/exit.$TUI_N"
-	cmd="env LANG=C.UTF-8 LC_ALL=C.UTF-8 COLI_CACHE_DIR='$COLI_CACHE_DIR' '$COLITOP' --model '$TUI_MODEL' --threads 1"
+	cmd="env LANG=C.UTF-8 LC_ALL=C.UTF-8 COLI_CACHE_DIR='$COLI_CACHE_DIR' $TUI_ENV '$COLITOP' --model '$TUI_MODEL' --threads 1"
 	for a in "$@"; do cmd="$cmd '$a'"; done
 	# the new session first: killing the last one would stop the server
 	tmux -L "$TUI_SOCK" -f /dev/null new-session -d -s "$TUI_T" -x "$cols" -y "$rows" \

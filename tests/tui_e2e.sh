@@ -82,6 +82,16 @@ tui_wait_exit 30
 [ "$(tui_status)" = 0 ] || tui_fail "exit status $(tui_status) after SIGTERM"
 tui_screen | grep -q '─ Chat ─' && tui_fail "screen not restored after SIGTERM"
 
+# plain ASCII locale, no colour: nothing but ASCII on the screen
+TUI_ENV="LANG=C LC_ALL=C NO_COLOR=1" tui_start 80 24 --no-server --session e2e
+tui_wait '\+- Routing -' 60
+tui_wait 'Ctrl-Q|queue|no server'
+tui_screen >"$TUI_TMP/ascii"
+LC_ALL=C grep -q "$(printf '[\200-\377]')" "$TUI_TMP/ascii" && tui_fail "non-ASCII bytes in the C locale"
+grep -q '> hello ?? ? there' "$TUI_TMP/ascii" || tui_fail "wide characters not replaced in the C locale"
+tui_keys F10
+tui_wait_exit 30
+
 # the Sessions pane: rename, delete (after y), new
 tui_start 100 30 --no-server --session other
 tui_wait 'session other \(new\)' 60
