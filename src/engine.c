@@ -163,7 +163,7 @@ static int slot_count(const coli_engine *e)
 	if (e->opts.parallel > 0)
 		return e->opts.parallel < ENGINE_MAX_SLOTS ? e->opts.parallel : ENGINE_MAX_SLOTS;
 	const coli_config *c = &e->model->cfg;
-	double per = (double)c->num_hidden_layers * e->ctx * coli_config_kv_width(c) * sizeof(float);
+	double per = (double)c->num_hidden_layers * e->kv_ram * coli_config_kv_width(c) * sizeof(float);
 	int n = (int)((1ULL << 30) / (per > 1 ? per : 1));
 	return n < 1 ? 1 : n > 4 ? 4 : n;
 }
@@ -213,6 +213,11 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 			  "and below index_topk it selects every key", c->index_topk);
 		e->ctx = c->index_topk;
 	}
+	e->kv_ram = e->opts.kv_ram > 0 && e->opts.kv_ram < e->ctx ? e->opts.kv_ram : e->ctx;
+	if (e->kv_ram < 2 * ENGINE_PREFILL_BATCH && e->kv_ram < e->ctx) {
+		rc = coli_err_set(err, -EINVAL, "--kv-ram must be at least %d tokens", 2 * ENGINE_PREFILL_BATCH);
+		goto fail;
+	}
 	e->n_slots = slot_count(e);
 	int batch = e->n_slots > ENGINE_PREFILL_BATCH ? e->n_slots : ENGINE_PREFILL_BATCH;
 	if ((rc = coli_state_new(e->model, e->ctx, batch, &e->state, err)))
@@ -230,7 +235,7 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 		rc = coli_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	coli_info("engine: %d slot(s) of %d tokens", e->n_slots, e->ctx);
+	coli_info("engine: %d slot(s) of %d tokens (%d KV rows in RAM each)", e->n_slots, e->ctx, e->kv_ram);
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
 	if (pthread_create(&e->thread, NULL, engine_main, e)) {

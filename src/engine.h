@@ -27,6 +27,10 @@ typedef struct coli_engine_opts {
 	int max_queue;             /* queued requests before -EBUSY; 0 = default 16 */
 	int parallel;              /* requests decoded together (slots); 0 = auto */
 	int ctx;                   /* max context tokens; 0 = model/default */
+	int kv_ram;                /* KV rows kept in RAM per slot; 0 = ctx. A
+	                            * session longer than this keeps its older
+	                            * rows in the session file, read back on
+	                            * demand */
 	expert_store_opts store;   /* expert cache, pinning, prefetch, I/O mode,
 	                            * mirrors (heat_dir and kv_bytes are set by
 	                            * the engine) */

@@ -12,6 +12,7 @@ const char coli_engine_flags_help[] =
 	"  --threads N              compute threads (default: online cores)\n"
 	"  --ctx N                  context length in tokens (default 4096)\n"
 	"  --parallel N             requests decoded together (default: up to 4)\n"
+	"  --kv-ram N               KV tokens kept in RAM per request (default: --ctx)\n"
 	"  --cache-dir DIR          sessions, expert heat and logs\n"
 	"  --expert-cache SIZE      RAM for cached experts: 512MB, 8GB, 25%, 0, auto\n"
 	"  --pin-budget SIZE        part of it for the pinned hot set\n"
@@ -41,6 +42,8 @@ int coli_engine_flags_init(coli_engine_flags *f, coli_err *err)
 	if ((v = getenv("COLI_THREADS")) && *v && (rc = parse_int(v, "COLI_THREADS", 0, 1024, &f->opts.threads, err)))
 		return rc;
 	if ((v = getenv("COLI_CTX")) && *v && (rc = parse_int(v, "COLI_CTX", 1, 1 << 24, &f->opts.ctx, err)))
+		return rc;
+	if ((v = getenv("COLI_KV_RAM")) && *v && (rc = parse_int(v, "COLI_KV_RAM", 0, 1 << 24, &f->opts.kv_ram, err)))
 		return rc;
 	if ((v = getenv("COLI_PARALLEL")) && *v &&
 	    (rc = parse_int(v, "COLI_PARALLEL", 0, 16, &f->opts.parallel, err)))
@@ -75,13 +78,14 @@ int coli_engine_flags_parse(coli_engine_flags *f, int argc, char **argv, int *i,
 	int *target = !strcmp(flag, "--threads")    ? &f->opts.threads
 		      : !strcmp(flag, "--ctx")      ? &f->opts.ctx
 		      : !strcmp(flag, "--parallel") ? &f->opts.parallel
+		      : !strcmp(flag, "--kv-ram")   ? &f->opts.kv_ram
 						    : NULL;
 	if (target || !strcmp(flag, "--cache-dir")) {
 		if (!val)
 			return coli_err_set(err, -EINVAL, "%s needs a value", flag);
 		if (target) {
 			int is_ctx = !strcmp(flag, "--ctx");
-			int hi = is_ctx ? 1 << 24 : !strcmp(flag, "--parallel") ? 16 : 1024;
+			int hi = is_ctx || !strcmp(flag, "--kv-ram") ? 1 << 24 : !strcmp(flag, "--parallel") ? 16 : 1024;
 			int rc = parse_int(val, flag, is_ctx, hi, target, err);
 			if (rc)
 				return rc;

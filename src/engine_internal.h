@@ -59,6 +59,7 @@ struct coli_engine {
 	coli_tokenizer *tok;
 	coli_state *state;     /* scratch shared by every slot */
 	int ctx;
+	int kv_ram;            /* KV rows in RAM per slot (<= ctx) */
 	engine_slot slots[ENGINE_MAX_SLOTS];
 	int n_slots;
 	float *batch_logits;   /* (n_slots, vocab) */
@@ -81,6 +82,11 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r);
 void engine_slot_prefill(coli_engine *e, engine_slot *sl);
 /* One decode step for every slot in SLOT_DECODE, batched. */
 void engine_slots_decode(coli_engine *e);
+/* coli_seq_spill_fn reading a slot's rows back from its session file. */
+int engine_slot_spill_read(void *ctx, int layer, int first, int n, float *out);
+/* Make room in RAM for n more KV rows: spill the oldest rows to the
+ * slot's session file (they are read back on demand). */
+int engine_slot_make_room(coli_engine *e, engine_slot *sl, int n, coli_err *err);
 /* Finish with an event; the slot becomes idle. */
 void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, int code, const char *msg);
 

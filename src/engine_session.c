@@ -25,7 +25,7 @@ static void adopt(coli_engine *e, engine_slot *sl, const kv_loaded *l, int n)
 	for (int t = 0; t < n; t++)
 		sl->hist[t] = l->tokens[t];
 	sl->n_hist = n;
-	coli_seq_set_pos(sl->seq, n);
+	coli_seq_set_window(sl->seq, 0, n, NULL);
 }
 
 int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_err *err)
@@ -47,7 +47,8 @@ int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_
 	const char *fp = e->model->container->fingerprint;
 	kv_loaded l;
 	memset(&l, 0, sizeof l);
-	rc = kv_session_open(e->kv_dir, name, fp, L, W, 0, &sl->sess, &l, err);
+	/* token ids now; rows are read below, only the part that fits in RAM */
+	rc = kv_session_open(e->kv_dir, name, fp, L, W, KV_OPEN_NO_ROWS, &sl->sess, &l, err);
 	if (rc == -ENOENT) {
 		coli_err_clear(err);
 		rc = kv_session_create(e->kv_dir, name, fp, L, W, 0, &sl->sess, err);
@@ -69,10 +70,32 @@ int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_
 		sl->sess = NULL;
 		return rc;
 	}
-	adopt(e, sl, &l, l.n_tokens);
-	sl->sess_saved = l.n_tokens;
+	/* the newest rows go to RAM; older ones stay in the file and are read
+	 * back on demand when the session is longer than --kv-ram */
+	const int n = l.n_tokens, cap = coli_seq_capacity(sl->seq);
+	const int in_ram = n < cap - ENGINE_PREFILL_BATCH ? n : cap - ENGINE_PREFILL_BATCH;
+	const int base = n - in_ram;
+	for (int layer = 0; layer < L && !rc; layer++)
+		if (in_ram > 0)
+			rc = kv_session_read_rows(sl->sess, layer, base, in_ram, coli_seq_kv(sl->seq, layer), err);
+	if (!rc) {
+		coli_seq_set_spill(sl->seq, base > 0 ? engine_slot_spill_read : NULL, sl);
+		rc = coli_seq_set_window(sl->seq, base, n, err);
+	}
+	if (rc) {
+		kv_loaded_free(&l);
+		kv_session_close(sl->sess);
+		sl->sess = NULL;
+		coli_seq_rewind(sl->seq, 0);
+		sl->n_hist = 0;
+		return coli_err_wrap(err, "session %s", name);
+	}
+	for (int t = 0; t < n; t++)
+		sl->hist[t] = l.tokens[t];
+	sl->n_hist = n;
+	sl->sess_saved = n;
 	kv_loaded_free(&l);
-	coli_info("session %s: resumed %d tokens from disk", name, sl->n_hist);
+	coli_info("session %s: resumed %d tokens from disk (%d in RAM)", name, n, in_ram);
 	return 0;
 }
 
@@ -82,7 +105,7 @@ void engine_session_save(coli_engine *e, engine_slot *sl)
 		return;
 	coli_err err = { 0 };
 	const int L = e->model->cfg.num_hidden_layers, W = coli_config_kv_width(&e->model->cfg);
-	if (sl->sess_saved > sl->n_hist) {
+	if (sl->sess_saved > sl->n_hist || sl->sess_saved < coli_seq_base(sl->seq)) {
 		if (kv_session_truncate_tokens(sl->sess, sl->n_hist, &err))
 			coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
 		sl->sess_saved = sl->n_hist;
@@ -94,8 +117,10 @@ void engine_session_save(coli_engine *e, engine_slot *sl)
 			coli_warn("session %s: not saved: out of memory", kv_session_name(sl->sess));
 			return;
 		}
+		/* unsaved rows are always in RAM: spilling saves first */
+		const int base = coli_seq_base(sl->seq);
 		for (int l = 0; l < L; l++)
-			rows[l] = coli_seq_kv(sl->seq, l) + (size_t)sl->sess_saved * W;
+			rows[l] = coli_seq_kv(sl->seq, l) + (size_t)(sl->sess_saved - base) * W;
 		if (kv_session_append(sl->sess, sl->hist + sl->sess_saved, n, rows, &err))
 			coli_warn("session %s: not persisted: %s", kv_session_name(sl->sess), err.msg);
 		free(rows);
@@ -113,6 +138,12 @@ void engine_session_unbind(coli_engine *e, engine_slot *sl)
 	kv_session_close(sl->sess);
 	sl->sess = NULL;
 	sl->sess_saved = 0;
+	/* rows that were only in the file are gone with it */
+	if (coli_seq_base(sl->seq) > 0) {
+		coli_seq_rewind(sl->seq, 0);
+		coli_seq_set_spill(sl->seq, NULL, NULL);
+		sl->n_hist = 0;
+	}
 }
 
 void engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, const int *prompt, int n)
@@ -129,6 +160,8 @@ void engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, const int *pro
 	/* at least one prompt token must still be evaluated for logits */
 	if (match >= n)
 		match = n - 1;
+	if (match > coli_seq_capacity(sl->seq) - ENGINE_PREFILL_BATCH)
+		match = coli_seq_capacity(sl->seq) - ENGINE_PREFILL_BATCH;
 	if (match <= have || match + 1 > e->ctx)
 		return;
 	const coli_config *c = &e->model->cfg;

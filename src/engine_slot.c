@@ -23,7 +23,7 @@ int engine_slot_alloc(coli_engine *e, engine_slot *sl, coli_err *err)
 	if (sl->seq)
 		return 0;
 	const int V = e->model->cfg.vocab_size;
-	int rc = coli_seq_new(e->model, e->ctx, &sl->seq, err);
+	int rc = coli_seq_new(e->model, e->kv_ram, &sl->seq, err);
 	if (rc)
 		return rc;
 	sl->hist = malloc(sizeof(int) * (size_t)e->ctx);
@@ -58,10 +58,50 @@ static int is_eos(const coli_engine *e, int tok)
 	return e->tok && tok == coli_tokenizer_eos_id(e->tok);
 }
 
+int engine_slot_spill_read(void *ctx, int layer, int first, int n, float *out)
+{
+	engine_slot *sl = ctx;
+	coli_err err = { 0 };
+	if (!sl->sess)
+		return -ENOENT;
+	int rc = kv_session_read_rows(sl->sess, layer, first, n, out, &err);
+	if (rc)
+		coli_error("session %s: %s", kv_session_name(sl->sess), err.msg);
+	return rc;
+}
+
+int engine_slot_make_room(coli_engine *e, engine_slot *sl, int n, coli_err *err)
+{
+	coli_seq *q = sl->seq;
+	const int in_ram = coli_seq_pos(q) - coli_seq_base(q), cap = coli_seq_capacity(q);
+	if (in_ram + n <= cap)
+		return 0;
+	if (!sl->sess || !kv_session_persisted(sl->sess))
+		return coli_err_set(err, -E2BIG, "context beyond %d tokens in RAM needs a persisted session "
+				    "(--session) or a larger --kv-ram", cap);
+	/* every row to drop must be in the file first */
+	engine_session_save(e, sl);
+	if (!kv_session_persisted(sl->sess) || sl->sess_saved != sl->n_hist)
+		return coli_err_set(err, -EIO, "session %s could not be written: context beyond RAM unavailable",
+				    kv_session_name(sl->sess));
+	int shift = cap / 4 > n ? cap / 4 : n;
+	if (shift > in_ram)
+		shift = in_ram;
+	coli_seq_set_spill(q, engine_slot_spill_read, sl);
+	int rc = coli_seq_slide(q, shift, err);
+	if (!rc)
+		coli_debug("session %s: %d KV rows now read back from disk", kv_session_name(sl->sess),
+			   coli_seq_base(q));
+	return rc;
+}
+
 /* Evaluate tokens on the slot's sequence and append them to its history. */
 static int slot_eval(coli_engine *e, engine_slot *sl, const int *toks, int n, float *logits, coli_err *err)
 {
-	int rc = coli_forward_seq(e->model, e->state, sl->seq, toks, n, logits, 0, err);
+	int rc = engine_slot_make_room(e, sl, n, err);
+	if (rc)
+		return rc;
+	rc = coli_forward_seq(e->model, e->state, sl->seq, toks, n, logits, 0, err);
 	if (rc) {
 		/* a failed chunk may be half written: forget the sequence */
 		coli_seq_rewind(sl->seq, 0);
@@ -194,6 +234,9 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 	if (k == sl->n_prompt)
 		k--;
 	coli_seq_rewind(sl->seq, k);
+	/* rewinding below the RAM window empties it */
+	if (coli_seq_pos(sl->seq) != k)
+		k = coli_seq_pos(sl->seq);
 	sl->n_hist = k;
 	sl->cached = k;
 	sl->at = k;
@@ -225,27 +268,16 @@ void engine_slot_prefill(coli_engine *e, engine_slot *sl)
 	slot_take_token(e, sl);
 }
 
-void engine_slots_decode(coli_engine *e)
+/* One batched step over who[0..n). */
+static void decode_batch(coli_engine *e, engine_slot **who, int n)
 {
-	coli_seq *seqs[ENGINE_MAX_SLOTS];
-	int toks[ENGINE_MAX_SLOTS];
-	engine_slot *who[ENGINE_MAX_SLOTS];
-	int n = 0;
+	coli_seq *seqs[ENGINE_MAX_SLOTS] = { 0 };
+	int toks[ENGINE_MAX_SLOTS] = { 0 };
 	const int V = e->model->cfg.vocab_size;
-	for (int i = 0; i < e->n_slots; i++) {
-		engine_slot *sl = &e->slots[i];
-		if (sl->phase != SLOT_DECODE)
-			continue;
-		if (atomic_load(&sl->req->cancelled)) {
-			engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_CANCELLED, 0, NULL);
-			continue;
-		}
-		seqs[n] = sl->seq;
-		toks[n] = sl->pending;
-		who[n++] = sl;
+	for (int k = 0; k < n; k++) {
+		seqs[k] = who[k]->seq;
+		toks[k] = who[k]->pending;
 	}
-	if (!n)
-		return;
 	coli_err err = { 0 };
 	if (coli_forward_seqs(e->model, e->state, seqs, toks, n, e->batch_logits, &err)) {
 		for (int k = 0; k < n; k++) {
@@ -261,4 +293,31 @@ void engine_slots_decode(coli_engine *e)
 		memcpy(sl->logits, e->batch_logits + (size_t)k * V, sizeof(float) * (size_t)V);
 		slot_take_token(e, sl);
 	}
+}
+
+void engine_slots_decode(coli_engine *e)
+{
+	engine_slot *who[ENGINE_MAX_SLOTS];
+	int n = 0;
+	for (int i = 0; i < e->n_slots; i++) {
+		engine_slot *sl = &e->slots[i];
+		if (sl->phase != SLOT_DECODE)
+			continue;
+		if (atomic_load(&sl->req->cancelled)) {
+			engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_CANCELLED, 0, NULL);
+			continue;
+		}
+		coli_err err = { 0 };
+		if (engine_slot_make_room(e, sl, 1, &err)) {
+			engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
+			continue;
+		}
+		/* a sequence with spilled rows reads them back alone */
+		if (coli_seq_base(sl->seq) > 0)
+			decode_batch(e, &sl, 1);
+		else
+			who[n++] = sl;
+	}
+	if (n)
+		decode_batch(e, who, n);
 }

@@ -75,12 +75,16 @@ static void attn_head(void *arg, int h)
 	float *sc = s->scores + (size_t)h * s->cap;
 	for (int b = 0; b < j->n; b++) {
 		const int t = s->row_pos[b];
-		const float *kvl = s->row_seq[b]->kv[j->layer];
+		const coli_seq *q = s->row_seq[b];
+		/* position p is RAM row p - base, or spilled row p read back
+		 * into old_kv for this layer by attention() */
+		const float *ram = q->kv[j->layer];
+		const int base = q->base;
 		const float *ql = s->qlat + ((size_t)h * B + b) * L;
 		const float *qr = s->q + (size_t)b * qrow + (size_t)h * qk + c->qk_nope_head_dim;
 		float mx = -FLT_MAX;
 		for (int p = 0; p <= t; p++) {
-			const float *kv = kvl + (size_t)p * W;
+			const float *kv = p < base ? s->old_kv + (size_t)p * W : ram + (size_t)(p - base) * W;
 			float d = 0.0f;
 			for (int k = 0; k < L; k++)
 				d += ql[k] * kv[k];
@@ -101,7 +105,7 @@ static void attn_head(void *arg, int h)
 		memset(cl, 0, sizeof(float) * L);
 		for (int p = 0; p <= t; p++) {
 			const float pw = sc[p] * inv;
-			const float *kv = kvl + (size_t)p * W;
+			const float *kv = p < base ? s->old_kv + (size_t)p * W : ram + (size_t)(p - base) * W;
 			for (int k = 0; k < L; k++)
 				cl[k] += pw * kv[k];
 		}
@@ -110,7 +114,7 @@ static void attn_head(void *arg, int h)
 	coli_matmul(NULL, &wuv, s->ctxlat + (size_t)h * B * L, j->n, s->vhead + (size_t)h * B * V);
 }
 
-static void attention(const coli_model *m, coli_state *s, int l, int n)
+static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err *err)
 {
 	const coli_config *c = &m->cfg;
 	const coli_layer_weights *w = &m->layers[l];
@@ -134,13 +138,21 @@ static void attention(const coli_model *m, coli_state *s, int l, int n)
 	for (int b = 0; b < n; b++) {
 		const int t = s->row_pos[b];
 		const float *src = s->kva + (size_t)b * W;
-		float *dst = s->row_seq[b]->kv[l] + (size_t)t * W;
+		float *dst = s->row_seq[b]->kv[l] + (size_t)(t - s->row_seq[b]->base) * W;
 		fwd_rmsnorm(dst, src, w->kv_a_norm, L, c->attn_norm_eps);
 		memcpy(dst + L, src + L, sizeof(float) * R);
 		fwd_rope(dst + L, R, t, m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
 		for (int h = 0; h < nh; h++)
 			fwd_rope(s->q + (size_t)b * nh * qk + (size_t)h * qk + c->qk_nope_head_dim, R, t,
 				 m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
+	}
+	/* spilled rows of this layer (only a sequence alone in its chunk
+	 * may have them; coli_forward_seq* check) */
+	const coli_seq *q0 = s->row_seq[0];
+	if (q0->base > 0) {
+		int rc = q0->spill_read(q0->spill_ctx, l, 0, q0->base, s->old_kv);
+		if (rc < 0)
+			return coli_err_set(err, rc, "reading %d spilled KV rows of layer %d back failed", q0->base, l);
 	}
 	struct attn_job job = { m, s, w, l, n };
 	coli_pool_run(m->pool, nh, attn_absorb_head, &job);
@@ -152,6 +164,7 @@ static void attention(const coli_model *m, coli_state *s, int l, int n)
 	coli_matmul(m->pool, &w->o, s->vout, n, s->ffn_out);
 	for (size_t i = 0; i < (size_t)n * H; i++)
 		s->x[i] += s->ffn_out[i];
+	return 0;
 }
 
 static void dense_ffn(const coli_model *m, coli_state *s, int l, int n)
@@ -184,7 +197,9 @@ static int forward_chunk(coli_model *m, coli_state *s, const int *tokens, int n,
 	s->timing.other += t0 - t_start;
 	for (int l = 0; l < c->num_hidden_layers; l++) {
 		const coli_layer_weights *w = &m->layers[l];
-		attention(m, s, l, n);
+		int arc = attention(m, s, l, n, err);
+		if (arc)
+			return arc;
 		for (int b = 0; b < n; b++)
 			fwd_rmsnorm(s->xn + (size_t)b * H, s->x + (size_t)b * H, w->ffn_norm, H, c->rms_norm_eps);
 		t1 = now_s();
@@ -219,9 +234,9 @@ int coli_forward_seq(coli_model *m, coli_state *s, coli_seq *q, const int *token
 	const int H = c->hidden_size;
 	if (n <= 0)
 		return coli_err_set(err, -EINVAL, "nothing to evaluate");
-	if (q->pos + n > q->cap || q->pos + n > s->cap)
+	if (q->pos - q->base + n > q->cap || q->pos + n > s->cap)
 		return coli_err_set(err, -E2BIG, "context is full: %d tokens + %d new exceed %d",
-				    q->pos, n, q->cap);
+				    q->pos, n, q->pos - q->base + n > q->cap ? q->base + q->cap : s->cap);
 	const double t_call = now_s();
 	for (int done = 0; done < n;) {
 		int chunk = n - done < s->max_batch ? n - done : s->max_batch;
@@ -261,8 +276,10 @@ int coli_forward_seqs(coli_model *m, coli_state *s, coli_seq *const *seqs, const
 		return coli_err_set(err, -EINVAL, "batch of %d sequences (at most %d)", n, s->max_batch);
 	for (int b = 0; b < n; b++) {
 		const coli_seq *q = seqs[b];
-		if (q->pos + 1 > q->cap || q->pos + 1 > s->cap)
+		if (q->pos - q->base + 1 > q->cap || q->pos + 1 > s->cap)
 			return coli_err_set(err, -E2BIG, "context is full: %d tokens", q->pos);
+		if (q->base > 0 && n > 1)
+			return coli_err_set(err, -EINVAL, "a sequence with spilled KV rows must be decoded alone");
 		for (int k = 0; k < b; k++)
 			if (seqs[k] == q)
 				return coli_err_set(err, -EINVAL, "a sequence appears twice in one step");

@@ -93,11 +93,25 @@ int coli_seq_pos(const coli_seq *q);
 int coli_seq_capacity(const coli_seq *q);
 void coli_seq_rewind(coli_seq *q, int n);
 void coli_seq_set_pos(coli_seq *q, int pos);
-/* (capacity, kv_lora+rope) rows of one layer; row t valid for t < pos. */
+/* (capacity, kv_lora+rope) rows of one layer in RAM: row r holds position
+ * base + r, valid for base + r < pos. */
 float *coli_seq_kv(coli_seq *q, int layer);
 
-/* max_ctx: KV capacity in tokens (also the longest context any sequence
- * evaluated with this state may have); max_batch: rows per forward call. */
+/* Long contexts beyond RAM: positions before `base` live elsewhere (the
+ * session file) and are read back on demand, one layer at a time, by
+ * spill_read(ctx, layer, first, n, out) -> 0 or a negative errno. */
+typedef int (*coli_seq_spill_fn)(void *ctx, int layer, int first, int n, float *out);
+void coli_seq_set_spill(coli_seq *q, coli_seq_spill_fn fn, void *ctx);
+int coli_seq_base(const coli_seq *q);
+/* Forget the oldest `shift` RAM rows (they must be readable through the
+ * spill function): base += shift. */
+int coli_seq_slide(coli_seq *q, int shift, coli_err *err);
+/* Declare pos tokens of which the last (pos - base) rows are in RAM. */
+int coli_seq_set_window(coli_seq *q, int base, int pos, coli_err *err);
+
+/* max_ctx: the longest context any sequence evaluated with this state may
+ * have (and the state's own sequence's RAM capacity); max_batch: rows per
+ * forward call. */
 int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state **out,
 		   coli_err *err);
 void coli_state_free(coli_state *s);
@@ -125,7 +139,8 @@ int coli_forward(coli_model *m, coli_state *s, const int *tokens, int n, float *
 int coli_forward_seq(coli_model *m, coli_state *s, coli_seq *q, const int *tokens, int n,
 		     float *logits, int all_logits, coli_err *err);
 
-/* One decode step for n distinct sequences at once (n <= max_batch):
+/* One decode step for n distinct sequences at once (n <= max_batch; a
+ * sequence with spilled rows must be alone in its step):
  * tokens[i] is appended to seqs[i]; logits (n, vocab). Every weight and
  * every routed expert is fetched once for the whole batch. The logits of
  * each row equal what coli_forward gives that sequence alone. */

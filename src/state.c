@@ -51,18 +51,52 @@ void coli_seq_free(coli_seq *q)
 }
 
 int coli_seq_pos(const coli_seq *q) { return q->pos; }
+int coli_seq_base(const coli_seq *q) { return q->base; }
+
+void coli_seq_set_spill(coli_seq *q, coli_seq_spill_fn fn, void *ctx)
+{
+	q->spill_read = fn;
+	q->spill_ctx = ctx;
+}
+
+int coli_seq_slide(coli_seq *q, int shift, coli_err *err)
+{
+	const int in_ram = q->pos - q->base;
+	if (shift <= 0 || shift > in_ram || !q->spill_read)
+		return coli_err_set(err, -EINVAL, "cannot drop %d of %d KV rows%s", shift, in_ram,
+				    q->spill_read ? "" : " (nowhere to read them back from)");
+	for (int l = 0; l < q->n_layers; l++)
+		memmove(q->kv[l], q->kv[l] + (size_t)shift * q->kv_width,
+			sizeof(float) * (size_t)(in_ram - shift) * q->kv_width);
+	q->base += shift;
+	return 0;
+}
+
+int coli_seq_set_window(coli_seq *q, int base, int pos, coli_err *err)
+{
+	if (base < 0 || pos < base || pos - base > q->cap || (base > 0 && !q->spill_read))
+		return coli_err_set(err, -EINVAL, "bad KV window %d..%d for %d RAM rows", base, pos, q->cap);
+	q->base = base;
+	q->pos = pos;
+	return 0;
+}
 int coli_seq_capacity(const coli_seq *q) { return q->cap; }
 float *coli_seq_kv(coli_seq *q, int layer) { return q->kv[layer]; }
 
 void coli_seq_rewind(coli_seq *q, int n)
 {
-	if (n >= 0 && n < q->pos)
+	if (n >= 0 && n < q->pos) {
 		q->pos = n;
+		/* rows before base are not in RAM: rewinding below it empties
+		 * the window (the caller re-evaluates or reloads) */
+		if (n < q->base)
+			q->pos = q->base = 0;
+	}
 }
 
 void coli_seq_set_pos(coli_seq *q, int pos)
 {
-	if (pos >= 0 && pos <= q->cap)
+	if (pos >= q->base && pos - q->base <= q->cap)
 		q->pos = pos;
 }
 
@@ -92,6 +126,7 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 		free(s);
 		return -ENOMEM;
 	}
+	s->old_kv = zalloc((size_t)max_ctx * (size_t)s->kv_width, sizeof(float), &failed);
 	s->row_seq = zalloc(B, sizeof *s->row_seq, &failed);
 	s->row_pos = zalloc(B, sizeof *s->row_pos, &failed);
 	s->x = zalloc(B * H, sizeof(float), &failed);
@@ -141,7 +176,7 @@ void coli_state_free(coli_state *s)
 	if (!s)
 		return;
 	coli_seq_free(s->own);
-	void *bufs[] = { s->row_seq, s->row_pos, s->x, s->xn, s->qa, s->q, s->kva, s->qlat, s->ctxlat, s->vhead,
+	void *bufs[] = { s->old_kv, s->row_seq, s->row_pos, s->x, s->xn, s->qa, s->q, s->kva, s->qlat, s->ctxlat, s->vhead,
 			 s->vout, s->rowbuf, s->scores, s->ffn_a, s->ffn_b, s->ffn_out,
 			 s->router_logits, s->sel, s->sel_w, s->moe_out, s->union_experts,
 			 s->tok_slot, s->exp_in, s->exp_a, s->exp_b, s->exp_out, (void *)s->recs,

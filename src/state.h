@@ -6,11 +6,15 @@
 
 /* One sequence's compressed KV cache. */
 struct coli_seq {
-	int cap;                /* capacity (tokens) */
-	int pos;                /* tokens currently in the cache */
+	int cap;                /* rows held in RAM */
+	int pos;                /* tokens in the sequence */
+	int base;               /* position of RAM row 0; rows before it were
+	                         * spilled and are read back through spill_read */
 	int n_layers;
 	int kv_width;           /* kv_lora + rope */
 	float **kv;             /* (layers) -> (cap, kv_width): latent | roped key */
+	coli_seq_spill_fn spill_read;
+	void *spill_ctx;
 };
 
 struct coli_state {
@@ -19,6 +23,7 @@ struct coli_state {
 	int n_layers;
 	int kv_width;
 	coli_seq *own;          /* the state's own sequence (coli_forward) */
+	float *old_kv;          /* (cap, kv_width) spilled rows of one layer */
 	/* the rows of the chunk being evaluated: sequence and position */
 	coli_seq **row_seq;     /* (B) */
 	int *row_pos;           /* (B) */
