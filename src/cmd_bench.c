@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "bench_kernels.h"
+#include "cache_dir.h"
 #include "cli.h"
 #include "cli_util.h"
 #include "engine_flags.h"
@@ -36,7 +37,9 @@ static void usage(FILE *f)
 		"  --iobench           measure the drive at the expert record size for the ceiling\n"
 		"  --no-kernels        skip the kernel/memory bandwidth figures\n"
 		"  --kernel-seconds S  time for the kernel figures (default 3)\n"
-		"  --seed S            prompt token seed (default 1)\n%s",
+		"  --seed S            prompt token seed (default 1)\n"
+		"  (with --cache-dir DIR the routing heat is loaded from and saved to\n"
+		"   DIR/hot-experts, so a repeated run shows the learned pinned set)\n%s",
 		coli_engine_flags_help);
 }
 
@@ -45,6 +48,21 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Peak resident set of this process (VmHWM), in bytes; -1 if unknown. */
+static long long vm_hwm_bytes(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long long kb = -1;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmHWM: %lld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024;
 }
 
 /* Drop cached pages of every expert shard, so reads come from the disk. */
@@ -67,6 +85,22 @@ static json_t *policy_json(const expert_trace *t, int64_t capacity)
 	json_t *o = json_object();
 	json_object_set_new(o, "trace_tokens", json_integer(t->n_tokens));
 	json_object_set_new(o, "capacity_records", json_integer(capacity));
+	/* distinct (layer, expert) records the trace touches: whether the
+	 * workload's working set fits the budget at all */
+	size_t n_ids = (size_t)t->n_layers * (size_t)t->n_experts;
+	unsigned char *seen = calloc(n_ids ? n_ids : 1, 1);
+	if (seen) {
+		int64_t ws = 0;
+		for (int tok = 0; tok < t->n_tokens; tok++)
+			for (int l = 0; l < t->n_layers; l++)
+				for (int k = 0; k < t->top_k; k++) {
+					int32_t e = t->ids[((size_t)tok * t->n_layers + l) * t->top_k + k];
+					if (e >= 0 && !seen[(size_t)l * t->n_experts + e]++)
+						ws++;
+				}
+		json_object_set_new(o, "working_set_records", json_integer(ws));
+		free(seen);
+	}
 	const int policies[] = { EXPERT_POLICY_LRU, EXPERT_POLICY_LFU_DECAY, EXPERT_POLICY_BELADY };
 	double belady = 0.0, best = 0.0;
 	for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
@@ -93,7 +127,7 @@ int cmd_bench(int argc, char **argv)
 	long n_prompt = 64, n_gen = 32, seed = 1;
 	double kernel_seconds = 3.0;
 	int cold = 0, kernels = 1, io = 0, status = COLI_EXIT_FAIL;
-	char dir[4096];
+	char dir[4096], heat_dir[4200];
 	coli_model *m = NULL;
 	coli_state *s = NULL;
 	float *logits = NULL;
@@ -149,6 +183,13 @@ int cmd_bench(int argc, char **argv)
 	mo.store = fl.opts.store;
 	if (cold && mo.store.direct < 0)
 		mo.store.direct = 1;
+	if (fl.opts.cache_dir) {
+		/* heat persistence, as the engine does it (engine.c) */
+		snprintf(heat_dir, sizeof heat_dir, "%s/hot-experts", fl.opts.cache_dir);
+		if (coli_mkdirs(heat_dir, &err))
+			goto fail;
+		mo.store.heat_dir = heat_dir;
+	}
 	double t0 = now_s();
 	if (coli_model_open(dir, &mo, &m, &err))
 		goto fail;
@@ -175,6 +216,13 @@ int cmd_bench(int argc, char **argv)
 			have_io = 1;
 		else
 			coli_err_clear(&err);
+		/* The measurement's buffers (record x depth) are freed; restart
+		 * the peak RSS (VmHWM) so vm_hwm_bytes is the model's alone. */
+		FILE *cr = fopen("/proc/self/clear_refs", "w");
+		if (cr) {
+			fputs("5", cr);
+			fclose(cr);
+		}
 	}
 	if (cold)
 		drop_expert_pages(m->container);
@@ -266,6 +314,11 @@ int cmd_bench(int argc, char **argv)
 		json_object_set_new(ex, "bytes_read_per_token", json_real(bpt));
 		json_object_set_new(ex, "achieved_gbps", json_real(bytes / t_decode / 1e9));
 		json_object_set_new(ex, "hit_rate", hits + misses ? json_real((double)hits / (hits + misses)) : json_null());
+		/* served from RAM without a read in this step's path: pinned or
+		 * cached (a prefetched record was still read from the disk) */
+		uint64_t ram_hits = (after.hits_pinned + after.hits_cached) - (before.hits_pinned + before.hits_cached);
+		json_object_set_new(ex, "cache_hit_rate",
+				    hits + misses ? json_real((double)ram_hits / (hits + misses)) : json_null());
 		json_object_set_new(ex, "hits_pinned", json_integer(after.hits_pinned - before.hits_pinned));
 		json_object_set_new(ex, "hits_cached", json_integer(after.hits_cached - before.hits_cached));
 		json_object_set_new(ex, "hits_prefetched", json_integer(after.hits_prefetched - before.hits_prefetched));
@@ -292,6 +345,8 @@ int cmd_bench(int argc, char **argv)
 			json_object_set_new(out, "io", ij);
 		}
 	}
+	long long hwm = vm_hwm_bytes();
+	json_object_set_new(out, "vm_hwm_bytes", hwm >= 0 ? json_integer(hwm) : json_null());
 	/* free the model before the kernel figures so memory is available */
 	coli_state_free(s);
 	s = NULL;
