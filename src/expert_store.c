@@ -5,8 +5,11 @@
  *   pin_slots     room for the pinned hot set (hottest experts by decayed
  *                 routing heat, loaded at open, never evicted);
  *   cache_slots   the bounded cache, managed by the eviction policy;
- *   scratch_slots 2 x max_batch, so one layer's set plus the prefetched
- *                 next layer always fit even with a zero cache.
+ *   scratch_slots tops the unpinned room (cache_slots) up to 2 x max_batch,
+ *                 so one layer's set plus the prefetched next layer always
+ *                 fit even with a zero cache. A cache that is already that
+ *                 large needs none: resident bytes then stay within the
+ *                 budget the user gave (measured by bench/glm5_slice.sh).
  * Slot counts are fixed, so resident bytes can never exceed the budget; a
  * slot is only reused when it is READY, not held by an acquire (pins == 0)
  * and not in the hot set. Unused pinned room simply serves as cache.
@@ -529,7 +532,10 @@ int expert_store_open(const coli_container *c, const expert_store_opts *o,
 	}
 	s->pin_slots = (int)(pin / (int64_t)s->rec);
 	s->cache_slots = (int)(cache / (int64_t)s->rec);
-	s->scratch_slots = 2 * s->max_batch;
+	/* Hot records never exceed pin_slots, so cache + scratch slots are
+	 * always evictable or held by the engine: 2 x max_batch of them is
+	 * the guarantee expert_store_max_batch() gives. */
+	s->scratch_slots = 2 * s->max_batch > s->cache_slots ? 2 * s->max_batch - s->cache_slots : 0;
 	s->n_slots = s->pin_slots + s->cache_slots + s->scratch_slots;
 	int kind = o->policy >= 0 && o->policy < EXPERT_POLICY_BELADY ? o->policy : EXPERT_POLICY_DEFAULT;
 	if (store_policy_init(&s->policy, kind, n_moe, (size_t)s->n_layers * (size_t)s->n_experts, 0) < 0) {

@@ -63,9 +63,10 @@ void expert_store_free(expert_store *s);
  *
  * RAM = pin + cache + scratch records, allocated once at open (virtual
  * memory; pages are touched only when a record is read into them). The
- * scratch pool is 2 x max_batch records so that, whatever the cache size
- * (even 0), the engine can hold one layer's set while the next layer's set
- * is prefetched. Requests larger than expert_store_max_batch() are the
+ * scratch pool tops the cache up to 2 x max_batch records (none when the
+ * cache is at least that large) so that, whatever the cache size (even 0),
+ * the engine can hold one layer's set while the next layer's set is
+ * prefetched. Requests larger than expert_store_max_batch() are the
  * caller's to split: acquire a group, compute, release, acquire the next.
  * acquire fails with -ENOBUFS (nothing left pinned) when the request cannot
  * fit beside what is already held.
