@@ -17,9 +17,12 @@
 
 #include "kernels.h"
 
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "coli_log.h"
 
@@ -30,11 +33,82 @@
  * pool's wakeup would cost more than the work. */
 #define POOL_MIN_BYTES (64 * 1024)
 
-static _Atomic int force_generic;
+/* Code paths, best last. The process's path is decided once (first use)
+ * and only tests/benchmarks override it, through the forced setting. */
+enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_COUNT };
+static const char *const isa_names[ISA_COUNT] = { "generic", "avx2", "avx512" };
+
+static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+static int isa_chosen; /* written once under isa_once */
+static _Atomic int isa_forced = -1; /* -1: none */
+
+static int isa_parse(const char *name)
+{
+	for (int i = 0; i < ISA_COUNT; i++)
+		if (!strcmp(name, isa_names[i]))
+			return i;
+	return -1;
+}
+
+static int isa_available(int isa)
+{
+	switch (isa) {
+	case ISA_GENERIC: return 1;
+	case ISA_AVX2: return coli_kernels_avx2_rows(COLI_Q_INT4) != NULL;
+	case ISA_AVX512: return coli_kernels_avx512_rows(COLI_Q_INT4) != NULL;
+	default: return 0;
+	}
+}
+
+static void isa_decide(void)
+{
+	int best = ISA_GENERIC;
+	for (int i = ISA_COUNT - 1; i > ISA_GENERIC; i--)
+		if (isa_available(i)) {
+			best = i;
+			break;
+		}
+	const char *env = getenv("COLI_KERNELS_ISA");
+	if (env && *env && strcmp(env, "auto")) {
+		int want = isa_parse(env);
+		if (want >= 0 && isa_available(want))
+			best = want;
+		else
+			coli_warn("COLI_KERNELS_ISA=%s: %s; using %s", env,
+				  want < 0 ? "unknown code path" : "not supported by this CPU or build",
+				  isa_names[best]);
+	}
+	isa_chosen = best;
+}
+
+static int isa_current(void)
+{
+	int f = atomic_load_explicit(&isa_forced, memory_order_relaxed);
+	if (f >= 0)
+		return f;
+	pthread_once(&isa_once, isa_decide);
+	return isa_chosen;
+}
 
 int coli_kernels_force_generic(int on)
 {
-	return atomic_exchange(&force_generic, on ? 1 : 0);
+	int prev = atomic_exchange(&isa_forced, on ? ISA_GENERIC : -1);
+	return prev == ISA_GENERIC;
+}
+
+int coli_kernels_force_isa(const char *name)
+{
+	if (!name || !strcmp(name, "auto")) {
+		atomic_store(&isa_forced, -1);
+		return 0;
+	}
+	int want = isa_parse(name);
+	if (want < 0)
+		return -EINVAL;
+	if (!isa_available(want))
+		return -ENOTSUP;
+	atomic_store(&isa_forced, want);
+	return 0;
 }
 
 /* ---- portable kernels ----
@@ -130,11 +204,14 @@ static void rows_q4_generic(const coli_qmat *w, const float *x, int n,
 
 static coli_rows_fn rows_fn(int qtype)
 {
-	if (!atomic_load_explicit(&force_generic, memory_order_relaxed)) {
-		coli_rows_fn f = coli_kernels_avx2_rows(qtype);
-		if (f)
-			return f;
+	coli_rows_fn f = NULL;
+	switch (isa_current()) {
+	case ISA_AVX512: f = coli_kernels_avx512_rows(qtype); break;
+	case ISA_AVX2: f = coli_kernels_avx2_rows(qtype); break;
+	default: break;
 	}
+	if (f)
+		return f;
 	switch (qtype) {
 	case COLI_Q_F32: return rows_f32_generic;
 	case COLI_Q_INT8: return rows_q8_generic;
@@ -145,7 +222,7 @@ static coli_rows_fn rows_fn(int qtype)
 
 const char *coli_kernels_isa(void)
 {
-	return rows_fn(COLI_Q_INT4) == rows_q4_generic ? "generic" : "avx2";
+	return isa_names[isa_current()];
 }
 
 /* ---- dispatch over the pool ---- */

@@ -2,15 +2,18 @@
  *
  * Determinism: every output element is computed by exactly one thread with
  * a fixed summation order that does not depend on the thread count, so
- * results are bit-identical for any --threads value. AVX2/FMA code paths are
- * selected at run time (cpuid) with a portable C fallback; the two paths may
- * differ in the last bits, so the choice is fixed per process.
+ * results are bit-identical for any --threads value. AVX-512 and AVX2/FMA
+ * code paths are selected at run time (cpuid) with a portable C fallback;
+ * the paths may differ in the last bits, so the choice is made once per
+ * process: the best the CPU has, or $COLI_KERNELS_ISA ("avx512", "avx2",
+ * "generic") when set and supported.
  *
  * Precision: activations stay f32 for every weight type (never quantized),
  * products are summed in f32. Against a double-precision product of the
  * dequantized weights, each output is within (k + 80) * 2^-24 * S, where
- * S = sum_j |w_j x_j| (INT4: sum_j (|w_j| + 2|m|) |x_j|) and k = cols / 8
- * (AVX2) or cols (portable); tests/quant_kernels.c checks this bound.
+ * S = sum_j |w_j x_j| (INT4: sum_j (|w_j| + 2|m|) |x_j|) and k = cols / 16
+ * (AVX-512), cols / 8 (AVX2) or cols (portable); tests/quant_kernels.c
+ * checks this bound on every path the CPU has.
  *
  * x and y must not overlap. F32 matrices take any cols; INT8/INT4 need
  * cols % 64 == 0 (a bad matrix is logged and y is filled with NaN). */
@@ -39,22 +42,31 @@ void coli_matvec(coli_pool *p, const coli_qmat *w, const float *x, float *y);
  * result for each row of X is bit-identical to coli_matvec on that row. */
 void coli_matmul(coli_pool *p, const coli_qmat *w, const float *x, int n, float *y);
 
-/* Name of the code path in use ("avx2" or "generic"), for bench/info. */
+/* Name of the code path in use ("avx512", "avx2" or "generic"), for
+ * bench/info. */
 const char *coli_kernels_isa(void);
 
 /* Tests and benchmarks only: nonzero forces the portable C path (for the
  * rest of the process, or until called again with 0). Returns the previous
  * setting. Not to be flipped while kernels run on other threads. */
 int coli_kernels_force_generic(int on);
+/* Tests and benchmarks only: force the named path ("avx512", "avx2",
+ * "generic"); NULL or "auto" returns to the process's own choice. Returns
+ * 0, -EINVAL for an unknown name, -ENOTSUP when this CPU or build lacks
+ * the path (the setting is then unchanged). Same caveat as above. */
+int coli_kernels_force_isa(const char *name);
 
-/* Internal contract between kernels.c and kernels_avx2.c (not for other
- * modules): compute rows [r0, r1) of Y[n][rows] = X[n][cols] W^T for one
- * weight type. xsum[k * (cols / 64) + b] holds the sum of block b of input
- * k (used by INT4's "+ m" term; NULL for other types). */
+/* Internal contract between kernels.c and kernels_avx2.c, kernels_avx512.c
+ * (not for other modules): compute rows [r0, r1) of Y[n][rows] =
+ * X[n][cols] W^T for one weight type. xsum[k * (cols / 64) + b] holds the
+ * sum of block b of input k (used by INT4's "+ m" term; NULL for other
+ * types). */
 typedef void (*coli_rows_fn)(const coli_qmat *w, const float *x, int n,
 			     const float *xsum, int r0, int r1, float *y);
 /* The AVX2+FMA+F16C implementation for qtype, or NULL when this CPU or
  * build lacks it. */
 coli_rows_fn coli_kernels_avx2_rows(int qtype);
+/* The AVX-512 F/BW/VL/DQ (+FMA, F16C) implementation, or NULL. */
+coli_rows_fn coli_kernels_avx512_rows(int qtype);
 
 #endif

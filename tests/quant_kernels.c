@@ -1,20 +1,25 @@
 /* quant_kernels.c - matvec/matmul against a double-precision reference,
- * for F32, INT8 and INT4, through both the AVX2 and the portable path.
+ * for F32, INT8 and INT4, through every code path this CPU has (AVX-512,
+ * AVX2, portable; a path the CPU lacks is reported and skipped).
  *
  * What it proves:
  *  - accuracy: |y - y_ref| <= (k + 80) * 2^-24 * S for every output, where
  *    y_ref is the double-precision product of the DEQUANTIZED weights with
  *    x, S = sum_j |w_j x_j| (for INT4 sum_j (|w_j| + 2|m|)|x_j|, because the
  *    kernel splits w = d*q + m), and k = cols for the portable path,
- *    cols / 8 for AVX2 (its longest sequential chain). This is the a-priori
+ *    cols / 8 for AVX2, cols / 16 for AVX-512 (bounds on their longest
+ *    sequential chains). This is the a-priori
  *    rounding bound of the summation trees used, so activations are not
  *    quantized (that would add ~1e-3 relative error and fail it);
  *  - matmul row k is bit-identical to matvec of input k, for n = 1..17;
  *  - results are bit-identical with no pool and pools of 1, 2, 3 threads;
  *  - block sums for INT4 split into several passes (huge cols * n) give
- *    the same bits as one pass would (row k == matvec). */
+ *    the same bits as one pass would (row k == matvec);
+ *  - coli_kernels_isa() names the path in use, and forcing a path the CPU
+ *    lacks is refused without changing the path. */
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +68,15 @@ static void reference(int qtype, const void *q, const float *wd, int rows, int c
 	}
 }
 
-static void check_shape(coli_pool *pools[3], int generic, int qtype, struct shape sh)
+/* Longest sequential chain of each path, relative to cols (see kernels.h). */
+static double chain_div(const char *isa)
+{
+	if (!strcmp(isa, "avx512"))
+		return 16.0;
+	return !strcmp(isa, "avx2") ? 8.0 : 1.0;
+}
+
+static void check_shape(coli_pool *pools[3], const char *isa, int qtype, struct shape sh)
 {
 	int rows = sh.rows, cols = sh.cols, nmax = sh.nmax;
 	size_t nw = (size_t)rows * cols;
@@ -87,7 +100,7 @@ static void check_shape(coli_pool *pools[3], int generic, int qtype, struct shap
 	coli_dequantize_rows(qtype, q, rows, cols, wd);
 	reference(qtype, q, wd, rows, cols, x, nmax, ref, scale);
 	coli_qmat m = { qtype, rows, cols, q };
-	double k = generic ? cols : cols / 8.0;
+	double k = cols / chain_div(isa);
 	double tol = (k + 80.0) * 0x1p-24;
 
 	for (int n = 1; n <= nmax; n++) {
@@ -98,7 +111,7 @@ static void check_shape(coli_pool *pools[3], int generic, int qtype, struct shap
 			coli_matvec(NULL, &m, x + (size_t)kk * cols, yv);
 			if (memcmp(yv, y + (size_t)kk * rows, (size_t)rows * sizeof *yv)) {
 				fprintf(stderr, "%s %s %dx%d n=%d: matmul row %d != matvec\n",
-					generic ? "generic" : "avx2", coli_qtype_name(qtype), rows, cols, n, kk);
+					isa, coli_qtype_name(qtype), rows, cols, n, kk);
 				fails++;
 			}
 			for (int r = 0; r < rows; r++) {
@@ -109,7 +122,7 @@ static void check_shape(coli_pool *pools[3], int generic, int qtype, struct shap
 					worst_ratio = ratio;
 				if (!(err <= tol * scale[i] + 1e-30)) {
 					fprintf(stderr, "%s %s %dx%d n=%d: y[%d][%d] = %.9g, ref %.9g (err %.3g, bound %.3g)\n",
-						generic ? "generic" : "avx2", coli_qtype_name(qtype), rows, cols, n,
+						isa, coli_qtype_name(qtype), rows, cols, n,
 						kk, r, (double)y[i], ref[i], err, tol * scale[i]);
 					fails++;
 					goto next;
@@ -120,14 +133,14 @@ static void check_shape(coli_pool *pools[3], int generic, int qtype, struct shap
 			coli_matmul(pools[p], &m, x, n, y2);
 			if (memcmp(y, y2, (size_t)n * rows * sizeof *y)) {
 				fprintf(stderr, "%s %s %dx%d n=%d: pool of %d threads changed bits\n",
-					generic ? "generic" : "avx2", coli_qtype_name(qtype), rows, cols, n,
+					isa, coli_qtype_name(qtype), rows, cols, n,
 					coli_pool_size(pools[p]));
 				fails++;
 			}
 			coli_matvec(pools[p], &m, x, yv);
 			if (memcmp(y, yv, (size_t)rows * sizeof *yv)) {
 				fprintf(stderr, "%s %s %dx%d: matvec on a pool of %d changed bits\n",
-					generic ? "generic" : "avx2", coli_qtype_name(qtype), rows, cols,
+					isa, coli_qtype_name(qtype), rows, cols,
 					coli_pool_size(pools[p]));
 				fails++;
 			}
@@ -158,24 +171,45 @@ int main(void)
 	coli_pool *pools[3] = { coli_pool_new(1), coli_pool_new(2), coli_pool_new(3) };
 	if (!pools[0] || !pools[1] || !pools[2])
 		return 1;
-	coli_kernels_force_generic(0);
-	int have_avx2 = !strcmp(coli_kernels_isa(), "avx2");
-	if (!have_avx2)
-		printf("no AVX2 path on this machine/build: testing the portable path only\n");
-	for (int generic = have_avx2 ? 0 : 1; generic <= 1; generic++) {
-		coli_kernels_force_generic(generic);
+	const char *paths[] = { "avx512", "avx2", "generic" };
+	for (size_t pi = 0; pi < sizeof paths / sizeof paths[0]; pi++) {
+		const char *isa = paths[pi];
+		int rc = coli_kernels_force_isa(isa);
+		if (rc == -ENOTSUP) {
+			printf("%s path: not available on this CPU/build, skipped\n", isa);
+			if (!strcmp(coli_kernels_isa(), isa)) {
+				fprintf(stderr, "refused path %s is in use\n", isa);
+				fails++;
+			}
+			continue;
+		}
+		if (rc || strcmp(coli_kernels_isa(), isa)) {
+			fprintf(stderr, "forcing %s: rc %d, isa %s\n", isa, rc, coli_kernels_isa());
+			fails++;
+			continue;
+		}
 		for (size_t s = 0; s < sizeof quant_shapes / sizeof quant_shapes[0]; s++) {
-			check_shape(pools, generic, COLI_Q_INT4, quant_shapes[s]);
+			check_shape(pools, isa, COLI_Q_INT4, quant_shapes[s]);
 			if (quant_shapes[s].cols < 64 * 100)
-				check_shape(pools, generic, COLI_Q_INT8, quant_shapes[s]);
+				check_shape(pools, isa, COLI_Q_INT8, quant_shapes[s]);
 		}
 		for (size_t s = 0; s < sizeof f32_shapes / sizeof f32_shapes[0]; s++)
-			check_shape(pools, generic, COLI_Q_F32, f32_shapes[s]);
-		printf("%s path: worst error %.2f x 2^-24 x sum|w x|\n", generic ? "generic" : "avx2",
-		       worst_ratio);
+			check_shape(pools, isa, COLI_Q_F32, f32_shapes[s]);
+		printf("%s path: worst error %.2f x 2^-24 x sum|w x|\n", isa, worst_ratio);
 		worst_ratio = 0.0;
 	}
-	coli_kernels_force_generic(0);
+	if (coli_kernels_force_isa("no-such-path") != -EINVAL) {
+		fprintf(stderr, "an unknown path name was not refused\n");
+		fails++;
+	}
+	/* the old switch still works and reports its previous setting */
+	coli_kernels_force_isa(NULL);
+	if (coli_kernels_force_generic(1) != 0 || strcmp(coli_kernels_isa(), "generic") ||
+	    coli_kernels_force_generic(0) != 1) {
+		fprintf(stderr, "coli_kernels_force_generic misbehaves\n");
+		fails++;
+	}
+	printf("process path: %s\n", coli_kernels_isa());
 
 	/* A matrix the kernels cannot handle gives NaN, not garbage. */
 	{

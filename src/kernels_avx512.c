@@ -1,0 +1,354 @@
+/* kernels_avx512.c - AVX-512 (F/BW/VL/DQ) + FMA + F16C row kernels (see
+ * kernels.h and the AVX2 twin, kernels_avx2.c, whose structure this file
+ * follows: per-function target attributes, one set of inline helpers shared
+ * by matvec and the matmul tiles, so matmul row k is matvec of input k bit
+ * for bit; every output element is summed by one thread in one order).
+ *
+ * Why a second vector path: with f32 activations the AVX2 int4 kernel
+ * costs ~12.6 cycles per 64-weight block, so two cores could not keep up
+ * with the memory bus. Here a block is 4 zmm vectors and the unpacking is
+ * cheaper per element:
+ *
+ *   INT4  vpmovzxbd (from memory) widens 16 packed bytes to 16 dwords; the
+ *         low nibble needs no mask at all: vpermps only reads the low 4
+ *         bits of each index, so permuting the table {0.0 .. 15.0} turns
+ *         the widened bytes straight into floats (1 uop instead of and +
+ *         convert). The high nibble is a shift and a convert. Elements stay
+ *         in x's order, so x is read as is. Per block: 2 widen, 2 permute,
+ *         2 shift, 2 convert, 4 FMA for sum(q*x), 1 FMA for d, 1 masked
+ *         FMA for m * sum(x): ~13 vector uops on ports 0/5.
+ *   INT8  vpmovsxbd + convert per 16 weights, d folded in by an FMA whose
+ *         broadcast operand is read from the block itself.
+ *
+ * Summation order (what the accuracy bound in kernels.h counts): a block's
+ * sum(q*x) is one chain of 4 FMAs over 16 lanes; blocks are accumulated
+ * into 16 lanes (one chain of cols/64 FMAs); the 16 lanes are reduced in a
+ * fixed tree. INT4 adds sum_b m_b * sum(x_b) as a separate scalar chain at
+ * the end. */
+#include "config.h"
+
+#include "kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#include <cpuid.h>
+#include <immintrin.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define TARGET_512 "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
+#define AVX512 __attribute__((target(TARGET_512)))
+#define AVX512_INLINE static inline __attribute__((always_inline, target(TARGET_512)))
+
+/* Software prefetch distance in bytes (see kernels_avx2.c for why the
+ * hardware prefetcher alone is not enough at these rates). */
+#define PF_DIST 8192
+/* matmul: rows per tile and inputs per group. acc[RT][KN] zmm accumulators
+ * plus the 4 unpacked weight vectors fit the 32 registers. */
+#define RT 4
+#define KN_MAX 4
+/* Weights per matmul panel, kept in L2 while every input group passes. */
+#define PANEL_BYTES (192 * 1024)
+
+static int panel_rows(size_t row_bytes)
+{
+	size_t p = row_bytes ? PANEL_BYTES / row_bytes : RT;
+	p = p / RT * RT;
+	return p < RT ? RT : (int)p;
+}
+
+/* Fixed-order horizontal sum of 16 lanes: halves, then quarters, ... */
+AVX512_INLINE float hsum16(__m512 v)
+{
+	__m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+	return _mm_cvtss_f32(s);
+}
+
+/* ---- F32 ---- */
+
+AVX512_INLINE float f32_dot(const float *a, const float *x, int cols)
+{
+	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+	int j = 0;
+	for (; j + 64 <= cols; j += 64) {
+		_mm_prefetch((const char *)(a + j) + PF_DIST, _MM_HINT_T0);
+		_mm_prefetch((const char *)(a + j) + PF_DIST + 64, _MM_HINT_T0);
+		_mm_prefetch((const char *)(a + j) + PF_DIST + 128, _MM_HINT_T0);
+		_mm_prefetch((const char *)(a + j) + PF_DIST + 192, _MM_HINT_T0);
+		a0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + j), _mm512_loadu_ps(x + j), a0);
+		a1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + j + 16), _mm512_loadu_ps(x + j + 16), a1);
+		a2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + j + 32), _mm512_loadu_ps(x + j + 32), a2);
+		a3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + j + 48), _mm512_loadu_ps(x + j + 48), a3);
+	}
+	for (; j + 16 <= cols; j += 16)
+		a0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + j), _mm512_loadu_ps(x + j), a0);
+	if (j < cols) {
+		/* masked tail: lanes past cols load nothing and add 0 */
+		__mmask16 k = (__mmask16)((1u << (cols - j)) - 1u);
+		a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + j), _mm512_maskz_loadu_ps(k, x + j), a1);
+	}
+	return hsum16(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+AVX512 static void rows_f32_avx512(const coli_qmat *w, const float *x, int n,
+				   const float *xsum, int r0, int r1, float *y)
+{
+	(void)xsum;
+	const float *W = w->data;
+	size_t cols = (size_t)w->cols;
+	for (int r = r0; r < r1; r++)
+		for (int k = 0; k < n; k++)
+			y[(size_t)k * (size_t)w->rows + (size_t)r] =
+				f32_dot(W + (size_t)r * cols, x + (size_t)k * cols, w->cols);
+}
+
+/* ---- shared by INT8 and INT4: sum(f * x) over one block of 64 ---- */
+
+AVX512_INLINE __m512 block_dot(const __m512 f[4], const float *x)
+{
+	__m512 s = _mm512_mul_ps(f[0], _mm512_loadu_ps(x));
+	s = _mm512_fmadd_ps(f[1], _mm512_loadu_ps(x + 16), s);
+	s = _mm512_fmadd_ps(f[2], _mm512_loadu_ps(x + 32), s);
+	return _mm512_fmadd_ps(f[3], _mm512_loadu_ps(x + 48), s);
+}
+
+/* ---- INT8 ---- */
+
+AVX512_INLINE void q8_unpack(const int8_t *q, __m512 f[4])
+{
+	f[0] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q)));
+	f[1] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(q + 16))));
+	f[2] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(q + 32))));
+	f[3] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(q + 48))));
+}
+
+AVX512_INLINE float q8_row(const coli_block_q8 *row, int nb, const float *x)
+{
+	__m512 acc = _mm512_setzero_ps();
+	for (int b = 0; b < nb; b++) {
+		__m512 f[4];
+		_mm_prefetch((const char *)(row + b) + PF_DIST, _MM_HINT_T0);
+		_mm_prefetch((const char *)(row + b) + PF_DIST + 64, _MM_HINT_T0);
+		q8_unpack(row[b].q, f);
+		acc = _mm512_fmadd_ps(_mm512_set1_ps(row[b].d), block_dot(f, x + (size_t)b * COLI_QK), acc);
+	}
+	return hsum16(acc);
+}
+
+/* A tile of rt <= RT rows against KN inputs, block-major: the inputs'
+ * block is reused from L1 by every row, each unpacked weight block by
+ * every input. Per (row, input) the operations are exactly q8_row's. */
+AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const float *x, size_t cols,
+			   const int KN, float *y, size_t ystride)
+{
+	__m512 acc[RT][KN_MAX];
+	for (int i = 0; i < rt; i++)
+#pragma GCC unroll 4
+		for (int k = 0; k < KN; k++)
+			acc[i][k] = _mm512_setzero_ps();
+	for (int b = 0; b < nb; b++) {
+		const float *xb = x + (size_t)b * COLI_QK;
+		for (int i = 0; i < rt; i++) {
+			const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + b;
+			__m512 f[4];
+			_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
+			_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb) + 64, _MM_HINT_T1);
+			q8_unpack(blk->q, f);
+			__m512 d = _mm512_set1_ps(blk->d);
+#pragma GCC unroll 4
+			for (int k = 0; k < KN; k++)
+				acc[i][k] = _mm512_fmadd_ps(d, block_dot(f, xb + (size_t)k * cols), acc[i][k]);
+		}
+	}
+	for (int i = 0; i < rt; i++)
+#pragma GCC unroll 4
+		for (int k = 0; k < KN; k++)
+			y[(size_t)k * ystride + (size_t)i] = hsum16(acc[i][k]);
+}
+
+AVX512 static void rows_q8_avx512(const coli_qmat *w, const float *x, int n,
+				  const float *xsum, int r0, int r1, float *y)
+{
+	(void)xsum;
+	int nb = w->cols / COLI_QK;
+	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
+	const coli_block_q8 *W = w->data;
+	if (n == 1) {
+		for (int r = r0; r < r1; r++)
+			y[r] = q8_row(W + (size_t)r * (size_t)nb, nb, x);
+		return;
+	}
+	int panel = panel_rows(nb * sizeof(coli_block_q8));
+	for (int p0 = r0; p0 < r1; p0 += panel) {
+		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
+		for (int k = 0; k < n; k += KN_MAX) {
+			int kn = n - k < KN_MAX ? n - k : KN_MAX;
+			const float *xk = x + (size_t)k * cols;
+			for (int r = p0; r < p1; r += RT) {
+				int rt = p1 - r < RT ? p1 - r : RT;
+				const coli_block_q8 *row0 = W + (size_t)r * (size_t)nb;
+				float *yk = y + (size_t)k * rows + r;
+				switch (kn) {
+				case 4: q8_tile(row0, nb, rt, xk, cols, 4, yk, rows); break;
+				case 3: q8_tile(row0, nb, rt, xk, cols, 3, yk, rows); break;
+				case 2: q8_tile(row0, nb, rt, xk, cols, 2, yk, rows); break;
+				default: q8_tile(row0, nb, rt, xk, cols, 1, yk, rows); break;
+				}
+			}
+		}
+	}
+}
+
+/* ---- INT4 ---- */
+
+/* f[0] = elements 0..15, f[1] = 16..31 (low nibbles), f[2] = 32..47,
+ * f[3] = 48..63 (high nibbles), all as exact small floats. */
+AVX512_INLINE void q4_unpack(const uint8_t *q, __m512 f[4])
+{
+	const __m512 table = _mm512_setr_ps(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f,
+					    8.0f, 9.0f, 10.0f, 11.0f, 12.0f, 13.0f, 14.0f, 15.0f);
+	__m512i v0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)q));
+	__m512i v1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(q + 16)));
+	f[0] = _mm512_permutexvar_ps(v0, table);
+	f[1] = _mm512_permutexvar_ps(v1, table);
+	f[2] = _mm512_cvtepi32_ps(_mm512_srli_epi32(v0, 4));
+	f[3] = _mm512_cvtepi32_ps(_mm512_srli_epi32(v1, 4));
+}
+
+/* (d, m, -, -) from the block's two halves; lanes 2-3 hold the first
+ * quant bytes read as halves and are never used (only lane 0 is
+ * broadcast and lane 1 is read through a mask). */
+AVX512_INLINE __m128 q4_dm(const coli_block_q4 *blk)
+{
+	return _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)blk));
+}
+
+/* matvec: one row, one input, accumulators in registers. The m term runs
+ * in lane 1 of accm (masked FMA: the other lanes stay 0), the same FMA
+ * sequence q4_tile runs in scalar form. */
+AVX512_INLINE float q4_row(const coli_block_q4 *row, int nb, const float *x, const float *xs)
+{
+	__m512 acc = _mm512_setzero_ps();
+	__m128 accm = _mm_setzero_ps();
+	for (int b = 0; b < nb; b++) {
+		__m512 f[4];
+		_mm_prefetch((const char *)(row + b) + PF_DIST, _MM_HINT_T0);
+		q4_unpack(row[b].q, f);
+		__m128 dm = q4_dm(&row[b]);
+		acc = _mm512_fmadd_ps(_mm512_broadcastss_ps(dm), block_dot(f, x + (size_t)b * COLI_QK), acc);
+		accm = _mm_mask3_fmadd_ps(dm, _mm_set1_ps(xs[b]), accm, 0x2);
+	}
+	return hsum16(acc) + _mm_cvtss_f32(_mm_movehdup_ps(accm));
+}
+
+AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const float *x, size_t cols,
+			   const float *xs, const int KN, float *y, size_t ystride)
+{
+	__m512 acc[RT][KN_MAX];
+	__m128 accm[RT][KN_MAX];
+	for (int i = 0; i < rt; i++)
+#pragma GCC unroll 4
+		for (int k = 0; k < KN; k++) {
+			acc[i][k] = _mm512_setzero_ps();
+			accm[i][k] = _mm_setzero_ps();
+		}
+	for (int b = 0; b < nb; b++) {
+		const float *xb = x + (size_t)b * COLI_QK;
+		for (int i = 0; i < rt; i++) {
+			const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + b;
+			__m512 f[4];
+			_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
+			q4_unpack(blk->q, f);
+			__m128 dm = q4_dm(blk);
+			__m512 d = _mm512_broadcastss_ps(dm);
+			__m128 m = _mm_movehdup_ps(dm);
+#pragma GCC unroll 4
+			for (int k = 0; k < KN; k++) {
+				acc[i][k] = _mm512_fmadd_ps(d, block_dot(f, xb + (size_t)k * cols), acc[i][k]);
+				accm[i][k] = _mm_fmadd_ss(m, _mm_load_ss(xs + (size_t)k * (size_t)nb + b),
+							  accm[i][k]);
+			}
+		}
+	}
+	for (int i = 0; i < rt; i++)
+#pragma GCC unroll 4
+		for (int k = 0; k < KN; k++)
+			y[(size_t)k * ystride + (size_t)i] = hsum16(acc[i][k]) + _mm_cvtss_f32(accm[i][k]);
+}
+
+AVX512 static void rows_q4_avx512(const coli_qmat *w, const float *x, int n,
+				  const float *xsum, int r0, int r1, float *y)
+{
+	int nb = w->cols / COLI_QK;
+	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
+	const coli_block_q4 *W = w->data;
+	if (n == 1) {
+		for (int r = r0; r < r1; r++)
+			y[r] = q4_row(W + (size_t)r * (size_t)nb, nb, x, xsum);
+		return;
+	}
+	int panel = panel_rows(nb * sizeof(coli_block_q4));
+	for (int p0 = r0; p0 < r1; p0 += panel) {
+		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
+		for (int k = 0; k < n; k += KN_MAX) {
+			int kn = n - k < KN_MAX ? n - k : KN_MAX;
+			const float *xk = x + (size_t)k * cols, *xsk = xsum + (size_t)k * nb;
+			for (int r = p0; r < p1; r += RT) {
+				int rt = p1 - r < RT ? p1 - r : RT;
+				const coli_block_q4 *row0 = W + (size_t)r * (size_t)nb;
+				float *yk = y + (size_t)k * rows + r;
+				switch (kn) {
+				case 4: q4_tile(row0, nb, rt, xk, cols, xsk, 4, yk, rows); break;
+				case 3: q4_tile(row0, nb, rt, xk, cols, xsk, 3, yk, rows); break;
+				case 2: q4_tile(row0, nb, rt, xk, cols, xsk, 2, yk, rows); break;
+				default: q4_tile(row0, nb, rt, xk, cols, xsk, 1, yk, rows); break;
+				}
+			}
+		}
+	}
+}
+
+/* F16C has no __builtin_cpu_supports name in every compiler: cpuid leaf
+ * 1, ecx bit 29. The OS-saves-ZMM check is part of "avx512f". */
+static int has_f16c(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d))
+		return 0;
+	return (int)((c >> 29) & 1);
+}
+
+coli_rows_fn coli_kernels_avx512_rows(int qtype)
+{
+	/* Every thread computes the same answer; relaxed is enough. */
+	static _Atomic int have = -1;
+	int h = atomic_load_explicit(&have, memory_order_relaxed);
+	if (h < 0) {
+		__builtin_cpu_init();
+		h = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+		    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+		    __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
+		atomic_store_explicit(&have, h, memory_order_relaxed);
+	}
+	if (!h)
+		return NULL;
+	switch (qtype) {
+	case COLI_Q_F32: return rows_f32_avx512;
+	case COLI_Q_INT8: return rows_q8_avx512;
+	case COLI_Q_INT4: return rows_q4_avx512;
+	default: return NULL;
+	}
+}
+
+#else
+
+coli_rows_fn coli_kernels_avx512_rows(int qtype)
+{
+	(void)qtype;
+	return NULL;
+}
+
+#endif
