@@ -126,7 +126,7 @@ int cmd_bench(int argc, char **argv)
 	const char *dir_arg = NULL;
 	long n_prompt = 64, n_gen = 32, seed = 1;
 	double kernel_seconds = 3.0;
-	int cold = 0, kernels = 1, io = 0, status = COLI_EXIT_FAIL;
+	int cold = 0, kernels = 1, io = 0, mtp = 0, status = COLI_EXIT_FAIL;
 	char dir[4096], heat_dir[4200];
 	coli_model *m = NULL;
 	coli_state *s = NULL;
@@ -168,6 +168,8 @@ int cmd_bench(int argc, char **argv)
 			io = 1;
 		} else if (!strcmp(a, "--no-kernels")) {
 			kernels = 0;
+		} else if (!strcmp(a, "--mtp")) {
+			mtp = 1;
 		} else if (a[0] != '-' && !dir_arg) {
 			dir_arg = a;
 		} else {
@@ -183,6 +185,7 @@ int cmd_bench(int argc, char **argv)
 	mo.store = fl.opts.store;
 	if (cold && mo.store.direct < 0)
 		mo.store.direct = 1;
+	mo.mtp = mtp;
 	if (fl.opts.cache_dir) {
 		/* heat persistence, as the engine does it (engine.c) */
 		snprintf(heat_dir, sizeof heat_dir, "%s/hot-experts", fl.opts.cache_dir);
@@ -242,9 +245,31 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (coli_state_new(m, (int)(n_prompt + n_gen + 1), 64, &s, &err))
 		goto fail;
-	t0 = now_s();
-	if (coli_forward(m, s, toks, (int)n_prompt, logits, 0, &err))
+	float *draft = mtp ? malloc(sizeof(float) * (size_t)c->vocab_size) : NULL;
+	long drafted = 0, accepted = 0;
+	int draft_tok = -1;
+	if (mtp && !m->n_mtp) {
+		coli_err_set(&err, -ENOTSUP, "%s has no MTP module", dir);
+		free(draft);
 		goto fail;
+	}
+	t0 = now_s();
+	if (!mtp) {
+		if (coli_forward(m, s, toks, (int)n_prompt, logits, 0, &err))
+			goto fail;
+	} else {
+		/* the MTP cache needs an entry per position: prefill one by one */
+		for (long i = 0; i < n_prompt; i++) {
+			int next = i + 1 < n_prompt ? toks[i + 1] : -1;
+			if (coli_forward(m, s, toks + i, 1, logits, 0, &err))
+				goto fail_mtp;
+			if (next < 0)
+				next = coli_argmax(logits, c->vocab_size);
+			if (coli_forward_mtp(m, s, coli_state_seq(s), coli_state_hidden(s, 0), &next, 1, draft, &err))
+				goto fail_mtp;
+		}
+		draft_tok = coli_argmax(draft, c->vocab_size);
+	}
 	double t_prefill = now_s() - t0;
 	json_t *pf = json_object();
 	json_object_set_new(pf, "tokens", json_integer(n_prompt));
@@ -273,7 +298,16 @@ int cmd_bench(int argc, char **argv)
 	for (long g = 0; g < n_gen; g++) {
 		int tok = coli_argmax(logits, c->vocab_size);
 		if (coli_forward(m, s, &tok, 1, logits, 0, &err))
-			goto fail;
+			goto fail_mtp;
+		if (mtp) {
+			/* the draft made one step ago predicted the token after tok */
+			int next = coli_argmax(logits, c->vocab_size);
+			drafted++;
+			accepted += draft_tok == next;
+			if (coli_forward_mtp(m, s, coli_state_seq(s), coli_state_hidden(s, 0), &next, 1, draft, &err))
+				goto fail_mtp;
+			draft_tok = coli_argmax(draft, c->vocab_size);
+		}
 		const coli_routing *r = coli_state_routing(s);
 		for (int l = 0; l < L; l++)
 			for (int k = 0; k < K; k++)
@@ -299,6 +333,15 @@ int cmd_bench(int argc, char **argv)
 	json_object_set_new(split, "other_ms", json_real((tm->other - tm_before.other) * per));
 	json_object_set_new(dc, "time_split", split);
 	json_object_set_new(out, "decode", dc);
+	if (mtp) {
+		json_t *mj = json_object();
+		json_object_set_new(mj, "drafts", json_integer(drafted));
+		json_object_set_new(mj, "accepted", json_integer(accepted));
+		json_object_set_new(mj, "acceptance", drafted ? json_real((double)accepted / drafted) : json_null());
+		json_object_set_new(out, "mtp", mj);
+	}
+	free(draft);
+	draft = NULL;
 
 	if (st) {
 		json_t *ex = json_object();
@@ -365,6 +408,9 @@ int cmd_bench(int argc, char **argv)
 	free(text);
 	status = COLI_EXIT_OK;
 	goto out;
+fail_mtp:
+	free(draft);
+	goto fail;
 usage_err:
 	cli_errorf("bench", "%s", err.msg);
 	status = COLI_EXIT_USAGE;

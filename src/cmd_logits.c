@@ -2,6 +2,7 @@
  * logits of every position as JSON, for checking against the reference. */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +15,12 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: coli logits [DIR] --tokens IDS [--incremental] [engine options]\n"
+	fprintf(f, "usage: coli logits [DIR] --tokens IDS [--incremental | --mtp] [engine options]\n"
 		   "Print {\"logits\": [[...] one row per position]} as JSON.\n"
 		   "  --tokens IDS     comma- or space-separated token ids\n"
-		   "  --incremental    feed one token at a time through the KV cache\n%s",
+		   "  --incremental    feed one token at a time through the KV cache\n"
+		   "  --mtp            the MTP module's draft logits instead: row i predicts\n"
+		   "                   token i+2 (one row fewer than tokens)\n%s",
 		coli_engine_flags_help);
 }
 
@@ -26,7 +29,7 @@ int cmd_logits(int argc, char **argv)
 	coli_err err = { 0 };
 	coli_engine_flags fl;
 	const char *dir_arg = NULL, *tokens_arg = NULL;
-	int incremental = 0, status = COLI_EXIT_FAIL, *ids = NULL, n = 0;
+	int incremental = 0, mtp = 0, status = COLI_EXIT_FAIL, *ids = NULL, n = 0;
 	coli_model *m = NULL;
 	coli_state *s = NULL;
 	float *logits = NULL;
@@ -52,6 +55,8 @@ int cmd_logits(int argc, char **argv)
 			tokens_arg = argv[++i];
 		} else if (!strcmp(argv[i], "--incremental")) {
 			incremental = 1;
+		} else if (!strcmp(argv[i], "--mtp")) {
+			mtp = 1;
 		} else if (argv[i][0] != '-' && !dir_arg) {
 			dir_arg = argv[i];
 		} else {
@@ -76,8 +81,18 @@ int cmd_logits(int argc, char **argv)
 	coli_model_opts_default(&mo);
 	mo.threads = fl.opts.threads;
 	mo.store = fl.opts.store;
+	mo.mtp = mtp;
+	if (mtp && n < 2) {
+		cli_errorf("logits", "--mtp needs at least 2 tokens");
+		status = COLI_EXIT_USAGE;
+		goto out;
+	}
 	if (coli_model_open(dir, &mo, &m, &err))
 		goto fail;
+	if (mtp && !m->n_mtp) {
+		coli_err_set(&err, -ENOTSUP, "%s has no MTP module", dir);
+		goto fail;
+	}
 	const int V = m->cfg.vocab_size;
 	if (coli_state_new(m, n, incremental ? 1 : (n < 64 ? n : 64), &s, &err))
 		goto fail;
@@ -86,7 +101,17 @@ int cmd_logits(int argc, char **argv)
 		cli_errorf("logits", "out of memory");
 		goto out;
 	}
-	if (incremental) {
+	if (mtp) {
+		/* main model one position at a time; its normed hidden state and
+		 * the next token feed the MTP module at the same position */
+		coli_seq *q = coli_state_seq(s);
+		for (int t = 0; t + 1 < n; t++)
+			if (coli_forward(m, s, ids + t, 1, logits + (size_t)t * V, 1, &err) ||
+			    coli_forward_mtp(m, s, q, coli_state_hidden(s, 0), ids + t + 1, 1,
+					     logits + (size_t)t * V, &err))
+				goto fail;
+		n--;
+	} else if (incremental) {
 		for (int t = 0; t < n; t++)
 			if (coli_forward(m, s, ids + t, 1, logits + (size_t)t * V, 0, &err))
 				goto fail;

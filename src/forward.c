@@ -297,3 +297,51 @@ int coli_forward_seqs(coli_model *m, coli_state *s, coli_seq *const *seqs, const
 	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
 	return 0;
 }
+
+int coli_forward_mtp(coli_model *m, coli_state *s, coli_seq *q, const float *hidden, const int *next,
+		     int n, float *logits, coli_err *err)
+{
+	const coli_config *c = &m->cfg;
+	const int H = c->hidden_size, L = c->num_hidden_layers;
+	const coli_mtp_weights *t = &m->mtp;
+	if (!m->n_mtp)
+		return coli_err_set(err, -ENOTSUP, "the MTP module is not loaded (--mtp)");
+	if (n <= 0 || n > s->max_batch)
+		return coli_err_set(err, -EINVAL, "MTP batch of %d rows (at most %d)", n, s->max_batch);
+	if (q->base > 0)
+		return coli_err_set(err, -ENOTSUP, "MTP drafts need the whole context in RAM");
+	if (q->mtp_pos + n > q->cap || q->mtp_pos + n > s->cap)
+		return coli_err_set(err, -E2BIG, "MTP context is full: %d positions", q->mtp_pos);
+	const double t_call = now_s();
+	for (int b = 0; b < n; b++) {
+		if (next[b] < 0 || next[b] >= c->vocab_size)
+			return coli_err_set(err, -EINVAL, "token id %d is outside the vocabulary", next[b]);
+		float *cat = s->mtp_cat + (size_t)b * 2 * H;
+		coli_qmat r = fwd_rows(&t->embed, next[b], 1);
+		coli_dequantize_rows(r.qtype, r.data, 1, H, s->xn + (size_t)b * H);
+		fwd_rmsnorm(cat, s->xn + (size_t)b * H, t->enorm, H, c->rms_norm_eps);
+		fwd_rmsnorm(cat + H, hidden + (size_t)b * H, t->hnorm, H, c->rms_norm_eps);
+		s->row_seq[b] = q;
+		s->row_pos[b] = q->mtp_pos + b;
+	}
+	coli_matmul(m->pool, &t->eh_proj, s->mtp_cat, n, s->x);
+	int rc = attention(m, s, L, n, err);
+	if (rc)
+		return rc;
+	const coli_layer_weights *w = &m->layers[L];
+	for (int b = 0; b < n; b++)
+		fwd_rmsnorm(s->xn + (size_t)b * H, s->x + (size_t)b * H, w->ffn_norm, H, c->rms_norm_eps);
+	if (w->is_moe) {
+		if ((rc = moe_forward(m, s, L, n, err)))
+			return rc;
+	} else {
+		dense_ffn(m, s, L, n);
+	}
+	for (int b = 0; b < n; b++)
+		fwd_rmsnorm(s->logits_h + (size_t)b * H, s->x + (size_t)b * H, t->head_norm, H, c->rms_norm_eps);
+	coli_matmul(m->pool, &t->head, s->logits_h, n, logits);
+	q->mtp_pos += n;
+	s->timing.total += now_s() - t_call;
+	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
+	return 0;
+}

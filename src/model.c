@@ -60,6 +60,61 @@ static int bind_vec(const coli_model *m, const float **out, int len, int optiona
 	return 0;
 }
 
+static int bind_layer(coli_model *m, int l, coli_err *err);
+
+/* The MTP layer's routed experts are ordinary resident tensors. */
+static int bind_resident_experts(coli_model *m, coli_layer_weights *w, int l, coli_err *err)
+{
+	const coli_config *c = &m->cfg;
+	const int E = c->n_routed_experts, H = c->hidden_size, I = c->moe_intermediate_size;
+	w->res_experts = calloc((size_t)E * 3, sizeof *w->res_experts);
+	if (!w->res_experts)
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	for (int e = 0; e < E; e++) {
+		int rc;
+		if ((rc = bind_mat(m, &w->res_experts[e * 3 + 0], I, H, err, "model.layers.%d.mlp.experts.%d.gate_proj.weight", l, e)) ||
+		    (rc = bind_mat(m, &w->res_experts[e * 3 + 1], I, H, err, "model.layers.%d.mlp.experts.%d.up_proj.weight", l, e)) ||
+		    (rc = bind_mat(m, &w->res_experts[e * 3 + 2], H, I, err, "model.layers.%d.mlp.experts.%d.down_proj.weight", l, e)))
+			return rc;
+	}
+	return 0;
+}
+
+static int bind_mtp(coli_model *m, coli_err *err)
+{
+	const coli_config *c = &m->cfg;
+	const int L = c->num_hidden_layers, H = c->hidden_size, V = c->vocab_size;
+	coli_mtp_weights *t = &m->mtp;
+	int rc;
+	if ((rc = bind_layer(m, L, err)))
+		return rc;
+	if (m->layers[L].is_moe && (rc = bind_resident_experts(m, &m->layers[L], L, err)))
+		return rc;
+#define P "model.layers.%d."
+	if ((rc = bind_vec(m, &t->enorm, H, 0, err, P "enorm.weight", L)) ||
+	    (rc = bind_vec(m, &t->hnorm, H, 0, err, P "hnorm.weight", L)) ||
+	    (rc = bind_mat(m, &t->eh_proj, H, 2 * H, err, P "eh_proj.weight", L)) ||
+	    (rc = bind_vec(m, &t->head_norm, H, 0, err, P "shared_head.norm.weight", L)))
+		return rc;
+	char name[128];
+	snprintf(name, sizeof name, P "embed_tokens.weight", L);
+	if (coli_container_find(m->container, name)) {
+		if ((rc = bind_mat(m, &t->embed, V, H, err, "%s", name)))
+			return rc;
+	} else {
+		t->embed = m->embed;
+	}
+	snprintf(name, sizeof name, P "shared_head.head.weight", L);
+	if (coli_container_find(m->container, name)) {
+		if ((rc = bind_mat(m, &t->head, V, H, err, "%s", name)))
+			return rc;
+	} else {
+		t->head = m->lm_head;
+	}
+#undef P
+	return 0;
+}
+
 static int bind_layer(coli_model *m, int l, coli_err *err)
 {
 	const coli_config *c = &m->cfg;
@@ -177,6 +232,7 @@ int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out,
 	if (!m)
 		return coli_err_set(err, -ENOMEM, "out of memory");
 	coli_container_opts copts = { 0 };
+	copts.load_mtp = o->mtp;
 	if ((rc = coli_container_open(dir, &copts, &m->container, err)))
 		goto fail;
 	m->cfg = m->container->config;
@@ -185,7 +241,11 @@ int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out,
 		rc = coli_err_set(err, -EINVAL, "%s: qk_rope_head_dim must be even", dir);
 		goto fail;
 	}
-	m->layers = calloc((size_t)c->num_hidden_layers, sizeof *m->layers);
+	if (o->mtp && c->num_nextn_predict_layers > 0)
+		m->n_mtp = 1;
+	else if (o->mtp)
+		coli_warn("%s has no MTP module; --mtp ignored", dir);
+	m->layers = calloc((size_t)(c->num_hidden_layers + m->n_mtp), sizeof *m->layers);
 	if (!m->layers) {
 		rc = coli_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
@@ -204,6 +264,8 @@ int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out,
 	for (int l = 0; l < c->num_hidden_layers; l++)
 		if ((rc = bind_layer(m, l, err)))
 			goto fail;
+	if (m->n_mtp && (rc = bind_mtp(m, err)))
+		goto fail;
 	if ((rc = rope_init(m, err)))
 		goto fail;
 	m->pool = coli_pool_new(o->threads);
@@ -227,6 +289,8 @@ void coli_model_free(coli_model *m)
 	expert_store_free(m->store);
 	coli_pool_free(m->pool);
 	free(m->rope_inv_freq);
+	for (int l = 0; m->layers && l < m->cfg.num_hidden_layers + m->n_mtp; l++)
+		free(m->layers[l].res_experts);
 	free(m->layers);
 	coli_container_free(m->container);
 	free(m);

@@ -38,10 +38,27 @@ typedef struct coli_layer_weights {
 	const float *router_bias;    /* (E) e_score_correction_bias, may be NULL */
 	coli_qmat sh_gate, sh_up, sh_down; /* shared experts (Is,H) (Is,H) (H,Is) */
 	int has_shared;
+	/* routed experts held as resident tensors instead of the expert store
+	 * (the MTP layer): (E, 3) gate/up/down; NULL for store-backed layers */
+	coli_qmat *res_experts;
 } coli_layer_weights;
+
+/* The MTP module (DeepSeek-V3 multi-token prediction, layer index
+ * num_hidden_layers): predicts token t+2 from the main model's hidden
+ * state at t (after the final norm) and the embedding of token t+1. */
+typedef struct coli_mtp_weights {
+	const float *enorm;          /* (H) */
+	const float *hnorm;          /* (H) */
+	coli_qmat eh_proj;           /* (H, 2H) input [enorm(embed); hnorm(hidden)] */
+	coli_qmat embed;             /* (V, H) its own copy, or the model's */
+	const float *head_norm;      /* (H) shared_head.norm */
+	coli_qmat head;              /* (V, H) shared_head.head, or lm_head */
+} coli_mtp_weights;
 
 typedef struct coli_model_opts {
 	int threads;                 /* <= 0: online cores */
+	int mtp;                     /* load the MTP module (its experts stay
+	                              * resident: RAM), when the model has one */
 	expert_store_opts store;
 } coli_model_opts;
 
@@ -50,7 +67,9 @@ void coli_model_opts_default(coli_model_opts *o);
 typedef struct coli_model {
 	coli_config cfg;
 	coli_container *container;   /* owned */
-	coli_layer_weights *layers;  /* (num_hidden_layers) */
+	coli_layer_weights *layers;  /* (num_hidden_layers + n_mtp) */
+	int n_mtp;                   /* 1 when the MTP module is loaded */
+	coli_mtp_weights mtp;
 	coli_qmat embed;             /* (V, H) */
 	const float *final_norm;     /* (H) */
 	coli_qmat lm_head;           /* (V, H) */
@@ -138,6 +157,16 @@ int coli_forward(coli_model *m, coli_state *s, const int *tokens, int n, float *
 /* The same for any sequence (its capacity must not exceed the state's). */
 int coli_forward_seq(coli_model *m, coli_state *s, coli_seq *q, const int *tokens, int n,
 		     float *logits, int all_logits, coli_err *err);
+
+/* MTP draft logits: for rows i in [0, n), from the main model's normed
+ * hidden state hidden[i] at position mtp_pos + i and the token that
+ * followed it, next[i]; appends to the sequence's MTP KV cache (a
+ * separate layer of the same sequence). logits (n, vocab). */
+int coli_forward_mtp(coli_model *m, coli_state *s, coli_seq *q, const float *hidden, const int *next,
+		     int n, float *logits, coli_err *err);
+/* Normed final hidden state (H) of row `row` of the last forward call's
+ * last chunk (all_logits) or of its last position (row 0, last-only). */
+const float *coli_state_hidden(const coli_state *s, int row);
 
 /* One decode step for n distinct sequences at once (n <= max_batch; a
  * sequence with spilled rows must be alone in its step):

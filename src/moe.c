@@ -99,8 +99,9 @@ static void moe_prefetch_next(coli_model *m, coli_state *s, int layer, int n)
 	expert_store_prefetch(m->store, next, s->predict, c->num_experts_per_tok);
 }
 
-/* Run one expert (record `rec`) on the positions that chose it. */
-static void moe_run_expert(coli_model *m, coli_state *s, const void *rec, int expert, int n)
+/* Run one expert (its three matrices) on the positions that chose it. */
+static void moe_run_expert(coli_model *m, coli_state *s, const coli_qmat *gate, const coli_qmat *up,
+			   const coli_qmat *down, int expert, int n)
 {
 	const coli_config *c = &m->cfg;
 	const int H = c->hidden_size, K = c->num_experts_per_tok, I = c->moe_intermediate_size;
@@ -112,14 +113,11 @@ static void moe_run_expert(coli_model *m, coli_state *s, const void *rec, int ex
 		memcpy(s->exp_in + (size_t)ne * H, s->xn + (size_t)(slot / K) * H, sizeof(float) * H);
 		ne++;
 	}
-	coli_qmat gate = coli_container_expert_part(m->container, rec, COLI_EXPERT_GATE);
-	coli_qmat up = coli_container_expert_part(m->container, rec, COLI_EXPERT_UP);
-	coli_qmat down = coli_container_expert_part(m->container, rec, COLI_EXPERT_DOWN);
-	coli_matmul(m->pool, &gate, s->exp_in, ne, s->exp_a);
-	coli_matmul(m->pool, &up, s->exp_in, ne, s->exp_b);
+	coli_matmul(m->pool, gate, s->exp_in, ne, s->exp_a);
+	coli_matmul(m->pool, up, s->exp_in, ne, s->exp_b);
 	for (int i = 0; i < ne; i++)
 		fwd_swiglu(s->exp_a + (size_t)i * I, s->exp_b + (size_t)i * I, I);
-	coli_matmul(m->pool, &down, s->exp_a, ne, s->exp_out);
+	coli_matmul(m->pool, down, s->exp_a, ne, s->exp_out);
 	for (int i = 0; i < ne; i++)
 		memcpy(s->moe_out + (size_t)s->tok_slot[i] * H, s->exp_out + (size_t)i * H,
 		       sizeof(float) * H);
@@ -136,8 +134,9 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 	for (int b = 0; b < n; b++) {
 		moe_route(c, s->router_logits + (size_t)b * E, w->router_bias, s->sel + (size_t)b * K,
 			  s->sel_w + (size_t)b * K, s->route_tmp);
-		expert_store_note_routing(m->store, layer, s->sel + (size_t)b * K,
-					  s->sel_w + (size_t)b * K, K);
+		if (!w->res_experts)
+			expert_store_note_routing(m->store, layer, s->sel + (size_t)b * K,
+						  s->sel_w + (size_t)b * K, K);
 	}
 	memcpy(s->routing.experts + (size_t)layer * K, s->sel + (size_t)(n - 1) * K, sizeof(int) * K);
 	memcpy(s->routing.weights + (size_t)layer * K, s->sel_w + (size_t)(n - 1) * K, sizeof(float) * K);
@@ -151,6 +150,14 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 				break;
 			}
 
+	if (w->res_experts) {
+		/* resident experts (the MTP layer): no store involved */
+		for (int i = 0; i < nu; i++) {
+			const coli_qmat *x = w->res_experts + (size_t)s->union_experts[i] * 3;
+			moe_run_expert(m, s, &x[0], &x[1], &x[2], s->union_experts[i], n);
+		}
+		goto shared;
+	}
 	moe_prefetch_next(m, s, layer, n);
 
 	int group = expert_store_max_batch(m->store);
@@ -161,13 +168,18 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 		rc = expert_store_acquire(m->store, layer, s->union_experts + g, gn, s->recs, err);
 		if (rc)
 			break;
-		for (int i = 0; i < gn; i++)
-			moe_run_expert(m, s, s->recs[i], s->union_experts[g + i], n);
+		for (int i = 0; i < gn; i++) {
+			const void *rec = s->recs[i];
+			coli_qmat gate = coli_container_expert_part(m->container, rec, COLI_EXPERT_GATE);
+			coli_qmat up = coli_container_expert_part(m->container, rec, COLI_EXPERT_UP);
+			coli_qmat down = coli_container_expert_part(m->container, rec, COLI_EXPERT_DOWN);
+			moe_run_expert(m, s, &gate, &up, &down, s->union_experts[g + i], n);
+		}
 		expert_store_release(m->store, layer);
 	}
 	if (rc)
 		return rc;
-
+shared:
 	if (w->has_shared) {
 		const int Is = c->moe_intermediate_size * c->n_shared_experts;
 		coli_matmul(m->pool, &w->sh_gate, s->xn, n, s->ffn_a);

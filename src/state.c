@@ -26,7 +26,7 @@ int coli_seq_new(const coli_model *m, int cap, coli_seq **out, coli_err *err)
 	int failed = !q;
 	if (q) {
 		q->cap = cap;
-		q->n_layers = c->num_hidden_layers;
+		q->n_layers = c->num_hidden_layers + m->n_mtp;
 		q->kv_width = coli_config_kv_width(c);
 		q->kv = zalloc((size_t)q->n_layers, sizeof *q->kv, &failed);
 		for (int l = 0; !failed && l < q->n_layers; l++)
@@ -85,12 +85,14 @@ float *coli_seq_kv(coli_seq *q, int layer) { return q->kv[layer]; }
 
 void coli_seq_rewind(coli_seq *q, int n)
 {
+	if (n >= 0 && q->mtp_pos > n)
+		q->mtp_pos = n;
 	if (n >= 0 && n < q->pos) {
 		q->pos = n;
 		/* rows before base are not in RAM: rewinding below it empties
 		 * the window (the caller re-evaluates or reloads) */
 		if (n < q->base)
-			q->pos = q->base = 0;
+			q->pos = q->base = q->mtp_pos = 0;
 	}
 }
 
@@ -120,7 +122,8 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 		ffn = shared;
 	s->cap = max_ctx;
 	s->max_batch = max_batch;
-	s->n_layers = c->num_hidden_layers;
+	s->hidden = c->hidden_size;
+	s->n_layers = c->num_hidden_layers + m->n_mtp;
 	s->kv_width = coli_config_kv_width(c);
 	if (coli_seq_new(m, max_ctx, &s->own, err)) {
 		free(s);
@@ -159,6 +162,7 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 	s->route_tmp = zalloc(2 * E, sizeof(float), &failed);
 	s->pred_w = zalloc(K, sizeof(float), &failed);
 	s->logits_h = zalloc(B * H, sizeof(float), &failed);
+	s->mtp_cat = zalloc(B * 2 * H, sizeof(float), &failed);
 	s->routing.experts = zalloc((size_t)s->n_layers * K, sizeof(int), &failed);
 	s->routing.weights = zalloc((size_t)s->n_layers * K, sizeof(float), &failed);
 	if (failed) {
@@ -180,7 +184,7 @@ void coli_state_free(coli_state *s)
 			 s->vout, s->rowbuf, s->scores, s->ffn_a, s->ffn_b, s->ffn_out,
 			 s->router_logits, s->sel, s->sel_w, s->moe_out, s->union_experts,
 			 s->tok_slot, s->exp_in, s->exp_a, s->exp_b, s->exp_out, (void *)s->recs,
-			 s->predict, s->pred_scores, s->route_tmp, s->pred_w, s->logits_h, s->routing.experts,
+			 s->predict, s->pred_scores, s->route_tmp, s->pred_w, s->logits_h, s->mtp_cat, s->routing.experts,
 			 s->routing.weights };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
@@ -193,6 +197,10 @@ float *coli_state_kv(coli_state *s, int layer) { return s->own->kv[layer]; }
 coli_seq *coli_state_seq(coli_state *s) { return s->own; }
 const coli_routing *coli_state_routing(const coli_state *s) { return &s->routing; }
 const coli_timing *coli_state_timing(const coli_state *s) { return &s->timing; }
+const float *coli_state_hidden(const coli_state *s, int row)
+{
+	return s->logits_h + (size_t)row * (size_t)s->hidden;
+}
 
 void coli_state_rewind(coli_state *s, int n)
 {

@@ -8,6 +8,8 @@
 struct coli_seq {
 	int cap;                /* rows held in RAM */
 	int pos;                /* tokens in the sequence */
+	int mtp_pos;            /* positions in the MTP layer's KV (layer
+	                         * n_layers - 1 when the model has MTP) */
 	int base;               /* position of RAM row 0; rows before it were
 	                         * spilled and are read back through spill_read */
 	int n_layers;
@@ -20,6 +22,7 @@ struct coli_seq {
 struct coli_state {
 	int cap;                /* longest context the scratch serves (tokens) */
 	int max_batch;          /* B: rows per forward chunk */
+	int hidden;             /* H */
 	int n_layers;
 	int kv_width;
 	coli_seq *own;          /* the state's own sequence (coli_forward) */
@@ -56,6 +59,7 @@ struct coli_state {
 	float *route_tmp;       /* (2E) scratch for moe_route */
 	float *pred_w;          /* (topk) */
 	float *logits_h;        /* (B, H) final-normed states for lm_head */
+	float *mtp_cat;         /* (B, 2H) MTP input [enorm(embed); hnorm(hidden)] */
 	coli_routing routing;   /* (layers, topk) of the last position */
 	coli_timing timing;
 };
