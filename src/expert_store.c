@@ -100,7 +100,7 @@ static void slot_clear(expert_store *s, int si)
 	}
 	sl->layer = sl->expert = -1;
 	sl->state = SLOT_FREE;
-	sl->pins = sl->hot = sl->prefetched = sl->pending = sl->error = 0;
+	sl->pins = sl->hot = sl->prefetched = sl->demand = sl->pending = sl->error = 0;
 	sl->key = 0;
 	sl->last_use = 0;
 }
@@ -219,6 +219,55 @@ static void unpin_call(expert_store *s, const int *slots, int n)
 			s->slots[slots[i]].pins--;
 }
 
+/* One policy tick per visit; a new layer is a new visit of that layer. */
+static void visit_start(expert_store *s, int layer)
+{
+	s->tick++;
+	if (s->cur_layer != layer) {
+		s->layer_visit[layer]++;
+		s->cur_layer = layer;
+	}
+}
+
+int expert_store_request(expert_store *s, int layer, const int *experts, int n)
+{
+	if (!s || check_layer(s, layer, NULL) || n < 0 || n > s->max_batch)
+		return -EINVAL;
+	store_io_reap(s, 0);
+	visit_start(s, layer);
+	s->visit_layer = layer;
+	int rc = 0;
+	for (int i = 0; i < n && rc >= 0; i++) {
+		int e = experts[i];
+		if (e < 0 || e >= s->n_experts)
+			return -EINVAL;
+		int si = s->map[idx(s, layer, e)];
+		if (si < 0) {
+			si = slot_load(s, layer, e, 1);
+			if (si < 0) {
+				rc = si;
+				break;
+			}
+			s->slots[si].demand = 1;
+		}
+		/* held, so a prefetch cannot take it before its acquire */
+		s->slots[si].pins++;
+	}
+	int sr = store_io_submit(s);
+	store_update_resident(s);
+	return rc < 0 ? rc : sr;
+}
+
+int expert_store_ready(expert_store *s, int layer, int expert)
+{
+	if (!s || layer < 0 || layer >= s->n_layers || expert < 0 || expert >= s->n_experts)
+		return 0;
+	if (s->io_inflight)
+		store_io_reap(s, 0);
+	int si = s->map[idx(s, layer, expert)];
+	return si >= 0 && s->slots[si].state == SLOT_READY;
+}
+
 int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 			 const void **recs, coli_err *err)
 {
@@ -232,11 +281,8 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 	 * must not allocate (n is bounded by the slot count). */
 	int got[n > 0 ? n : 1];
 	store_io_reap(s, 0);
-	s->tick++;
-	if (s->cur_layer != layer) {
-		s->layer_visit[layer]++;
-		s->cur_layer = layer;
-	}
+	if (s->visit_layer != layer)
+		visit_start(s, layer);
 	for (int i = 0; i < n; i++) {
 		int e = experts[i];
 		got[i] = -1;
@@ -245,7 +291,12 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 			return coli_err_set(err, -EINVAL, "expert store: expert %d out of range (layer %d)", e, layer);
 		}
 		int si = s->map[idx(s, layer, e)];
-		if (si >= 0) {
+		if (si >= 0 && s->slots[si].demand) {
+			/* read queued by expert_store_request: a miss */
+			s->slots[si].demand = 0;
+			expert_stats_note_lookup(s->stats, layer, e, EXPERT_MISS);
+			expert_stats_note_use(s->stats, 0);
+		} else if (si >= 0) {
 			store_slot *sl = &s->slots[si];
 			int kind = sl->prefetched || sl->state == SLOT_LOADING ? EXPERT_HIT_PREFETCHED
 				 : sl->hot ? EXPERT_HIT_PINNED : EXPERT_HIT_CACHED;
@@ -312,6 +363,8 @@ void expert_store_release(expert_store *s, int layer)
 {
 	if (!s)
 		return;
+	if (s->visit_layer == layer)
+		s->visit_layer = -1;
 	for (int i = 0; i < s->n_slots; i++)
 		if (s->slots[i].layer == layer)
 			s->slots[i].pins = 0;
@@ -509,6 +562,7 @@ int expert_store_open(const coli_container *c, const expert_store_opts *o,
 	s->rec = c->expert_record_size;
 	s->first_moe = -1;
 	s->cur_layer = -1;
+	s->visit_layer = -1;
 	int n_moe = 0;
 	for (int l = 0; l < s->n_layers; l++)
 		if (c->expert_shard_paths[l]) {

@@ -84,6 +84,20 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 			 const void **recs, coli_err *err);
 void expert_store_release(expert_store *s, int layer);
 
+/* Start a visit to `layer` (decode and prefill groups): queue the reads of
+ * those of experts[0..n) that are not resident, ahead of any prefetch
+ * issued afterwards, and hold all n until expert_store_release(layer),
+ * without waiting. The acquires of `layer` that follow, up to that release,
+ * belong to the same visit (one policy tick), so the engine may acquire
+ * the records one at a time and compute each as soon as it has landed
+ * while the others are still being read. n <= expert_store_max_batch().
+ * Counters are those of acquire (a requested read is a miss). Returns 0 or
+ * a negative errno; on error the following acquire reads what is missing. */
+int expert_store_request(expert_store *s, int layer, const int *experts, int n);
+/* 1 when (layer, expert) is resident and its read complete (acquire would
+ * not wait), else 0. Reaps finished reads; never blocks. */
+int expert_store_ready(expert_store *s, int layer, int expert);
+
 /* Hint: these experts of `layer` are likely needed next. Non-blocking;
  * wrong guesses cost bandwidth only. */
 void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n);

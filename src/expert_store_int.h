@@ -26,6 +26,8 @@ typedef struct store_slot {
 	int pins;             /* acquire references, dropped by release(layer) */
 	int hot;              /* member of the pinned hot set: never evicted */
 	int prefetched;       /* read by prefetch and not yet acquired */
+	int demand;           /* read queued by expert_store_request, not yet
+	                       * acquired: counted as a miss by that acquire */
 	uint32_t pf_visit;    /* layer_visit[layer] when prefetched */
 	int pending;          /* stripe reads still in flight */
 	int error;            /* negative errno of a failed read, else 0 */
@@ -92,6 +94,7 @@ struct expert_store {
 	uint64_t tick;              /* one per acquire call */
 	uint32_t *layer_visit;      /* [n_layers] visits: acquires moving to a layer */
 	int cur_layer;              /* layer of the latest acquire, -1 */
+	int visit_layer;            /* layer of an open request visit, -1 */
 	/* heat */
 	float *heat;                /* decayed count as of heat_tick */
 	uint32_t *heat_tick;        /* layer tick when heat[] was updated */

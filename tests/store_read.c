@@ -227,6 +227,66 @@ static void test_engine_order(test_model *m)
 	expert_store_free(s);
 }
 
+/* The engine's pipelined order: request a layer's set (its reads queued
+ * first), prefetch the next layer, then acquire the records one at a time,
+ * landed ones first. Same bytes, same budget; a requested read counts as
+ * a miss, never as a prefetch hit; ready() agrees with acquire. */
+static void test_request(test_model *m)
+{
+	const int64_t caches[] = { 0, 3 * REC, (int64_t)(LAYERS - 1) * EXPERTS * REC };
+	for (int ci = 0; ci < 3; ci++)
+		for (int pf = 0; pf < 2; pf++)
+			for (int dio = 0; dio < 2; dio++) {
+				expert_store *s = open_store(m, caches[ci], pf, dio, NULL);
+				coli_err err;
+				coli_err_clear(&err);
+				uint64_t lookups = 0;
+				for (int t = 0; t < 20; t++)
+					for (int l = 1; l < LAYERS; l++) {
+						int ex[TOPK], nx[TOPK];
+						for (int j = 0; j < TOPK; j++) {
+							ex[j] = route(t, l, j);
+							nx[j] = route(l + 1 < LAYERS ? t : t + 1, l + 1 < LAYERS ? l + 1 : 1, j);
+						}
+						int nu = ex[0] == ex[1] ? 1 : 2;
+						CHECK(expert_store_request(s, l, ex, nu) == 0);
+						expert_store_prefetch(s, l + 1 < LAYERS ? l + 1 : 1, nx, TOPK);
+						for (int done = 0; done < nu; done++) {
+							int pick = done;
+							for (int i = done; i < nu; i++)
+								if (expert_store_ready(s, l, ex[i])) {
+									pick = i;
+									break;
+								}
+							int e = ex[pick];
+							ex[pick] = ex[done];
+							ex[done] = e;
+							const void *rec;
+							CHECK(expert_store_acquire(s, l, &e, 1, &rec, &err) == 0);
+							CHECK(tm_check(m, l, e, rec));
+							CHECK(expert_store_ready(s, l, e));
+							lookups++;
+						}
+						check_budget(s);
+						expert_store_release(s, l);
+					}
+				expert_stats_summary sum;
+				expert_stats_snapshot(expert_store_stats(s), &sum);
+				CHECK(sum.hits_pinned + sum.hits_cached + sum.hits_prefetched + sum.misses == lookups);
+				CHECK(sum.misses > 0);
+				if (!pf)
+					CHECK(sum.hits_prefetched == 0 && sum.prefetch_issued == 0);
+				if (ci == 2)
+					CHECK(sum.misses + sum.hits_prefetched <= (uint64_t)(LAYERS - 1) * EXPERTS);
+				/* more than max_batch, or a layer without experts: refused */
+				int many[4 * TOPK + 1] = { 0 };
+				CHECK(expert_store_request(s, 1, many, 4 * TOPK + 1) < 0);
+				CHECK(expert_store_request(s, 0, many, 1) < 0);
+				CHECK(!expert_store_ready(s, 0, 0) && !expert_store_ready(s, 1, EXPERTS));
+				expert_store_free(s);
+			}
+}
+
 /* cache "auto": bounded by all expert bytes (this model is tiny), split
  * half pinned, half cached, plus what scratch tops the cache up with. */
 static void test_auto_budget(test_model *m)
@@ -413,6 +473,7 @@ int main(void)
 	tm_make(&m, LAYERS, EXPERTS, TOPK, REC);
 	test_matrix(&m, NULL);
 	test_in_use(&m);
+	test_request(&m);
 	test_auto_budget(&m);
 	test_engine_order(&m); /* LRU and */
 	test_engine_order(&m); /* LFU-decay */
