@@ -4,11 +4,15 @@
 set -e
 PKGS="build-essential autoconf automake pkg-config clang llvm libclang-rt-14-dev \
 libjansson-dev liburing-dev libmicrohttpd-dev libncurses-dev libpcre2-dev libutf8proc-dev \
-python3 python3-numpy python3-httpx mandoc tmux curl nodejs npm wrk"
+libedit-dev python3 python3-numpy python3-httpx mandoc tmux curl wrk"
 missing=""
 for p in $PKGS; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
 done
+# Node.js may come from Debian or from NodeSource (whose nodejs bundles npm
+# and conflicts with Debian's npm package): install only what is absent.
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 if [ -n "$missing" ]; then
 	SUDO=""
 	[ "$(id -u)" = 0 ] || SUDO=sudo
