@@ -211,6 +211,9 @@ static int forward_chunk(coli_model *m, coli_state *s, const int *tokens, int n,
 			t0 = now_s();
 			s->timing.moe += t0 - t1;
 		} else {
+			/* the next layer's expert reads overlap this FFN */
+			if (m->store)
+				moe_prefetch_next(m, s, l, n);
 			dense_ffn(m, s, l, n);
 			t0 = now_s();
 			s->timing.dense_ffn += t0 - t1;

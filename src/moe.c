@@ -84,8 +84,11 @@ void moe_route(const coli_config *c, const float *logits, const float *bias, int
 }
 
 /* Guess the next MoE layer's experts for the last position by applying its
- * norm and router to the current residual stream, and start reading them. */
-static void moe_prefetch_next(coli_model *m, coli_state *s, int layer, int n)
+ * norm and router to the current residual stream, and start reading them.
+ * Called by moe_forward once this layer's own reads are queued (so they go
+ * first), and by forward.c after a dense layer's attention, so the first
+ * MoE layer's reads overlap the dense FFN. */
+void moe_prefetch_next(coli_model *m, coli_state *s, int layer, int n)
 {
 	const coli_config *c = &m->cfg;
 	int next = layer + 1;
@@ -158,22 +161,38 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 		}
 		goto shared;
 	}
-	moe_prefetch_next(m, s, layer, n);
-
+	/* Per group: queue its missing reads (ahead of the next layer's
+	 * prefetch), then take the records one at a time, landed ones first,
+	 * and run each while the others are still being read. An expert
+	 * writes only its own positions' moe_out rows and the sum below is
+	 * in routing order, so the running order changes no bit of x. */
 	int group = expert_store_max_batch(m->store);
 	if (group < 1)
 		group = 1;
 	for (int g = 0; g < nu && !rc; g += group) {
 		int gn = nu - g < group ? nu - g : group;
-		rc = expert_store_acquire(m->store, layer, s->union_experts + g, gn, s->recs, err);
-		if (rc)
-			break;
-		for (int i = 0; i < gn; i++) {
-			const void *rec = s->recs[i];
+		int *ue = s->union_experts + g;
+		expert_store_request(m->store, layer, ue, gn);
+		if (g == 0)
+			moe_prefetch_next(m, s, layer, n);
+		for (int done = 0; done < gn && !rc; done++) {
+			int pick = done;
+			for (int i = done; i < gn; i++)
+				if (expert_store_ready(m->store, layer, ue[i])) {
+					pick = i;
+					break;
+				}
+			int e = ue[pick];
+			ue[pick] = ue[done];
+			ue[done] = e;
+			rc = expert_store_acquire(m->store, layer, &e, 1, s->recs, err);
+			if (rc)
+				break;
+			const void *rec = s->recs[0];
 			coli_qmat gate = coli_container_expert_part(m->container, rec, COLI_EXPERT_GATE);
 			coli_qmat up = coli_container_expert_part(m->container, rec, COLI_EXPERT_UP);
 			coli_qmat down = coli_container_expert_part(m->container, rec, COLI_EXPERT_DOWN);
-			moe_run_expert(m, s, &gate, &up, &down, s->union_experts[g + i], n);
+			moe_run_expert(m, s, &gate, &up, &down, e, n);
 		}
 		expert_store_release(m->store, layer);
 	}
