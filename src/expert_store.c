@@ -575,7 +575,10 @@ int expert_store_open(const coli_container *c, const expert_store_opts *o,
 		rc = coli_err_set(err, -EINVAL, "expert store: container has no MoE layer");
 		goto fail;
 	}
-	s->max_batch = o->max_batch > 0 ? o->max_batch : 2 * s->top_k;
+	/* One layer's top-k per call: the engine runs each record as it
+	 * lands (expert_store_request), so larger groups gain nothing and
+	 * would only enlarge the scratch pool beyond the user's budget. */
+	s->max_batch = o->max_batch > 0 ? o->max_batch : s->top_k;
 	if (s->max_batch > s->n_experts)
 		s->max_batch = s->n_experts;
 	int64_t pin, cache;

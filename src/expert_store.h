@@ -42,7 +42,8 @@ typedef struct expert_store_opts {
 	/* --- added after the first contract; zeroed/defaulted by
 	 * expert_store_opts_default, so older callers keep working. --- */
 	int policy;              /* enum expert_policy; -1 = default (measured) */
-	int max_batch;           /* experts per acquire call; 0 = 2 x top_k */
+	int max_batch;           /* experts per acquire call; 0 = top_k
+	                          * (2 x top_k before expert_store_request) */
 	int64_t kv_bytes;        /* KV budget subtracted by the automatic cache
 	                          * budget; -1 = default (1 GiB) */
 	int verify_mirrors;      /* 1 = sha256 every mirror shard at open (slow) */

@@ -2,8 +2,9 @@
  * parser, and the automatic RAM budget.
  *
  * Budget semantics (documented in man/engine-options.inc):
- *   --expert-cache SIZE  RAM for routed experts (pinned + cached), beyond
- *                        the fixed scratch pool of 2 x max_batch records;
+ *   --expert-cache SIZE  RAM for routed experts (pinned + cached); a
+ *                        scratch pool tops the unpinned part up to
+ *                        2 x max_batch records when it is smaller;
  *   --pin-budget SIZE    the part of it reserved for the pinned hot set
  *                        (auto: half). A pin budget larger than the cache
  *                        budget raises the total to the pin budget.

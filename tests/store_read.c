@@ -148,7 +148,7 @@ static void test_in_use(test_model *m)
 {
 	expert_store *s = open_store(m, 0, 1, 0, NULL);
 	int mb = expert_store_max_batch(s);
-	CHECK(mb == 2 * TOPK);
+	CHECK(mb == TOPK);
 	int a[2 * TOPK], b[2 * TOPK], c[2 * TOPK];
 	const void *ra[2 * TOPK], *rb[2 * TOPK], *rc[2 * TOPK];
 	for (int i = 0; i < mb; i++) {
@@ -300,7 +300,7 @@ static void test_auto_budget(test_model *m)
 	CHECK(sum.budget_pin + sum.budget_cache == all);
 	CHECK(sum.budget_pin == all / 2);
 	/* scratch only tops the unpinned cache up to 2 x max_batch records */
-	int64_t want_scratch = 2 * 2 * TOPK * REC - sum.budget_cache;
+	int64_t want_scratch = 2 * TOPK * REC - sum.budget_cache;
 	CHECK(sum.budget_scratch == (want_scratch > 0 ? want_scratch : 0));
 	CHECK(sum.record_size == REC);
 	run_tokens(m, s, 10);

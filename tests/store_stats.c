@@ -82,6 +82,7 @@ static void test_store_tiers(void)
 	expert_store_opts_default(&o);
 	o.cache_bytes = 0;
 	o.pin_bytes = 0;
+	o.max_batch = 4; /* scratch: 2 x 4 = 8 records */
 	expert_store *s;
 	coli_err err;
 	CHECK(expert_store_open(&m.c, &o, &s, &err) == 0);
