@@ -659,3 +659,27 @@ int coli_chat_render(const coli_chat_template *tpl, const coli_chat_msg *msgs, i
 	*out = b.p;
 	return 0;
 }
+
+int coli_chat_render_turn(const coli_chat_template *tpl, const coli_chat_msg *msgs, int n,
+			  int has_history, int prev_unfinished, char **out, coli_err *err)
+{
+	char *r = NULL;
+	int rc = coli_chat_render(tpl, msgs, n, NULL, 1, &r, err);
+	if (rc)
+		return rc;
+	const char *body = r;
+	const char *bos = tpl->bos_text ? tpl->bos_text : "";
+	size_t bl = strlen(bos);
+	if (has_history && bl && !strncmp(body, bos, bl))
+		body += bl;
+	const char *pre = has_history && prev_unfinished && tpl->eos_text ? tpl->eos_text : "";
+	size_t len = strlen(pre) + strlen(body) + 1;
+	*out = malloc(len);
+	if (!*out) {
+		free(r);
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	}
+	snprintf(*out, len, "%s%s", pre, body);
+	free(r);
+	return 0;
+}

@@ -48,4 +48,15 @@ int coli_chat_render(const coli_chat_template *tpl, const coli_chat_msg *msgs, i
 		     const char *tools_json, int add_generation_prompt, char **out,
 		     coli_err *err);
 
+/* The prompt of one new turn appended to a persisted session, whose history
+ * already holds the earlier turns as tokens: msgs are this turn's messages
+ * (a leading system message only on the first turn), rendered with the
+ * generation prompt; with history, the BOS the template writes is dropped,
+ * and an answer that ended without its end-of-turn token (length,
+ * cancelled) is closed with eos_text first so the template's structure
+ * holds. An answer that ended with the end-of-sequence token already has
+ * it in the history (the engine evaluates it). */
+int coli_chat_render_turn(const coli_chat_template *tpl, const coli_chat_msg *msgs, int n,
+			  int has_history, int prev_unfinished, char **out, coli_err *err);
+
 #endif

@@ -1,13 +1,15 @@
 /* cmd_chat.c - `coli chat [DIR]`: a plain-terminal chat. Each line read on
- * standard input is a user turn; the conversation is rendered with the
- * model's chat template and the reply streamed to standard output.
+ * standard input is a user turn; the reply streams to standard output and
+ * its token count, speed and time to first token follow on standard error.
+ * On a terminal the line is edited with libedit (arrows, history, Ctrl-A/E
+ * and friends); in a pipe lines are read as they come.
  *
  * Without --session every turn submits the whole rendered conversation and
  * the engine reuses the KV prefix it already holds. With --session NAME the
- * engine appends each prompt to the persisted session, so only what the
- * template adds since the last turn is sent; if the template rewrites an
- * earlier turn (some strip past reasoning) that cannot be expressed as an
- * append and the turn is refused with a message. */
+ * conversation is a persisted KV session: each turn sends only its own
+ * rendered messages (coli_chat_render_turn), and the visible transcript is
+ * kept beside the session (chat_transcript.h), so colitop and `coli chat`
+ * continue the same conversation after a restart without re-prefill. */
 #include "config.h"
 
 #include <errno.h>
@@ -15,13 +17,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <editline/readline.h>
+
 #include "chat_template.h"
+#include "chat_transcript.h"
 #include "cli.h"
 #include "cli_util.h"
 #include "engine.h"
 #include "engine_flags.h"
+#include "kv_file.h"
+#include "kv_store.h"
 
 static void usage(FILE *f)
 {
@@ -34,7 +42,7 @@ static void usage(FILE *f)
 		"  --top-p P           nucleus sampling (default 1 = off)\n"
 		"  --seed S            sampling seed (default 0)\n"
 		"Lines on standard input are user turns; /reset forgets the conversation,\n"
-		"/quit or end of input ends. Ctrl-C stops a reply.\n%s",
+		"/quit or end of input (Ctrl-D) ends. Ctrl-C stops a reply.\n%s",
 		coli_engine_flags_help);
 }
 
@@ -46,50 +54,24 @@ static void on_sigint(int sig)
 	interrupted = 1;
 }
 
-typedef struct history {
-	coli_chat_msg *m;
-	char **owned;          /* strings we allocated, freed with the history */
-	int n, cap;
-} history;
+typedef struct chat {
+	coli_engine *e;
+	coli_chat_template tpl;
+	coli_gen_params gp;
+	const char *system_msg;
+	chat_transcript t;
+	char kv_dir[4200];
+	int has_history;       /* session mode: the session holds tokens */
+	int tty_in, tty_err;
+} chat;
 
-static int hist_add(history *h, const char *role, const char *content)
-{
-	if (h->n == h->cap) {
-		int cap = h->cap ? h->cap * 2 : 16;
-		coli_chat_msg *m = realloc(h->m, sizeof *m * (size_t)cap);
-		if (!m)
-			return -ENOMEM;
-		h->m = m;
-		char **o = realloc(h->owned, sizeof *o * (size_t)cap);
-		if (!o)
-			return -ENOMEM;
-		h->owned = o;
-		h->cap = cap;
-	}
-	char *c = strdup(content);
-	if (!c)
-		return -ENOMEM;
-	memset(&h->m[h->n], 0, sizeof h->m[h->n]);
-	h->m[h->n].role = role;
-	h->m[h->n].content = c;
-	h->owned[h->n++] = c;
-	return 0;
-}
-
-static void hist_clear(history *h, int keep)
-{
-	while (h->n > keep)
-		free(h->owned[--h->n]);
-}
-
-/* Stream one reply; *reply receives its text. */
-static int run_turn(coli_engine *e, const int *ids, int n, const coli_gen_params *gp, char **reply,
-		    coli_err *err)
+/* Stream one reply; *reply receives its text, *finish how it ended. */
+static int run_turn(chat *c, const int *ids, int n, char **reply, int *finish, coli_err *err)
 {
 	coli_request *r = NULL;
 	size_t len = 0, cap = 256;
 	char *buf = malloc(cap);
-	int rc = buf ? coli_engine_submit(e, ids, n, gp, &r, err) : coli_err_set(err, -ENOMEM, "out of memory");
+	int rc = buf ? coli_engine_submit(c->e, ids, n, &c->gp, &r, err) : coli_err_set(err, -ENOMEM, "out of memory");
 	if (rc)
 		goto out;
 	coli_event ev;
@@ -123,8 +105,12 @@ static int run_turn(coli_engine *e, const int *ids, int n, const coli_gen_params
 		rc = coli_err_set(err, ev.error_code, "%s", ev.message);
 		goto out;
 	}
+	if (c->tty_err)
+		fprintf(stderr, "[%d tokens, %.1f tok/s, first token %.0f ms, %d of %d prompt tokens cached]\n",
+			ev.completion_tokens, ev.decode_tps, ev.ttft_ms, ev.cached_tokens, ev.prompt_tokens);
 	buf[len] = '\0';
 	*reply = buf;
+	*finish = ev.finish;
 	buf = NULL;
 out:
 	free(buf);
@@ -132,81 +118,129 @@ out:
 	return rc;
 }
 
-/* The prompt ids of a turn: the rendered conversation, or in session mode
- * only what follows the text already in the session (*sent). */
-static int turn_ids(coli_engine *e, const coli_chat_template *tpl, history *h, const char *session,
-		    const char *sent, int **ids, size_t *n, char **full, coli_err *err)
+/* The prompt text of a turn. */
+static int turn_text(chat *c, const char *line, char **text, coli_err *err)
 {
-	int rc = coli_chat_render(tpl, h->m, h->n, NULL, 1, full, err);
-	if (rc)
-		return rc;
-	const char *text = *full;
-	if (session) {
-		size_t k = strlen(sent);
-		if (strncmp(*full, sent, k))
-			return coli_err_set(err, -EINVAL,
-					    "session %s: the chat template rewrote an earlier turn, which cannot be "
-					    "appended to the session (use /reset or run without --session)", session);
-		text += k;
+	if (!c->gp.session) {
+		/* the whole conversation; the engine reuses the prefix it holds */
+		return coli_chat_render(&c->tpl, c->t.msgs, c->t.n, NULL, 1, text, err);
 	}
-	return coli_tokenizer_encode(coli_engine_tokenizer(e), text, strlen(text), ids, n, err);
+	coli_chat_msg m[2];
+	int n = 0;
+	memset(m, 0, sizeof m);
+	if (!c->has_history && c->system_msg) {
+		m[n].role = "system";
+		m[n++].content = c->system_msg;
+	}
+	m[n].role = "user";
+	m[n++].content = line;
+	int unfinished = c->t.last_finish && c->t.last_finish != COLI_FINISH_STOP;
+	return coli_chat_render_turn(&c->tpl, m, n, c->has_history, unfinished, text, err);
 }
 
-static int chat_loop(coli_engine *e, const coli_chat_template *tpl, history *h, int keep,
-		     const coli_gen_params *gp)
+static int one_turn(chat *c, const char *line, coli_err *err)
 {
-	char *line = NULL, *sent = strdup("");
-	size_t lcap = 0;
-	int tty = isatty(STDIN_FILENO), status = COLI_EXIT_OK;
-	coli_err err = { 0 };
-	while (sent) {
-		if (tty) {
-			fputs("> ", stdout);
-			fflush(stdout);
-		}
-		ssize_t got = getline(&line, &lcap, stdin);
-		if (got < 0)
-			break;
-		while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r'))
-			line[--got] = '\0';
-		if (!strcmp(line, "/quit") || !strcmp(line, "/exit"))
-			break;
-		if (!strcmp(line, "/reset")) {
-			hist_clear(h, keep);
-			continue;
-		}
-		if (!got)
-			continue;
-		int *ids = NULL;
-		size_t n = 0;
-		char *full = NULL, *reply = NULL;
-		if (hist_add(h, "user", line) ||
-		    turn_ids(e, tpl, h, gp->session, sent, &ids, &n, &full, &err) ||
-		    run_turn(e, ids, (int)n, gp, &reply, &err)) {
-			cli_errorf("chat", "%s", err.msg[0] ? err.msg : "out of memory");
-			status = COLI_EXIT_FAIL;
-			free(ids);
-			free(full);
-			break;
-		}
-		free(ids);
-		/* what the session now holds: the prompt, then the reply */
-		char *ns = malloc(strlen(full) + strlen(reply) + 1);
-		if (ns) {
-			strcpy(ns, full);
-			strcat(ns, reply);
-		}
-		free(sent);
-		sent = ns;
-		free(full);
-		if (hist_add(h, "assistant", reply)) {
-			free(reply);
-			break;
-		}
-		free(reply);
+	char *text = NULL, *reply = NULL;
+	int *ids = NULL, finish = 0, rc;
+	size_t n = 0;
+	int mark = c->t.n;
+	int first = c->gp.session ? !c->has_history : c->t.n == 0;
+	if (first && c->system_msg && chat_transcript_add(&c->t, "system", c->system_msg, strlen(c->system_msg)))
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	if (chat_transcript_add(&c->t, "user", line, strlen(line)))
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	if ((rc = turn_text(c, line, &text, err)) ||
+	    (rc = coli_tokenizer_encode(coli_engine_tokenizer(c->e), text, strlen(text), &ids, &n, err)) ||
+	    (rc = run_turn(c, ids, (int)n, &reply, &finish, err))) {
+		chat_transcript_truncate(&c->t, mark);
+		goto out;
 	}
-	free(line);
-	free(sent);
+	if (chat_transcript_add(&c->t, "assistant", reply, strlen(reply))) {
+		rc = coli_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	c->t.last_finish = finish;
+	c->has_history = 1;
+	if (c->gp.session && chat_transcript_save(c->kv_dir, c->gp.session, &c->t, err)) {
+		/* the KV session is saved by the engine; only the transcript failed */
+		fprintf(stderr, "coli chat: warning: %s\n", err->msg);
+		coli_err_clear(err);
+	}
+out:
+	free(text);
+	free(ids);
+	free(reply);
+	return rc;
+}
+
+static char *read_line(chat *c)
+{
+	if (c->tty_in) {
+		char *l = readline("> ");
+		if (l && *l)
+			add_history(l);
+		return l;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t got = getline(&line, &cap, stdin);
+	if (got < 0) {
+		free(line);
+		return NULL;
+	}
+	while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r'))
+		line[--got] = '\0';
+	return line;
+}
+
+/* Session mode: the transcript and whether the session already has tokens. */
+static int open_session(chat *c, coli_err *err)
+{
+	snprintf(c->kv_dir, sizeof c->kv_dir, "%s/kv", coli_engine_cache_dir(c->e));
+	int rc = kv_store_name_check(c->gp.session, err);
+	if (rc)
+		return rc;
+	if ((rc = chat_transcript_load(c->kv_dir, c->gp.session, &c->t, err)))
+		return rc;
+	char path[4400];
+	kv_file_report rep;
+	if (!kv_store_path(c->kv_dir, c->gp.session, "kv", path, sizeof path, NULL) &&
+	    !kv_file_inspect(path, 0, &rep, NULL)) {
+		c->has_history = rep.n_tokens > 0;
+		if (c->tty_err && rep.n_tokens > 0)
+			fprintf(stderr, "[session %s: %d tokens, %d messages; continuing]\n", c->gp.session,
+				rep.n_tokens, c->t.n);
+		kv_file_report_free(&rep);
+	}
+	if (!c->has_history)
+		chat_transcript_truncate(&c->t, 0);
+	return 0;
+}
+
+static int chat_loop(chat *c)
+{
+	coli_err err = { 0 };
+	int status = COLI_EXIT_OK;
+	char *line;
+	while ((line = read_line(c))) {
+		if (!strcmp(line, "/quit") || !strcmp(line, "/exit")) {
+			free(line);
+			break;
+		}
+		if (!strcmp(line, "/reset")) {
+			if (c->gp.session)
+				fprintf(stderr, "coli chat: /reset does not apply to a persisted session "
+						"(start another with --session NAME)\n");
+			else
+				chat_transcript_truncate(&c->t, 0);
+		} else if (*line && one_turn(c, line, &err)) {
+			cli_errorf("chat", "%s", err.msg);
+			status = COLI_EXIT_FAIL;
+			free(line);
+			break;
+		}
+		free(line);
+	}
 	return status;
 }
 
@@ -214,13 +248,12 @@ int cmd_chat(int argc, char **argv)
 {
 	coli_err err = { 0 };
 	coli_engine_flags fl;
-	coli_gen_params gp;
-	coli_gen_params_default(&gp);
-	gp.max_tokens = 1024;
-	const char *dir = NULL, *system_msg = NULL;
+	chat c;
+	memset(&c, 0, sizeof c);
+	coli_gen_params_default(&c.gp);
+	c.gp.max_tokens = 1024;
+	const char *dir = NULL;
 	int status = COLI_EXIT_FAIL;
-	coli_engine *e = NULL;
-	history h = { 0 };
 	if (coli_engine_flags_init(&fl, &err)) {
 		cli_errorf("chat", "%s", err.msg);
 		return COLI_EXIT_USAGE;
@@ -240,25 +273,25 @@ int cmd_chat(int argc, char **argv)
 			status = COLI_EXIT_OK;
 			goto out;
 		} else if (!strcmp(a, "--system") && has) {
-			system_msg = argv[++i];
+			c.system_msg = argv[++i];
 		} else if (!strcmp(a, "--session") && has) {
-			gp.session = argv[++i];
+			c.gp.session = argv[++i];
 		} else if ((!strcmp(a, "-n") || !strcmp(a, "--max-tokens")) && has) {
 			if (cli_parse_int(argv[++i], a, 1, 1 << 24, &lv, &err))
 				goto usage_err;
-			gp.max_tokens = (int)lv;
+			c.gp.max_tokens = (int)lv;
 		} else if (!strcmp(a, "--temp") && has) {
 			if (cli_parse_float(argv[++i], a, 0, 100, &dv, &err))
 				goto usage_err;
-			gp.temperature = (float)dv;
+			c.gp.temperature = (float)dv;
 		} else if (!strcmp(a, "--top-p") && has) {
 			if (cli_parse_float(argv[++i], a, 0, 1, &dv, &err))
 				goto usage_err;
-			gp.top_p = (float)dv;
+			c.gp.top_p = (float)dv;
 		} else if (!strcmp(a, "--seed") && has) {
 			if (cli_parse_int(argv[++i], a, 0, 0x7fffffffffffffffL, &lv, &err))
 				goto usage_err;
-			gp.seed = (uint64_t)lv;
+			c.gp.seed = (uint64_t)lv;
 		} else if (a[0] != '-' && !dir) {
 			dir = a;
 		} else {
@@ -266,21 +299,22 @@ int cmd_chat(int argc, char **argv)
 			goto usage_err;
 		}
 	}
+	if (c.gp.session && kv_store_name_check(c.gp.session, &err))
+		goto usage_err;
+	c.tty_in = isatty(STDIN_FILENO);
+	c.tty_err = isatty(STDERR_FILENO);
 	fl.opts.model_dir = dir;
-	if (coli_engine_new(&fl.opts, &e, &err))
+	if (coli_engine_new(&fl.opts, &c.e, &err))
 		goto fail;
-	coli_chat_template tpl;
-	const coli_config *cfg = coli_engine_config(e);
-	if (coli_chat_template_detect(coli_engine_tokenizer(e), cfg ? cfg->model_type : NULL, &tpl, &err))
+	const coli_config *cfg = coli_engine_config(c.e);
+	if (coli_chat_template_detect(coli_engine_tokenizer(c.e), cfg ? cfg->model_type : NULL, &c.tpl, &err))
 		goto fail;
-	if (system_msg && hist_add(&h, "system", system_msg)) {
-		coli_err_set(&err, -ENOMEM, "out of memory");
+	if (c.gp.session && open_session(&c, &err))
 		goto fail;
-	}
 	struct sigaction sa = { 0 }, old;
 	sa.sa_handler = on_sigint;
 	sigaction(SIGINT, &sa, &old);
-	status = chat_loop(e, &tpl, &h, system_msg ? 1 : 0, &gp);
+	status = chat_loop(&c);
 	sigaction(SIGINT, &old, NULL);
 	goto out;
 usage_err:
@@ -290,10 +324,8 @@ usage_err:
 fail:
 	cli_errorf("chat", "%s", err.msg);
 out:
-	hist_clear(&h, 0);
-	free(h.m);
-	free(h.owned);
-	coli_engine_free(e);
+	chat_transcript_free(&c.t);
+	coli_engine_free(c.e);
 	coli_engine_flags_free(&fl);
 	return status;
 }

@@ -286,6 +286,7 @@ const coli_tokenizer *coli_engine_tokenizer(const coli_engine *e) { return e->to
 const char *coli_engine_model_name(const coli_engine *e) { return e->model_name; }
 int coli_engine_ctx(const coli_engine *e) { return e->ctx; }
 int coli_engine_slots(const coli_engine *e) { return e->n_slots; }
+const char *coli_engine_cache_dir(const coli_engine *e) { return e->cache_dir; }
 
 const expert_stats *coli_engine_expert_stats(const coli_engine *e)
 {

@@ -81,6 +81,8 @@ const coli_config *coli_engine_config(const coli_engine *e);
 const coli_tokenizer *coli_engine_tokenizer(const coli_engine *e);
 const char *coli_engine_model_name(const coli_engine *e);
 int coli_engine_ctx(const coli_engine *e);
+/* The cache directory in use (sessions in kv/, heat in hot-experts/). */
+const char *coli_engine_cache_dir(const coli_engine *e);
 /* Requests served at once (each slot holds one sequence's KV cache). */
 int coli_engine_slots(const coli_engine *e);
 

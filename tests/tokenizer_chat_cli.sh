@@ -20,6 +20,20 @@ printf 'Hello\n\nSecond turn\n/reset\nThird\n/quit\nnot read\n' |
 printf 'one\ntwo\n' | "$COLI" chat "$tmp/m" -n 4 --session s >/dev/null 2>"$tmp/err" || { echo "FAIL: session chat"; cat "$tmp/err"; fail=1; }
 printf 'three\n' | "$COLI" chat "$tmp/m" -n 4 --session s >/dev/null 2>"$tmp/err" || { echo "FAIL: session continued"; cat "$tmp/err"; fail=1; }
 "$COLI" sessions "$tmp/m" list 2>/dev/null | grep -q '^s ' || { echo "FAIL: session s not persisted"; fail=1; }
+# the visible transcript beside the session holds all three turns in order,
+# and the continued turn did not start a second conversation (one BOS)
+"${PYTHON3:-python3}" - "$COLI_CACHE_DIR" <<'PYEOF' || { echo "FAIL: session transcript"; fail=1; }
+import glob, json, sys
+paths = glob.glob(sys.argv[1] + "/kv/s.chat.json")
+assert paths, "no s.chat.json"
+t = json.load(open(paths[0]))
+assert t["format"] == "colitop-chat" and t["version"] == 1, t
+roles = [m["role"] for m in t["messages"]]
+users = [m["content"] for m in t["messages"] if m["role"] == "user"]
+assert roles == ["user", "assistant"] * 3, roles
+assert users == ["one", "two", "three"], users
+assert t["last_finish"] in ("stop", "length"), t
+PYEOF
 
 # an unknown template is refused in one line (checked on a copy of the
 # tokenizer: the model container's files are size-checked by the engine)

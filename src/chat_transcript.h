@@ -1,0 +1,39 @@
+/* chat_transcript.h - the visible conversation of a chat session, kept
+ * beside its KV file as CACHE_DIR/kv/NAME.chat.json so colitop and
+ * `coli chat` show and continue the same conversation:
+ *
+ *   {"format": "colitop-chat", "version": 1, "session": NAME,
+ *    "last_finish": "" | "stop" | "length" | "cancelled" | "error",
+ *    "messages": [{"role": "system|user|assistant|note|error",
+ *                  "content": TEXT}, ...]}
+ *
+ * Written atomically (temporary file, fsync, rename). The KV file is the
+ * truth for the model; the transcript is for people. */
+#ifndef COLI_CHAT_TRANSCRIPT_H
+#define COLI_CHAT_TRANSCRIPT_H
+
+#include <stddef.h>
+
+#include "chat_template.h"
+#include "coli_err.h"
+
+typedef struct chat_transcript {
+	coli_chat_msg *msgs;   /* role and content owned by the transcript */
+	int n, cap;
+	int last_finish;       /* enum coli_finish of the last answer, 0 = none */
+} chat_transcript;
+
+/* Load NAME.chat.json from kv_dir; a missing file is an empty transcript. */
+int chat_transcript_load(const char *kv_dir, const char *session, chat_transcript *t, coli_err *err);
+int chat_transcript_save(const char *kv_dir, const char *session, const chat_transcript *t,
+			 coli_err *err);
+int chat_transcript_add(chat_transcript *t, const char *role, const char *text, size_t len);
+/* Keep only the first n messages. */
+void chat_transcript_truncate(chat_transcript *t, int n);
+void chat_transcript_free(chat_transcript *t);
+
+/* Names of enum coli_finish values as stored in "last_finish". */
+const char *chat_finish_name(int finish);
+int chat_finish_parse(const char *name);
+
+#endif
