@@ -55,6 +55,10 @@ tui_keys z
 tui_wait 'Routing \(zoom\)'
 tui_keys z
 tui_wait 'Expert map'
+# Tab to the Expert map: a switches to the affinity (co-activation) order
+tui_keys Tab a
+tui_wait 'Expert map .*affinity order'
+tui_check_frames 120 40
 tui_keys '?'
 tui_wait 'colitop keys'
 tui_keys Escape

@@ -13,14 +13,18 @@ ROUNDS=${2:-3}
 COLI="$B/coli"
 COLITOP="$B/colitop"
 T=$(mktemp -d)
-SOCK="colitop-bench-$$"
 SP=
 cleanup() {
 	[ -z "$SP" ] || kill "$SP" 2>/dev/null || true
-	tmux -L "$SOCK" kill-server 2>/dev/null || true
+	i=1
+	while [ $i -le "$ROUNDS" ]; do
+		tmux -L "colitop-bench-$$-$i" kill-server 2>/dev/null
+		i=$((i + 1))
+	done
 	rm -rf "$T"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
 export COLI_CACHE_DIR="$T/cache"
 "$COLI" synth "$T/hf" --preset glm5-tiny --layers 8 --experts 64 --topk 8 >/dev/null 2>&1 &&
 	"$COLI" convert "$T/hf" "$T/model" >/dev/null 2>&1 || { echo "cannot make the model" >&2; exit 1; }
@@ -39,9 +43,15 @@ measure() {
 }
 
 headless() {
+	rm -f "$T/url"
 	"$COLI" serve "$T/model" --port 0 --threads 1 >"$T/url" 2>"$T/serve.log" &
 	SP=$!
-	while [ ! -s "$T/url" ]; do sleep 0.1; done
+	n=0
+	while [ ! -s "$T/url" ]; do
+		n=$((n + 1))
+		[ $n -lt 300 ] || { echo "coli serve did not start" >&2; exit 1; }
+		sleep 0.1
+	done
 	base=$(sed 's|/v1$||' "$T/url")
 	measure "$base"
 	kill "$SP"
@@ -50,10 +60,14 @@ headless() {
 }
 
 with_tui() {
+	SOCK="colitop-bench-$$-$1"   # a fresh server per round: no race with the last one's exit
 	tmux -L "$SOCK" -f /dev/null new-session -d -s b -x 200 -y 60 \
 		"env LANG=C.UTF-8 COLI_CACHE_DIR='$COLI_CACHE_DIR' '$COLITOP' --model '$T/model' --threads 1 --port 0 --session bench 2>'$T/tui.err'; sleep 600"
 	port=
+	n=0
 	while [ -z "$port" ]; do
+		n=$((n + 1))
+		[ $n -lt 300 ] || { echo "colitop did not start" >&2; cat "$T/tui.err" >&2; exit 1; }
 		sleep 0.2
 		port=$(tmux -L "$SOCK" capture-pane -p -t b | sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\) queue.*/\1/p' | head -n1)
 	done
@@ -72,14 +86,15 @@ h=""
 c=""
 r=0
 while [ $r -lt "$ROUNDS" ]; do
-	h="$h $(headless)"
-	tmux -L "$SOCK" kill-server 2>/dev/null || true
-	c="$c $(with_tui)"
+	h="$h $(headless)" || exit 1
 	r=$((r + 1))
+	c="$c $(with_tui $r)" || exit 1
+	[ $r -eq "$ROUNDS" ] || tmux -L "colitop-bench-$$-$r" kill-server 2>/dev/null
 done
 
 # idle CPU of the colitop still running from the last round
 sleep 3
+SOCK="colitop-bench-$$-$ROUNDS"
 pid=$(ps -o pid= --ppid "$(tmux -L "$SOCK" display-message -p -t b '#{pane_pid}')" | head -n1 | tr -d ' ')
 hz=$(getconf CLK_TCK)
 t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
