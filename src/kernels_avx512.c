@@ -49,6 +49,9 @@
 #define KN_MAX 4
 /* Weights per matmul panel, kept in L2 while every input group passes. */
 #define PANEL_BYTES (192 * 1024)
+/* INT4 blocks whose scales are converted ahead of the dot products (a
+ * multiple of 16; the stack buffers are 2 x 4 x this many floats per tile). */
+#define DM_CHUNK 256
 
 static int panel_rows(size_t row_bytes)
 {
@@ -218,65 +221,93 @@ AVX512_INLINE void q4_unpack(const uint8_t *q, __m512 f[4])
 	f[3] = _mm512_cvtepi32_ps(_mm512_srli_epi32(v1, 4));
 }
 
-/* (d, m, -, -) from the block's two halves; lanes 2-3 hold the first
- * quant bytes read as halves and are never used (only lane 0 is
- * broadcast and lane 1 is read through a mask). */
-AVX512_INLINE __m128 q4_dm(const coli_block_q4 *blk)
+/* Scales of blocks [0, cnt) of a row, cnt <= DM_CHUNK: d and m as floats
+ * into dbuf and mbuf, 16 blocks per gather + 2 conversions instead of a
+ * conversion and two shuffles per block in the hot loop. Slots past cnt
+ * (up to the next multiple of 16) get 0. */
+AVX512_INLINE void q4_scales(const coli_block_q4 *blk, int cnt, float *dbuf, float *mbuf)
 {
-	return _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)blk));
+	/* dword offsets of the 16 blocks' (d, m) pairs: 36-byte stride */
+	const __m512i idx = _mm512_setr_epi32(0, 9, 18, 27, 36, 45, 54, 63, 72, 81, 90, 99,
+					      108, 117, 126, 135);
+	for (int b = 0; b < cnt; b += 16) {
+		__mmask16 k = cnt - b >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (cnt - b)) - 1u);
+		__m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), k, idx, blk + b, 4);
+		_mm512_storeu_ps(dbuf + b, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)));
+		_mm512_storeu_ps(mbuf + b, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))));
+	}
 }
 
-/* matvec: one row, one input, accumulators in registers. The m term runs
- * in lane 1 of accm (masked FMA: the other lanes stay 0), the same FMA
- * sequence q4_tile runs in scalar form. */
+/* sum_b m_b * xsum_b over a chunk, lane b % 16 (a chunk is a whole
+ * number of 16-block groups, so lanes line up across chunks). */
+AVX512_INLINE __m512 q4_mterm(const float *mbuf, const float *xs, int cnt, __m512 accm)
+{
+	for (int b = 0; b < cnt; b += 16) {
+		__mmask16 k = cnt - b >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (cnt - b)) - 1u);
+		accm = _mm512_fmadd_ps(_mm512_loadu_ps(mbuf + b), _mm512_maskz_loadu_ps(k, xs + b), accm);
+	}
+	return accm;
+}
+
+/* matvec: one row, one input, accumulators in registers. */
 AVX512_INLINE float q4_row(const coli_block_q4 *row, int nb, const float *x, const float *xs)
 {
-	__m512 acc = _mm512_setzero_ps();
-	__m128 accm = _mm_setzero_ps();
-	for (int b = 0; b < nb; b++) {
-		__m512 f[4];
-		_mm_prefetch((const char *)(row + b) + PF_DIST, _MM_HINT_T0);
-		q4_unpack(row[b].q, f);
-		__m128 dm = q4_dm(&row[b]);
-		acc = _mm512_fmadd_ps(_mm512_broadcastss_ps(dm), block_dot(f, x + (size_t)b * COLI_QK), acc);
-		accm = _mm_mask3_fmadd_ps(dm, _mm_set1_ps(xs[b]), accm, 0x2);
+	float dbuf[DM_CHUNK], mbuf[DM_CHUNK];
+	__m512 acc = _mm512_setzero_ps(), accm = acc;
+	for (int c0 = 0; c0 < nb; c0 += DM_CHUNK) {
+		int cn = nb - c0 < DM_CHUNK ? nb - c0 : DM_CHUNK;
+		const coli_block_q4 *blk = row + c0;
+		const float *xc = x + (size_t)c0 * COLI_QK;
+		q4_scales(blk, cn, dbuf, mbuf);
+		accm = q4_mterm(mbuf, xs + c0, cn, accm);
+		for (int b = 0; b < cn; b++) {
+			__m512 f[4];
+			_mm_prefetch((const char *)(blk + b) + PF_DIST, _MM_HINT_T0);
+			q4_unpack(blk[b].q, f);
+			acc = _mm512_fmadd_ps(_mm512_set1_ps(dbuf[b]), block_dot(f, xc + (size_t)b * COLI_QK), acc);
+		}
 	}
-	return hsum16(acc) + _mm_cvtss_f32(_mm_movehdup_ps(accm));
+	return hsum16(acc) + hsum16(accm);
 }
 
+/* matmul tile: rt <= RT rows against KN inputs, block-major; per (row,
+ * input) exactly q4_row's operations, in the same order. */
 AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const float *x, size_t cols,
 			   const float *xs, const int KN, float *y, size_t ystride)
 {
-	__m512 acc[RT][KN_MAX];
-	__m128 accm[RT][KN_MAX];
+	float dbuf[RT][DM_CHUNK], mbuf[RT][DM_CHUNK];
+	__m512 acc[RT][KN_MAX], accm[RT][KN_MAX];
 	for (int i = 0; i < rt; i++)
 #pragma GCC unroll 4
 		for (int k = 0; k < KN; k++) {
 			acc[i][k] = _mm512_setzero_ps();
-			accm[i][k] = _mm_setzero_ps();
+			accm[i][k] = _mm512_setzero_ps();
 		}
-	for (int b = 0; b < nb; b++) {
-		const float *xb = x + (size_t)b * COLI_QK;
+	for (int c0 = 0; c0 < nb; c0 += DM_CHUNK) {
+		int cn = nb - c0 < DM_CHUNK ? nb - c0 : DM_CHUNK;
 		for (int i = 0; i < rt; i++) {
-			const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + b;
-			__m512 f[4];
-			_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
-			q4_unpack(blk->q, f);
-			__m128 dm = q4_dm(blk);
-			__m512 d = _mm512_broadcastss_ps(dm);
-			__m128 m = _mm_movehdup_ps(dm);
+			q4_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dbuf[i], mbuf[i]);
+			for (int k = 0; k < KN; k++)
+				accm[i][k] = q4_mterm(mbuf[i], xs + (size_t)k * (size_t)nb + c0, cn, accm[i][k]);
+		}
+		for (int b = 0; b < cn; b++) {
+			const float *xb = x + (size_t)(c0 + b) * COLI_QK;
+			for (int i = 0; i < rt; i++) {
+				const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
+				__m512 f[4];
+				_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
+				q4_unpack(blk->q, f);
+				__m512 d = _mm512_set1_ps(dbuf[i][b]);
 #pragma GCC unroll 4
-			for (int k = 0; k < KN; k++) {
-				acc[i][k] = _mm512_fmadd_ps(d, block_dot(f, xb + (size_t)k * cols), acc[i][k]);
-				accm[i][k] = _mm_fmadd_ss(m, _mm_load_ss(xs + (size_t)k * (size_t)nb + b),
-							  accm[i][k]);
+				for (int k = 0; k < KN; k++)
+					acc[i][k] = _mm512_fmadd_ps(d, block_dot(f, xb + (size_t)k * cols), acc[i][k]);
 			}
 		}
 	}
 	for (int i = 0; i < rt; i++)
 #pragma GCC unroll 4
 		for (int k = 0; k < KN; k++)
-			y[(size_t)k * ystride + (size_t)i] = hsum16(acc[i][k]) + _mm_cvtss_f32(accm[i][k]);
+			y[(size_t)k * ystride + (size_t)i] = hsum16(acc[i][k]) + hsum16(accm[i][k]);
 }
 
 AVX512 static void rows_q4_avx512(const coli_qmat *w, const float *x, int n,
