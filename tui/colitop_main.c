@@ -277,7 +277,8 @@ int main(int argc, char **argv)
 		goto fail;
 	snprintf(a->model_name, sizeof a->model_name, "%s", coli_engine_model_name(a->eng));
 	read_quant(model_dir, a->quant, sizeof a->quant);
-	snprintf(a->kv_dir, sizeof a->kv_dir, "%s/kv", cache_dir);
+	/* the engine's cache dir is the truth for sessions (same rule as ours) */
+	snprintf(a->kv_dir, sizeof a->kv_dir, "%s/kv", coli_engine_cache_dir(a->eng));
 	coli_gen_params_default(&a->gen);
 	a->gen.max_tokens = (int)ar.max_tokens;
 	a->gen.temperature = (float)ar.temperature;

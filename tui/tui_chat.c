@@ -2,16 +2,15 @@
 #include "config.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "chat_transcript.h"
 #include "coli_log.h"
 #include "kv_store.h"
-#include "manifest.h"
 #include "tui_chat.h"
 
 static double now_s(void)
@@ -22,7 +21,6 @@ static double now_s(void)
 }
 
 static const char *const role_names[] = { "user", "assistant", "note", "error" };
-static const char *const finish_names[] = { "", "stop", "length", "cancelled", "error" };
 
 static int msg_append(tui_msg *m, const char *s, size_t n)
 {
@@ -80,43 +78,21 @@ void tui_chat_default_name(char *out, size_t cap)
 	strftime(out, cap, "chat-%Y%m%d-%H%M%S", &tm);
 }
 
-static int sidecar_path(const tui_chat *c, char *out, size_t cap, coli_err *err)
-{
-	return kv_store_path(c->kv_dir, c->session, "chat.json", out, cap, err);
-}
-
 static int load_sidecar(tui_chat *c, coli_err *err)
 {
-	char path[4400];
-	json_t *root = NULL;
-	int rc = sidecar_path(c, path, sizeof path, err);
+	chat_transcript t;
+	int rc = chat_transcript_load(c->kv_dir, c->session, &t, err);
 	if (rc)
 		return rc;
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;   /* a session without a transcript (e.g. made by coli) */
-	fclose(f);
-	if ((rc = manifest_load(path, &root, err)))
-		return rc;
-	json_t *msgs = json_object_get(root, "messages");
-	const char *fin = json_string_value(json_object_get(root, "last_finish"));
-	for (int k = 1; fin && k < 5; k++)
-		if (!strcmp(fin, finish_names[k]))
-			c->last_finish = k;
-	size_t i;
-	json_t *m;
-	json_array_foreach(msgs, i, m) {
-		const char *role = json_string_value(json_object_get(m, "role"));
-		const char *text = json_string_value(json_object_get(m, "content"));
-		if (!role || !text)
-			continue;
-		int r = TUI_MSG_NOTE;
+	c->last_finish = t.last_finish;
+	for (int i = 0; i < t.n; i++) {
+		int r = TUI_MSG_NOTE;   /* system prompts and unknown roles show as notes */
 		for (int k = 0; k < 4; k++)
-			if (!strcmp(role, role_names[k]))
+			if (!strcmp(t.msgs[i].role, role_names[k]))
 				r = k;
-		msg_add(c, r, text, strlen(text));
+		msg_add(c, r, t.msgs[i].content, strlen(t.msgs[i].content));
 	}
-	json_decref(root);
+	chat_transcript_free(&t);
 	return 0;
 }
 
@@ -159,60 +135,17 @@ void tui_chat_close(tui_chat *c)
 
 int tui_chat_save(const tui_chat *c, coli_err *err)
 {
-	char path[4400];
-	int rc = sidecar_path(c, path, sizeof path, err);
-	if (rc)
-		return rc;
-	json_t *root = json_object(), *arr = json_array();
-	if (!root || !arr) {
-		json_decref(root);
-		json_decref(arr);
-		return coli_err_set(err, -ENOMEM, "out of memory");
-	}
-	json_object_set_new(root, "format", json_string("colitop-chat"));
-	json_object_set_new(root, "version", json_integer(1));
-	json_object_set_new(root, "session", json_string(c->session));
-	json_object_set_new(root, "last_finish",
-			    json_string(finish_names[c->last_finish >= 0 && c->last_finish < 5 ? c->last_finish : 0]));
-	for (int i = 0; i < c->n; i++) {
-		json_t *m = json_object();
-		json_object_set_new(m, "role", json_string(role_names[c->msgs[i].role & 3]));
-		/* jansson refuses invalid UTF-8; the engine only emits valid text */
-		json_t *t = json_stringn(c->msgs[i].text, c->msgs[i].len);
-		json_object_set_new(m, "content", t ? t : json_string(""));
-		json_array_append_new(arr, m);
-	}
-	json_object_set_new(root, "messages", arr);
-	rc = manifest_save(path, root, err);
-	json_decref(root);
+	chat_transcript t;
+	memset(&t, 0, sizeof t);
+	t.last_finish = c->last_finish;
+	for (int i = 0; i < c->n; i++)
+		if (chat_transcript_add(&t, role_names[c->msgs[i].role & 3], c->msgs[i].text, c->msgs[i].len)) {
+			chat_transcript_free(&t);
+			return coli_err_set(err, -ENOMEM, "out of memory");
+		}
+	int rc = chat_transcript_save(c->kv_dir, c->session, &t, err);
+	chat_transcript_free(&t);
 	return rc;
-}
-
-int tui_chat_render_turn(const coli_chat_template *tpl, const char *text, int has_history,
-			 int prev_unfinished, char **out, coli_err *err)
-{
-	coli_chat_msg m = { .role = "user", .content = text };
-	char *r = NULL;
-	int rc = coli_chat_render(tpl, &m, 1, NULL, 1, &r, err);
-	if (rc)
-		return rc;
-	const char *body = r;
-	size_t bl = strlen(tpl->bos_text);
-	/* the history already starts with BOS; a continued turn must not repeat it */
-	if (has_history && bl && !strncmp(body, tpl->bos_text, bl))
-		body += bl;
-	/* an answer cut short (Esc, length) never wrote its end-of-turn token:
-	 * close it so the template's structure holds */
-	const char *pre = has_history && prev_unfinished ? tpl->eos_text : "";
-	size_t n = strlen(pre) + strlen(body) + 1;
-	*out = malloc(n);
-	if (!*out) {
-		free(r);
-		return coli_err_set(err, -ENOMEM, "out of memory");
-	}
-	snprintf(*out, n, "%s%s", pre, body);
-	free(r);
-	return 0;
 }
 
 int tui_chat_send(tui_chat *c, coli_engine *e, const coli_chat_template *tpl, const char *text,
@@ -226,7 +159,8 @@ int tui_chat_send(tui_chat *c, coli_engine *e, const coli_chat_template *tpl, co
 		return coli_err_set(err, -EBUSY, "an answer is still being generated (Esc stops it)");
 	int has_history = c->kv_tokens > 0;
 	int unfinished = c->last_finish && c->last_finish != COLI_FINISH_STOP;
-	if ((rc = tui_chat_render_turn(tpl, text, has_history, unfinished, &prompt, err)))
+	coli_chat_msg m = { .role = "user", .content = text };
+	if ((rc = coli_chat_render_turn(tpl, &m, 1, has_history, unfinished, &prompt, err)))
 		goto out;
 	if ((rc = coli_tokenizer_encode(coli_engine_tokenizer(e), prompt, strlen(prompt), &ids, &n_ids,
 					err)))

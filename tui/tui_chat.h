@@ -1,15 +1,12 @@
 /* tui_chat.h - the conversation of the Chat pane, bound to a KV session.
  *
  * Each turn renders only the new user message with the model's chat
- * template (no BOS once the session has history) and submits it with
- * params.session = NAME: the engine continues the stored history, so a
- * restarted colitop resumes without prefilling the past again. The visible
- * transcript is kept beside the session in KV_DIR/NAME.chat.json, written
- * atomically after every answer:
- *   {"format":"colitop-chat","version":1,"session":NAME,
- *    "last_finish":"stop|length|cancelled|error|",
- *    "messages":[{"role":"user"|"assistant"|"note","content":TEXT},...]}
- * Owner: the TUI thread. */
+ * template (coli_chat_render_turn: no BOS once the session has history)
+ * and submits it with params.session = NAME: the engine continues the
+ * stored history, so a restarted colitop resumes without prefilling the
+ * past again. The visible transcript is kept beside the session in
+ * KV_DIR/NAME.chat.json (chat_transcript.h, the format `coli chat` shares),
+ * written atomically after every answer. Owner: the TUI thread. */
 #ifndef COLI_TUI_CHAT_H
 #define COLI_TUI_CHAT_H
 
@@ -65,8 +62,4 @@ int tui_chat_save(const tui_chat *c, coli_err *err);
 void tui_chat_note(tui_chat *c, int role, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* "chat-YYYYMMDD-HHMMSS" for now. */
 void tui_chat_default_name(char *out, size_t cap);
-/* The text the template renders for one new user turn (malloc'd in *out). */
-int tui_chat_render_turn(const coli_chat_template *tpl, const char *text, int has_history,
-			 int prev_unfinished, char **out, coli_err *err);
-
 #endif

@@ -1,14 +1,14 @@
 /* tui_sessions.c - the Sessions pane's actions: list the KV sessions on
  * disk, resume one in the Chat pane, rename, delete (after y), start a new
- * chat session. The engine keeps the chat's current session locked, so
- * renaming or deleting it is refused by kv_store (-EBUSY) with a message. */
+ * chat session. kv_store carries the transcript (NAME.chat.json) through
+ * rename and rm. The chat's current session is refused: the engine keeps
+ * it open under its name. */
 #include "config.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "tui_app.h"
 
@@ -63,13 +63,6 @@ int tui_sessions_switch(tui_app *a, const char *name)
 	return 0;
 }
 
-static void unlink_sidecar(tui_app *a, const char *name)
-{
-	char path[4400];
-	if (!kv_store_path(a->kv_dir, name, "chat.json", path, sizeof path, NULL))
-		unlink(path);
-}
-
 static void do_rename(tui_app *a, const char *to)
 {
 	coli_err err = { 0 };
@@ -83,10 +76,6 @@ static void do_rename(tui_app *a, const char *to)
 		tui_app_message(a, "%s", err.msg);
 		return;
 	}
-	char p1[4400], p2[4400];
-	if (!kv_store_path(a->kv_dir, from, "chat.json", p1, sizeof p1, NULL) &&
-	    !kv_store_path(a->kv_dir, to, "chat.json", p2, sizeof p2, NULL))
-		rename(p1, p2);
 	tui_log_add(a->log, 1, "session %s renamed to %s", from, to);
 	tui_app_message(a, "renamed %s to %s", from, to);
 }
@@ -103,7 +92,6 @@ static void do_delete(tui_app *a)
 		tui_app_message(a, "%s", err.msg);
 		return;
 	}
-	unlink_sidecar(a, name);
 	tui_log_add(a->log, 1, "session %s deleted", name);
 	tui_app_message(a, "deleted %s", name);
 }
