@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tui_affinity.h"
+#include "tui_chat.h"
 #include "tui_edit.h"
 #include "tui_layout.h"
 #include "tui_log.h"
@@ -337,6 +338,39 @@ static void test_log(void)
 	rmdir(dir);
 }
 
+/* The transcript survives a save and a reopen (what a restarted colitop
+ * shows), in the format coli chat shares. */
+static void test_chat_transcript(void)
+{
+	char dir[] = "/tmp/tui_unit_chat.XXXXXX", path[300];
+	coli_err err = { 0 };
+	tui_chat c;
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(tui_chat_open(&c, dir, "bad/name", 0, &err) < 0);
+	CHECK(tui_chat_open(&c, dir, "s1", 0, &err) == 0);
+	CHECK(c.n == 0);
+	tui_chat_note(&c, TUI_MSG_USER, "hello \xe4\xb8\xad");
+	tui_chat_note(&c, TUI_MSG_ASSISTANT, "line one\nline two");
+	tui_chat_note(&c, TUI_MSG_ERROR, "oops %d", 42);
+	c.last_finish = COLI_FINISH_LENGTH;
+	CHECK(tui_chat_save(&c, &err) == 0);
+	tui_chat_close(&c);
+	CHECK(tui_chat_open(&c, dir, "s1", 5, &err) == 0);
+	CHECK(c.n == 3 && c.kv_tokens == 5 && c.last_finish == COLI_FINISH_LENGTH);
+	if (c.n == 3) {
+		CHECK(c.msgs[0].role == TUI_MSG_USER && !strcmp(c.msgs[0].text, "hello \xe4\xb8\xad"));
+		CHECK(c.msgs[1].role == TUI_MSG_ASSISTANT && !strcmp(c.msgs[1].text, "line one\nline two"));
+		CHECK(c.msgs[2].role == TUI_MSG_ERROR && !strcmp(c.msgs[2].text, "oops 42"));
+	}
+	tui_chat_close(&c);
+	char name[64];
+	tui_chat_default_name(name, sizeof name);
+	CHECK(strlen(name) == strlen("chat-YYYYMMDD-HHMMSS") && !strncmp(name, "chat-", 5));
+	snprintf(path, sizeof path, "%s/s1.chat.json", dir);
+	CHECK(unlink(path) == 0);
+	CHECK(rmdir(dir) == 0);
+}
+
 int main(void)
 {
 	/* widths come from the C library under a UTF-8 locale, as in colitop */
@@ -351,6 +385,7 @@ int main(void)
 	test_theme();
 	test_affinity();
 	test_log();
+	test_chat_transcript();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

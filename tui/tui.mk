@@ -14,7 +14,7 @@ colitop_CFLAGS = $(AM_CFLAGS) $(NCURSESW_CFLAGS)
 
 # Unit tests of the pure parts (no terminal needed).
 check_PROGRAMS += tests/tui_unit
-tests_tui_unit_SOURCES = tests/tui_unit.c tui/tui_theme.c $(TUI_CORE)
+tests_tui_unit_SOURCES = tests/tui_unit.c tui/tui_theme.c tui/tui_chat.c $(TUI_CORE)
 tests_tui_unit_LDADD = libcoli.a $(NCURSESW_LIBS) $(COLI_LIBS)
 tests_tui_unit_CFLAGS = $(AM_CFLAGS) $(NCURSESW_CFLAGS) -I$(top_srcdir)/tui
 TESTS += tests/tui_unit
