@@ -60,12 +60,16 @@ void tui_draw_routing(tui_app *a, WINDOW *w)
 		int x = 1 + lg + 4;
 		if (L->n <= 0)
 			continue;
-		/* experts by descending gate weight */
+		/* experts by descending gate weight; bars relative to the largest
+		 * weight of the layer, the share of the layer's weight as a number
+		 * when there is room */
 		int idx[EXPERT_STATS_MAX_TOPK];
-		float sum = 0;
+		float sum = 0, mx = 0;
 		for (int i = 0; i < L->n; i++) {
 			idx[i] = i;
 			sum += L->weights[i];
+			if (L->weights[i] > mx)
+				mx = L->weights[i];
 		}
 		for (int i = 1; i < L->n; i++)
 			for (int j = i; j > 0 && L->weights[idx[j]] > L->weights[idx[j - 1]]; j--) {
@@ -85,16 +89,23 @@ void tui_draw_routing(tui_app *a, WINDOW *w)
 			}
 			continue;
 		}
+		int pct = bw >= 7;   /* "nn%" after a bar of at least 3 cells */
+		if (pct)
+			bw -= 4;
 		if (bw > 12)
 			bw = 12;
 		for (int i = 0; i < L->n; i++) {
 			int k = idx[i];
-			double frac = sum > 0 ? L->weights[k] / sum : 0;
 			snprintf(buf, sizeof buf, "%*d", dg, L->experts[k]);
 			tui_draw_text(a, w, 1 + y, x, dg, buf, A_NORMAL);
-			tui_bar(frac * 2 > 1 ? 1 : frac * 2, bw, a->ascii, bar, sizeof bar);
+			tui_bar(mx > 0 ? L->weights[k] / mx : 0, bw, a->ascii, bar, sizeof bar);
 			tui_draw_text(a, w, 1 + y, x + dg + 1, bw, bar, tui_attr(TUI_R_BAR));
 			x += dg + bw + 2;
+			if (pct) {
+				snprintf(buf, sizeof buf, "%2.0f%%", sum > 0 ? 100.0 * L->weights[k] / sum : 0.0);
+				tui_draw_text(a, w, 1 + y, x - 1, 3, buf, tui_attr(TUI_R_DIM));
+				x += 4;
+			}
 		}
 	}
 }

@@ -124,6 +124,8 @@ void tui_draw_io(tui_app *a, WINDOW *w)
 	tui_draw_text(a, w, y++, 2, inner, line, A_BOLD);
 	for (int d = 0; d < s->n_drives && d < EXPERT_STATS_MAX_DRIVES && y < h - 1; d++) {
 		const expert_stats_drive *dr = &s->drives[d];
+		if (!dr->name[0] && !dr->bytes)
+			continue;   /* a mirror slot not configured */
 		tui_fmt_bytes(dr->bw_1s, b1, sizeof b1);
 		tui_fmt_bytes(dr->bw_10s, b2, sizeof b2);
 		tui_fmt_bytes((double)dr->bytes, b3, sizeof b3);
