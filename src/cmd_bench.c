@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +42,16 @@ static void usage(FILE *f)
 		"  (with --cache-dir DIR the routing heat is loaded from and saved to\n"
 		"   DIR/hot-experts, so a repeated run shows the learned pinned set)\n%s",
 		coli_engine_flags_help);
+}
+
+/* CPU seconds of this process so far (all threads, user + system). */
+static double cpu_s(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec * 1e-6;
 }
 
 static double now_s(void)
@@ -88,18 +99,35 @@ static json_t *policy_json(const expert_trace *t, int64_t capacity)
 	/* distinct (layer, expert) records the trace touches: whether the
 	 * workload's working set fits the budget at all */
 	size_t n_ids = (size_t)t->n_layers * (size_t)t->n_experts;
-	unsigned char *seen = calloc(n_ids ? n_ids : 1, 1);
-	if (seen) {
-		int64_t ws = 0;
+	uint32_t *uses = calloc(n_ids ? n_ids : 1, sizeof *uses);
+	if (uses) {
+		int64_t ws = 0, acc = 0;
 		for (int tok = 0; tok < t->n_tokens; tok++)
 			for (int l = 0; l < t->n_layers; l++)
 				for (int k = 0; k < t->top_k; k++) {
 					int32_t e = t->ids[((size_t)tok * t->n_layers + l) * t->top_k + k];
-					if (e >= 0 && !seen[(size_t)l * t->n_experts + e]++)
+					if (e < 0)
+						continue;
+					acc++;
+					if (!uses[(size_t)l * t->n_experts + e]++)
 						ws++;
 				}
 		json_object_set_new(o, "working_set_records", json_integer(ws));
-		free(seen);
+		/* The best fixed (pinned) set of `capacity` records: the share
+		 * of accesses that go to the most used ones. */
+		int64_t top = 0;
+		for (int64_t c = 0; c < capacity && c < (int64_t)n_ids; c++) {
+			size_t best = 0;
+			for (size_t i = 1; i < n_ids; i++)
+				if (uses[i] > uses[best])
+					best = i;
+			if (!uses[best])
+				break;
+			top += uses[best];
+			uses[best] = 0;
+		}
+		json_object_set_new(o, "static_best", acc ? json_real((double)top / (double)acc) : json_null());
+		free(uses);
 	}
 	const int policies[] = { EXPERT_POLICY_LRU, EXPERT_POLICY_LFU_DECAY, EXPERT_POLICY_BELADY };
 	double belady = 0.0, best = 0.0;
@@ -294,6 +322,7 @@ int cmd_bench(int argc, char **argv)
 	if (st)
 		expert_stats_snapshot(st, &before);
 	coli_timing tm_before = *coli_state_timing(s);
+	double cpu0 = cpu_s();
 	t0 = now_s();
 	for (long g = 0; g < n_gen; g++) {
 		int tok = coli_argmax(logits, c->vocab_size);
@@ -316,6 +345,7 @@ int cmd_bench(int argc, char **argv)
 		trace.n_tokens++;
 	}
 	double t_decode = now_s() - t0;
+	double cpu_decode = cpu_s() - cpu0;
 	if (st)
 		expert_stats_snapshot(st, &after);
 	const coli_timing *tm = coli_state_timing(s);
@@ -324,6 +354,10 @@ int cmd_bench(int argc, char **argv)
 	json_object_set_new(dc, "seconds", json_real(t_decode));
 	json_object_set_new(dc, "tokens_per_s", json_real(n_gen / t_decode));
 	json_object_set_new(dc, "ms_per_token", json_real(1000.0 * t_decode / n_gen));
+	/* CPU time (all threads): on a shared machine wall time also counts
+	 * the cores other processes took; cpu_share says how much we got */
+	json_object_set_new(dc, "cpu_ms_per_token", json_real(1000.0 * cpu_decode / n_gen));
+	json_object_set_new(dc, "cpu_share", json_real(cpu_decode / t_decode / coli_pool_size(m->pool)));
 	json_t *split = json_object();
 	double per = 1000.0 / n_gen;
 	json_object_set_new(split, "attention_ms", json_real((tm->attention - tm_before.attention) * per));
