@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -205,10 +206,15 @@ static int session_tokens(const char *kv_dir, const char *name)
 	return tok;
 }
 
-static void screen_open(tui_app *a)
+/* newterm rather than initscr: initscr exits the process when the
+ * terminal cannot be set up; here that is an error reported like any other. */
+static int screen_open(SCREEN **scr, coli_err *err)
 {
+	const char *term = getenv("TERM");
+	*scr = newterm(NULL, stdout, stdin);
+	if (!*scr)
+		return coli_err_set(err, -ENOTTY, "cannot use the terminal (TERM=%s)", term ? term : "unset");
 	tui_signal_install();
-	initscr();
 	raw();
 	noecho();
 	nonl();
@@ -218,7 +224,7 @@ static void screen_open(tui_app *a)
 	mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED, NULL);
 	mouseinterval(0);
 	tui_theme_init();
-	(void)a;
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -232,6 +238,7 @@ int main(int argc, char **argv)
 	coli_server *srv = NULL;
 	char model_dir[4096], cache_dir[4096], path[4300], session[KV_NAME_MAX + 1];
 	int status = EXIT_FAIL, done = 0, log_ok = 0, screen = 0;
+	SCREEN *scr = NULL;
 
 	setlocale(LC_ALL, "");
 	if (coli_engine_flags_init(&fl, &err)) {
@@ -245,6 +252,12 @@ int main(int argc, char **argv)
 	}
 	if (done) {
 		status = EXIT_OK;
+		goto out;
+	}
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "colitop: needs a terminal on standard input and output "
+				"(coli serve runs the endpoint without one)\n");
+		status = EXIT_FAIL;
 		goto out;
 	}
 	if (ar.session && !kv_store_name_valid(ar.session)) {
@@ -313,7 +326,8 @@ int main(int argc, char **argv)
 	const char *cs = nl_langinfo(CODESET);
 	a->ascii = !(cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8")));
 
-	screen_open(a);
+	if (screen_open(&scr, &err))
+		goto fail;
 	screen = 1;
 	tui_app_run(a);
 	status = EXIT_OK;
@@ -327,6 +341,8 @@ out:
 		endwin();
 		tui_signal_restore_tty();
 	}
+	if (scr)
+		delscreen(scr);
 	coli_server_stop(srv);
 	coli_engine_free(a->eng);
 	coli_log_set_sink(NULL, NULL);
