@@ -1,0 +1,87 @@
+#!/bin/sh
+# model_default.sh - the embedded default model (data/default-model) works
+# as shipped:
+#  - `coli info` loads it and it is the DeepSeek-V3 architecture with MTP;
+#  - `coli perplexity` on the committed held-out sample (data/eval/val.txt)
+#    is within 2% of the loss PyTorch computed on the same int4 weights
+#    (read back from this container) with the same windows
+#    (data/eval/expected.json, written by tools/train/analyze.py);
+#  - the greedy answer to one fixed prompt per language is the committed
+#    golden string and is written in that language's script (CJK for
+#    Chinese, Cyrillic for Russian, Latin otherwise);
+#  - usage errors of `coli perplexity` exit 2, a missing file exits 1.
+set -u
+: "${COLI:?COLI must point to the built coli}"
+: "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
+PY=${PYTHON3:-/usr/bin/python3}
+model="$top_srcdir/data/default-model"
+ev="$top_srcdir/data/eval"
+[ -f "$model/manifest.json" ] || { echo "SKIP: no default model"; exit 77; }
+command -v "$PY" >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$COLI" info "$model" > "$tmp/info" || fail "coli info $model"
+grep -q deepseek_v3 "$tmp/info" || fail "coli info does not name deepseek_v3"
+
+"$COLI" perplexity >/dev/null 2>&1; [ $? -eq 2 ] || fail "perplexity without FILE must exit 2"
+"$COLI" perplexity "$model" --window 1 "$ev/val.txt" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--window 1 must exit 2"
+"$COLI" perplexity "$model" "$tmp/missing.txt" >/dev/null 2>&1; [ $? -eq 1 ] || fail "missing FILE must exit 1"
+
+"$COLI" perplexity "$model" "$ev/val.txt" --json > "$tmp/ppl.json" || fail "coli perplexity"
+cat "$tmp/ppl.json"
+
+# Golden answers, one coli run per language (greedy, 48 tokens at most).
+"$PY" -c 'import json, sys
+for g in json.load(open(sys.argv[1], encoding="utf-8"))["golden"]:
+    print(json.dumps(g, ensure_ascii=False))' "$ev/expected.json" > "$tmp/golden" || fail "reading expected.json"
+i=0
+while IFS= read -r line; do
+	i=$((i + 1))
+	prompt=$("$PY" -c 'import json, sys; print(json.loads(sys.argv[1])["prompt"])' "$line")
+	"$COLI" generate "$model" -p "<｜User｜>$prompt<｜Assistant｜>" -n 48 > "$tmp/gen.$i" ||
+		fail "coli generate '$prompt'"
+done < "$tmp/golden"
+
+"$PY" - "$ev/expected.json" "$tmp/ppl.json" "$tmp" <<'PYEOF' || exit 1
+import json, sys, unicodedata
+exp = json.load(open(sys.argv[1], encoding="utf-8"))
+got = json.load(open(sys.argv[2]))
+ok = True
+if got["tokens"] != exp["sample_tokens"] or got["window"] != exp["window"]:
+    print("FAIL: sample tokenized to %d tokens / window %d, expected %d / %d"
+          % (got["tokens"], got["window"], exp["sample_tokens"], exp["window"]))
+    ok = False
+rel = abs(got["loss"] - exp["loss_pytorch_int4"]) / exp["loss_pytorch_int4"]
+print("engine loss %.5f, PyTorch on the same int4 weights %.5f (f32 %.5f): %.3f%% apart"
+      % (got["loss"], exp["loss_pytorch_int4"], exp["loss_pytorch_f32"], 100 * rel))
+if rel > exp["tolerance"]:
+    print("FAIL: more than %.0f%% apart" % (100 * exp["tolerance"]))
+    ok = False
+
+def script_share(text, lang):
+    letters = [c for c in text if unicodedata.category(c).startswith("L")]
+    if not letters:
+        return 0.0
+    if lang == "zh":
+        mine = [c for c in letters if "\u4e00" <= c <= "\u9fff"]
+    elif lang == "ru":
+        mine = [c for c in letters if "\u0400" <= c <= "\u04ff"]
+    else:
+        mine = [c for c in letters if c < "\u0250"]
+    return len(mine) / len(letters)
+
+for i, g in enumerate(exp["golden"], 1):
+    out = open("%s/gen.%d" % (sys.argv[3], i), encoding="utf-8", errors="replace").read()
+    share = script_share(out, g["lang"])
+    print("%s %-40r -> %r (%.0f%% in script)" % (g["lang"], g["prompt"], out[:60], 100 * share))
+    if out != g["text"]:
+        print("FAIL: %s: expected %r" % (g["lang"], g["text"]))
+        ok = False
+    if share < 0.8:
+        print("FAIL: %s answer is not in the language's script" % g["lang"])
+        ok = False
+sys.exit(0 if ok else 1)
+PYEOF
+echo "PASS"
