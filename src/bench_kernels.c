@@ -267,6 +267,26 @@ static void bench_resident(int qtype, double budget, json_t *out)
 	munmap(f.buf, mb);
 }
 
+/* The same ceiling for every code path this CPU has, so the report shows
+ * what the process's path gains over the others. The path is forced for
+ * the measurement and then forced back to the process's own choice (the
+ * same path, so later kernels compute the same bits); nothing else runs
+ * kernels meanwhile (see coli_bench_kernels' callers). */
+static void bench_resident_paths(double budget, json_t *out)
+{
+	static const char *const paths[] = { "avx512", "avx2", "generic" };
+	const char *own = coli_kernels_isa();
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+		if (coli_kernels_force_isa(paths[i]))
+			continue; /* not on this CPU or build */
+		json_t *o = json_object();
+		bench_resident(COLI_Q_INT4, budget, o);
+		bench_resident(COLI_Q_INT8, budget, o);
+		json_object_set_new(out, paths[i], o);
+	}
+	coli_kernels_force_isa(own);
+}
+
 json_t *coli_bench_kernels(coli_pool *p, double seconds_budget)
 {
 	if (seconds_budget <= 0)
@@ -293,6 +313,9 @@ json_t *coli_bench_kernels(coli_pool *p, double seconds_budget)
 	json_object_set_new(out, "cache_resident_1thread", res);
 	bench_resident(COLI_Q_INT4, seconds_budget * 0.02, res);
 	bench_resident(COLI_Q_INT8, seconds_budget * 0.02, res);
+	json_t *by_isa = json_object();
+	json_object_set_new(out, "cache_resident_1thread_by_isa", by_isa);
+	bench_resident_paths(seconds_budget * 0.02, by_isa);
 
 	if (bench_triad(p, array_bytes, seconds_budget * 0.3, triad) < 0)
 		goto fail;

@@ -7,8 +7,13 @@
  * makes matmul row k bit-identical to matvec of input k.
  *
  * Activations stay f32 for every weight type (no int8 activation
- * quantization): measured, the AVX2 int4 kernel is memory bound with f32
- * activations on the target machines, so quantizing x would only add error.
+ * quantization): with f32 activations the int4 kernels cost ~13 vector uops
+ * per 64-weight block on AVX-512 (kernels_avx512.c), so two cores already
+ * outrun the memory bus; quantizing x would only add error.
+ *
+ * The code path (AVX-512, AVX2, portable) is chosen once per process, on
+ * first use: the best the CPU has, or $COLI_KERNELS_ISA. Tests and benches
+ * may force another with coli_kernels_force_isa().
  *
  * INT4 uses w = d*q + m, so a block contributes d * sum(q*x) + m * sum(x);
  * sum(x) per block is computed once per call (here, by the caller) instead

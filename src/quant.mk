@@ -8,6 +8,9 @@ libcoli_a_SOURCES += \
 
 check_PROGRAMS += tests/quant_format_test tests/quant_kernels_test tests/quant_pool_test
 TESTS += tests/quant_format_test tests/quant_kernels_test tests/quant_pool_test
+# the code path choice ($COLI_KERNELS_ISA); runs tests/quant_kernels_test
+TESTS += tests/avx512_env.sh
+EXTRA_DIST += tests/avx512_env.sh
 tests_quant_format_test_SOURCES = tests/quant_format.c
 tests_quant_format_test_LDADD = libcoli.a $(COLI_LIBS)
 tests_quant_kernels_test_SOURCES = tests/quant_kernels.c
