@@ -390,6 +390,11 @@ int cmd_bench(int argc, char **argv)
 		json_object_set_new(ex, "direct", json_boolean(after.direct));
 		json_object_set_new(ex, "bytes_read_per_token", json_real(bpt));
 		json_object_set_new(ex, "achieved_gbps", json_real(bytes / t_decode / 1e9));
+		/* while reads were in flight: how well the reads use the drive,
+		 * whether or not compute left it idle in between */
+		double busy = after.busy_seconds - before.busy_seconds;
+		json_object_set_new(ex, "io_busy_fraction", json_real(busy / t_decode));
+		json_object_set_new(ex, "busy_gbps", busy > 0 ? json_real(bytes / busy / 1e9) : json_null());
 		json_object_set_new(ex, "hit_rate", hits + misses ? json_real((double)hits / (hits + misses)) : json_null());
 		/* served from RAM without a read in this step's path: pinned or
 		 * cached (a prefetched record was still read from the disk) */
@@ -418,6 +423,9 @@ int cmd_bench(int argc, char **argv)
 				json_object_set_new(ij, "ceiling_tokens_per_s", json_real(ceiling));
 				json_object_set_new(ij, "decode_ratio_to_ceiling", json_real((n_gen / t_decode) / ceiling));
 				json_object_set_new(ij, "read_ratio_to_iobench", json_real((bytes / t_decode) / gbps));
+				if (busy > 0)
+					json_object_set_new(ij, "busy_read_ratio_to_iobench",
+							    json_real((bytes / busy) / gbps));
 			}
 			json_object_set_new(out, "io", ij);
 		}

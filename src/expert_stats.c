@@ -51,6 +51,7 @@ struct expert_stats {
 	_Atomic uint64_t prefetch_issued, prefetch_used, used_total, used_prefetched;
 	_Atomic uint64_t loaded;
 	_Atomic uint64_t wait_ns;
+	_Atomic uint64_t busy_ns;
 	_Atomic int64_t res_pinned, res_cached, res_inflight;
 	_Atomic int64_t budget_pin, budget_cache, budget_scratch, record_size;
 	_Atomic int direct;
@@ -250,6 +251,12 @@ void expert_stats_note_wait(expert_stats *st, double seconds)
 		atomic_fetch_add_explicit(&st->wait_ns, (uint64_t)(seconds * 1e9), RLX);
 }
 
+void expert_stats_note_busy(expert_stats *st, double seconds)
+{
+	if (seconds > 0)
+		atomic_fetch_add_explicit(&st->busy_ns, (uint64_t)(seconds * 1e9), RLX);
+}
+
 void expert_stats_note_routing(expert_stats *st, int layer, const int *experts,
 			       const float *weights, int n, int first_moe_layer)
 {
@@ -317,6 +324,7 @@ void expert_stats_snapshot(const expert_stats *cst, expert_stats_summary *o)
 	o->record_size = atomic_load_explicit(&st->record_size, RLX);
 	o->direct = atomic_load_explicit(&st->direct, RLX);
 	o->wait_seconds = (double)atomic_load_explicit(&st->wait_ns, RLX) / 1e9;
+	o->busy_seconds = (double)atomic_load_explicit(&st->busy_ns, RLX) / 1e9;
 	o->n_drives = st->n_drives;
 	for (int d = 0; d < st->n_drives; d++) {
 		drive_rec *dr = &st->drives[d];

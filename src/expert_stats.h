@@ -57,6 +57,9 @@ typedef struct expert_stats_summary {
 	int64_t record_size;
 	int direct;                    /* 1 O_DIRECT, 0 buffered */
 	double wait_seconds;           /* engine time blocked on disk */
+	double busy_seconds;           /* time with at least one read in flight:
+	                                * bytes_read / busy_seconds is the rate
+	                                * the drive gave us while we used it */
 	uint64_t bytes_read;           /* all drives */
 	int n_drives;
 	expert_stats_drive drives[EXPERT_STATS_MAX_DRIVES];
@@ -101,6 +104,7 @@ void expert_stats_note_read(expert_stats *st, int drive, uint64_t bytes);
 void expert_stats_note_drive_error(expert_stats *st, int drive);
 void expert_stats_note_loaded(expert_stats *st, uint64_t records);
 void expert_stats_note_wait(expert_stats *st, double seconds);
+void expert_stats_note_busy(expert_stats *st, double seconds);
 void expert_stats_note_routing(expert_stats *st, int layer, const int *experts,
 			       const float *weights, int n, int first_moe_layer);
 

@@ -387,7 +387,7 @@ void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n
 			break;
 		s->slots[si].prefetched = 1;
 		s->slots[si].pf_visit = s->layer_visit[layer];
-		store_policy_touch(&s->policy, &s->slots[si], idx(s, layer, e), s->tick);
+		store_policy_peek(&s->policy, &s->slots[si], idx(s, layer, e), s->tick);
 		issued++;
 	}
 	if (issued) {

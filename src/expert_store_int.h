@@ -52,6 +52,11 @@ void store_policy_free(store_policy *p);
 /* Account one use of record `id` (layer * n_experts + e), held in `sl`. */
 void store_policy_touch(store_policy *p, store_slot *sl, size_t id, uint64_t now);
 
+/* Key of record `id` loaded without being used (a prefetch): its standing
+ * from earlier uses, no use counted, so a wrong guess does not push out a
+ * record that was really used (awaited prefetches are protected anyway). */
+void store_policy_peek(const store_policy *p, store_slot *sl, size_t id, uint64_t now);
+
 /* Replay with an explicit LFU-decay half-life (tokens), for measuring. */
 int store_replay_hl(const expert_trace *t, int policy, int64_t capacity, double half_life,
 		    expert_replay_result *out, coli_err *err);
@@ -108,6 +113,7 @@ struct expert_store {
 	store_io *ios;
 	int io_free;                /* head of free list, -1 = none */
 	int io_inflight;
+	double busy_since;          /* when io_inflight last went 0 -> 1 */
 	int unsubmitted;
 	int n_drives;
 	store_drive drives[1 + EXPERT_STORE_MAX_MIRRORS];

@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "coli_log.h"
@@ -317,11 +318,19 @@ int store_io_submit(expert_store *s)
 	return rc < 0 ? rc : 0;
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static void io_put(expert_store *s, int ii)
 {
 	s->ios[ii].next_free = s->io_free;
 	s->io_free = ii;
-	s->io_inflight--;
+	if (--s->io_inflight == 0)
+		expert_stats_note_busy(s->stats, mono_s() - s->busy_since);
 }
 
 static void io_done(expert_store *s, int ii, int error)
@@ -459,7 +468,8 @@ static int io_get(expert_store *s)
 	}
 	int ii = s->io_free;
 	s->io_free = s->ios[ii].next_free;
-	s->io_inflight++;
+	if (s->io_inflight++ == 0)
+		s->busy_since = mono_s();
 	return ii;
 }
 

@@ -112,6 +112,18 @@ void store_policy_touch(store_policy *p, store_slot *sl, size_t id, uint64_t now
 	sl->last_use = now;
 }
 
+void store_policy_peek(const store_policy *p, store_slot *sl, size_t id, uint64_t now)
+{
+	if (p->kind == EXPERT_POLICY_LFU_DECAY && p->freq) {
+		/* log(0) = -inf: never used, the first victim once unprotected */
+		double f = p->freq[id] > 0 ? p->freq[id] * exp((double)(now - p->last[id]) * p->log_decay) : 0;
+		sl->key = log(f) - (double)now * p->log_decay;
+	} else {
+		sl->key = 0; /* LRU: no use yet */
+	}
+	sl->last_use = 0;
+}
+
 /* ---- traces ---- */
 
 static uint64_t rng_next(uint64_t *st)

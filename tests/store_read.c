@@ -273,6 +273,7 @@ static void test_request(test_model *m)
 				expert_stats_summary sum;
 				expert_stats_snapshot(expert_store_stats(s), &sum);
 				CHECK(sum.hits_pinned + sum.hits_cached + sum.hits_prefetched + sum.misses == lookups);
+				CHECK(sum.busy_seconds > 0); /* reads were in flight a while */
 				CHECK(sum.misses > 0);
 				if (!pf)
 					CHECK(sum.hits_prefetched == 0 && sum.prefetch_issued == 0);
