@@ -43,6 +43,12 @@ tui_wait 'Routing'
 sleep 0.5
 tui_check_frames 120 40
 
+# F2 zooms the Chat pane while typing, and back
+tui_keys F2
+tui_wait 'Chat \(zoom\)'
+tui_keys F2
+tui_wait 'Routing'
+
 # help overlay (F1 anywhere), any key closes it
 tui_keys F1
 tui_wait 'colitop keys'

@@ -279,6 +279,11 @@ static void handle_key(tui_app *a, int rc, wint_t wch)
 		a->help = 1;
 		return;
 	}
+	if (!is_char && key == KEY_F(2)) {   /* zoom that works while typing */
+		a->zoom = a->zoom >= 0 ? -1 : a->focus;
+		relayout(a);
+		return;
+	}
 	if (!is_char && key == KEY_MOUSE) {
 		MEVENT me;
 		if (getmouse(&me) == OK && (me.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON1_RELEASED))) {

@@ -116,7 +116,7 @@ static const char *const help_lines[] = {
 	"",
 	"F1, ?        this help (any key closes it)",
 	"Tab, S-Tab   next / previous pane    mouse click: focus a pane",
-	"z            zoom the focused pane (again: back)",
+	"z, F2        zoom the focused pane (again: back; F2 in Chat)",
 	"F10, q       quit (q when not typing in Chat)",
 	"Ctrl-L       redraw the screen",
 	"",
