@@ -128,22 +128,37 @@ AVX512_INLINE void q8_unpack(const int8_t *q, __m512 f[4])
 	f[3] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(q + 48))));
 }
 
-AVX512_INLINE float q8_row(const coli_block_q8 *row, int nb, const float *x)
+/* matvec: R rows (a constant after inlining) against one input, each
+ * with its own accumulator in a register. Taking rows in fours loads each
+ * block of x once for four rows: with 16384 columns x (64 KiB) no longer
+ * fits L1, and one row at a time read 7 bytes of x from L2 per byte of
+ * weights. The rows' operations do not mix, so the bits are q8_tile's. */
+AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const float *x, float *y)
 {
-	__m512 acc = _mm512_setzero_ps();
+	__m512 acc[4];
+#pragma GCC unroll 4
+	for (int i = 0; i < R; i++)
+		acc[i] = _mm512_setzero_ps();
 	for (int b = 0; b < nb; b++) {
-		__m512 f[4];
-		_mm_prefetch((const char *)(row + b) + PF_DIST, _MM_HINT_T0);
-		_mm_prefetch((const char *)(row + b) + PF_DIST + 64, _MM_HINT_T0);
-		q8_unpack(row[b].q, f);
-		acc = _mm512_fmadd_ps(_mm512_set1_ps(row[b].d), block_dot(f, x + (size_t)b * COLI_QK), acc);
+		const float *xb = x + (size_t)b * COLI_QK;
+#pragma GCC unroll 4
+		for (int i = 0; i < R; i++) {
+			const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + b;
+			__m512 f[4];
+			_mm_prefetch((const char *)blk + PF_DIST, _MM_HINT_T0);
+			_mm_prefetch((const char *)blk + PF_DIST + 64, _MM_HINT_T0);
+			q8_unpack(blk->q, f);
+			acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(blk->d), block_dot(f, xb), acc[i]);
+		}
 	}
-	return hsum16(acc);
+#pragma GCC unroll 4
+	for (int i = 0; i < R; i++)
+		y[i] = hsum16(acc[i]);
 }
 
 /* A tile of rt <= RT rows against KN inputs, block-major: the inputs'
  * block is reused from L1 by every row, each unpacked weight block by
- * every input. Per (row, input) the operations are exactly q8_row's. */
+ * every input. Per (row, input) the operations are exactly q8_rows'. */
 AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const float *x, size_t cols,
 			   const int KN, float *y, size_t ystride)
 {
@@ -180,8 +195,11 @@ AVX512 static void rows_q8_avx512(const coli_qmat *w, const float *x, int n,
 	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
 	const coli_block_q8 *W = w->data;
 	if (n == 1) {
-		for (int r = r0; r < r1; r++)
-			y[r] = q8_row(W + (size_t)r * (size_t)nb, nb, x);
+		int r = r0;
+		for (; r + 4 <= r1; r += 4)
+			q8_rows(W + (size_t)r * (size_t)nb, nb, 4, x, y + r);
+		for (; r < r1; r++)
+			q8_rows(W + (size_t)r * (size_t)nb, nb, 1, x, y + r);
 		return;
 	}
 	int panel = panel_rows(nb * sizeof(coli_block_q8));
@@ -249,29 +267,44 @@ AVX512_INLINE __m512 q4_mterm(const float *mbuf, const float *xs, int cnt, __m51
 	return accm;
 }
 
-/* matvec: one row, one input, accumulators in registers. */
-AVX512_INLINE float q4_row(const coli_block_q4 *row, int nb, const float *x, const float *xs)
+/* matvec: R rows (constant after inlining) against one input, in fours
+ * for the reason given at q8_rows. */
+AVX512_INLINE void q4_rows(const coli_block_q4 *row0, int nb, const int R, const float *x,
+			   const float *xs, float *y)
 {
-	float dbuf[DM_CHUNK], mbuf[DM_CHUNK];
-	__m512 acc = _mm512_setzero_ps(), accm = acc;
+	float dbuf[4][DM_CHUNK], mbuf[4][DM_CHUNK];
+	__m512 acc[4], accm[4];
+#pragma GCC unroll 4
+	for (int i = 0; i < R; i++) {
+		acc[i] = _mm512_setzero_ps();
+		accm[i] = _mm512_setzero_ps();
+	}
 	for (int c0 = 0; c0 < nb; c0 += DM_CHUNK) {
 		int cn = nb - c0 < DM_CHUNK ? nb - c0 : DM_CHUNK;
-		const coli_block_q4 *blk = row + c0;
-		const float *xc = x + (size_t)c0 * COLI_QK;
-		q4_scales(blk, cn, dbuf, mbuf);
-		accm = q4_mterm(mbuf, xs + c0, cn, accm);
+#pragma GCC unroll 4
+		for (int i = 0; i < R; i++) {
+			q4_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dbuf[i], mbuf[i]);
+			accm[i] = q4_mterm(mbuf[i], xs + c0, cn, accm[i]);
+		}
 		for (int b = 0; b < cn; b++) {
-			__m512 f[4];
-			_mm_prefetch((const char *)(blk + b) + PF_DIST, _MM_HINT_T0);
-			q4_unpack(blk[b].q, f);
-			acc = _mm512_fmadd_ps(_mm512_set1_ps(dbuf[b]), block_dot(f, xc + (size_t)b * COLI_QK), acc);
+			const float *xb = x + (size_t)(c0 + b) * COLI_QK;
+#pragma GCC unroll 4
+			for (int i = 0; i < R; i++) {
+				const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
+				__m512 f[4];
+				_mm_prefetch((const char *)blk + PF_DIST, _MM_HINT_T0);
+				q4_unpack(blk->q, f);
+				acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(dbuf[i][b]), block_dot(f, xb), acc[i]);
+			}
 		}
 	}
-	return hsum16(acc) + hsum16(accm);
+#pragma GCC unroll 4
+	for (int i = 0; i < R; i++)
+		y[i] = hsum16(acc[i]) + hsum16(accm[i]);
 }
 
 /* matmul tile: rt <= RT rows against KN inputs, block-major; per (row,
- * input) exactly q4_row's operations, in the same order. */
+ * input) exactly q4_rows' operations, in the same order. */
 AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const float *x, size_t cols,
 			   const float *xs, const int KN, float *y, size_t ystride)
 {
@@ -317,8 +350,11 @@ AVX512 static void rows_q4_avx512(const coli_qmat *w, const float *x, int n,
 	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
 	const coli_block_q4 *W = w->data;
 	if (n == 1) {
-		for (int r = r0; r < r1; r++)
-			y[r] = q4_row(W + (size_t)r * (size_t)nb, nb, x, xsum);
+		int r = r0;
+		for (; r + 4 <= r1; r += 4)
+			q4_rows(W + (size_t)r * (size_t)nb, nb, 4, x, xsum, y + r);
+		for (; r < r1; r++)
+			q4_rows(W + (size_t)r * (size_t)nb, nb, 1, x, xsum, y + r);
 		return;
 	}
 	int panel = panel_rows(nb * sizeof(coli_block_q4));
