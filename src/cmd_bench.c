@@ -208,9 +208,7 @@ int cmd_bench(int argc, char **argv)
 	if (coli_model_dir_resolve(dir_arg, dir, sizeof dir, &err))
 		goto fail;
 	coli_model_opts mo;
-	coli_model_opts_default(&mo);
-	mo.threads = fl.opts.threads;
-	mo.store = fl.opts.store;
+	coli_engine_flags_model_opts(&fl, &mo);
 	if (cold && mo.store.direct < 0)
 		mo.store.direct = 1;
 	mo.mtp = mtp;

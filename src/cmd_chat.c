@@ -261,13 +261,13 @@ int cmd_chat(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		int rr = coli_engine_flags_parse(&fl, argc, argv, &i, &err);
+		if (!rr)
+			rr = coli_gen_flags_parse(&c.gp, argc, argv, &i, &err);
 		if (rr < 0)
 			goto usage_err;
 		if (rr)
 			continue;
 		int has = i + 1 < argc;
-		long lv;
-		double dv;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
 			status = COLI_EXIT_OK;
@@ -276,22 +276,6 @@ int cmd_chat(int argc, char **argv)
 			c.system_msg = argv[++i];
 		} else if (!strcmp(a, "--session") && has) {
 			c.gp.session = argv[++i];
-		} else if ((!strcmp(a, "-n") || !strcmp(a, "--max-tokens")) && has) {
-			if (cli_parse_int(argv[++i], a, 1, 1 << 24, &lv, &err))
-				goto usage_err;
-			c.gp.max_tokens = (int)lv;
-		} else if (!strcmp(a, "--temp") && has) {
-			if (cli_parse_float(argv[++i], a, 0, 100, &dv, &err))
-				goto usage_err;
-			c.gp.temperature = (float)dv;
-		} else if (!strcmp(a, "--top-p") && has) {
-			if (cli_parse_float(argv[++i], a, 0, 1, &dv, &err))
-				goto usage_err;
-			c.gp.top_p = (float)dv;
-		} else if (!strcmp(a, "--seed") && has) {
-			if (cli_parse_int(argv[++i], a, 0, 0x7fffffffffffffffL, &lv, &err))
-				goto usage_err;
-			c.gp.seed = (uint64_t)lv;
 		} else if (a[0] != '-' && !dir) {
 			dir = a;
 		} else {

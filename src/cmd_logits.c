@@ -78,9 +78,7 @@ int cmd_logits(int argc, char **argv)
 	if (coli_model_dir_resolve(dir_arg, dir, sizeof dir, &err))
 		goto fail;
 	coli_model_opts mo;
-	coli_model_opts_default(&mo);
-	mo.threads = fl.opts.threads;
-	mo.store = fl.opts.store;
+	coli_engine_flags_model_opts(&fl, &mo);
 	mo.mtp = mtp;
 	if (mtp && n < 2) {
 		cli_errorf("logits", "--mtp needs at least 2 tokens");

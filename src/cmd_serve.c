@@ -4,8 +4,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,20 +32,6 @@ static void usage(FILE *f)
 		"  --max-connections N  simultaneous connections (default 64; COLI_MAX_CONNECTIONS)\n"
 		"  -v, --verbose        log each refused request and ignored field (COLI_VERBOSE=1)\n%s",
 		coli_engine_flags_help);
-}
-
-/* Loopback means 127.0.0.0/8, ::1, or the name localhost. */
-static int host_is_loopback(const char *h)
-{
-	struct in_addr a4;
-	struct in6_addr a6;
-	if (!strcmp(h, "localhost"))
-		return 1;
-	if (inet_pton(AF_INET, h, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	if (inet_pton(AF_INET6, h, &a6) == 1)
-		return IN6_IS_ADDR_LOOPBACK(&a6);
-	return 0;
 }
 
 struct serve_args {
@@ -151,7 +135,7 @@ int cmd_serve(int argc, char **argv)
 			goto usage_err;
 		}
 	}
-	if (!host_is_loopback(a.host) && !key)
+	if (!coli_server_host_is_loopback(a.host) && !key)
 		coli_warn("serve: listening on %s without an API key: anyone who can reach this "
 			  "address can use the model (set --api-key-env)", a.host);
 	if (a.verbose)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "engine_flags.h"
 
 const char coli_engine_flags_help[] =
@@ -105,4 +106,49 @@ int coli_engine_flags_parse(coli_engine_flags *f, int argc, char **argv, int *i,
 		return used;
 	*i += used;
 	return 1;
+}
+
+const char coli_gen_flags_help[] =
+	"  -n, --max-tokens N  tokens to generate\n"
+	"  --temp T            temperature (default 0 = greedy)\n"
+	"  --top-p P           nucleus sampling (default 1 = off)\n"
+	"  --seed S            sampling seed (default 0)\n";
+
+int coli_gen_flags_parse(coli_gen_params *p, int argc, char **argv, int *i, coli_err *err)
+{
+	const char *a = argv[*i];
+	if (strcmp(a, "-n") && strcmp(a, "--max-tokens") && strcmp(a, "--temp") && strcmp(a, "--top-p") &&
+	    strcmp(a, "--seed"))
+		return 0;
+	if (*i + 1 >= argc)
+		return coli_err_set(err, -EINVAL, "%s needs a value", a);
+	const char *v = argv[++*i];
+	long lv;
+	double dv;
+	int rc;
+	if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens")) {
+		if ((rc = cli_parse_int(v, a, 1, 1 << 24, &lv, err)))
+			return rc;
+		p->max_tokens = (int)lv;
+	} else if (!strcmp(a, "--temp")) {
+		if ((rc = cli_parse_float(v, a, 0, 100, &dv, err)))
+			return rc;
+		p->temperature = (float)dv;
+	} else if (!strcmp(a, "--top-p")) {
+		if ((rc = cli_parse_float(v, a, 0, 1, &dv, err)))
+			return rc;
+		p->top_p = (float)dv;
+	} else {
+		if ((rc = cli_parse_int(v, a, 0, 0x7fffffffffffffffL, &lv, err)))
+			return rc;
+		p->seed = (uint64_t)lv;
+	}
+	return 1;
+}
+
+void coli_engine_flags_model_opts(const coli_engine_flags *f, coli_model_opts *mo)
+{
+	coli_model_opts_default(mo);
+	mo->threads = f->opts.threads;
+	mo->store = f->opts.store;
 }

@@ -8,6 +8,7 @@
 
 #include "coli_err.h"
 #include "engine.h"
+#include "model.h"
 
 typedef struct coli_engine_flags {
 	coli_engine_opts opts;
@@ -24,6 +25,15 @@ void coli_engine_flags_free(coli_engine_flags *f);
  * consume it (advancing *i past a separate value) and return 1; return 0
  * if it is not one; negative on a bad value. */
 int coli_engine_flags_parse(coli_engine_flags *f, int argc, char **argv, int *i, coli_err *err);
+
+/* The sampling flags of the generating commands: -n/--max-tokens N,
+ * --temp T, --top-p P, --seed S. Same return convention. */
+int coli_gen_flags_parse(coli_gen_params *p, int argc, char **argv, int *i, coli_err *err);
+extern const char coli_gen_flags_help[];
+
+/* Model options (threads, expert store) from parsed engine flags, for
+ * commands that run the model without the engine thread. */
+void coli_engine_flags_model_opts(const coli_engine_flags *f, coli_model_opts *mo);
 
 /* Usage lines for --help. */
 extern const char coli_engine_flags_help[];

@@ -43,6 +43,10 @@ int coli_server_start(coli_engine *e, const coli_server_opts *o, coli_server **o
 		      coli_err *err);
 /* The bound port (useful with port 0). */
 int coli_server_port(const coli_server *s);
+
+/* 1 when host is a loopback address (127.0.0.0/8, ::1) or "localhost":
+ * binding elsewhere without an API key deserves a warning. */
+int coli_server_host_is_loopback(const char *host);
 /* Stop accepting, cancel in-flight requests, join the threads, free. NULL ok. */
 void coli_server_stop(coli_server *s);
 

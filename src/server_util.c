@@ -2,6 +2,9 @@
  * values, response ids, UTF-8 validation. */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -11,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server.h"
 #include "server_internal.h"
 
 void srv_buf_free(srv_buf *b)
@@ -166,4 +170,17 @@ int srv_utf8_valid(const char *str, size_t n)
 		i += k + 1;
 	}
 	return 1;
+}
+
+int coli_server_host_is_loopback(const char *h)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (!strcmp(h, "localhost"))
+		return 1;
+	if (inet_pton(AF_INET, h, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, h, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6);
+	return 0;
 }

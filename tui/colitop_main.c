@@ -10,11 +10,9 @@
  * engine, and replays the last log lines on stderr. */
 #include "config.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <langinfo.h>
 #include <locale.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,20 +138,6 @@ static void read_quant(const char *model_dir, char *out, size_t cap)
 	json_decref(root);
 }
 
-/* Loopback means 127.0.0.0/8, ::1, or the name localhost. */
-static int host_is_loopback(const char *h)
-{
-	struct in_addr a4;
-	struct in6_addr a6;
-	if (!strcmp(h, "localhost"))
-		return 1;
-	if (inet_pton(AF_INET, h, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	if (inet_pton(AF_INET6, h, &a6) == 1)
-		return IN6_IS_ADDR_LOOPBACK(&a6);
-	return 0;
-}
-
 static void start_server(tui_app *a, coli_server **srv, const args *ar, const char *model_dir)
 {
 	coli_err err = { 0 };
@@ -167,7 +151,7 @@ static void start_server(tui_app *a, coli_server **srv, const args *ar, const ch
 			return;
 		}
 	}
-	if (!host_is_loopback(ar->host) && !key)
+	if (!coli_server_host_is_loopback(ar->host) && !key)
 		tui_log_add(a->log, 2, "serving on %s without an API key: anyone who can reach this "
 			    "address can use the model (set --api-key-env)", ar->host);
 	coli_server_opts so;
