@@ -40,8 +40,7 @@
 #define AVX512 __attribute__((target(TARGET_512)))
 #define AVX512_INLINE static inline __attribute__((always_inline, target(TARGET_512)))
 
-/* Software prefetch distance in bytes (see kernels_avx2.c for why the
- * hardware prefetcher alone is not enough at these rates). */
+/* Software prefetch distance of the f32 kernel, in bytes (as AVX2's). */
 #define PF_DIST 8192
 /* matmul: rows per tile and inputs per group. acc[RT][KN] zmm accumulators
  * plus the 4 unpacked weight vectors fit the 32 registers. */
@@ -52,6 +51,30 @@
 /* INT4 blocks whose scales are converted ahead of the dot products (a
  * multiple of 16; the stack buffers are 2 x 4 x this many floats per tile). */
 #define DM_CHUNK 256
+
+/* matvec prefetch distance: the same place in the row PF_ROWS_* rows
+ * ahead (two groups of 4 rows for int4, one for int8), kept within
+ * [8, 32] KiB. Measured on the development VM (one thread streaming 512
+ * MiB of matrices, best of 6, interleaved runs), GB/s:
+ *                      fixed 8 KiB  fixed 32 KiB  this rule
+ *   int4 6144x2048          11.4          10.1       11.6
+ *   int4 2048x6144           8.3           9.4       12.6
+ *   int4 16384x2048         11.3          10.1       11.6
+ *   int8 6144x2048          13.3          12.9       14.0
+ *   int8 2048x6144          12.2          15.3       15.1
+ * (6 or 12 rows instead of 8 and 3 or 6 instead of 4: within noise, no
+ * better; no prefetch at all: ~9.) The right distance grows with the row
+ * because four rows stream side by side. */
+#define PF_ROWS_Q4 8
+#define PF_ROWS_Q8 4
+#define PF_MIN 8192
+#define PF_MAX 32768
+
+static size_t pf_bytes(size_t row_bytes, size_t rows_ahead)
+{
+	size_t d = row_bytes * rows_ahead;
+	return d < PF_MIN ? PF_MIN : d > PF_MAX ? PF_MAX : d;
+}
 
 static int panel_rows(size_t row_bytes)
 {
@@ -133,7 +156,8 @@ AVX512_INLINE void q8_unpack(const int8_t *q, __m512 f[4])
  * block of x once for four rows: with 16384 columns x (64 KiB) no longer
  * fits L1, and one row at a time read 7 bytes of x from L2 per byte of
  * weights. The rows' operations do not mix, so the bits are q8_tile's. */
-AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const float *x, float *y)
+AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const float *x, size_t pf,
+			   float *y)
 {
 	__m512 acc[4];
 #pragma GCC unroll 4
@@ -145,8 +169,8 @@ AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const
 		for (int i = 0; i < R; i++) {
 			const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + b;
 			__m512 f[4];
-			_mm_prefetch((const char *)blk + PF_DIST, _MM_HINT_T0);
-			_mm_prefetch((const char *)blk + PF_DIST + 64, _MM_HINT_T0);
+			_mm_prefetch((const char *)blk + pf, _MM_HINT_T0);
+			_mm_prefetch((const char *)blk + pf + 64, _MM_HINT_T0);
 			q8_unpack(blk->q, f);
 			acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(blk->d), block_dot(f, xb), acc[i]);
 		}
@@ -195,11 +219,12 @@ AVX512 static void rows_q8_avx512(const coli_qmat *w, const float *x, int n,
 	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
 	const coli_block_q8 *W = w->data;
 	if (n == 1) {
+		size_t pf = pf_bytes(nb * sizeof(coli_block_q8), PF_ROWS_Q8);
 		int r = r0;
 		for (; r + 4 <= r1; r += 4)
-			q8_rows(W + (size_t)r * (size_t)nb, nb, 4, x, y + r);
+			q8_rows(W + (size_t)r * (size_t)nb, nb, 4, x, pf, y + r);
 		for (; r < r1; r++)
-			q8_rows(W + (size_t)r * (size_t)nb, nb, 1, x, y + r);
+			q8_rows(W + (size_t)r * (size_t)nb, nb, 1, x, pf, y + r);
 		return;
 	}
 	int panel = panel_rows(nb * sizeof(coli_block_q8));
@@ -270,7 +295,7 @@ AVX512_INLINE __m512 q4_mterm(const float *mbuf, const float *xs, int cnt, __m51
 /* matvec: R rows (constant after inlining) against one input, in fours
  * for the reason given at q8_rows. */
 AVX512_INLINE void q4_rows(const coli_block_q4 *row0, int nb, const int R, const float *x,
-			   const float *xs, float *y)
+			   const float *xs, size_t pf, float *y)
 {
 	float dbuf[4][DM_CHUNK], mbuf[4][DM_CHUNK];
 	__m512 acc[4], accm[4];
@@ -292,7 +317,7 @@ AVX512_INLINE void q4_rows(const coli_block_q4 *row0, int nb, const int R, const
 			for (int i = 0; i < R; i++) {
 				const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
 				__m512 f[4];
-				_mm_prefetch((const char *)blk + PF_DIST, _MM_HINT_T0);
+				_mm_prefetch((const char *)blk + pf, _MM_HINT_T0);
 				q4_unpack(blk->q, f);
 				acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(dbuf[i][b]), block_dot(f, xb), acc[i]);
 			}
@@ -350,11 +375,12 @@ AVX512 static void rows_q4_avx512(const coli_qmat *w, const float *x, int n,
 	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
 	const coli_block_q4 *W = w->data;
 	if (n == 1) {
+		size_t pf = pf_bytes(nb * sizeof(coli_block_q4), PF_ROWS_Q4);
 		int r = r0;
 		for (; r + 4 <= r1; r += 4)
-			q4_rows(W + (size_t)r * (size_t)nb, nb, 4, x, xsum, y + r);
+			q4_rows(W + (size_t)r * (size_t)nb, nb, 4, x, xsum, pf, y + r);
 		for (; r < r1; r++)
-			q4_rows(W + (size_t)r * (size_t)nb, nb, 1, x, xsum, y + r);
+			q4_rows(W + (size_t)r * (size_t)nb, nb, 1, x, xsum, pf, y + r);
 		return;
 	}
 	int panel = panel_rows(nb * sizeof(coli_block_q4));
