@@ -5,26 +5,35 @@
  * for bit; every output element is summed by one thread in one order).
  *
  * Why a second vector path: with f32 activations the AVX2 int4 kernel
- * costs ~12.6 cycles per 64-weight block, so two cores could not keep up
- * with the memory bus. Here a block is 4 zmm vectors and the unpacking is
- * cheaper per element:
+ * needs ~3.3 ns per 64-weight block on the development VM (11 GB/s of
+ * weights per core, cache resident), too close to what two cores must
+ * stream. Here a block is 4 zmm vectors and the unpacking is cheaper per
+ * element (2.1 ns per block, 17 GB/s per core; tests/quant_bench):
  *
  *   INT4  vpmovzxbd (from memory) widens 16 packed bytes to 16 dwords; the
  *         low nibble needs no mask at all: vpermps only reads the low 4
  *         bits of each index, so permuting the table {0.0 .. 15.0} turns
  *         the widened bytes straight into floats (1 uop instead of and +
  *         convert). The high nibble is a shift and a convert. Elements stay
- *         in x's order, so x is read as is. Per block: 2 widen, 2 permute,
- *         2 shift, 2 convert, 4 FMA for sum(q*x), 1 FMA for d, 1 masked
- *         FMA for m * sum(x): ~13 vector uops on ports 0/5.
+ *         in x's order, so x is read as is. The half-precision d and m of
+ *         16 blocks are converted together ahead of the loop (one gather),
+ *         so d reaches the FMA as a broadcast memory operand and m * sum(x)
+ *         is one FMA per 16 blocks. Per block: 2 widen, 2 permute, 2 shift,
+ *         2 convert, 4 FMA for sum(q*x), 1 FMA for d: 13 vector uops on
+ *         the two 512-bit ports, about 6.5 cycles.
  *   INT8  vpmovsxbd + convert per 16 weights, d folded in by an FMA whose
- *         broadcast operand is read from the block itself.
+ *         broadcast operand is read from the block itself: also 13 uops.
+ *
+ * matvec takes rows in fours (each block of x is loaded once for four
+ * rows: x of 16384 floats does not fit L1) and prefetches the same place
+ * a few rows ahead (see PF_ROWS_Q4).
  *
  * Summation order (what the accuracy bound in kernels.h counts): a block's
  * sum(q*x) is one chain of 4 FMAs over 16 lanes; blocks are accumulated
  * into 16 lanes (one chain of cols/64 FMAs); the 16 lanes are reduced in a
- * fixed tree. INT4 adds sum_b m_b * sum(x_b) as a separate scalar chain at
- * the end. */
+ * fixed tree. INT4 adds sum_b m_b * sum(x_b), accumulated in 16 lanes
+ * (lane b % 16) and reduced by the same tree, at the end. F32 sums in 4 x
+ * 16 lanes. The longest chain is thus below cols/16 + 10. */
 #include "config.h"
 
 #include "kernels.h"
@@ -34,7 +43,6 @@
 #include <cpuid.h>
 #include <immintrin.h>
 #include <stdatomic.h>
-#include <string.h>
 
 #define TARGET_512 "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
 #define AVX512 __attribute__((target(TARGET_512)))
