@@ -35,6 +35,22 @@
 #include "coli_log.h"
 #include "size_parse.h"
 
+/* Prefetch gate. A prefetch costs its wrong guesses' reads; it pays by
+ * overlapping the right ones with compute. When the engine is bound by the
+ * drive (it waits for reads more than GATE_WAIT of the time), the drive
+ * has no idle time to absorb wrong guesses and they add straight to the
+ * step time: measured on the GLM-5 slice with a 0.5 GB/s read cap
+ * (bench/README.md), prediction precision ~0.56 made decode 20-50%
+ * slower than no prefetch, while unthrottled (compute-bound) the same
+ * prefetch cut the disk wait in half. So while the wait fraction is above
+ * GATE_WAIT and the precision below GATE_PRECISION, only every
+ * GATE_PROBE-th prefetch is issued (to keep measuring the precision).
+ * Figures are smoothed over windows of at least GATE_WINDOW seconds. */
+#define GATE_WAIT 0.5
+#define GATE_PRECISION 0.8
+#define GATE_PROBE 8
+#define GATE_WINDOW 1.0
+
 /* Re-choose the hot set every this many tokens (routings of one layer). */
 #define REPIN_EVERY 256
 /* Save heat.bin every this many tokens. */
@@ -219,9 +235,48 @@ static void unpin_call(expert_store *s, const int *slots, int n)
 			s->slots[slots[i]].pins--;
 }
 
+int store_prefetch_gate(int mode, int closed, double wait_fraction, double precision)
+{
+	/* hysteresis: without prefetch the wait fraction rises a little, so
+	 * reopen only well below the closing point */
+	double wait_limit = closed ? GATE_WAIT - 0.1 : GATE_WAIT;
+	return mode == 1 && wait_fraction > wait_limit && precision < GATE_PRECISION;
+}
+
+/* At the first MoE layer's visits (once per decoded token): close the
+ * measurement window when it is long enough and update the gate. */
+static void gate_update(expert_store *s)
+{
+	double now = now_s();
+	if (s->gate_t == 0) {
+		s->gate_t = now;
+		s->gate_wait = s->wait_total;
+		return;
+	}
+	double dt = now - s->gate_t;
+	if (dt < GATE_WINDOW)
+		return;
+	double w = (s->wait_total - s->gate_wait) / dt;
+	s->gate_w = 0.5 * s->gate_w + 0.5 * w;
+	uint64_t di = s->pf_issued - s->gate_issued, du = s->pf_used - s->gate_used;
+	if (di >= (uint64_t)s->top_k)
+		s->gate_p = 0.5 * s->gate_p + 0.5 * ((double)du / (double)di);
+	int closed = store_prefetch_gate(s->o.prefetch, s->gate_closed, s->gate_w, s->gate_p);
+	if (closed != s->gate_closed)
+		coli_debug("expert store: prefetch %s (wait fraction %.2f, precision %.2f)",
+			   closed ? "paused" : "resumed", s->gate_w, s->gate_p);
+	s->gate_closed = closed;
+	s->gate_t = now;
+	s->gate_wait = s->wait_total;
+	s->gate_issued = s->pf_issued;
+	s->gate_used = s->pf_used;
+}
+
 /* One policy tick per visit; a new layer is a new visit of that layer. */
 static void visit_start(expert_store *s, int layer)
 {
+	if (layer == s->first_moe)
+		gate_update(s);
 	s->tick++;
 	if (s->cur_layer != layer) {
 		s->layer_visit[layer]++;
@@ -304,6 +359,7 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 			expert_stats_note_use(s->stats, sl->prefetched);
 			if (sl->prefetched) {
 				expert_stats_note_prefetch(s->stats, 0, 1);
+				s->pf_used++;
 				sl->prefetched = 0;
 			}
 		} else {
@@ -332,7 +388,9 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 		while (rc >= 0 && s->slots[got[i]].pending > 0)
 			rc = store_io_reap(s, 1);
 	}
-	expert_stats_note_wait(s->stats, now_s() - t0);
+	double waited = now_s() - t0;
+	expert_stats_note_wait(s->stats, waited);
+	s->wait_total += waited;
 	int bad = -1;
 	for (int i = 0; i < n; i++) {
 		store_slot *sl = &s->slots[got[i]];
@@ -374,6 +432,8 @@ void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n
 {
 	if (!s || !s->o.prefetch || check_layer(s, layer, NULL))
 		return;
+	if (s->gate_closed && s->gate_skips++ % GATE_PROBE)
+		return;
 	store_io_reap(s, 0);
 	uint64_t issued = 0;
 	for (int i = 0; i < n; i++) {
@@ -392,6 +452,7 @@ void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n
 	}
 	if (issued) {
 		expert_stats_note_prefetch(s->stats, issued, 0);
+		s->pf_issued += issued;
 		store_io_submit(s);
 	}
 	store_update_resident(s);
@@ -563,6 +624,7 @@ int expert_store_open(const coli_container *c, const expert_store_opts *o,
 	s->first_moe = -1;
 	s->cur_layer = -1;
 	s->visit_layer = -1;
+	s->gate_p = 1.0; /* optimistic until measured */
 	int n_moe = 0;
 	for (int l = 0; l < s->n_layers; l++)
 		if (c->expert_shard_paths[l]) {

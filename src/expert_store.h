@@ -34,7 +34,10 @@ enum expert_policy {
 typedef struct expert_store_opts {
 	int64_t cache_bytes;     /* RAM budget for cached experts; -1 = automatic */
 	int64_t pin_bytes;       /* budget for the pinned hot set; -1 = automatic */
-	int prefetch;            /* 1 = read predicted next-layer experts early */
+	int prefetch;            /* 1 = read predicted next-layer experts early,
+	                          * paused while they cost more than they give
+	                          * (expert_store.c, "prefetch gate"); 2 = always;
+	                          * 0 = never */
 	int direct;              /* 1 = O_DIRECT, 0 = buffered, -1 = auto */
 	const char *const *mirrors; /* NULL-terminated list of mirror dirs */
 	const char *heat_dir;    /* CACHE_DIR/hot-experts; NULL = no persistence */

@@ -100,6 +100,14 @@ struct expert_store {
 	uint32_t *layer_visit;      /* [n_layers] visits: acquires moving to a layer */
 	int cur_layer;              /* layer of the latest acquire, -1 */
 	int visit_layer;            /* layer of an open request visit, -1 */
+	/* prefetch gate (expert_store.c) */
+	uint64_t pf_issued, pf_used;  /* totals, as noted in the stats */
+	double wait_total;          /* seconds acquire blocked on reads */
+	double gate_t, gate_wait;   /* window start: time, wait_total */
+	uint64_t gate_issued, gate_used;
+	double gate_w, gate_p;      /* smoothed wait fraction, precision */
+	int gate_closed;
+	uint32_t gate_skips;        /* prefetch calls skipped while closed */
 	/* heat */
 	float *heat;                /* decayed count as of heat_tick */
 	uint32_t *heat_tick;        /* layer tick when heat[] was updated */
@@ -155,5 +163,8 @@ int store_budget_resolve(const coli_container *c, const expert_store_opts *o,
 
 /* expert_store.c */
 void store_update_resident(expert_store *s);
+/* The prefetch gate's decision: 1 = pause prefetching (mode = opts.prefetch,
+ * closed = the current state, figures smoothed over recent windows). */
+int store_prefetch_gate(int mode, int closed, double wait_fraction, double precision);
 
 #endif

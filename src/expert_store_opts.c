@@ -197,8 +197,12 @@ int expert_store_opts_from_env(expert_store_opts *o, coli_err *err)
 	if ((v = getenv("COLI_PIN_BUDGET")) && *v &&
 	    (rc = size_parse(v, "COLI_PIN_BUDGET", &o->pin_bytes, err)) < 0)
 		return rc;
-	if ((v = getenv("COLI_PREFETCH")) && *v && parse_bool_env(v, &o->prefetch))
-		return coli_err_set(err, -EINVAL, "COLI_PREFETCH: '%s' is not 0 or 1", v);
+	if ((v = getenv("COLI_PREFETCH")) && *v) {
+		if (!strcasecmp(v, "always"))
+			o->prefetch = 2;
+		else if (parse_bool_env(v, &o->prefetch))
+			return coli_err_set(err, -EINVAL, "COLI_PREFETCH: '%s' is not 0, 1 or always", v);
+	}
 	if ((v = getenv("COLI_DIRECT")) && *v) {
 		if (!strcasecmp(v, "auto"))
 			o->direct = -1;

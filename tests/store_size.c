@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "expert_store.h"
+#include "expert_store_int.h"
 #include "iobench.h"
 #include "size_parse.h"
 #include "store_test.h"
@@ -112,6 +113,16 @@ int main(void)
 	CHECK(expert_store_opts_from_env(&o, &e) == 0);
 	CHECK(o.cache_bytes == 2 * G && o.pin_bytes == 0 && o.prefetch == 0 && o.direct == -1);
 	CHECK(!strcmp(o.mirrors[0], "/m1") && !strcmp(o.mirrors[1], "/m2") && !o.mirrors[2]);
+	setenv("COLI_PREFETCH", "always", 1);
+	CHECK(expert_store_opts_from_env(&o, &e) == 0 && o.prefetch == 2);
+	/* the prefetch gate pauses only when reads bind and guesses are poor,
+	 * reopens below the closing point, and never in modes 0 / 2 */
+	CHECK(store_prefetch_gate(1, 0, 0.6, 0.5) == 1);
+	CHECK(store_prefetch_gate(1, 0, 0.3, 0.5) == 0);
+	CHECK(store_prefetch_gate(1, 0, 0.9, 0.9) == 0);
+	CHECK(store_prefetch_gate(1, 1, 0.45, 0.5) == 1);
+	CHECK(store_prefetch_gate(1, 1, 0.35, 0.5) == 0);
+	CHECK(store_prefetch_gate(2, 0, 0.9, 0.1) == 0 && store_prefetch_gate(0, 0, 0.9, 0.1) == 0);
 	setenv("COLI_PREFETCH", "maybe", 1);
 	CHECK(expert_store_opts_from_env(&o, &e) == -EINVAL && strstr(e.msg, "COLI_PREFETCH"));
 	/* iobench's pure helpers */
