@@ -213,13 +213,16 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 			  "and below index_topk it selects every key", c->index_topk);
 		e->ctx = c->index_topk;
 	}
+	e->prefill_batch = e->opts.prefill_batch > 0 ? e->opts.prefill_batch : ENGINE_PREFILL_BATCH;
 	e->kv_ram = e->opts.kv_ram > 0 && e->opts.kv_ram < e->ctx ? e->opts.kv_ram : e->ctx;
-	if (e->kv_ram < 2 * ENGINE_PREFILL_BATCH && e->kv_ram < e->ctx) {
-		rc = coli_err_set(err, -EINVAL, "--kv-ram must be at least %d tokens", 2 * ENGINE_PREFILL_BATCH);
+	if (e->kv_ram < e->ctx && e->prefill_batch > e->kv_ram / 2)
+		e->prefill_batch = e->kv_ram / 2;   /* a chunk must fit beside what stays in RAM */
+	if (e->kv_ram < 32 && e->kv_ram < e->ctx) {
+		rc = coli_err_set(err, -EINVAL, "--kv-ram must be at least 32 tokens");
 		goto fail;
 	}
 	e->n_slots = slot_count(e);
-	int batch = e->n_slots > ENGINE_PREFILL_BATCH ? e->n_slots : ENGINE_PREFILL_BATCH;
+	int batch = e->n_slots > e->prefill_batch ? e->n_slots : e->prefill_batch;
 	if ((rc = coli_state_new(e->model, e->ctx, batch, &e->state, err)))
 		goto fail;
 	for (int i = 0; i < e->n_slots; i++)

@@ -26,6 +26,7 @@ typedef struct coli_engine_opts {
 	int threads;               /* compute threads; <= 0 = online cores */
 	int max_queue;             /* queued requests before -EBUSY; 0 = default 16 */
 	int parallel;              /* requests decoded together (slots); 0 = auto */
+	int prefill_batch;         /* prompt positions per step; 0 = default 128 */
 	int ctx;                   /* max context tokens; 0 = model/default */
 	int kv_ram;                /* KV rows kept in RAM per slot; 0 = ctx. A
 	                            * session longer than this keeps its older

@@ -14,6 +14,7 @@ const char coli_engine_flags_help[] =
 	"  --ctx N                  context length in tokens (default 4096)\n"
 	"  --parallel N             requests decoded together (default: up to 4)\n"
 	"  --kv-ram N               KV tokens kept in RAM per request (default: --ctx)\n"
+	"  --prefill-batch N        prompt tokens evaluated per step (default 128)\n"
 	"  --cache-dir DIR          sessions, expert heat and logs\n"
 	"  --expert-cache SIZE      RAM for cached experts: 512MB, 8GB, 25%, 0, auto\n"
 	"  --pin-budget SIZE        part of it for the pinned hot set\n"
@@ -45,6 +46,9 @@ int coli_engine_flags_init(coli_engine_flags *f, coli_err *err)
 	if ((v = getenv("COLI_CTX")) && *v && (rc = parse_int(v, "COLI_CTX", 1, 1 << 24, &f->opts.ctx, err)))
 		return rc;
 	if ((v = getenv("COLI_KV_RAM")) && *v && (rc = parse_int(v, "COLI_KV_RAM", 0, 1 << 24, &f->opts.kv_ram, err)))
+		return rc;
+	if ((v = getenv("COLI_PREFILL_BATCH")) && *v &&
+	    (rc = parse_int(v, "COLI_PREFILL_BATCH", 1, 4096, &f->opts.prefill_batch, err)))
 		return rc;
 	if ((v = getenv("COLI_PARALLEL")) && *v &&
 	    (rc = parse_int(v, "COLI_PARALLEL", 0, 16, &f->opts.parallel, err)))
@@ -80,13 +84,17 @@ int coli_engine_flags_parse(coli_engine_flags *f, int argc, char **argv, int *i,
 		      : !strcmp(flag, "--ctx")      ? &f->opts.ctx
 		      : !strcmp(flag, "--parallel") ? &f->opts.parallel
 		      : !strcmp(flag, "--kv-ram")   ? &f->opts.kv_ram
+		      : !strcmp(flag, "--prefill-batch") ? &f->opts.prefill_batch
 						    : NULL;
 	if (target || !strcmp(flag, "--cache-dir")) {
 		if (!val)
 			return coli_err_set(err, -EINVAL, "%s needs a value", flag);
 		if (target) {
 			int is_ctx = !strcmp(flag, "--ctx");
-			int hi = is_ctx || !strcmp(flag, "--kv-ram") ? 1 << 24 : !strcmp(flag, "--parallel") ? 16 : 1024;
+			int hi = is_ctx || !strcmp(flag, "--kv-ram") ? 1 << 24
+				 : !strcmp(flag, "--parallel")      ? 16
+				 : !strcmp(flag, "--prefill-batch") ? 4096
+								    : 1024;
 			int rc = parse_int(val, flag, is_ctx, hi, target, err);
 			if (rc)
 				return rc;

@@ -17,7 +17,10 @@
 
 #define ENGINE_DEFAULT_QUEUE 16
 #define ENGINE_DEFAULT_CTX 4096
-#define ENGINE_PREFILL_BATCH 32
+/* Prompt positions evaluated per step by default. Each chunk reads every
+ * expert its tokens route to once, so larger chunks read fewer bytes per
+ * prompt token; smaller ones interleave better with other slots' decode. */
+#define ENGINE_PREFILL_BATCH 128
 #define ENGINE_MAX_SLOTS 16
 
 enum slot_phase { SLOT_IDLE = 0, SLOT_PREFILL, SLOT_DECODE };
@@ -60,6 +63,7 @@ struct coli_engine {
 	coli_state *state;     /* scratch shared by every slot */
 	int ctx;
 	int kv_ram;            /* KV rows in RAM per slot (<= ctx) */
+	int prefill_batch;     /* prompt positions per step */
 	engine_slot slots[ENGINE_MAX_SLOTS];
 	int n_slots;
 	float *batch_logits;   /* (n_slots, vocab) */

@@ -73,7 +73,7 @@ int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_
 	/* the newest rows go to RAM; older ones stay in the file and are read
 	 * back on demand when the session is longer than --kv-ram */
 	const int n = l.n_tokens, cap = coli_seq_capacity(sl->seq);
-	const int in_ram = n < cap - ENGINE_PREFILL_BATCH ? n : cap - ENGINE_PREFILL_BATCH;
+	const int in_ram = n < cap - e->prefill_batch ? n : cap - e->prefill_batch;
 	const int base = n - in_ram;
 	for (int layer = 0; layer < L && !rc; layer++)
 		if (in_ram > 0)
@@ -160,8 +160,8 @@ void engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, const int *pro
 	/* at least one prompt token must still be evaluated for logits */
 	if (match >= n)
 		match = n - 1;
-	if (match > coli_seq_capacity(sl->seq) - ENGINE_PREFILL_BATCH)
-		match = coli_seq_capacity(sl->seq) - ENGINE_PREFILL_BATCH;
+	if (match > coli_seq_capacity(sl->seq) - e->prefill_batch)
+		match = coli_seq_capacity(sl->seq) - e->prefill_batch;
 	if (match <= have || match + 1 > e->ctx)
 		return;
 	const coli_config *c = &e->model->cfg;

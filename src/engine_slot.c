@@ -256,7 +256,7 @@ void engine_slot_prefill(coli_engine *e, engine_slot *sl)
 		engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_CANCELLED, 0, NULL);
 		return;
 	}
-	int n = sl->n_prompt - sl->at < ENGINE_PREFILL_BATCH ? sl->n_prompt - sl->at : ENGINE_PREFILL_BATCH;
+	int n = sl->n_prompt - sl->at < e->prefill_batch ? sl->n_prompt - sl->at : e->prefill_batch;
 	if (slot_eval(e, sl, sl->prompt + sl->at, n, sl->logits, &err)) {
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 		return;
