@@ -101,6 +101,8 @@ void coli_request_free(coli_request *r);
 
 /* Requests queued or being served (for status lines and /metrics). */
 int coli_engine_queue_len(const coli_engine *e);
+/* Requests finished since start (any outcome). */
+unsigned long coli_engine_served(const coli_engine *e);
 
 /* The expert store's telemetry block (lives as long as the engine; any
  * thread may read it, see expert_stats.h). */

@@ -74,6 +74,7 @@ struct coli_engine {
 	int q_head, q_len, q_cap;
 	int stop;
 	int active;            /* slots serving a request */
+	unsigned long served;  /* requests finished (guarded by lock) */
 };
 
 /* engine_slot.c */

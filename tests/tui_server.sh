@@ -12,8 +12,8 @@ command -v curl >/dev/null 2>&1 || { echo "SKIP: curl missing"; exit 77; }
 N=3000
 [ -z "$COLI_TEST_SANITIZED" ] || N=800
 tui_start 120 40 --port 0 --session srv --max-tokens $N --ignore-eos
-tui_wait 'http://127\.0\.0\.1:[0-9]+ queue' 60
-PORT=$(tui_screen | sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\) queue.*/\1/p' | head -n1)
+tui_wait 'http://127\.0\.0\.1:[0-9]+ served [0-9]+ queue' 60
+PORT=$(tui_screen | sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\) served.*/\1/p' | head -n1)
 [ -n "$PORT" ] || tui_fail "no port in the status line"
 BASE="http://127.0.0.1:$PORT"
 

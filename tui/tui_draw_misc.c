@@ -98,7 +98,8 @@ void tui_draw_status(tui_app *a, WINDOW *w)
 	else
 		snprintf(rss, sizeof rss, "n/a");
 	if (a->server_addr[0])
-		snprintf(srv, sizeof srv, "%s queue %d", a->server_addr, coli_engine_queue_len(a->eng));
+		snprintf(srv, sizeof srv, "%s served %lu queue %d", a->server_addr, coli_engine_served(a->eng),
+			 coli_engine_queue_len(a->eng));
 	else
 		snprintf(srv, sizeof srv, "%s", a->server_note[0] ? a->server_note : "no server");
 	const char *hint = a->msg[0] && tui_now() < a->msg_until ? a->msg
