@@ -3,7 +3,8 @@
 # experts far exceed the RAM budget (issue 4, benchmark part).
 #
 #   bench/glm5_slice.sh [--work DIR] [--reuse] [--keep] [--gen N] [--prompt N]
-#                       [--threads N] [--no-cgroup] [--no-skew] [--coli PATH]
+#                       [--threads N] [--no-cgroup] [--no-skew] [--throttle BPS]
+#                       [--coli PATH]
 #
 # Steps (each result is kept as JSON in WORK/results/):
 #   1. coli synth --preset glm5-slice --layers 3 --dense-layers 1 --experts 64
@@ -23,6 +24,10 @@
 #   5. learned heat: the same workload twice with a budget of 25% of the
 #      experts and a cache dir; the second run reloads hot-experts/heat.bin
 #      and pins the hot set at open. The second run's hit rate is reported.
+#   6. (uniform) the drive-bound regime: reads capped at --throttle bytes/s
+#      (default 500000000) by a blkio cgroup, iobench and the cold 1/3 run
+#      with the default prefetch (gated), COLI_PREFETCH=always, --no-prefetch.
+#      A busy shared CPU makes step 3 compute-bound; this shows the other side.
 # --reuse keeps WORK (HF checkpoint and containers) and reuses it next time;
 # --keep keeps it once. Otherwise the multi-GB files are removed at the end.
 # Prints a markdown table (also WORK/results/summary.md, summary.json).
@@ -31,7 +36,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=/var/tmp/coli-glm5-slice
-reuse=0 keep=0 gen=32 prompt=64 threads=0 cgroup=1 skew=1
+reuse=0 keep=0 gen=32 prompt=64 threads=0 cgroup=1 skew=1 throttle=500000000
 coli=${COLI:-}
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -43,6 +48,7 @@ while [ $# -gt 0 ]; do
 	--threads) threads=$2; shift ;;
 	--no-cgroup) cgroup=0 ;;
 	--no-skew) skew=0 ;;
+	--throttle) throttle=$2; shift ;;
 	--coli) coli=$2; shift ;;
 	-h|--help) sed -n '2,32p' "$0"; exit 0 ;;
 	*) echo "glm5_slice.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -58,12 +64,13 @@ fi
 py=/usr/bin/python3
 hf=$work/hf model=$work/model model_skew=$work/model-skew res=$work/results
 cg=/sys/fs/cgroup/memory/coli-glm5-slice
+bg=/sys/fs/cgroup/blkio/coli-glm5-slice
 mkdir -p "$work" "$res"
 
 cleanup() {
-	if [ -d "$cg" ]; then
-		rmdir "$cg" 2>/dev/null || true
-	fi
+	for d in "$cg" "$bg"; do
+		[ -d "$d" ] && { rmdir "$d" 2>/dev/null || true; }
+	done
 	if [ "$keep" = 0 ] && [ "$reuse" = 0 ]; then
 		rm -rf "$hf" "$model" "$model_skew" "$work/cache"
 	fi
@@ -173,5 +180,28 @@ for v in $variants; do
 	# shellcheck disable=SC2086
 	run "$v-heat2" "$coli" bench "$m" --cold $hargs
 done
+
+# --- 6. drive-bound: reads capped by a blkio cgroup -------------------------
+if [ "$throttle" -gt 0 ] && [ -w /sys/fs/cgroup/blkio ]; then
+	majmin=$(stat -c '%Hd:%Ld' "$shard1")
+	# a partition's cap must name its disk: use the parent when there is one
+	if [ -e "/sys/dev/block/$majmin/partition" ]; then
+		majmin=$(cat "/sys/dev/block/$majmin/../dev")
+	fi
+	mkdir -p "$bg"
+	echo "$majmin $throttle" >"$bg/blkio.throttle.read_bps_device"
+	inbg() { sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$bg" "$@"; }
+	run throttled-iobench inbg "$coli" iobench "$shard1" --size "$rec" --seconds 3 --json
+	# shellcheck disable=SC2086
+	run throttled-gated inbg "$coli" bench "$model" --cold --expert-cache "$third" $targs
+	# shellcheck disable=SC2086
+	run throttled-always inbg env COLI_PREFETCH=always "$coli" bench "$model" --cold --expert-cache "$third" $targs
+	# shellcheck disable=SC2086
+	run throttled-none inbg "$coli" bench "$model" --cold --expert-cache "$third" --no-prefetch $targs
+	rmdir "$bg"
+	variants="$variants throttled"
+else
+	echo "glm5_slice.sh: no writable blkio cgroup (or --throttle 0); skipping the drive-bound runs" >&2
+fi
 
 "$py" "$top/bench/glm5_slice_report.py" "$res" $variants | tee "$res/summary.md"

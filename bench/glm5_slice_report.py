@@ -48,21 +48,35 @@ def readint(name):
     return int(open(p).read().split()[0]) if os.path.exists(p) else None
 
 
+def best_large(io, mode=None):
+    if not io:
+        return 0
+    return max((t["bytes_per_s"] for t in io["tests"]
+                if t["ok"] and t["block"] > 4096 and (mode is None or t["mode"] == mode)), default=0)
+
+
 io = load("iobench")
-io_bps = max((t["bytes_per_s"] for t in io["tests"] if t["ok"] and t["block"] > 4096), default=0)
-io_direct = max((t["bytes_per_s"] for t in io["tests"]
-                 if t["ok"] and t["block"] > 4096 and t["mode"] == "direct"), default=0)
+io_bps, io_direct = best_large(io), best_large(io, "direct")
 variants = sys.argv[2:] or ["uniform"]
 summary = {"iobench_gbps_at_record_size": io_bps / 1e9, "iobench_direct_gbps": io_direct / 1e9,
            "runs": {}, "cgroup": {}}
 rows = []
 MiB = 1024 * 1024
+RUNS = (("cold", "cold, 1/3 cache"), ("cgroup", "cold, 1/3 cache, cgroup"),
+        ("warm", "warm, all cached"), ("heat1", "25% budget, run 1"),
+        ("heat2", "25% budget, run 2 (heat.bin)"))
+THROTTLED = (("gated", "cold, 1/3, prefetch gated (default)"),
+             ("always", "cold, 1/3, COLI_PREFETCH=always"), ("none", "cold, 1/3, --no-prefetch"))
 for v in variants:
-    warm = load(v + "-warm")
+    vio_bps = io_bps
+    if v == "throttled":
+        vio_bps = best_large(load("throttled-iobench"))
+        summary["throttled_iobench_gbps"] = vio_bps / 1e9
+        warm = load("uniform-warm")
+    else:
+        warm = load(v + "-warm")
     compute_ms = warm["decode"]["ms_per_token"] if warm else None
-    for kind, label in (("cold", "cold, 1/3 cache"), ("cgroup", "cold, 1/3 cache, cgroup"),
-                        ("warm", "warm, all cached"), ("heat1", "25% budget, run 1"),
-                        ("heat2", "25% budget, run 2 (heat.bin)")):
+    for kind, label in (THROTTLED if v == "throttled" else RUNS):
         name = v + "-" + kind
         j = load(name)
         if not j:
@@ -81,12 +95,12 @@ for v in variants:
              "budget": ex.get("budget_pin", 0) + ex.get("budget_cache", 0), "compute_ms": compute_ms}
         r["ram_hit_vs_belady"] = (r["ram_hit"] / r["belady"]) if r["belady"] and r["ram_hit"] is not None else None
         r["hit_vs_belady"] = (r["hit"] / r["belady"]) if r["belady"] and r["hit"] is not None else None
-        if io_bps and bpt > 0:
-            r["ceiling"] = io_bps / bpt
+        if vio_bps and bpt > 0:
+            r["ceiling"] = vio_bps / bpt
             r["ratio_ceiling"] = r["tok_s"] / r["ceiling"]
-            r["read_ratio"] = r["gbps"] * 1e9 / io_bps
-            r["io_ms"] = 1000.0 * bpt / io_bps
-            r["busy_ratio"] = r["busy_gbps"] * 1e9 / io_bps if r["busy_gbps"] else None
+            r["read_ratio"] = r["gbps"] * 1e9 / vio_bps
+            r["io_ms"] = 1000.0 * bpt / vio_bps
+            r["busy_ratio"] = r["busy_gbps"] * 1e9 / vio_bps if r["busy_gbps"] else None
         else:
             r["ceiling"] = r["ratio_ceiling"] = r["read_ratio"] = r["busy_ratio"] = None
             r["io_ms"] = 0.0
@@ -106,8 +120,9 @@ def f(v, fmt="%.2f"):
     return "n/a" if v is None else fmt % v
 
 
-print("iobench at the record size: %.3f GB/s (best mode), %.3f GB/s O_DIRECT"
-      % (io_bps / 1e9, io_direct / 1e9))
+print("iobench at the record size: %.3f GB/s (best mode), %.3f GB/s O_DIRECT%s"
+      % (io_bps / 1e9, io_direct / 1e9,
+         "; throttled: %.3f GB/s" % summary["throttled_iobench_gbps"] if "throttled_iobench_gbps" in summary else ""))
 print()
 print("| run | tok/s | ms/tok | CPU ms/tok (share) | disk wait ms | MB read/tok | GB/s | read/iobench | busy read/iobench "
       "| ceiling tok/s | ratio to ceiling | io ms | compute ms | step/max(io,compute) | same, in-run compute | hit (incl. prefetched) "
