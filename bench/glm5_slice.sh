@@ -190,18 +190,21 @@ if [ "$throttle" -gt 0 ] && [ -w /sys/fs/cgroup/blkio ]; then
 	fi
 	mkdir -p "$bg"
 	echo "$majmin $throttle" >"$bg/blkio.throttle.read_bps_device"
-	inbg() { sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$bg" "$@"; }
-	run throttled-iobench inbg "$coli" iobench "$shard1" --size "$rec" --seconds 3 --json
+	# shellcheck disable=SC2016
+	inbg='echo $$ >"$0/cgroup.procs" && exec "$@"'
+	run throttled-iobench sh -c "$inbg" "$bg" "$coli" iobench "$shard1" --size "$rec" --seconds 3 --json
 	# shellcheck disable=SC2086
-	run throttled-gated inbg "$coli" bench "$model" --cold --expert-cache "$third" $targs
+	run throttled-gated sh -c "$inbg" "$bg" "$coli" bench "$model" --cold --expert-cache "$third" $targs
 	# shellcheck disable=SC2086
-	run throttled-always inbg env COLI_PREFETCH=always "$coli" bench "$model" --cold --expert-cache "$third" $targs
+	run throttled-always sh -c "$inbg" "$bg" env COLI_PREFETCH=always \
+		"$coli" bench "$model" --cold --expert-cache "$third" $targs
 	# shellcheck disable=SC2086
-	run throttled-none inbg "$coli" bench "$model" --cold --expert-cache "$third" --no-prefetch $targs
+	run throttled-none sh -c "$inbg" "$bg" "$coli" bench "$model" --cold --expert-cache "$third" --no-prefetch $targs
 	rmdir "$bg"
 	variants="$variants throttled"
 else
 	echo "glm5_slice.sh: no writable blkio cgroup (or --throttle 0); skipping the drive-bound runs" >&2
 fi
 
+# shellcheck disable=SC2086
 "$py" "$top/bench/glm5_slice_report.py" "$res" $variants | tee "$res/summary.md"
