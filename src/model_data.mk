@@ -5,5 +5,27 @@ libcoli_a_SOURCES += src/cmd_perplexity.c
 man_MANS += man/coli-perplexity.1
 EXTRA_DIST += man/coli-perplexity.1.in
 
-EXTRA_DIST += tools/train/README.md tools/train/corpus.py tools/train/bpe.py \
-	tools/train/model.py tools/train/train.py tools/train/chat_template.jinja
+TESTS += tests/model_tokenizer.sh tests/model_default.sh
+EXTRA_DIST += tests/model_tokenizer.sh tests/model_default.sh
+
+# Offline pipeline (never run by the build): see tools/train/README.md.
+EXTRA_DIST += tools/train/README.md tools/train/loss.png tools/train/chat_template.jinja \
+	tools/train/corpus.py tools/train/bpe.py tools/train/model.py tools/train/train.py \
+	tools/train/container.py tools/train/analyze.py tools/train/plot.py
+
+# Held-out fixtures of the tests (not installed).
+EXTRA_DIST += data/README.md data/eval/val.txt data/eval/tokenizer.jsonl data/eval/expected.json
+
+# The container, installed as $(pkgdatadir)/default-model (where model_dir.c
+# looks) and shipped by make dist. One directory variable per subdirectory:
+# nobase_ would keep the data/ prefix in the installed path.
+defaultmodeldir = $(pkgdatadir)/default-model
+dist_defaultmodel_DATA = data/default-model/manifest.json 
+defaultmodel_densedir = $(pkgdatadir)/default-model/dense
+dist_defaultmodel_dense_DATA = data/default-model/dense/embed.bin data/default-model/dense/head.bin data/default-model/dense/layer-000.bin data/default-model/dense/layer-001.bin data/default-model/dense/layer-002.bin data/default-model/dense/layer-003.bin 
+defaultmodel_expertsdir = $(pkgdatadir)/default-model/experts
+dist_defaultmodel_experts_DATA = data/default-model/experts/shard-001.bin data/default-model/experts/shard-002.bin data/default-model/experts/shard-003.bin 
+defaultmodel_mtpdir = $(pkgdatadir)/default-model/mtp
+dist_defaultmodel_mtp_DATA = data/default-model/mtp/layer-004.bin 
+defaultmodel_tokenizerdir = $(pkgdatadir)/default-model/tokenizer
+dist_defaultmodel_tokenizer_DATA = data/default-model/tokenizer/tokenizer.json data/default-model/tokenizer/tokenizer_config.json 
