@@ -13,7 +13,12 @@
  * --routing feeds one token at a time instead (same logits, one forward
  * call per position) so the routing of every token can be read from
  * coli_state_routing, and reports how often each expert was chosen in each
- * MoE layer: the engine's view of expert specialisation. */
+ * MoE layer: the engine's view of expert specialisation.
+ *
+ * --mtp also runs the MTP module at every position and reports its draft
+ * acceptance: how often its greedy draft for token t+2 (from the hidden
+ * state at t and token t+1) equals the main model's greedy prediction at
+ * t+1 - the rate a greedy self-speculative decoder would accept. */
 #include "config.h"
 
 #include <errno.h>
@@ -34,11 +39,12 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: coli perplexity [DIR] FILE [--window N] [--routing] [--json] [engine options]\n"
+	fprintf(f, "usage: coli perplexity [DIR] FILE [--window N] [--routing] [--mtp] [--json] [engine options]\n"
 		   "Next-token loss and perplexity of the model on a text file.\n"
 		   "  --window N   tokens per window, each run from an empty cache (default %d,\n"
 		   "               at most max_position_embeddings)\n"
 		   "  --routing    one token per forward call; report expert choices per MoE layer\n"
+		   "  --mtp        also report the MTP module's greedy draft acceptance\n"
 		   "  --json       one JSON object instead of text\n%s",
 		PPL_DEFAULT_WINDOW, coli_engine_flags_help);
 }
@@ -98,11 +104,23 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static int argmax(const float *v, int n)
+{
+	int best = 0;
+	for (int i = 1; i < n; i++)
+		if (v[i] > v[best])
+			best = i;
+	return best;
+}
+
 struct ppl_run {
 	double nll;          /* summed over scored tokens */
 	long scored, windows;
 	long *counts;        /* (moe layers, experts) with --routing */
 	int n_moe, n_exp;
+	int mtp;             /* --mtp */
+	float *draft;        /* (V) MTP logits */
+	long drafts, accepted;
 };
 
 /* Score ids[0..n) window by window; logits has room for (window, V). */
@@ -113,13 +131,32 @@ static int ppl_score(coli_model *m, coli_state *s, const int *ids, long n, int w
 	for (long w0 = 0; w0 < n; w0 += window) {
 		int len = (int)(n - w0 < window ? n - w0 : window);
 		coli_state_rewind(s, 0);
-		if (!routing) {
+		if (!routing && !r->mtp) {
 			if (coli_forward(m, s, ids + w0, len, logits, 1, err))
 				return err->code ? err->code : -EIO;
 		} else {
+			int draft_tok = -1;
 			for (int t = 0; t < len; t++) {
-				if (coli_forward(m, s, ids + w0 + t, 1, logits + (size_t)t * V, 0, err))
+				float *row = logits + (size_t)t * V;
+				if (coli_forward(m, s, ids + w0 + t, 1, row, 0, err))
 					return err->code ? err->code : -EIO;
+				if (r->mtp) {
+					/* the draft made at t-1 predicted what the main model
+					 * now predicts at t */
+					if (draft_tok >= 0) {
+						r->drafts++;
+						r->accepted += draft_tok == argmax(row, V);
+					}
+					draft_tok = -1;
+					if (t + 1 < len) {
+						if (coli_forward_mtp(m, s, coli_state_seq(s), coli_state_hidden(s, 0),
+								     ids + w0 + t + 1, 1, r->draft, err))
+							return err->code ? err->code : -EIO;
+						draft_tok = argmax(r->draft, V);
+					}
+				}
+				if (!routing)
+					continue;
 				const coli_routing *rt = coli_state_routing(s);
 				/* rows are indexed by layer; dense layers have none */
 				for (int l = 0, mi = 0; l < m->cfg.num_hidden_layers; l++) {
@@ -151,6 +188,9 @@ static void print_result(const struct ppl_run *r, const char *dir, const char *f
 		       r->windows, window, r->scored);
 		printf("loss %.6f nats/token, perplexity %.4f, %.4f bits/byte, %.1f tokens/s\n", loss, exp(loss),
 		       bytes ? r->nll / log(2.0) / (double)bytes : 0.0, secs > 0 ? (double)n_tok / secs : 0.0);
+		if (r->mtp)
+			printf("MTP draft acceptance %.4f (%ld of %ld)\n",
+			       r->drafts ? (double)r->accepted / (double)r->drafts : 0.0, r->accepted, r->drafts);
 		return;
 	}
 	printf("{\"model\":\"%s\",\"tokens\":%ld,\"bytes\":%zu,\"window\":%d,\"windows\":%ld,"
@@ -158,6 +198,9 @@ static void print_result(const struct ppl_run *r, const char *dir, const char *f
 	       "\"seconds\":%.3f,\"tokens_per_s\":%.1f",
 	       dir, n_tok, bytes, window, r->windows, r->scored, loss, exp(loss),
 	       bytes ? r->nll / log(2.0) / (double)bytes : 0.0, secs, secs > 0 ? (double)n_tok / secs : 0.0);
+	if (r->mtp)
+		printf(",\"mtp_drafts\":%ld,\"mtp_accepted\":%ld,\"mtp_acceptance\":%.6f", r->drafts, r->accepted,
+		       r->drafts ? (double)r->accepted / (double)r->drafts : 0.0);
 	if (r->counts) {
 		fputs(",\"routing\":[", stdout);
 		for (int l = 0; l < r->n_moe; l++) {
@@ -203,6 +246,8 @@ int cmd_perplexity(int argc, char **argv)
 			json = 1;
 		} else if (!strcmp(argv[i], "--routing")) {
 			routing = 1;
+		} else if (!strcmp(argv[i], "--mtp")) {
+			r.mtp = 1;
 		} else if (!strcmp(argv[i], "--window") && i + 1 < argc) {
 			if (cli_parse_int(argv[++i], "--window", 2, 1 << 20, &window, &err))
 				goto usage_err;
@@ -228,11 +273,14 @@ int cmd_perplexity(int argc, char **argv)
 		goto fail;
 	}
 	coli_model_opts mo;
-	coli_model_opts_default(&mo);
-	mo.threads = fl.opts.threads;
-	mo.store = fl.opts.store;
+	coli_engine_flags_model_opts(&fl, &mo);
+	mo.mtp = r.mtp;
 	if (coli_model_open(dir, &mo, &m, &err))
 		goto fail;
+	if (r.mtp && !m->n_mtp) {
+		coli_err_set(&err, -ENOTSUP, "%s has no MTP module", dir);
+		goto fail;
+	}
 	if (m->cfg.max_position_embeddings > 0 && window > m->cfg.max_position_embeddings)
 		window = m->cfg.max_position_embeddings;
 	if (coli_tokenizer_vocab_size(tok) > m->cfg.vocab_size) {
@@ -240,7 +288,7 @@ int cmd_perplexity(int argc, char **argv)
 			     coli_tokenizer_vocab_size(tok), m->cfg.vocab_size);
 		goto fail;
 	}
-	if (coli_state_new(m, (int)window, routing ? 1 : (window < 64 ? (int)window : 64), &s, &err))
+	if (coli_state_new(m, (int)window, routing || r.mtp ? 1 : (window < 64 ? (int)window : 64), &s, &err))
 		goto fail;
 	logits = malloc(sizeof(float) * (size_t)m->cfg.vocab_size * (size_t)window);
 	if (routing) {
@@ -249,7 +297,9 @@ int cmd_perplexity(int argc, char **argv)
 		r.n_exp = m->cfg.n_routed_experts;
 		r.counts = calloc((size_t)r.n_moe * (size_t)r.n_exp + 1, sizeof(long));
 	}
-	if (!logits || (routing && !r.counts)) {
+	if (r.mtp)
+		r.draft = malloc(sizeof(float) * (size_t)m->cfg.vocab_size);
+	if (!logits || (routing && !r.counts) || (r.mtp && !r.draft)) {
 		coli_err_set(&err, -ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -267,6 +317,7 @@ fail:
 	cli_errorf("perplexity", "%s", err.msg);
 out:
 	free(r.counts);
+	free(r.draft);
 	free(logits);
 	coli_state_free(s);
 	coli_model_free(m);

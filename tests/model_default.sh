@@ -31,6 +31,14 @@ grep -q deepseek_v3 "$tmp/info" || fail "coli info does not name deepseek_v3"
 
 "$COLI" perplexity "$model" "$ev/val.txt" --json > "$tmp/ppl.json" || fail "coli perplexity"
 cat "$tmp/ppl.json"
+# the shipped MTP head drafts far better than chance (1/vocab), and the
+# one-token-at-a-time path gives the same loss
+"$COLI" perplexity "$model" "$ev/val.txt" --json --mtp > "$tmp/mtp.json" || fail "coli perplexity --mtp"
+"$PY" -c 'import json, sys
+a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+assert abs(a["loss"] - b["loss"]) <= 1e-6 * abs(a["loss"]), (a["loss"], b["loss"])
+assert b["mtp_drafts"] > 1000 and 0.2 <= b["mtp_acceptance"] <= 0.99, b
+print("MTP draft acceptance on val.txt: %.4f" % b["mtp_acceptance"])' "$tmp/ppl.json" "$tmp/mtp.json" || fail "MTP acceptance"
 
 # Golden answers, one coli run per language (greedy, 48 tokens at most).
 "$PY" -c 'import json, sys
