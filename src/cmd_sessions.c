@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "kv_file.h"
 #include "kv_store.h"
+#include "size_parse.h"
 #include "model_dir.h"
 #include "sha256.h"
 
@@ -236,14 +237,17 @@ static int do_rename(const char *kvdir, const char *a, const char *b, int json)
 static int do_gc(const char *kvdir, const char *budget_s, int json)
 {
 	uint64_t budget, freed, left;
+	int64_t v = -1;
 	int removed;
 	coli_err err = { 0 };
 	if (!budget_s)
 		budget_s = getenv("COLI_KV_BUDGET") && *getenv("COLI_KV_BUDGET") ? getenv("COLI_KV_BUDGET") : DEFAULT_BUDGET;
-	if (kv_store_parse_size(budget_s, &budget) < 0) {
+	/* a disk budget: sizes only (a percentage would be of RAM) */
+	if (strchr(budget_s, '%') || size_parse(budget_s, "--budget", &v, &err) < 0 || v < 0) {
 		cli_errorf(CMD, "--budget: bad size '%s' (e.g. 500M, 20G)", budget_s);
 		return COLI_EXIT_USAGE;
 	}
+	budget = (uint64_t)v;
 	if (kv_store_gc(kvdir, budget, &removed, &freed, &left, &err) < 0) {
 		cli_errorf(CMD, "%s", err.msg);
 		return COLI_EXIT_FAIL;

@@ -561,33 +561,3 @@ int kv_store_find_prefix(const char *dir, const char *fingerprint, const int32_t
 	return rc;
 }
 
-int kv_store_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -EINVAL;
-	double mul = 1;
-	switch (*end) {
-	case 'k': case 'K': mul = 1024.0; end++; break;
-	case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
-	case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
-	case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
-	case 'b': case 'B': case '\0': break;
-	default: return -EINVAL;
-	}
-	if (mul > 1 && (*end == 'i' || *end == 'I'))
-		end++;
-	if (*end == 'b' || *end == 'B')
-		end++;
-	if (*end)
-		return -EINVAL;
-	v *= mul;
-	if (v >= 18446744073709551615.0)
-		return -ERANGE;
-	*out = (uint64_t)v;
-	return 0;
-}

@@ -85,7 +85,5 @@ void kv_prefix_index_free(kv_prefix_index *ix);
 int kv_prefix_index_find(kv_prefix_index *ix, const char *fingerprint, const int32_t *tokens,
 			 int n, char *name_out, size_t cap, int *n_match, coli_err *err);
 
-/* Parse "123", "10K", "1.5G", "2GiB" (powers of 1024) into bytes. */
-int kv_store_parse_size(const char *s, uint64_t *out);
 
 #endif

@@ -244,14 +244,6 @@ static void test_prefix_index(void)
 
 static void test_sizes_and_cache_dir(void)
 {
-	uint64_t v;
-	CHECK(kv_store_parse_size("123", &v) == 0 && v == 123);
-	CHECK(kv_store_parse_size("10K", &v) == 0 && v == 10240);
-	CHECK(kv_store_parse_size("1.5G", &v) == 0 && v == 1610612736ull);
-	CHECK(kv_store_parse_size("2GiB", &v) == 0 && v == 2147483648ull);
-	CHECK(kv_store_parse_size("0", &v) == 0 && v == 0);
-	CHECK(kv_store_parse_size("-1", &v) < 0 && kv_store_parse_size("12X", &v) < 0 &&
-	      kv_store_parse_size("", &v) < 0 && kv_store_parse_size("G", &v) < 0);
 	char out[4300], want[4300];
 	coli_err err = { 0 };
 	setenv("COLI_CACHE_DIR", "/x/cache", 1);
