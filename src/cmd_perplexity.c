@@ -33,6 +33,7 @@
 #include "engine_flags.h"
 #include "model.h"
 #include "model_dir.h"
+#include "sampler.h"
 #include "tokenizer.h"
 
 #define PPL_DEFAULT_WINDOW 256
@@ -104,15 +105,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int argmax(const float *v, int n)
-{
-	int best = 0;
-	for (int i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
-}
-
 struct ppl_run {
 	double nll;          /* summed over scored tokens */
 	long scored, windows;
@@ -145,14 +137,14 @@ static int ppl_score(coli_model *m, coli_state *s, const int *ids, long n, int w
 					 * now predicts at t */
 					if (draft_tok >= 0) {
 						r->drafts++;
-						r->accepted += draft_tok == argmax(row, V);
+						r->accepted += draft_tok == coli_argmax(row, V);
 					}
 					draft_tok = -1;
 					if (t + 1 < len) {
 						if (coli_forward_mtp(m, s, coli_state_seq(s), coli_state_hidden(s, 0),
 								     ids + w0 + t + 1, 1, r->draft, err))
 							return err->code ? err->code : -EIO;
-						draft_tok = argmax(r->draft, V);
+						draft_tok = coli_argmax(r->draft, V);
 					}
 				}
 				if (!routing)
