@@ -21,6 +21,7 @@
 #include "forward_ops.h"
 #include "moe.h"
 #include "state.h"
+#include "vec_ops.h"
 
 static double now_s(void)
 {
@@ -37,7 +38,8 @@ struct attn_job {
 	int n;      /* rows in the chunk (s->row_seq / s->row_pos) */
 };
 
-/* One head: absorb q_nope through W_UK for every position of the chunk. */
+/* One head: absorb q_nope through W_UK for every position of the chunk
+ * (qlat_b = W_UK_h^T q_nope_b). */
 static void attn_absorb_head(void *arg, int h)
 {
 	struct attn_job *j = arg;
@@ -46,20 +48,9 @@ static void attn_absorb_head(void *arg, int h)
 	const int L = c->kv_lora_rank, nope = c->qk_nope_head_dim;
 	const int qk = coli_config_qk_head_dim(c), B = s->max_batch;
 	const int qrow = c->num_attention_heads * qk;
-	float *row = s->rowbuf + (size_t)h * L;
-	float *qlat = s->qlat + (size_t)h * B * L;
-	memset(qlat, 0, sizeof(float) * (size_t)j->n * L);
-	const int base = h * (nope + c->v_head_dim);
-	for (int i = 0; i < nope; i++) {
-		coli_qmat r = fwd_rows(&j->w->kv_b, base + i, 1);
-		coli_dequantize_rows(r.qtype, r.data, 1, L, row);
-		for (int b = 0; b < j->n; b++) {
-			const float a = s->q[(size_t)b * qrow + (size_t)h * qk + i];
-			float *dst = qlat + (size_t)b * L;
-			for (int k = 0; k < L; k++)
-				dst[k] += a * row[k];
-		}
-	}
+	float *tile = s->absorb_tile + (size_t)h * nope * COLI_QK;
+	coli_qrows_tmul(&j->w->kv_b, h * (nope + c->v_head_dim), nope, s->q + (size_t)h * qk, (size_t)qrow, j->n,
+			s->qlat + (size_t)h * B * L, (size_t)L, tile);
 }
 
 /* One head: scores over the cache, softmax, weighted latents, then W_UV. */
@@ -85,11 +76,7 @@ static void attn_head(void *arg, int h)
 		float mx = -FLT_MAX;
 		for (int p = 0; p <= t; p++) {
 			const float *kv = p < base ? s->old_kv + (size_t)p * W : ram + (size_t)(p - base) * W;
-			float d = 0.0f;
-			for (int k = 0; k < L; k++)
-				d += ql[k] * kv[k];
-			for (int k = 0; k < R; k++)
-				d += qr[k] * kv[L + k];
+			float d = coli_vec_dot(ql, kv, L) + coli_vec_dot(qr, kv + L, R);
 			d *= m->softmax_scale;
 			sc[p] = d;
 			if (d > mx)
@@ -106,8 +93,7 @@ static void attn_head(void *arg, int h)
 		for (int p = 0; p <= t; p++) {
 			const float pw = sc[p] * inv;
 			const float *kv = p < base ? s->old_kv + (size_t)p * W : ram + (size_t)(p - base) * W;
-			for (int k = 0; k < L; k++)
-				cl[k] += pw * kv[k];
+			coli_vec_axpy(cl, pw, kv, L);
 		}
 	}
 	coli_qmat wuv = fwd_rows(&j->w->kv_b, h * (c->qk_nope_head_dim + V) + c->qk_nope_head_dim, V);

@@ -40,7 +40,7 @@ struct coli_state {
 	float *ctxlat;          /* (heads, B, kv_lora): attention-weighted latents */
 	float *vhead;           /* (heads, B, v) */
 	float *vout;            /* (B, heads * v) */
-	float *rowbuf;          /* (heads, kv_lora) dequantized W_UK rows */
+	float *absorb_tile;     /* (heads, qk_nope, 64) W_UK column groups (coli_qrows_tmul) */
 	float *scores;          /* (heads, cap) */
 	float *ffn_a, *ffn_b;   /* (B, max FFN width) */
 	float *ffn_out;         /* (B, H) */

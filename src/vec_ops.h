@@ -1,0 +1,35 @@
+/* vec_ops.h - vectorized f32 loops of the attention inner products.
+ *
+ * Each function is compiled for x86-64-v4 (AVX-512), v3 (AVX2) and the
+ * baseline and picked at load time (GCC target_clones). The result does not
+ * depend on which one runs: the build uses ISO C's -ffp-contract=off (no
+ * fused multiply-add), every output element or lane is computed in a fixed
+ * order, and a dot product always sums 16 lanes reduced by the same tree, so
+ * the vector width changes the speed, never a bit of the answer. */
+#ifndef COLI_VEC_OPS_H
+#define COLI_VEC_OPS_H
+
+#include <stddef.h>
+
+#include "quant.h"
+
+/* Lanes of coli_vec_dot's partial sums (the order it sums in). */
+#define COLI_VEC_LANES 16
+
+/* sum_i a[i] * b[i]: lane i % 16 accumulates its terms in order, then the
+ * 16 lanes are added pairwise (8+8, 4+4, 2+2, 1+1), then the tail. */
+float coli_vec_dot(const float *a, const float *b, int n);
+
+/* y[i] += a * x[i] */
+void coli_vec_axpy(float *y, float a, const float *x, int n);
+
+/* Transposed product of a row block: for b < n,
+ *   y[b * y_stride + k] = sum_{i < nrows} a[b * a_stride + i] * W[r0 + i][k]
+ * for every column k, the sum over i in ascending order. This is W^T a,
+ * which the row kernels (W x) do not compute; MLA's absorption of q_nope
+ * through W_UK needs it. tile: scratch of nrows * 64 floats (each
+ * 64-column group of the block is dequantized once for all n inputs). */
+void coli_qrows_tmul(const coli_qmat *w, int r0, int nrows, const float *a, size_t a_stride, int n,
+		     float *y, size_t y_stride, float *tile);
+
+#endif
