@@ -66,8 +66,6 @@ EN_TOPICS = {"computers": "computers", "science": "science", "love": "love", "wo
              "startrek": "Star Trek", "pratchett": "Discworld", "magic": "magic"}
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-MAX_CHARS = {"zh": 120}
-DEFAULT_MAX_CHARS = 240
 
 
 def package_files(pkg):
@@ -102,7 +100,11 @@ def script_ok(lang, text):
     return sum(1 for c in letters if c < "\u0250") > 0.98 * len(letters)
 
 
-def fortunes_of(lang):
+def fortunes_of(lang, max_chars):
+    """(file name, text) of every usable fortune of at most max_chars
+    characters (half that for Chinese, whose characters carry more)."""
+    if lang == "zh":
+        max_chars //= 2
     seen = set()
     out = []
     for fp in package_files(PACKAGES[lang]):
@@ -111,7 +113,7 @@ def fortunes_of(lang):
         topic = os.path.basename(fp)
         for chunk in re.split(r"^%[ \t]*$", raw, flags=re.M):
             t = clean(chunk)
-            if not t or "\ufffd" in t or len(t) > MAX_CHARS.get(lang, DEFAULT_MAX_CHARS):
+            if not t or "\ufffd" in t or len(t) > max_chars:
                 continue
             if len(t) < 12 or not script_ok(lang, t) or t in seen:
                 continue
@@ -133,7 +135,9 @@ def render(prompt, answer):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--per-lang", type=int, default=2500, help="fortunes kept per language")
+    ap.add_argument("--per-lang", type=int, default=1000, help="fortunes kept per language")
+    ap.add_argument("--max-chars", type=int, default=140,
+                    help="longest fortune kept (Chinese: half); short answers are learnt in fewer steps")
     ap.add_argument("--val-percent", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1234)
     a = ap.parse_args()
@@ -142,7 +146,7 @@ def main():
     splits = {"train": [], "val": []}
     stats = {}
     for lang in PACKAGES:
-        fs = fortunes_of(lang)
+        fs = fortunes_of(lang, a.max_chars)
         rng.shuffle(fs)
         fs = fs[:a.per_lang]
         st = {"available": len(fs), "train": 0, "val": 0}

@@ -173,17 +173,24 @@ class MoE(nn.Module):
         flat_w = w.flatten()
         order = torch.argsort(flat_e)
         counts = self.load.long().tolist()
+        # One gather and one scatter for all experts: the slots sorted by
+        # expert are contiguous per expert, so each expert multiplies a
+        # slice (a per-expert index_add would copy `out` 16 times).
+        tok_sorted = flat_tok[order]
+        xs = x[tok_sorted]
+        # unbind: one stacked gradient per weight instead of a zero-filled
+        # [E, I, H] gradient per expert from indexing.
+        wg, wu, wd = self.w_gate.unbind(0), self.w_up.unbind(0), self.w_down.unbind(0)
+        ys = []
         start = 0
         for e, n in enumerate(counts):
             if n == 0:
                 continue
-            idx = order[start:start + n]
+            xe = xs[start:start + n]
             start += n
-            tok = flat_tok[idx]
-            xe = x[tok]
-            ye = (F.silu(xe @ self.w_gate[e].t()) * (xe @ self.w_up[e].t())) @ self.w_down[e].t()
-            out = out.index_add(0, tok, ye * flat_w[idx, None])
-        return out.view(shp)
+            ys.append((F.silu(xe @ wg[e].t()) * (xe @ wu[e].t())) @ wd[e].t())
+        y = torch.cat(ys) * flat_w[order, None]
+        return out.index_add(0, tok_sorted, y).view(shp)
 
 
 class Block(nn.Module):
