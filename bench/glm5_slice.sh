@@ -55,12 +55,8 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-if [ -z "$coli" ]; then
-	for c in "$top/coli" "$top"/build/*/coli; do
-		[ -x "$c" ] && { coli=$c; break; }
-	done
-fi
-[ -n "$coli" ] && [ -x "$coli" ] || { echo "glm5_slice.sh: coli not found (build first or pass --coli)" >&2; exit 1; }
+. "$top/bench/find_coli.sh"
+find_coli glm5_slice.sh
 py=/usr/bin/python3
 hf=$work/hf model=$work/model model_skew=$work/model-skew res=$work/results
 cg=/sys/fs/cgroup/memory/coli-glm5-slice

@@ -29,12 +29,8 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-if [ -z "$coli" ]; then
-	for c in "$top/coli" "$top"/build/*/coli; do
-		[ -x "$c" ] && { coli=$c; break; }
-	done
-fi
-[ -n "$coli" ] && [ -x "$coli" ] || { echo "routing_policy.sh: coli not found (build first or pass --coli)" >&2; exit 1; }
+. "$top/bench/find_coli.sh"
+find_coli routing_policy.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
