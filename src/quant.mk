@@ -6,6 +6,14 @@ libcoli_a_SOURCES += \
 	src/pool.c \
 	src/bench_kernels.c src/bench_kernels.h
 
+# int8 activations (opt-in --act-quant q8): kernels_q8.h
+libcoli_a_SOURCES += \
+	src/kernels_q8.c src/kernels_q8.h src/kernels_q8_avx512.c src/kernels_q8_avx2.c
+check_PROGRAMS += tests/quant_q8act_test
+TESTS += tests/quant_q8act_test
+tests_quant_q8act_test_SOURCES = tests/quant_q8act.c
+tests_quant_q8act_test_LDADD = libcoli.a $(COLI_LIBS)
+
 check_PROGRAMS += tests/quant_format_test tests/quant_kernels_test tests/quant_pool_test
 TESTS += tests/quant_format_test tests/quant_kernels_test tests/quant_pool_test
 # the code path choice ($COLI_KERNELS_ISA); runs tests/quant_kernels_test

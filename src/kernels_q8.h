@@ -1,0 +1,88 @@
+/* kernels_q8.h - matrix products with int8-quantized activations (opt-in).
+ *
+ * coli_matmul (kernels.h) keeps activations in f32; with int4 weights that
+ * costs ~13 vector uops per 64-weight block just to turn nibbles into
+ * floats. Here the input rows are quantized once per call to int8 per
+ * block of 64, and each block's dot product is an exact integer sum
+ * (vpdpbusd / vpmaddubsw), scaled by d_w * d_x afterwards: ~5 uops per
+ * block. The price is the rounding of x to 8 bits per block (relative
+ * error ~0.3% of a block's absmax per element), which is why this path is
+ * never the default (engine option --act-quant q8).
+ *
+ * Quantization of an input row, per block of 64 values x_j:
+ *   a = max_j |x_j|,  d = a / 127 (float),  q_j = round(x_j * (127 / a))
+ * rounded to nearest, TIES TO EVEN (the current rounding mode, which the
+ * process never changes), clamped to [-127, 127]; a < 2^-100 (or 0) gives d = 0
+ * and q = 0. A block holding a NaN or an infinity gets d = NaN (its outputs
+ * become NaN, as the f32 path's would be NaN or inf). sx = d * sum_j q_j
+ * (float) is kept per block for int4's affine "+ m" term.
+ *
+ * Arithmetic, identical on every code path (AVX-512 VNNI, AVX2, portable),
+ * so the result does not depend on the ISA either: for output (row r,
+ * input k), per block b and lane l = 0..15,
+ *   I[b][l] = sum_{e=4l..4l+3} qw[e] * qx[e]     (exact int32)
+ *   s_b     = d_w(b) * d_x(b)                    (one float rounding)
+ *   acc[l]  = fma((float)I[b][l], s_b, acc[l])   (b ascending)
+ * INT4 (w = d*nibble + m) also sums accm[b % 16] = fma(m_b, sx_b, ...), b
+ * ascending; y = hsum(acc) + hsum(accm) with hsum the fixed tree
+ * ((v0+v8)+(v4+v12)) ... of kernels_avx512.c: ((l0 + l8) then + the pair
+ * 4 apart, 2 apart, 1 apart). INT8: y = hsum(acc).
+ *
+ * Contract otherwise as coli_matmul: rows are split over the pool, each
+ * output summed by one thread in the fixed order above, so Y row k is the
+ * n = 1 result of input k bit for bit, for any thread count. F32 weights
+ * go to coli_matmul unchanged (exact). */
+#ifndef COLI_KERNELS_Q8_H
+#define COLI_KERNELS_Q8_H
+
+#include <stdint.h>
+
+#include "coli_err.h"
+#include "kernels.h"
+
+/* Quantized copy of up to n_max input rows of up to cols_max columns.
+ * Owned by one thread (the one calling coli_matmul_q8); the pool's threads
+ * only read it during a call. Allocated once (at load), never per call. */
+typedef struct coli_q8act {
+	int n_max;     /* capacity: input rows */
+	int cols_max;  /* capacity: columns per row (multiple of 64) */
+	int cols;      /* columns of the rows now held */
+	int n;         /* rows now held */
+	int8_t *q;     /* (n_max, cols_max) quantized values, 64-byte aligned */
+	float *d;      /* (n_max, cols_max / 64) block scales */
+	float *sx;     /* (n_max, cols_max / 64) d * sum(q) per block */
+} coli_q8act;
+
+/* Zero-initialized *a is a valid empty scratch. n_max >= 1, cols_max >= 1
+ * (rounded up to a multiple of 64). Returns 0, -EINVAL or -ENOMEM. */
+int coli_q8act_init(coli_q8act *a, int n_max, int cols_max, coli_err *err);
+/* Frees the buffers; a is left empty. NULL or empty: no-op. */
+void coli_q8act_free(coli_q8act *a);
+
+/* Quantize n rows of x (cols each, cols % 64 == 0, n <= n_max, cols <=
+ * cols_max) into a, as described above. Returns 0 or -EINVAL. */
+int coli_q8act_quantize(coli_q8act *a, const float *x, int n, int cols);
+
+/* Y[n][rows] = X[n][cols] W^T with X quantized into scratch first (in the
+ * calling thread). More inputs than scratch->n_max are done in passes (the
+ * bits do not change); cols > scratch->cols_max, a NULL scratch or a bad
+ * matrix is logged and fills y with NaN. x and y must not overlap. */
+void coli_matmul_q8(coli_pool *p, const coli_qmat *w, const float *x, int n, float *y,
+		    coli_q8act *scratch);
+
+/* Name of the q8 code path in use ("avx512vnni", "avx2", "generic"): it
+ * follows coli_kernels_isa() (so $COLI_KERNELS_ISA and
+ * coli_kernels_force_isa() choose it too), falling back to the portable
+ * path when the chosen ISA lacks the q8 instructions. All give the same
+ * bits; the name is for bench/info. */
+const char *coli_kernels_q8_isa(void);
+
+/* Internal contract between kernels_q8.c and its ISA files (not for other
+ * modules): rows [r0, r1) of Y[n][rows] for one weight type, x already
+ * quantized in a (inputs 0..n-1 of a). */
+typedef void (*coli_q8_rows_fn)(const coli_qmat *w, const coli_q8act *a, int n, int r0,
+				int r1, float *y);
+coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype);
+coli_q8_rows_fn coli_kernels_q8_avx2_rows(int qtype);
+
+#endif

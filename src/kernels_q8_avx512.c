@@ -1,0 +1,395 @@
+/* kernels_q8_avx512.c - AVX-512 VNNI row kernels for int8 activations
+ * (kernels_q8.h; the arithmetic is defined by the portable kernels in
+ * kernels_q8.c and reproduced here bit for bit).
+ *
+ * Per 64-weight block and row:
+ *   INT4  the 32 packed bytes are broadcast to both halves of a zmm (a
+ *         load-port uop), the upper half shifted right by 4 (masked
+ *         vpsrlw), all bytes masked to 0..15: elements 0..63 in x's order
+ *         as unsigned bytes, which is what vpdpbusd (u8 x s8) wants. Then
+ *         vpdpbusd into a zeroed register (16 lane sums of 4 products),
+ *         vcvtdq2ps, and one FMA by s_b = d_w * d_x read as a broadcast
+ *         memory operand: 5 vector uops instead of the f32 kernel's 13.
+ *   INT8  weights are signed, vpdpbusd wants one unsigned side: |w| goes
+ *         to the unsigned side and w's sign to x (a masked 0 - x where w
+ *         < 0; x is never -128, so negating it is exact): 6 uops.
+ * The scales s_b of a chunk of blocks are computed ahead of the dot
+ * products (int4: 16 blocks' half d and m per gather, as kernels_avx512.c
+ * does), and int4's sum_b m_b * sx_b is 16 masked FMAs per 16 blocks.
+ *
+ * As in kernels_avx512.c: matvec takes rows in fours so each block of x is
+ * loaded once per four rows, and prefetches the same place some rows
+ * ahead; matmul works in panels that stay in L2, tiles of RT rows x KN
+ * inputs, each unpacked weight block used for every input of the tile.
+ * Per (row, input) the operations are the same in every variant. */
+#include "config.h"
+
+#include "kernels_q8.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#include <cpuid.h>
+#include <immintrin.h>
+#include <stdatomic.h>
+
+#define TARGET_Q8_512 "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"
+#define AVX512 __attribute__((target(TARGET_Q8_512)))
+#define AVX512_INLINE static inline __attribute__((always_inline, target(TARGET_Q8_512)))
+
+/* Blocks whose scales are prepared ahead (a multiple of 16). */
+#define CHUNK 128
+#define RT 4
+#define KN_MAX 4
+#define PANEL_BYTES (192 * 1024)
+/* matvec prefetch: the same place PF_ROWS rows ahead, within [8, 32] KiB
+ * (kernels_avx512.c measured this rule for the same row layouts). */
+#define PF_ROWS_Q4 8
+#define PF_ROWS_Q8 4
+#define PF_MIN 8192
+#define PF_MAX 32768
+
+static size_t pf_bytes(size_t row_bytes, size_t rows_ahead)
+{
+	size_t d = row_bytes * rows_ahead;
+	return d < PF_MIN ? PF_MIN : d > PF_MAX ? PF_MAX : d;
+}
+
+static int panel_rows(size_t row_bytes)
+{
+	size_t p = row_bytes ? PANEL_BYTES / row_bytes : RT;
+	p = p / RT * RT;
+	return p < RT ? RT : (int)p;
+}
+
+/* The fixed tree of kernels_q8.h (and kernels_avx512.c's hsum16). */
+AVX512_INLINE float hsum16(__m512 v)
+{
+	__m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+	return _mm_cvtss_f32(s);
+}
+
+AVX512_INLINE __mmask16 tail_mask(int left)
+{
+	return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+}
+
+/* lane sums of one block times s, added to acc */
+AVX512_INLINE __m512 lane_fma(__m512i isum, const float *s, __m512 acc)
+{
+	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(*s), acc);
+}
+
+/* ---- INT4 ---- */
+
+AVX512_INLINE __m512i q4_bytes(const uint8_t *q)
+{
+	__m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)q));
+	v = _mm512_mask_srli_epi16(v, (__mmask32)0xffff0000u, v, 4);
+	return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
+}
+
+/* Scales of blocks [0, cnt) of one row, cnt <= CHUNK, for KN inputs:
+ * sbuf[k * CHUNK + b] = d_b * dx_k[b]; accm[k] lane b % 16 += m_b * sx_k[b]
+ * (masked: lanes past cnt are left alone, not added a zero). */
+AVX512_INLINE void q4_scales(const coli_block_q4 *blk, int cnt, const float *dx,
+			     const float *sx, size_t kstride, const int KN, float *sbuf,
+			     __m512 *accm)
+{
+	/* dword offsets of 16 blocks' (d, m) pairs: 36-byte stride */
+	const __m512i idx = _mm512_setr_epi32(0, 9, 18, 27, 36, 45, 54, 63, 72, 81, 90, 99,
+					      108, 117, 126, 135);
+	for (int b = 0; b < cnt; b += 16) {
+		__mmask16 k = tail_mask(cnt - b);
+		__m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), k, idx, blk + b, 4);
+		__m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+		__m512 m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+#pragma GCC unroll 4
+		for (int i = 0; i < KN; i++) {
+			const float *dxi = dx + (size_t)i * kstride, *sxi = sx + (size_t)i * kstride;
+			_mm512_storeu_ps(sbuf + (size_t)i * CHUNK + b,
+					 _mm512_mul_ps(d, _mm512_maskz_loadu_ps(k, dxi + b)));
+			accm[i] = _mm512_mask3_fmadd_ps(m, _mm512_maskz_loadu_ps(k, sxi + b), accm[i], k);
+		}
+	}
+}
+
+/* matvec: R rows (a constant after inlining) against one input. */
+AVX512_INLINE void q4_rows(const coli_block_q4 *row0, int nb, const int R, const int8_t *qx,
+			   const float *dx, const float *sx, size_t pf, float *y)
+{
+	float sbuf[4][CHUNK];
+	__m512 acc[4], accm[4];
+#pragma GCC unroll 4
+	for (int i = 0; i < R; i++) {
+		acc[i] = _mm512_setzero_ps();
+		accm[i] = _mm512_setzero_ps();
+	}
+	for (int c0 = 0; c0 < nb; c0 += CHUNK) {
+		int cn = nb - c0 < CHUNK ? nb - c0 : CHUNK;
+#pragma GCC unroll 4
+		for (int i = 0; i < R; i++)
+			q4_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dx + c0, sx + c0, 0, 1,
+				  sbuf[i], &accm[i]);
+		for (int b = 0; b < cn; b++) {
+			__m512i xv = _mm512_load_si512(qx + (size_t)(c0 + b) * COLI_QK);
+#pragma GCC unroll 4
+			for (int i = 0; i < R; i++) {
+				const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
+				_mm_prefetch((const char *)blk + pf, _MM_HINT_T0);
+				__m512i is = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q4_bytes(blk->q), xv);
+				acc[i] = lane_fma(is, &sbuf[i][b], acc[i]);
+			}
+		}
+	}
+#pragma GCC unroll 4
+	for (int i = 0; i < R; i++)
+		y[i] = hsum16(acc[i]) + hsum16(accm[i]);
+}
+
+/* matmul tile: rt <= RT rows x KN inputs; per (row, input) q4_rows' ops. */
+AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const int8_t *qx,
+			   const float *dx, const float *sx, const int KN, float *y, size_t ystride)
+{
+	float sbuf[RT][KN_MAX * CHUNK];
+	__m512 acc[RT][KN_MAX], accm[RT][KN_MAX];
+	size_t cols = (size_t)nb * COLI_QK;
+	for (int i = 0; i < rt; i++)
+#pragma GCC unroll 4
+		for (int k = 0; k < KN; k++) {
+			acc[i][k] = _mm512_setzero_ps();
+			accm[i][k] = _mm512_setzero_ps();
+		}
+	for (int c0 = 0; c0 < nb; c0 += CHUNK) {
+		int cn = nb - c0 < CHUNK ? nb - c0 : CHUNK;
+		for (int i = 0; i < rt; i++)
+			q4_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dx + c0, sx + c0,
+				  (size_t)nb, KN, sbuf[i], accm[i]);
+		for (int b = 0; b < cn; b++) {
+			__m512i xv[KN_MAX];
+#pragma GCC unroll 4
+			for (int k = 0; k < KN; k++)
+				xv[k] = _mm512_load_si512(qx + (size_t)k * cols + (size_t)(c0 + b) * COLI_QK);
+			for (int i = 0; i < rt; i++) {
+				const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
+				_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
+				__m512i wv = q4_bytes(blk->q);
+#pragma GCC unroll 4
+				for (int k = 0; k < KN; k++) {
+					__m512i is = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, xv[k]);
+					acc[i][k] = lane_fma(is, &sbuf[i][k * CHUNK + b], acc[i][k]);
+				}
+			}
+		}
+	}
+	for (int i = 0; i < rt; i++)
+#pragma GCC unroll 4
+		for (int k = 0; k < KN; k++)
+			y[(size_t)k * ystride + (size_t)i] = hsum16(acc[i][k]) + hsum16(accm[i][k]);
+}
+
+AVX512 static void rows_q4_vnni(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
+				float *y)
+{
+	int nb = w->cols / COLI_QK;
+	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
+	const coli_block_q4 *W = w->data;
+	if (n == 1) {
+		size_t pf = pf_bytes(nb * sizeof(coli_block_q4), PF_ROWS_Q4);
+		int r = r0;
+		for (; r + 4 <= r1; r += 4)
+			q4_rows(W + (size_t)r * (size_t)nb, nb, 4, a->q, a->d, a->sx, pf, y + r);
+		for (; r < r1; r++)
+			q4_rows(W + (size_t)r * (size_t)nb, nb, 1, a->q, a->d, a->sx, pf, y + r);
+		return;
+	}
+	int panel = panel_rows(nb * sizeof(coli_block_q4));
+	for (int p0 = r0; p0 < r1; p0 += panel) {
+		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
+		for (int k = 0; k < n; k += KN_MAX) {
+			int kn = n - k < KN_MAX ? n - k : KN_MAX;
+			const int8_t *qx = a->q + (size_t)k * cols;
+			const float *dx = a->d + (size_t)k * (size_t)nb, *sx = a->sx + (size_t)k * (size_t)nb;
+			for (int r = p0; r < p1; r += RT) {
+				int rt = p1 - r < RT ? p1 - r : RT;
+				const coli_block_q4 *row0 = W + (size_t)r * (size_t)nb;
+				float *yk = y + (size_t)k * rows + r;
+				switch (kn) {
+				case 4: q4_tile(row0, nb, rt, qx, dx, sx, 4, yk, rows); break;
+				case 3: q4_tile(row0, nb, rt, qx, dx, sx, 3, yk, rows); break;
+				case 2: q4_tile(row0, nb, rt, qx, dx, sx, 2, yk, rows); break;
+				default: q4_tile(row0, nb, rt, qx, dx, sx, 1, yk, rows); break;
+				}
+			}
+		}
+	}
+}
+
+/* ---- INT8 ---- */
+
+/* lane sums of q * x for signed q: |q| (0..128 as u8) times x with q's sign */
+AVX512_INLINE __m512i q8_isum(const int8_t *q, __m512i xv)
+{
+	__m512i w = _mm512_loadu_si512(q);
+	__mmask64 neg = _mm512_movepi8_mask(w);
+	__m512i xs = _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv);
+	return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(w), xs);
+}
+
+AVX512_INLINE void q8_scales(const coli_block_q8 *blk, int cnt, const float *dx, float *sbuf)
+{
+	for (int b = 0; b < cnt; b++)
+		sbuf[b] = blk[b].d * dx[b];
+}
+
+AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const int8_t *qx,
+			   const float *dx, size_t pf, float *y)
+{
+	float sbuf[4][CHUNK];
+	__m512 acc[4];
+#pragma GCC unroll 4
+	for (int i = 0; i < R; i++)
+		acc[i] = _mm512_setzero_ps();
+	for (int c0 = 0; c0 < nb; c0 += CHUNK) {
+		int cn = nb - c0 < CHUNK ? nb - c0 : CHUNK;
+#pragma GCC unroll 4
+		for (int i = 0; i < R; i++)
+			q8_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dx + c0, sbuf[i]);
+		for (int b = 0; b < cn; b++) {
+			__m512i xv = _mm512_load_si512(qx + (size_t)(c0 + b) * COLI_QK);
+#pragma GCC unroll 4
+			for (int i = 0; i < R; i++) {
+				const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
+				_mm_prefetch((const char *)blk + pf, _MM_HINT_T0);
+				_mm_prefetch((const char *)blk + pf + 64, _MM_HINT_T0);
+				acc[i] = lane_fma(q8_isum(blk->q, xv), &sbuf[i][b], acc[i]);
+			}
+		}
+	}
+#pragma GCC unroll 4
+	for (int i = 0; i < R; i++)
+		y[i] = hsum16(acc[i]);
+}
+
+AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const int8_t *qx,
+			   const float *dx, const int KN, float *y, size_t ystride)
+{
+	float sbuf[RT][KN_MAX * CHUNK];
+	__m512 acc[RT][KN_MAX];
+	size_t cols = (size_t)nb * COLI_QK;
+	for (int i = 0; i < rt; i++)
+#pragma GCC unroll 4
+		for (int k = 0; k < KN; k++)
+			acc[i][k] = _mm512_setzero_ps();
+	for (int c0 = 0; c0 < nb; c0 += CHUNK) {
+		int cn = nb - c0 < CHUNK ? nb - c0 : CHUNK;
+		for (int i = 0; i < rt; i++)
+#pragma GCC unroll 4
+			for (int k = 0; k < KN; k++)
+				q8_scales(row0 + (size_t)i * (size_t)nb + c0, cn,
+					  dx + (size_t)k * (size_t)nb + c0, sbuf[i] + k * CHUNK);
+		for (int b = 0; b < cn; b++) {
+			__m512i xv[KN_MAX];
+#pragma GCC unroll 4
+			for (int k = 0; k < KN; k++)
+				xv[k] = _mm512_load_si512(qx + (size_t)k * cols + (size_t)(c0 + b) * COLI_QK);
+			for (int i = 0; i < rt; i++) {
+				const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
+				_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
+				_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb) + 64, _MM_HINT_T1);
+				__m512i w = _mm512_loadu_si512(blk->q);
+				__mmask64 neg = _mm512_movepi8_mask(w);
+				__m512i aw = _mm512_abs_epi8(w);
+#pragma GCC unroll 4
+				for (int k = 0; k < KN; k++) {
+					__m512i xs = _mm512_mask_sub_epi8(xv[k], neg, _mm512_setzero_si512(), xv[k]);
+					__m512i is = _mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, xs);
+					acc[i][k] = lane_fma(is, &sbuf[i][k * CHUNK + b], acc[i][k]);
+				}
+			}
+		}
+	}
+	for (int i = 0; i < rt; i++)
+#pragma GCC unroll 4
+		for (int k = 0; k < KN; k++)
+			y[(size_t)k * ystride + (size_t)i] = hsum16(acc[i][k]);
+}
+
+AVX512 static void rows_q8_vnni(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
+				float *y)
+{
+	int nb = w->cols / COLI_QK;
+	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
+	const coli_block_q8 *W = w->data;
+	if (n == 1) {
+		size_t pf = pf_bytes(nb * sizeof(coli_block_q8), PF_ROWS_Q8);
+		int r = r0;
+		for (; r + 4 <= r1; r += 4)
+			q8_rows(W + (size_t)r * (size_t)nb, nb, 4, a->q, a->d, pf, y + r);
+		for (; r < r1; r++)
+			q8_rows(W + (size_t)r * (size_t)nb, nb, 1, a->q, a->d, pf, y + r);
+		return;
+	}
+	int panel = panel_rows(nb * sizeof(coli_block_q8));
+	for (int p0 = r0; p0 < r1; p0 += panel) {
+		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
+		for (int k = 0; k < n; k += KN_MAX) {
+			int kn = n - k < KN_MAX ? n - k : KN_MAX;
+			const int8_t *qx = a->q + (size_t)k * cols;
+			const float *dx = a->d + (size_t)k * (size_t)nb;
+			for (int r = p0; r < p1; r += RT) {
+				int rt = p1 - r < RT ? p1 - r : RT;
+				const coli_block_q8 *row0 = W + (size_t)r * (size_t)nb;
+				float *yk = y + (size_t)k * rows + r;
+				switch (kn) {
+				case 4: q8_tile(row0, nb, rt, qx, dx, 4, yk, rows); break;
+				case 3: q8_tile(row0, nb, rt, qx, dx, 3, yk, rows); break;
+				case 2: q8_tile(row0, nb, rt, qx, dx, 2, yk, rows); break;
+				default: q8_tile(row0, nb, rt, qx, dx, 1, yk, rows); break;
+				}
+			}
+		}
+	}
+}
+
+/* F16C: cpuid leaf 1, ecx bit 29 (no portable __builtin_cpu_supports name). */
+static int has_f16c(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d))
+		return 0;
+	return (int)((c >> 29) & 1);
+}
+
+coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype)
+{
+	static _Atomic int have = -1; /* every thread computes the same answer */
+	int h = atomic_load_explicit(&have, memory_order_relaxed);
+	if (h < 0) {
+		__builtin_cpu_init();
+		h = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+		    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+		    __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2") &&
+		    __builtin_cpu_supports("fma") && has_f16c();
+		atomic_store_explicit(&have, h, memory_order_relaxed);
+	}
+	if (!h)
+		return NULL;
+	switch (qtype) {
+	case COLI_Q_INT8: return rows_q8_vnni;
+	case COLI_Q_INT4: return rows_q4_vnni;
+	default: return NULL;
+	}
+}
+
+#else
+
+coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype)
+{
+	(void)qtype;
+	return NULL;
+}
+
+#endif
