@@ -2,7 +2,15 @@
  *
  * Buffers come from mmap so they are returned to the system at once, and
  * are first touched by the pool's threads (the pages then live where the
- * threads that stream them run). */
+ * threads that stream them run).
+ *
+ * Beside bench_kernels.h's figures: "int4_q8act" and "int8_q8act" are the
+ * same shapes through coli_matmul_q8 (int8 activations, kernels_q8.h; the
+ * quantization of x is inside each call), each entry with
+ * "ratio_to_f32_act", its GB/s over the f32-activation entry's;
+ * "cache_resident_1thread" and each path of "..._by_isa" gain
+ * "int4_q8act"/"int8_q8act" (ratio_to_f32_act there compares ns per
+ * block); "q8act_isa" names the q8 code path. */
 #include "config.h"
 
 #include "bench_kernels.h"
@@ -15,6 +23,7 @@
 #include <unistd.h>
 
 #include "coli_log.h"
+#include "kernels_q8.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -172,8 +181,21 @@ static const struct {
 
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
-static int bench_matvec(coli_pool *p, int qtype, size_t set_bytes, double budget,
-			double triad_gbps, json_t *arr)
+/* One matrix-vector product, with f32 activations (q8 == NULL) or int8
+ * ones (the quantization of x is part of each call, as in the engine). */
+static void one_matvec(coli_pool *p, const coli_qmat *w, const float *x, float *y,
+		       coli_q8act *q8)
+{
+	if (q8)
+		coli_matmul_q8(p, w, x, 1, y, q8);
+	else
+		coli_matvec(p, w, x, y);
+}
+
+/* f32 != NULL: the same shapes measured with f32 activations, whose
+ * figures the entries are compared with (ratio_to_f32_act). */
+static int bench_matvec(coli_pool *p, int qtype, coli_q8act *q8, size_t set_bytes,
+			double budget, double triad_gbps, json_t *f32, json_t *arr)
 {
 	struct fill f = { 0 };
 	f.bytes = set_bytes;
@@ -202,7 +224,7 @@ static int bench_matvec(coli_pool *p, int qtype, size_t set_bytes, double budget
 			double t0 = now_s();
 			for (size_t i = 0; i < count; i++) {
 				w.data = f.buf + i * mb;
-				coli_matvec(p, &w, x, y);
+				one_matvec(p, &w, x, y, q8);
 			}
 			double dt = now_s() - t0;
 			total += dt;
@@ -224,6 +246,10 @@ static int bench_matvec(coli_pool *p, int qtype, size_t set_bytes, double budget
 		json_object_set_new(o, "gbps", json_real(gbps));
 		json_object_set_new(o, "mean_gbps", json_real((double)mb * calls / total * 1e-9));
 		json_object_set_new(o, "ratio_to_triad", json_real(triad_gbps > 0 ? gbps / triad_gbps : 0.0));
+		if (f32) {
+			double fg = json_real_value(json_object_get(json_array_get(f32, (size_t)s), "gbps"));
+			json_object_set_new(o, "ratio_to_f32_act", json_real(fg > 0 ? gbps / fg : 0.0));
+		}
 		json_array_append_new(arr, o);
 	}
 	munmap(f.buf, set_bytes);
@@ -233,7 +259,7 @@ static int bench_matvec(coli_pool *p, int qtype, size_t set_bytes, double budget
 /* The kernel's own ceiling: one thread, a 256 x 2048 matrix that stays in
  * L2, best of many calls. threads x this figure against the triad says
  * whether the machine is compute or memory bound for this kernel. */
-static void bench_resident(int qtype, double budget, json_t *out)
+static void bench_resident(int qtype, coli_q8act *q8, double budget, json_t *out)
 {
 	enum { ROWS = 256, COLS = 2048 };
 	struct fill f = { 0 };
@@ -253,7 +279,7 @@ static void bench_resident(int qtype, double budget, json_t *out)
 	int calls = 0;
 	do {
 		double t0 = now_s();
-		coli_matvec(NULL, &w, x, y);
+		one_matvec(NULL, &w, x, y, q8);
 		double dt = now_s() - t0;
 		if (dt < best)
 			best = dt;
@@ -263,7 +289,14 @@ static void bench_resident(int qtype, double budget, json_t *out)
 	json_object_set_new(o, "shape", json_string("256x2048"));
 	json_object_set_new(o, "ns_per_block", json_real(best / (ROWS * (COLS / COLI_QK)) * 1e9));
 	json_object_set_new(o, "gbps_per_thread", json_real((double)mb / best * 1e-9));
-	json_object_set_new(out, qtype == COLI_Q_INT4 ? "int4" : "int8", o);
+	const char *key = qtype == COLI_Q_INT4 ? (q8 ? "int4_q8act" : "int4") : (q8 ? "int8_q8act" : "int8");
+	if (q8) {
+		json_t *fo = json_object_get(out, qtype == COLI_Q_INT4 ? "int4" : "int8");
+		double fb = fo ? json_real_value(json_object_get(fo, "ns_per_block")) : 0.0;
+		double qb = best / (ROWS * (COLS / COLI_QK)) * 1e9;
+		json_object_set_new(o, "ratio_to_f32_act", json_real(qb > 0 && fb > 0 ? fb / qb : 0.0));
+	}
+	json_object_set_new(out, key, o);
 	munmap(f.buf, mb);
 }
 
@@ -272,7 +305,7 @@ static void bench_resident(int qtype, double budget, json_t *out)
  * the measurement and then forced back to the process's own choice (the
  * same path, so later kernels compute the same bits); nothing else runs
  * kernels meanwhile (see coli_bench_kernels' callers). */
-static void bench_resident_paths(double budget, json_t *out)
+static void bench_resident_paths(coli_q8act *q8, double budget, json_t *out)
 {
 	static const char *const paths[] = { "avx512", "avx2", "generic" };
 	const char *own = coli_kernels_isa();
@@ -280,8 +313,13 @@ static void bench_resident_paths(double budget, json_t *out)
 		if (coli_kernels_force_isa(paths[i]))
 			continue; /* not on this CPU or build */
 		json_t *o = json_object();
-		bench_resident(COLI_Q_INT4, budget, o);
-		bench_resident(COLI_Q_INT8, budget, o);
+		bench_resident(COLI_Q_INT4, NULL, budget, o);
+		bench_resident(COLI_Q_INT8, NULL, budget, o);
+		if (q8) {
+			bench_resident(COLI_Q_INT4, q8, budget, o);
+			bench_resident(COLI_Q_INT8, q8, budget, o);
+			json_object_set_new(o, "q8act_isa", json_string(coli_kernels_q8_isa()));
+		}
 		json_object_set_new(out, paths[i], o);
 	}
 	coli_kernels_force_isa(own);
@@ -302,32 +340,49 @@ json_t *coli_bench_kernels(coli_pool *p, double seconds_budget)
 	json_t *out = json_object();
 	json_t *triad = json_object();
 	json_t *q4 = json_array(), *q8 = json_array();
+	json_t *q4a = json_array(), *q8a = json_array();
+	/* x of the widest shape, quantized per call by the q8act entries */
+	coli_q8act act = { 0 };
+	coli_q8act *actp = coli_q8act_init(&act, 1, 16384, NULL) == 0 ? &act : NULL;
 	json_object_set_new(out, "isa", json_string(coli_kernels_isa()));
+	json_object_set_new(out, "q8act_isa", json_string(coli_kernels_q8_isa()));
 	json_object_set_new(out, "threads", json_integer(coli_pool_size(p)));
 	json_object_set_new(out, "llc_bytes", json_integer((json_int_t)llc));
 	json_object_set_new(out, "weight_set_bytes", json_integer((json_int_t)set_bytes));
 	json_object_set_new(out, "triad", triad);
 	json_object_set_new(out, "int4", q4);
 	json_object_set_new(out, "int8", q8);
+	json_object_set_new(out, "int4_q8act", q4a);
+	json_object_set_new(out, "int8_q8act", q8a);
 	json_t *res = json_object();
 	json_object_set_new(out, "cache_resident_1thread", res);
-	bench_resident(COLI_Q_INT4, seconds_budget * 0.02, res);
-	bench_resident(COLI_Q_INT8, seconds_budget * 0.02, res);
+	bench_resident(COLI_Q_INT4, NULL, seconds_budget * 0.02, res);
+	bench_resident(COLI_Q_INT8, NULL, seconds_budget * 0.02, res);
+	if (actp) {
+		bench_resident(COLI_Q_INT4, actp, seconds_budget * 0.02, res);
+		bench_resident(COLI_Q_INT8, actp, seconds_budget * 0.02, res);
+	}
 	json_t *by_isa = json_object();
 	json_object_set_new(out, "cache_resident_1thread_by_isa", by_isa);
-	bench_resident_paths(seconds_budget * 0.02, by_isa);
+	bench_resident_paths(actp, seconds_budget * 0.01, by_isa);
 
 	if (bench_triad(p, array_bytes, seconds_budget * 0.3, triad) < 0)
 		goto fail;
 	double tg = json_real_value(json_object_get(triad, "gbps"));
-	if (bench_matvec(p, COLI_Q_INT4, set_bytes, seconds_budget * 0.4, tg, q4) < 0)
+	if (bench_matvec(p, COLI_Q_INT4, NULL, set_bytes, seconds_budget * 0.2, tg, NULL, q4) < 0)
 		goto fail;
-	if (bench_matvec(p, COLI_Q_INT8, set_bytes, seconds_budget * 0.26, tg, q8) < 0)
+	if (actp && bench_matvec(p, COLI_Q_INT4, actp, set_bytes, seconds_budget * 0.2, tg, q4, q4a) < 0)
+		goto fail;
+	if (bench_matvec(p, COLI_Q_INT8, NULL, set_bytes, seconds_budget * 0.13, tg, NULL, q8) < 0)
+		goto fail;
+	if (actp && bench_matvec(p, COLI_Q_INT8, actp, set_bytes, seconds_budget * 0.13, tg, q8, q8a) < 0)
 		goto fail;
 	coli_debug("bench kernels: triad %.1f GB/s (%.0f MiB arrays)", tg, (double)array_bytes / MIB);
+	coli_q8act_free(&act);
 	return out;
 fail:
 	coli_warn("bench kernels: could not map %.0f MiB of memory", (double)set_bytes / MIB);
+	coli_q8act_free(&act);
 	json_decref(out);
 	return NULL;
 }

@@ -88,17 +88,33 @@ static void quantize_block(const float *x, int8_t *q, float *d, float *sx)
 	*sx = *d * (float)sum;
 }
 
+static void quant_generic(const float *x, int nb, int8_t *q, float *d, float *sx)
+{
+	for (int b = 0; b < nb; b++)
+		quantize_block(x + (size_t)b * COLI_QK, q + (size_t)b * COLI_QK, d + b, sx + b);
+}
+
+static coli_q8_quant_fn quant_fn(void)
+{
+	const char *isa = coli_kernels_isa();
+	coli_q8_quant_fn f = NULL;
+	if (!strcmp(isa, "avx512"))
+		f = coli_kernels_q8_avx512_quant();
+	if (!f && (!strcmp(isa, "avx512") || !strcmp(isa, "avx2")))
+		f = coli_kernels_q8_avx2_quant();
+	return f ? f : quant_generic;
+}
+
 int coli_q8act_quantize(coli_q8act *a, const float *x, int n, int cols)
 {
 	if (n < 1 || n > a->n_max || cols < COLI_QK || cols % COLI_QK || cols > a->cols_max)
 		return -EINVAL;
 	int nb = cols / COLI_QK;
-	for (int k = 0; k < n; k++)
-		for (int b = 0; b < nb; b++) {
-			size_t i = (size_t)k * (size_t)nb + (size_t)b;
-			quantize_block(x + (size_t)k * (size_t)cols + (size_t)b * COLI_QK,
-				       a->q + i * COLI_QK, a->d + i, a->sx + i);
-		}
+	coli_q8_quant_fn f = quant_fn();
+	for (int k = 0; k < n; k++) {
+		size_t i = (size_t)k * (size_t)nb;
+		f(x + (size_t)k * (size_t)cols, nb, a->q + i * COLI_QK, a->d + i, a->sx + i);
+	}
 	a->n = n;
 	a->cols = cols;
 	return 0;
@@ -133,7 +149,8 @@ static void rows_q4_generic(const coli_qmat *w, const coli_q8act *a, int n, int 
 				for (int l = 0; l < 16; l++) {
 					int32_t sum = 0;
 					for (int e = 4 * l; e < 4 * l + 4; e++) {
-						int nib = e < 32 ? (q[e] & 0x0f) : (q[e - 32] >> 4);
+						/* high nibbles enter as 16 * nibble (see kernels_q8.h) */
+						int nib = e < 32 ? (q[e] & 0x0f) : (q[e - 32] & 0xf0);
 						sum += nib * qx[e];
 					}
 					acc[l] = fmaf((float)sum, s, acc[l]);
@@ -141,6 +158,8 @@ static void rows_q4_generic(const coli_qmat *w, const coli_q8act *a, int n, int 
 				accm[b % 16] = fmaf(coli_half_to_float(row[b].m), a->sx[kb + (size_t)b],
 						    accm[b % 16]);
 			}
+			for (int l = 8; l < 16; l++)
+				acc[l] *= 0.0625f;
 			y[(size_t)k * (size_t)w->rows + (size_t)r] = hsum16_c(acc) + hsum16_c(accm);
 		}
 	}

@@ -23,7 +23,11 @@
  *   I[b][l] = sum_{e=4l..4l+3} qw[e] * qx[e]     (exact int32)
  *   s_b     = d_w(b) * d_x(b)                    (one float rounding)
  *   acc[l]  = fma((float)I[b][l], s_b, acc[l])   (b ascending)
- * INT4 (w = d*nibble + m) also sums accm[b % 16] = fma(m_b, sx_b, ...), b
+ * INT4 (w = d*nibble + m): the high nibbles (elements 32..63, lanes
+ * 8..15) enter I as 16 * nibble, and lanes 8..15 of acc are multiplied by
+ * 1/16 (exact) before the reduction: AVX-512 then gets its 64 unsigned
+ * bytes from the packed ones with a single AND (0x0f / 0xf0), no shift.
+ * It also sums accm[b % 16] = fma(m_b, sx_b, ...), b
  * ascending; y = hsum(acc) + hsum(accm) with hsum the fixed tree
  * ((v0+v8)+(v4+v12)) ... of kernels_avx512.c: ((l0 + l8) then + the pair
  * 4 apart, 2 apart, 1 apart). INT8: y = hsum(acc).
@@ -84,5 +88,9 @@ typedef void (*coli_q8_rows_fn)(const coli_qmat *w, const coli_q8act *a, int n, 
 				int r1, float *y);
 coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype);
 coli_q8_rows_fn coli_kernels_q8_avx2_rows(int qtype);
+/* Quantize nb blocks of x as specified above (same bits on every path). */
+typedef void (*coli_q8_quant_fn)(const float *x, int nb, int8_t *q, float *d, float *sx);
+coli_q8_quant_fn coli_kernels_q8_avx512_quant(void);
+coli_q8_quant_fn coli_kernels_q8_avx2_quant(void);
 
 #endif

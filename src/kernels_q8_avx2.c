@@ -102,7 +102,8 @@ AVX2_INLINE void q4_rows(const coli_block_q4 *row0, int nb, const int R, const i
 				__m256i wl = _mm256_and_si256(v, m4);
 				__m256i wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
 				__m256i il = pairs_to_lanes(_mm256_maddubs_epi16(wl, xl));
-				__m256i ih = pairs_to_lanes(_mm256_maddubs_epi16(wh, xh));
+				/* 16 * high nibble, as kernels_q8.h specifies */
+				__m256i ih = _mm256_madd_epi16(_mm256_maddubs_epi16(wh, xh), _mm256_set1_epi16(16));
 				__m256 s = _mm256_broadcast_ss(&sbuf[i][b]);
 				lo[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(il), s, lo[i]);
 				hi[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ih), s, hi[i]);
@@ -111,7 +112,7 @@ AVX2_INLINE void q4_rows(const coli_block_q4 *row0, int nb, const int R, const i
 	}
 #pragma GCC unroll 4
 	for (int i = 0; i < R; i++)
-		y[i] = hsum_pair(lo[i], hi[i]) + hsum_arr(accm[i]);
+		y[i] = hsum_pair(lo[i], _mm256_mul_ps(hi[i], _mm256_set1_ps(0.0625f))) + hsum_arr(accm[i]);
 }
 
 AVX2 static void rows_q4_avx2(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
@@ -194,6 +195,57 @@ AVX2 static void rows_q8_avx2(const coli_qmat *w, const coli_q8act *a, int n, in
 	}
 }
 
+/* ---- quantization of x: kernels_q8.h's rule, as kernels_q8_avx512.c ---- */
+
+AVX2 static void quant_avx2(const float *x, int nb, int8_t *q, float *d, float *sx)
+{
+	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	const __m256i expmask = _mm256_set1_epi32(0x7f800000);
+	for (int b = 0; b < nb; b++) {
+		const float *xb = x + (size_t)b * COLI_QK;
+		__m256 v[8];
+		__m256 amax = _mm256_setzero_ps();
+		__m256i bad = _mm256_setzero_si256();
+#pragma GCC unroll 8
+		for (int j = 0; j < 8; j++) {
+			v[j] = _mm256_loadu_ps(xb + 8 * j);
+			amax = _mm256_max_ps(amax, _mm256_and_ps(v[j], absmask));
+			__m256i e = _mm256_and_si256(_mm256_castps_si256(v[j]), expmask);
+			bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(e, expmask));
+		}
+		__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+		float a = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
+		int8_t *qb = q + (size_t)b * COLI_QK;
+		int nonfinite = !_mm256_testz_si256(bad, bad);
+		if (nonfinite || a < 0x1p-100f) {
+			_mm256_storeu_si256((__m256i *)qb, _mm256_setzero_si256());
+			_mm256_storeu_si256((__m256i *)(qb + 32), _mm256_setzero_si256());
+			d[b] = sx[b] = nonfinite ? __builtin_nanf("") : 0.0f;
+			continue;
+		}
+		__m256 id = _mm256_set1_ps(127.0f / a);
+		__m256i sum = _mm256_setzero_si256();
+		for (int j = 0; j < 8; j += 4) {
+			__m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], id));
+			__m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v[j + 1], id));
+			__m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v[j + 2], id));
+			__m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v[j + 3], id));
+			sum = _mm256_add_epi32(sum, _mm256_add_epi32(_mm256_add_epi32(i0, i1),
+								      _mm256_add_epi32(i2, i3)));
+			/* packs work per 128-bit lane: undo the interleave */
+			__m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+			p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+			_mm256_storeu_si256((__m256i *)(qb + 8 * j), p);
+		}
+		__m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+		s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+		s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+		d[b] = a / 127.0f;
+		sx[b] = d[b] * (float)_mm_cvtsi128_si32(s4);
+	}
+}
+
 static int has_f16c(void)
 {
 	unsigned a, b, c, d;
@@ -202,7 +254,7 @@ static int has_f16c(void)
 	return (int)((c >> 29) & 1);
 }
 
-coli_q8_rows_fn coli_kernels_q8_avx2_rows(int qtype)
+static int have_avx2(void)
 {
 	static _Atomic int have = -1; /* every thread computes the same answer */
 	int h = atomic_load_explicit(&have, memory_order_relaxed);
@@ -211,7 +263,17 @@ coli_q8_rows_fn coli_kernels_q8_avx2_rows(int qtype)
 		h = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
 		atomic_store_explicit(&have, h, memory_order_relaxed);
 	}
-	if (!h)
+	return h;
+}
+
+coli_q8_quant_fn coli_kernels_q8_avx2_quant(void)
+{
+	return have_avx2() ? quant_avx2 : NULL;
+}
+
+coli_q8_rows_fn coli_kernels_q8_avx2_rows(int qtype)
+{
+	if (!have_avx2())
 		return NULL;
 	switch (qtype) {
 	case COLI_Q_INT8: return rows_q8_avx2;
@@ -221,6 +283,11 @@ coli_q8_rows_fn coli_kernels_q8_avx2_rows(int qtype)
 }
 
 #else
+
+coli_q8_quant_fn coli_kernels_q8_avx2_quant(void)
+{
+	return NULL;
+}
 
 coli_q8_rows_fn coli_kernels_q8_avx2_rows(int qtype)
 {

@@ -4,15 +4,16 @@
  *
  * Per 64-weight block and row:
  *   INT4  the 32 packed bytes are broadcast to both halves of a zmm (a
- *         load-port uop), the upper half shifted right by 4 (masked
- *         vpsrlw), all bytes masked to 0..15: elements 0..63 in x's order
- *         as unsigned bytes, which is what vpdpbusd (u8 x s8) wants. Then
- *         vpdpbusd into a zeroed register (16 lane sums of 4 products),
- *         vcvtdq2ps, and one FMA by s_b = d_w * d_x read as a broadcast
- *         memory operand: 5 vector uops instead of the f32 kernel's 13.
- *   INT8  weights are signed, vpdpbusd wants one unsigned side: |w| goes
- *         to the unsigned side and w's sign to x (a masked 0 - x where w
- *         < 0; x is never -128, so negating it is exact): 6 uops.
+ *         load-port uop) and ANDed with 0x0f in the low half, 0xf0 in the
+ *         high half: elements 0..63 in x's order as unsigned bytes (the
+ *         high ones times 16, taken out at the end), which is what
+ *         vpdpbusd (u8 x s8) wants. Then vpdpbusd into a zeroed register
+ *         (16 lane sums of 4 products), vcvtdq2ps, and one FMA by s_b =
+ *         d_w * d_x read as a broadcast memory operand: 4 vector uops
+ *         instead of the f32 kernel's 13.
+ *   INT8  weights are signed: q + 128 goes to the unsigned side, and the
+ *         vpdpbusd starts from -128 * (x's lane sums), computed once per
+ *         block of x (q8_negc): XOR, vpdpbusd, convert, FMA per row.
  * The scales s_b of a chunk of blocks are computed ahead of the dot
  * products (int4: 16 blocks' half d and m per gather, as kernels_avx512.c
  * does), and int4's sum_b m_b * sx_b is 16 masked FMAs per 16 blocks.
@@ -84,11 +85,21 @@ AVX512_INLINE __m512 lane_fma(__m512i isum, const float *s, __m512 acc)
 
 /* ---- INT4 ---- */
 
+/* the 32 packed bytes in both halves, the low half masked to the low
+ * nibbles, the high half to the high nibbles (16 * nibble, which
+ * kernels_q8.h's arithmetic takes back out of lanes 8..15 at the end) */
 AVX512_INLINE __m512i q4_bytes(const uint8_t *q)
 {
 	__m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)q));
-	v = _mm512_mask_srli_epi16(v, (__mmask32)0xffff0000u, v, 4);
-	return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
+	const __m512i m = _mm512_inserti64x4(_mm512_set1_epi8(0x0f), _mm256_set1_epi8((char)0xf0), 1);
+	return _mm512_and_si512(v, m);
+}
+
+/* acc's lanes 8..15 carry 16 x their value (high nibbles): exact undo */
+AVX512_INLINE float q4_hsum(__m512 acc, __m512 accm)
+{
+	const __m512 undo = _mm512_insertf32x8(_mm512_set1_ps(1.0f), _mm256_set1_ps(0.0625f), 1);
+	return hsum16(_mm512_mul_ps(acc, undo)) + hsum16(accm);
 }
 
 /* Scales of blocks [0, cnt) of one row, cnt <= CHUNK, for KN inputs:
@@ -146,7 +157,7 @@ AVX512_INLINE void q4_rows(const coli_block_q4 *row0, int nb, const int R, const
 	}
 #pragma GCC unroll 4
 	for (int i = 0; i < R; i++)
-		y[i] = hsum16(acc[i]) + hsum16(accm[i]);
+		y[i] = q4_hsum(acc[i], accm[i]);
 }
 
 /* matmul tile: rt <= RT rows x KN inputs; per (row, input) q4_rows' ops. */
@@ -187,7 +198,7 @@ AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const int8
 	for (int i = 0; i < rt; i++)
 #pragma GCC unroll 4
 		for (int k = 0; k < KN; k++)
-			y[(size_t)k * ystride + (size_t)i] = hsum16(acc[i][k]) + hsum16(accm[i][k]);
+			y[(size_t)k * ystride + (size_t)i] = q4_hsum(acc[i][k], accm[i][k]);
 }
 
 AVX512 static void rows_q4_vnni(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
@@ -229,13 +240,20 @@ AVX512 static void rows_q4_vnni(const coli_qmat *w, const coli_q8act *a, int n, 
 
 /* ---- INT8 ---- */
 
-/* lane sums of q * x for signed q: |q| (0..128 as u8) times x with q's sign */
-AVX512_INLINE __m512i q8_isum(const int8_t *q, __m512i xv)
+/* Signed weights through vpdpbusd (u8 x s8): q + 128 is unsigned, and
+ * sum (q + 128) x - 128 sum x is the exact lane sum. -128 sum x per lane
+ * (q8_negc) is computed once per block of x and is where each row's
+ * vpdpbusd starts: per row an XOR and the vpdpbusd. */
+AVX512_INLINE __m512i q8_negc(__m512i xv)
 {
-	__m512i w = _mm512_loadu_si512(q);
-	__mmask64 neg = _mm512_movepi8_mask(w);
-	__m512i xs = _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv);
-	return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(w), xs);
+	__m512i c = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), xv);
+	return _mm512_sub_epi32(_mm512_setzero_si512(), c);
+}
+
+AVX512_INLINE __m512i q8_isum(const int8_t *q, __m512i xv, __m512i negc)
+{
+	__m512i wu = _mm512_xor_si512(_mm512_loadu_si512(q), _mm512_set1_epi8((char)0x80));
+	return _mm512_dpbusd_epi32(negc, wu, xv);
 }
 
 AVX512_INLINE void q8_scales(const coli_block_q8 *blk, int cnt, const float *dx, float *sbuf)
@@ -259,12 +277,13 @@ AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const
 			q8_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dx + c0, sbuf[i]);
 		for (int b = 0; b < cn; b++) {
 			__m512i xv = _mm512_load_si512(qx + (size_t)(c0 + b) * COLI_QK);
+			__m512i negc = q8_negc(xv);
 #pragma GCC unroll 4
 			for (int i = 0; i < R; i++) {
 				const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
 				_mm_prefetch((const char *)blk + pf, _MM_HINT_T0);
 				_mm_prefetch((const char *)blk + pf + 64, _MM_HINT_T0);
-				acc[i] = lane_fma(q8_isum(blk->q, xv), &sbuf[i][b], acc[i]);
+				acc[i] = lane_fma(q8_isum(blk->q, xv, negc), &sbuf[i][b], acc[i]);
 			}
 		}
 	}
@@ -291,21 +310,20 @@ AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const int8
 				q8_scales(row0 + (size_t)i * (size_t)nb + c0, cn,
 					  dx + (size_t)k * (size_t)nb + c0, sbuf[i] + k * CHUNK);
 		for (int b = 0; b < cn; b++) {
-			__m512i xv[KN_MAX];
+			__m512i xv[KN_MAX], negc[KN_MAX];
 #pragma GCC unroll 4
-			for (int k = 0; k < KN; k++)
+			for (int k = 0; k < KN; k++) {
 				xv[k] = _mm512_load_si512(qx + (size_t)k * cols + (size_t)(c0 + b) * COLI_QK);
+				negc[k] = q8_negc(xv[k]);
+			}
 			for (int i = 0; i < rt; i++) {
 				const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
 				_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
 				_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb) + 64, _MM_HINT_T1);
-				__m512i w = _mm512_loadu_si512(blk->q);
-				__mmask64 neg = _mm512_movepi8_mask(w);
-				__m512i aw = _mm512_abs_epi8(w);
+				__m512i wu = _mm512_xor_si512(_mm512_loadu_si512(blk->q), _mm512_set1_epi8((char)0x80));
 #pragma GCC unroll 4
 				for (int k = 0; k < KN; k++) {
-					__m512i xs = _mm512_mask_sub_epi8(xv[k], neg, _mm512_setzero_si512(), xv[k]);
-					__m512i is = _mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, xs);
+					__m512i is = _mm512_dpbusd_epi32(negc[k], wu, xv[k]);
 					acc[i][k] = lane_fma(is, &sbuf[i][k * CHUNK + b], acc[i][k]);
 				}
 			}
@@ -354,6 +372,44 @@ AVX512 static void rows_q8_vnni(const coli_qmat *w, const coli_q8act *a, int n, 
 	}
 }
 
+/* ---- quantization of x (kernels_q8.h's rule; x * id never exceeds
+ * 127.5 in magnitude, so the conversion, which rounds to nearest even in
+ * the default mode, needs no clamp) ---- */
+
+AVX512 static void quant_vnni(const float *x, int nb, int8_t *q, float *d, float *sx)
+{
+	const __mmask16 nonfinite_cls = 0x01 | 0x08 | 0x10 | 0x80; /* NaN, +inf, -inf */
+	for (int b = 0; b < nb; b++) {
+		const float *xb = x + (size_t)b * COLI_QK;
+		__m512 v[4];
+		__m512 amax = _mm512_setzero_ps();
+		__mmask16 bad = 0;
+#pragma GCC unroll 4
+		for (int j = 0; j < 4; j++) {
+			v[j] = _mm512_loadu_ps(xb + 16 * j);
+			amax = _mm512_max_ps(amax, _mm512_abs_ps(v[j]));
+			bad |= _mm512_fpclass_ps_mask(v[j], nonfinite_cls);
+		}
+		float a = _mm512_reduce_max_ps(amax);
+		int8_t *qb = q + (size_t)b * COLI_QK;
+		if (bad || a < 0x1p-100f) {
+			_mm512_storeu_si512(qb, _mm512_setzero_si512());
+			d[b] = sx[b] = bad ? __builtin_nanf("") : 0.0f;
+			continue;
+		}
+		__m512 id = _mm512_set1_ps(127.0f / a);
+		__m512i sum = _mm512_setzero_si512();
+#pragma GCC unroll 4
+		for (int j = 0; j < 4; j++) {
+			__m512i iv = _mm512_cvtps_epi32(_mm512_mul_ps(v[j], id));
+			sum = _mm512_add_epi32(sum, iv);
+			_mm_storeu_si128((__m128i *)(qb + 16 * j), _mm512_cvtsepi32_epi8(iv));
+		}
+		d[b] = a / 127.0f;
+		sx[b] = d[b] * (float)_mm512_reduce_add_epi32(sum);
+	}
+}
+
 /* F16C: cpuid leaf 1, ecx bit 29 (no portable __builtin_cpu_supports name). */
 static int has_f16c(void)
 {
@@ -363,7 +419,7 @@ static int has_f16c(void)
 	return (int)((c >> 29) & 1);
 }
 
-coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype)
+static int have_vnni(void)
 {
 	static _Atomic int have = -1; /* every thread computes the same answer */
 	int h = atomic_load_explicit(&have, memory_order_relaxed);
@@ -375,7 +431,17 @@ coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype)
 		    __builtin_cpu_supports("fma") && has_f16c();
 		atomic_store_explicit(&have, h, memory_order_relaxed);
 	}
-	if (!h)
+	return h;
+}
+
+coli_q8_quant_fn coli_kernels_q8_avx512_quant(void)
+{
+	return have_vnni() ? quant_vnni : NULL;
+}
+
+coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype)
+{
+	if (!have_vnni())
 		return NULL;
 	switch (qtype) {
 	case COLI_Q_INT8: return rows_q8_vnni;
@@ -385,6 +451,11 @@ coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype)
 }
 
 #else
+
+coli_q8_quant_fn coli_kernels_q8_avx512_quant(void)
+{
+	return NULL;
+}
 
 coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype)
 {

@@ -162,6 +162,34 @@ static void check_quantizer(void)
 			}
 			CHECK(a.sx[k * 2 + b] == d * (float)sum, "sx = d * sum(q)");
 		}
+	/* every path quantizes to the same bits (here and in a larger run
+	 * with infinities, tiny and huge blocks) */
+	float big[5 * 640];
+	make_x(big, 5, 640);
+	big[7] = INFINITY;
+	big[64 * 3 + 5] = -INFINITY;
+	for (int j = 0; j < 64; j++) {
+		big[64 * 4 + j] *= 1e-32f;
+		big[64 * 5 + j] *= 3e37f;
+		big[64 * 6 + j] = (float)(j - 32) * 0.5f; /* many exact ties */
+	}
+	coli_q8act g = { 0 }, o = { 0 };
+	CHECK(coli_q8act_init(&g, 5, 640, NULL) == 0 && coli_q8act_init(&o, 5, 640, NULL) == 0, "init");
+	coli_kernels_force_isa("generic");
+	coli_q8act_quantize(&g, big, 5, 640);
+	for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+		if (coli_kernels_force_isa(isas[i]))
+			continue;
+		coli_q8act_quantize(&a, x, 3, 128);
+		CHECK(a.q[1] == 2 && a.q[2] == 4 && a.q[3] == -2 && a.q[4] == 0, "%s ties", isas[i]);
+		coli_q8act_quantize(&o, big, 5, 640);
+		CHECK(!memcmp(g.q, o.q, 5 * 640) && !memcmp(g.d, o.d, 50 * sizeof(float)) &&
+			      !memcmp(g.sx, o.sx, 50 * sizeof(float)),
+		      "%s quantizes x differently from the portable path", isas[i]);
+	}
+	coli_kernels_force_isa(NULL);
+	coli_q8act_free(&g);
+	coli_q8act_free(&o);
 	CHECK(coli_q8act_quantize(&a, x, 4, 128) == -EINVAL, "too many rows refused");
 	CHECK(coli_q8act_quantize(&a, x, 1, 192) == -EINVAL, "too many cols refused");
 	coli_q8act_free(&a);
