@@ -228,6 +228,7 @@ int cmd_bench(int argc, char **argv)
 	json_object_set_new(out, "model", json_string(dir));
 	json_object_set_new(out, "threads", json_integer(coli_pool_size(m->pool)));
 	json_object_set_new(out, "isa", json_string(coli_kernels_isa()));
+	json_object_set_new(out, "act_quant", json_string(coli_act_quant_name(m->act_quant)));
 	json_object_set_new(out, "load_seconds", json_real(t_load));
 	json_object_set_new(out, "dense_bytes", json_integer((json_int_t)m->container->dense_bytes));
 

@@ -15,6 +15,7 @@ const char coli_engine_flags_help[] =
 	"  --parallel N             requests decoded together (default: up to 4)\n"
 	"  --kv-ram N               KV tokens kept in RAM per request (default: --ctx)\n"
 	"  --prefill-batch N        prompt tokens evaluated per step (default 128)\n"
+	"  --act-quant f32|q8       matmul activations: exact f32 (default) or int8 (faster)\n"
 	"  --cache-dir DIR          sessions, expert heat and logs\n"
 	"  --expert-cache SIZE      RAM for cached experts: 512MB, 8GB, 25%, 0, auto\n"
 	"  --pin-budget SIZE        part of it for the pinned hot set\n"
@@ -55,6 +56,8 @@ int coli_engine_flags_init(coli_engine_flags *f, coli_err *err)
 		return rc;
 	if ((v = getenv("COLI_CACHE_DIR")) && *v)
 		f->opts.cache_dir = v;
+	if ((v = getenv("COLI_ACT_QUANT")) && *v && coli_act_quant_parse(v) < 0)
+		return coli_err_set(err, -EINVAL, "COLI_ACT_QUANT: expected f32 or q8, got '%s'", v);
 	return expert_store_opts_from_env(&f->opts.store, err);
 }
 
@@ -86,6 +89,22 @@ int coli_engine_flags_parse(coli_engine_flags *f, int argc, char **argv, int *i,
 		      : !strcmp(flag, "--kv-ram")   ? &f->opts.kv_ram
 		      : !strcmp(flag, "--prefill-batch") ? &f->opts.prefill_batch
 						    : NULL;
+	if (!strcmp(flag, "--act-quant")) {
+		if (!val)
+			return coli_err_set(err, -EINVAL, "%s needs a value", flag);
+		if (coli_act_quant_parse(val) < 0)
+			return coli_err_set(err, -EINVAL, "%s: expected f32 or q8, got '%s'", flag, val);
+		/* coli_engine_opts (engine.h) has no field for it: the flag
+		 * sets its environment twin, which coli_model_opts_default
+		 * reads, so the engine thread's model and the commands that
+		 * open a model directly both see it. Parsing runs before any
+		 * thread starts. */
+		if (setenv("COLI_ACT_QUANT", val, 1))
+			return coli_err_set(err, -errno, "%s: cannot record the setting", flag);
+		if (!inline_val)
+			++*i;
+		return 1;
+	}
 	if (target || !strcmp(flag, "--cache-dir")) {
 		if (!val)
 			return coli_err_set(err, -EINVAL, "%s needs a value", flag);
@@ -159,4 +178,6 @@ void coli_engine_flags_model_opts(const coli_engine_flags *f, coli_model_opts *m
 	coli_model_opts_default(mo);
 	mo->threads = f->opts.threads;
 	mo->store = f->opts.store;
+	/* act_quant: from $COLI_ACT_QUANT (set by --act-quant), in
+	 * coli_model_opts_default */
 }

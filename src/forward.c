@@ -9,7 +9,13 @@
  * which equals attention over the expanded keys/values (k_nope = W_UK
  * latent, v = W_UV latent) but never expands the cache: the per-token cost
  * is O(context * kv_lora) per head. Prefill and decode run the same code
- * per position, so incremental decode reproduces the full pass exactly. */
+ * per position, so incremental decode reproduces the full pass exactly.
+ *
+ * Every matrix product of the model goes through coli_model_matmul, which
+ * quantizes its input to int8 when the model runs with --act-quant q8
+ * (kernels_q8.h: per input row, so this stays exact between prefill and
+ * decode too). The per-head products inside attention (W_UK absorption,
+ * W_UV) run in pool tasks and stay f32. */
 #include "config.h"
 
 #include <errno.h>
@@ -28,6 +34,15 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void coli_model_matmul(const coli_model *m, coli_state *s, const coli_qmat *w, const float *x,
+		       int n, float *y)
+{
+	if (m->act_quant == COLI_ACT_Q8)
+		coli_matmul_q8(m->pool, w, x, n, y, &s->q8act);
+	else
+		coli_matmul(m->pool, w, x, n, y);
 }
 
 struct attn_job {
@@ -112,15 +127,15 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 	/* queries */
 	if (c->q_lora_rank > 0) {
 		const int Q = c->q_lora_rank;
-		coli_matmul(m->pool, &w->q_a, s->xn, n, s->qa);
+		coli_model_matmul(m, s, &w->q_a, s->xn, n, s->qa);
 		for (int b = 0; b < n; b++)
 			fwd_rmsnorm(s->qa + (size_t)b * Q, s->qa + (size_t)b * Q, w->q_a_norm, Q, c->attn_norm_eps);
-		coli_matmul(m->pool, &w->q_b, s->qa, n, s->q);
+		coli_model_matmul(m, s, &w->q_b, s->qa, n, s->q);
 	} else {
-		coli_matmul(m->pool, &w->q, s->xn, n, s->q);
+		coli_model_matmul(m, s, &w->q, s->xn, n, s->q);
 	}
 	/* compressed KV: normalized latent + roped shared key, into the cache */
-	coli_matmul(m->pool, &w->kv_a, s->xn, n, s->kva);
+	coli_model_matmul(m, s, &w->kv_a, s->xn, n, s->kva);
 	for (int b = 0; b < n; b++) {
 		const int t = s->row_pos[b];
 		const float *src = s->kva + (size_t)b * W;
@@ -147,7 +162,7 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 		for (int b = 0; b < n; b++)
 			memcpy(s->vout + (size_t)b * nh * V + (size_t)h * V,
 			       s->vhead + ((size_t)h * B + b) * V, sizeof(float) * V);
-	coli_matmul(m->pool, &w->o, s->vout, n, s->ffn_out);
+	coli_model_matmul(m, s, &w->o, s->vout, n, s->ffn_out);
 	for (size_t i = 0; i < (size_t)n * H; i++)
 		s->x[i] += s->ffn_out[i];
 	return 0;
@@ -158,11 +173,11 @@ static void dense_ffn(const coli_model *m, coli_state *s, int l, int n)
 	const coli_config *c = &m->cfg;
 	const coli_layer_weights *w = &m->layers[l];
 	const int H = c->hidden_size, I = c->intermediate_size;
-	coli_matmul(m->pool, &w->gate, s->xn, n, s->ffn_a);
-	coli_matmul(m->pool, &w->up, s->xn, n, s->ffn_b);
+	coli_model_matmul(m, s, &w->gate, s->xn, n, s->ffn_a);
+	coli_model_matmul(m, s, &w->up, s->xn, n, s->ffn_b);
 	for (int b = 0; b < n; b++)
 		fwd_swiglu(s->ffn_a + (size_t)b * I, s->ffn_b + (size_t)b * I, I);
-	coli_matmul(m->pool, &w->down, s->ffn_a, n, s->ffn_out);
+	coli_model_matmul(m, s, &w->down, s->ffn_a, n, s->ffn_out);
 	for (size_t i = 0; i < (size_t)n * H; i++)
 		s->x[i] += s->ffn_out[i];
 }
@@ -243,11 +258,11 @@ int coli_forward_seq(coli_model *m, coli_state *s, coli_seq *q, const int *token
 			for (int b = 0; b < chunk; b++)
 				fwd_rmsnorm(s->logits_h + (size_t)b * H, s->x + (size_t)b * H, m->final_norm, H,
 					    c->rms_norm_eps);
-			coli_matmul(m->pool, &m->lm_head, s->logits_h, chunk,
+			coli_model_matmul(m, s, &m->lm_head, s->logits_h, chunk,
 				    logits + (size_t)(done - chunk) * c->vocab_size);
 		} else if (done == n) {
 			fwd_rmsnorm(s->logits_h, s->x + (size_t)(chunk - 1) * H, m->final_norm, H, c->rms_norm_eps);
-			coli_matvec(m->pool, &m->lm_head, s->logits_h, logits);
+			coli_model_matmul(m, s, &m->lm_head, s->logits_h, 1, logits);
 		}
 	}
 	const double t_end = now_s();
@@ -281,7 +296,7 @@ int coli_forward_seqs(coli_model *m, coli_state *s, coli_seq *const *seqs, const
 		return rc;
 	for (int b = 0; b < n; b++)
 		fwd_rmsnorm(s->logits_h + (size_t)b * H, s->x + (size_t)b * H, m->final_norm, H, c->rms_norm_eps);
-	coli_matmul(m->pool, &m->lm_head, s->logits_h, n, logits);
+	coli_model_matmul(m, s, &m->lm_head, s->logits_h, n, logits);
 	s->timing.total += now_s() - t_call;
 	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
 	return 0;
@@ -313,7 +328,7 @@ int coli_forward_mtp(coli_model *m, coli_state *s, coli_seq *q, const float *hid
 		s->row_seq[b] = q;
 		s->row_pos[b] = q->mtp_pos + b;
 	}
-	coli_matmul(m->pool, &t->eh_proj, s->mtp_cat, n, s->x);
+	coli_model_matmul(m, s, &t->eh_proj, s->mtp_cat, n, s->x);
 	int rc = attention(m, s, L, n, err);
 	if (rc)
 		return rc;
@@ -328,7 +343,7 @@ int coli_forward_mtp(coli_model *m, coli_state *s, coli_seq *q, const float *hid
 	}
 	for (int b = 0; b < n; b++)
 		fwd_rmsnorm(s->logits_h + (size_t)b * H, s->x + (size_t)b * H, t->head_norm, H, c->rms_norm_eps);
-	coli_matmul(m->pool, &t->head, s->logits_h, n, logits);
+	coli_model_matmul(m, s, &t->head, s->logits_h, n, logits);
 	q->mtp_pos += n;
 	s->timing.total += now_s() - t_call;
 	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;

@@ -14,10 +14,30 @@
 #include "coli_log.h"
 #include "model.h"
 
+int coli_act_quant_parse(const char *name)
+{
+	if (!name)
+		return -1;
+	if (!strcmp(name, "f32"))
+		return COLI_ACT_F32;
+	if (!strcmp(name, "q8"))
+		return COLI_ACT_Q8;
+	return -1;
+}
+
+const char *coli_act_quant_name(int act_quant)
+{
+	return act_quant == COLI_ACT_Q8 ? "q8" : "f32";
+}
+
 void coli_model_opts_default(coli_model_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->threads = 0;
+	/* the environment twin of --act-quant (engine_flags.c refuses a bad
+	 * value before any model is opened) */
+	int aq = coli_act_quant_parse(getenv("COLI_ACT_QUANT"));
+	o->act_quant = aq < 0 ? COLI_ACT_F32 : aq;
 	expert_store_opts_default(&o->store);
 }
 
@@ -268,6 +288,13 @@ int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out,
 		goto fail;
 	if ((rc = rope_init(m, err)))
 		goto fail;
+	if (o->act_quant != COLI_ACT_F32 && o->act_quant != COLI_ACT_Q8) {
+		rc = coli_err_set(err, -EINVAL, "unknown activation mode %d", o->act_quant);
+		goto fail;
+	}
+	m->act_quant = o->act_quant;
+	if (m->act_quant == COLI_ACT_Q8)
+		coli_info("activations quantized to int8 per block of 64 (--act-quant q8)");
 	m->pool = coli_pool_new(o->threads);
 	if (!m->pool) {
 		rc = coli_err_set(err, -ENOMEM, "cannot start the compute pool");

@@ -55,8 +55,19 @@ typedef struct coli_mtp_weights {
 	coli_qmat head;              /* (V, H) shared_head.head, or lm_head */
 } coli_mtp_weights;
 
+/* Activations entering the matrix products: f32 (the default: exact, no
+ * silent precision change) or int8 per block of 64 (opt-in, faster int4
+ * and int8 products for ~0.5% activation error; kernels_q8.h). */
+enum coli_act_quant { COLI_ACT_F32 = 0, COLI_ACT_Q8 = 1 };
+/* "f32" / "q8" -> the enum; -1 for anything else. */
+int coli_act_quant_parse(const char *name);
+const char *coli_act_quant_name(int act_quant);
+
 typedef struct coli_model_opts {
 	int threads;                 /* <= 0: online cores */
+	int act_quant;               /* enum coli_act_quant; the default comes
+	                              * from $COLI_ACT_QUANT (f32 when unset or
+	                              * not understood) */
 	int mtp;                     /* load the MTP module (its experts stay
 	                              * resident: RAM), when the model has one */
 	expert_store_opts store;
@@ -75,6 +86,7 @@ typedef struct coli_model {
 	coli_qmat lm_head;           /* (V, H) */
 	expert_store *store;         /* owned */
 	coli_pool *pool;             /* owned */
+	int act_quant;               /* enum coli_act_quant */
 	/* RoPE tables: inv_freq (rope/2) and the YaRN magnitude factor */
 	float *rope_inv_freq;
 	float rope_mscale;           /* multiplies cos/sin (YaRN _mscale) */
@@ -102,6 +114,12 @@ typedef struct coli_timing {
 } coli_timing;
 
 typedef struct coli_state coli_state;
+
+/* Y[n][rows] = X[n][cols] W^T as the model's activation mode says:
+ * coli_matmul, or coli_matmul_q8 with the state's scratch (for forward.c
+ * and moe.c; engine thread only, not from inside pool tasks). */
+void coli_model_matmul(const coli_model *m, coli_state *s, const coli_qmat *w, const float *x,
+		       int n, float *y);
 
 /* One sequence's compressed KV cache (for batching several sequences: the
  * engine keeps one per slot). */

@@ -97,7 +97,7 @@ void moe_prefetch_next(coli_model *m, coli_state *s, int layer, int n)
 	const coli_layer_weights *w = &m->layers[next];
 	const int H = c->hidden_size;
 	fwd_rmsnorm(s->logits_h, s->x, w->ffn_norm, H, c->rms_norm_eps);
-	coli_matvec(m->pool, &w->router, s->logits_h, s->pred_scores);
+	coli_model_matmul(m, s, &w->router, s->logits_h, 1, s->pred_scores);
 	moe_route(c, s->pred_scores, w->router_bias, s->predict, s->pred_w, s->route_tmp);
 	expert_store_prefetch(m->store, next, s->predict, c->num_experts_per_tok);
 }
@@ -116,11 +116,11 @@ static void moe_run_expert(coli_model *m, coli_state *s, const coli_qmat *gate, 
 		memcpy(s->exp_in + (size_t)ne * H, s->xn + (size_t)(slot / K) * H, sizeof(float) * H);
 		ne++;
 	}
-	coli_matmul(m->pool, gate, s->exp_in, ne, s->exp_a);
-	coli_matmul(m->pool, up, s->exp_in, ne, s->exp_b);
+	coli_model_matmul(m, s, gate, s->exp_in, ne, s->exp_a);
+	coli_model_matmul(m, s, up, s->exp_in, ne, s->exp_b);
 	for (int i = 0; i < ne; i++)
 		fwd_swiglu(s->exp_a + (size_t)i * I, s->exp_b + (size_t)i * I, I);
-	coli_matmul(m->pool, down, s->exp_a, ne, s->exp_out);
+	coli_model_matmul(m, s, down, s->exp_a, ne, s->exp_out);
 	for (int i = 0; i < ne; i++)
 		memcpy(s->moe_out + (size_t)s->tok_slot[i] * H, s->exp_out + (size_t)i * H,
 		       sizeof(float) * H);
@@ -133,7 +133,7 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 	const int H = c->hidden_size, K = c->num_experts_per_tok, E = c->n_routed_experts;
 	int rc = 0;
 
-	coli_matmul(m->pool, &w->router, s->xn, n, s->router_logits);
+	coli_model_matmul(m, s, &w->router, s->xn, n, s->router_logits);
 	for (int b = 0; b < n; b++) {
 		moe_route(c, s->router_logits + (size_t)b * E, w->router_bias, s->sel + (size_t)b * K,
 			  s->sel_w + (size_t)b * K, s->route_tmp);
@@ -201,11 +201,11 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 shared:
 	if (w->has_shared) {
 		const int Is = c->moe_intermediate_size * c->n_shared_experts;
-		coli_matmul(m->pool, &w->sh_gate, s->xn, n, s->ffn_a);
-		coli_matmul(m->pool, &w->sh_up, s->xn, n, s->ffn_b);
+		coli_model_matmul(m, s, &w->sh_gate, s->xn, n, s->ffn_a);
+		coli_model_matmul(m, s, &w->sh_up, s->xn, n, s->ffn_b);
 		for (int b = 0; b < n; b++)
 			fwd_swiglu(s->ffn_a + (size_t)b * Is, s->ffn_b + (size_t)b * Is, Is);
-		coli_matmul(m->pool, &w->sh_down, s->ffn_a, n, s->ffn_out);
+		coli_model_matmul(m, s, &w->sh_down, s->ffn_a, n, s->ffn_out);
 	} else {
 		memset(s->ffn_out, 0, sizeof(float) * (size_t)n * H);
 	}

@@ -13,6 +13,9 @@ check_PROGRAMS += tests/quant_q8act_test
 TESTS += tests/quant_q8act_test
 tests_quant_q8act_test_SOURCES = tests/quant_q8act.c
 tests_quant_q8act_test_LDADD = libcoli.a $(COLI_LIBS)
+# --act-quant q8 in the engine: determinism, flag and environment handling
+TESTS += tests/quant_q8act_engine.sh
+EXTRA_DIST += tests/quant_q8act_engine.sh
 
 check_PROGRAMS += tests/quant_format_test tests/quant_kernels_test tests/quant_pool_test
 TESTS += tests/quant_format_test tests/quant_kernels_test tests/quant_pool_test

@@ -169,6 +169,20 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 		coli_state_free(s);
 		return coli_err_set(err, -ENOMEM, "out of memory allocating a %d-token context", max_ctx);
 	}
+	if (m->act_quant == COLI_ACT_Q8) {
+		/* widest input of any matmul: hidden, q_lora, heads * v (o),
+		 * the FFN widths, 2 * hidden (MTP eh_proj) */
+		size_t wide = 2 * H;
+		size_t cand[] = { (size_t)c->q_lora_rank, nh * (size_t)c->v_head_dim, ffn,
+				  (size_t)c->moe_intermediate_size };
+		for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
+			wide = cand[i] > wide ? cand[i] : wide;
+		int rc = coli_q8act_init(&s->q8act, max_batch, (int)wide, err);
+		if (rc) {
+			coli_state_free(s);
+			return rc;
+		}
+	}
 	for (size_t i = 0; i < (size_t)s->n_layers * K; i++)
 		s->routing.experts[i] = -1;
 	*out = s;
@@ -188,6 +202,7 @@ void coli_state_free(coli_state *s)
 			 s->routing.weights };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
+	coli_q8act_free(&s->q8act);
 	free(s);
 }
 

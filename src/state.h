@@ -2,6 +2,7 @@
 #ifndef COLI_STATE_H
 #define COLI_STATE_H
 
+#include "kernels_q8.h"
 #include "model.h"
 
 /* One sequence's compressed KV cache. */
@@ -60,6 +61,8 @@ struct coli_state {
 	float *pred_w;          /* (topk) */
 	float *logits_h;        /* (B, H) final-normed states for lm_head */
 	float *mtp_cat;         /* (B, 2H) MTP input [enorm(embed); hnorm(hidden)] */
+	coli_q8act q8act;       /* (B, widest matmul input) int8 copy of a matmul's
+	                         * input, when m->act_quant is COLI_ACT_Q8 */
 	coli_routing routing;   /* (layers, topk) of the last position */
 	coli_timing timing;
 };
