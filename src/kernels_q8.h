@@ -4,18 +4,20 @@
  * costs ~13 vector uops per 64-weight block just to turn nibbles into
  * floats. Here the input rows are quantized once per call to int8 per
  * block of 64, and each block's dot product is an exact integer sum
- * (vpdpbusd / vpmaddubsw), scaled by d_w * d_x afterwards: ~5 uops per
- * block. The price is the rounding of x to 8 bits per block (relative
- * error ~0.3% of a block's absmax per element), which is why this path is
- * never the default (engine option --act-quant q8).
+ * (vpdpbusd / vpmaddubsw), scaled by d_w * d_x afterwards: 4 vector
+ * uops per block and row on AVX-512 VNNI (kernels_q8_avx512.c). The
+ * price is the rounding of x: each element moves by at most half a step,
+ * max|x_block| / 254, which is why this path is never the default (engine
+ * option --act-quant q8).
  *
  * Quantization of an input row, per block of 64 values x_j:
  *   a = max_j |x_j|,  d = a / 127 (float),  q_j = round(x_j * (127 / a))
- * rounded to nearest, TIES TO EVEN (the current rounding mode, which the
- * process never changes), clamped to [-127, 127]; a < 2^-100 (or 0) gives d = 0
- * and q = 0. A block holding a NaN or an infinity gets d = NaN (its outputs
- * become NaN, as the f32 path's would be NaN or inf). sx = d * sum_j q_j
- * (float) is kept per block for int4's affine "+ m" term.
+ * with 127 / a one float division and the product one float rounding;
+ * round to nearest, TIES TO EVEN (the default rounding mode, which the
+ * process never changes), clamped to [-127, 127]; a < 2^-100 (or 0) gives
+ * d = 0 and q = 0. A block holding a NaN or an infinity gets d = NaN (its
+ * outputs become NaN, as the f32 path's would be NaN or inf). sx = d *
+ * sum_j q_j (float) is kept per block for int4's affine "+ m" term.
  *
  * Arithmetic, identical on every code path (AVX-512 VNNI, AVX2, portable),
  * so the result does not depend on the ISA either: for output (row r,
@@ -25,12 +27,13 @@
  *   acc[l]  = fma((float)I[b][l], s_b, acc[l])   (b ascending)
  * INT4 (w = d*nibble + m): the high nibbles (elements 32..63, lanes
  * 8..15) enter I as 16 * nibble, and lanes 8..15 of acc are multiplied by
- * 1/16 (exact) before the reduction: AVX-512 then gets its 64 unsigned
- * bytes from the packed ones with a single AND (0x0f / 0xf0), no shift.
- * It also sums accm[b % 16] = fma(m_b, sx_b, ...), b
- * ascending; y = hsum(acc) + hsum(accm) with hsum the fixed tree
- * ((v0+v8)+(v4+v12)) ... of kernels_avx512.c: ((l0 + l8) then + the pair
- * 4 apart, 2 apart, 1 apart). INT8: y = hsum(acc).
+ * 0.0625 before the reduction (exact short of underflow, and the same
+ * multiply on every path): AVX-512 then gets its 64 unsigned bytes from
+ * the packed ones with a single AND (0x0f / 0xf0), no shift. INT4 also
+ * sums accm[b % 16] = fma(m_b, sx_b, accm[b % 16]), b ascending.
+ * y = hsum(acc) + hsum(accm), with hsum kernels_avx512.c's
+ * fixed tree: h_i = v_i + v_(i+8) (i < 8), s_i = h_i + h_(i+4) (i < 4),
+ * hsum = (s_0 + s_2) + (s_1 + s_3). INT8: y = hsum(acc).
  *
  * Contract otherwise as coli_matmul: rows are split over the pool, each
  * output summed by one thread in the fixed order above, so Y row k is the
