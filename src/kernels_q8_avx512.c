@@ -376,9 +376,11 @@ AVX512 static void rows_q8_vnni(const coli_qmat *w, const coli_q8act *a, int n, 
  * 127.5 in magnitude, so the conversion, which rounds to nearest even in
  * the default mode, needs no clamp) ---- */
 
+/* vfpclassps categories: QNaN 0x01, +inf 0x08, -inf 0x10, SNaN 0x80 */
+#define NONFINITE_CLS 0x99
+
 AVX512 static void quant_vnni(const float *x, int nb, int8_t *q, float *d, float *sx)
 {
-	const __mmask16 nonfinite_cls = 0x01 | 0x08 | 0x10 | 0x80; /* NaN, +inf, -inf */
 	for (int b = 0; b < nb; b++) {
 		const float *xb = x + (size_t)b * COLI_QK;
 		__m512 v[4];
@@ -388,7 +390,7 @@ AVX512 static void quant_vnni(const float *x, int nb, int8_t *q, float *d, float
 		for (int j = 0; j < 4; j++) {
 			v[j] = _mm512_loadu_ps(xb + 16 * j);
 			amax = _mm512_max_ps(amax, _mm512_abs_ps(v[j]));
-			bad |= _mm512_fpclass_ps_mask(v[j], nonfinite_cls);
+			bad |= _mm512_fpclass_ps_mask(v[j], NONFINITE_CLS);
 		}
 		float a = _mm512_reduce_max_ps(amax);
 		int8_t *qb = q + (size_t)b * COLI_QK;
