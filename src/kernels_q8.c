@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,14 +95,18 @@ static void quant_generic(const float *x, int nb, int8_t *q, float *d, float *sx
 		quantize_block(x + (size_t)b * COLI_QK, q + (size_t)b * COLI_QK, d + b, sx + b);
 }
 
+enum { P_GENERIC, P_AVX2, P_AVXVNNI, P_AVX512VNNI, P_COUNT };
+static int path_current(void);
+
 static coli_q8_quant_fn quant_fn(void)
 {
-	const char *isa = coli_kernels_isa();
 	coli_q8_quant_fn f = NULL;
-	if (!strcmp(isa, "avx512"))
-		f = coli_kernels_q8_avx512_quant();
-	if (!f && (!strcmp(isa, "avx512") || !strcmp(isa, "avx2")))
-		f = coli_kernels_q8_avx2_quant();
+	switch (path_current()) {
+	case P_AVX512VNNI: f = coli_kernels_q8_avx512_quant(); break;
+	case P_AVXVNNI: /* fall through: the same 256-bit quantizer */
+	case P_AVX2: f = coli_kernels_q8_avx2_quant(); break;
+	default: break;
+	}
 	return f ? f : quant_generic;
 }
 
@@ -190,35 +195,57 @@ static void rows_q8_generic(const coli_qmat *w, const coli_q8act *a, int n, int 
 	}
 }
 
-/* ---- path choice: follows kernels.c's ---- */
+/* ---- path choice: follows kernels.c's unless a test forces one ---- */
 
-static coli_q8_rows_fn rows_fn(int qtype, const char **name)
+static const char *const path_names[P_COUNT] = { "generic", "avx2", "avxvnni", "avx512vnni" };
+static _Atomic int path_forced = -1; /* -1: follow coli_kernels_isa() */
+
+static coli_q8_rows_fn path_rows(int path, int qtype)
 {
-	const char *isa = coli_kernels_isa();
-	coli_q8_rows_fn f = NULL;
-	if (!strcmp(isa, "avx512")) {
-		f = coli_kernels_q8_avx512_rows(qtype);
-		*name = "avx512vnni";
+	switch (path) {
+	case P_AVX512VNNI: return coli_kernels_q8_avx512_rows(qtype);
+	case P_AVXVNNI: return coli_kernels_q8_avxvnni_rows(qtype);
+	case P_AVX2: return coli_kernels_q8_avx2_rows(qtype);
+	default:
+		return qtype == COLI_Q_INT8 ? rows_q8_generic
+		       : qtype == COLI_Q_INT4 ? rows_q4_generic
+					      : NULL;
 	}
-	if (!f && (!strcmp(isa, "avx512") || !strcmp(isa, "avx2"))) {
-		f = coli_kernels_q8_avx2_rows(qtype);
-		*name = "avx2";
-	}
-	if (f)
+}
+
+/* The best path at or below what coli_kernels_isa() allows. */
+static int path_current(void)
+{
+	int f = atomic_load_explicit(&path_forced, memory_order_relaxed);
+	if (f >= 0)
 		return f;
-	*name = "generic";
-	switch (qtype) {
-	case COLI_Q_INT8: return rows_q8_generic;
-	case COLI_Q_INT4: return rows_q4_generic;
-	default: return NULL;
+	const char *isa = coli_kernels_isa();
+	int top = !strcmp(isa, "avx512") ? P_AVX512VNNI : !strcmp(isa, "avx2") ? P_AVXVNNI : P_GENERIC;
+	for (int p = top; p > P_GENERIC; p--)
+		if (path_rows(p, COLI_Q_INT4))
+			return p;
+	return P_GENERIC;
+}
+
+int coli_kernels_q8_force_path(const char *name)
+{
+	if (!name || !strcmp(name, "auto")) {
+		atomic_store(&path_forced, -1);
+		return 0;
 	}
+	for (int p = 0; p < P_COUNT; p++)
+		if (!strcmp(name, path_names[p])) {
+			if (!path_rows(p, COLI_Q_INT4))
+				return -ENOTSUP;
+			atomic_store(&path_forced, p);
+			return 0;
+		}
+	return -EINVAL;
 }
 
 const char *coli_kernels_q8_isa(void)
 {
-	const char *name = "generic";
-	rows_fn(COLI_Q_INT4, &name);
-	return name;
+	return path_names[path_current()];
 }
 
 /* ---- dispatch over the pool ---- */
@@ -257,8 +284,7 @@ void coli_matmul_q8(coli_pool *p, const coli_qmat *w, const float *x, int n, flo
 		coli_matmul(p, w, x, n, y);
 		return;
 	}
-	const char *name;
-	coli_q8_rows_fn fn = rows_fn(w->qtype, &name);
+	coli_q8_rows_fn fn = path_rows(path_current(), w->qtype);
 	if (!fn || !scratch || w->cols < COLI_QK || w->cols % COLI_QK ||
 	    w->cols > scratch->cols_max || scratch->n_max < 1) {
 		coli_error("matmul q8: unsupported call (type %d, %d x %d, scratch %d x %d)",

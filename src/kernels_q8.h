@@ -19,9 +19,9 @@
  * outputs become NaN, as the f32 path's would be NaN or inf). sx = d *
  * sum_j q_j (float) is kept per block for int4's affine "+ m" term.
  *
- * Arithmetic, identical on every code path (AVX-512 VNNI, AVX2, portable),
- * so the result does not depend on the ISA either: for output (row r,
- * input k), per block b and lane l = 0..15,
+ * Arithmetic, identical on every code path (AVX-512 VNNI, AVX-VNNI, AVX2,
+ * portable), so the result does not depend on the ISA either: for output
+ * (row r, input k), per block b and lane l = 0..15,
  *   I[b][l] = sum_{e=4l..4l+3} qw[e] * qx[e]     (exact int32)
  *   s_b     = d_w(b) * d_x(b)                    (one float rounding)
  *   acc[l]  = fma((float)I[b][l], s_b, acc[l])   (b ascending)
@@ -77,12 +77,17 @@ int coli_q8act_quantize(coli_q8act *a, const float *x, int n, int cols);
 void coli_matmul_q8(coli_pool *p, const coli_qmat *w, const float *x, int n, float *y,
 		    coli_q8act *scratch);
 
-/* Name of the q8 code path in use ("avx512vnni", "avx2", "generic"): it
- * follows coli_kernels_isa() (so $COLI_KERNELS_ISA and
- * coli_kernels_force_isa() choose it too), falling back to the portable
- * path when the chosen ISA lacks the q8 instructions. All give the same
- * bits; the name is for bench/info. */
+/* Name of the q8 code path in use ("avx512vnni", "avxvnni", "avx2",
+ * "generic"): the best one within what coli_kernels_isa() allows (so
+ * $COLI_KERNELS_ISA and coli_kernels_force_isa() choose it too: "avx512"
+ * allows all, "avx2" the two 256-bit ones). All give the same bits; the
+ * name is for bench/info. */
 const char *coli_kernels_q8_isa(void);
+/* Tests and benchmarks only: force one of the names above (NULL or "auto"
+ * returns to following coli_kernels_isa()). 0, -EINVAL for an unknown
+ * name, -ENOTSUP when this CPU or build lacks it. Not to be called while
+ * kernels run on other threads. */
+int coli_kernels_q8_force_path(const char *name);
 
 /* Internal contract between kernels_q8.c and its ISA files (not for other
  * modules): rows [r0, r1) of Y[n][rows] for one weight type, x already
@@ -91,6 +96,7 @@ typedef void (*coli_q8_rows_fn)(const coli_qmat *w, const coli_q8act *a, int n, 
 				int r1, float *y);
 coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype);
 coli_q8_rows_fn coli_kernels_q8_avx2_rows(int qtype);
+coli_q8_rows_fn coli_kernels_q8_avxvnni_rows(int qtype);
 /* Quantize nb blocks of x as specified above (same bits on every path). */
 typedef void (*coli_q8_quant_fn)(const float *x, int nb, int8_t *q, float *d, float *sx);
 coli_q8_quant_fn coli_kernels_q8_avx512_quant(void);

@@ -8,7 +8,8 @@ libcoli_a_SOURCES += \
 
 # int8 activations (opt-in --act-quant q8): kernels_q8.h
 libcoli_a_SOURCES += \
-	src/kernels_q8.c src/kernels_q8.h src/kernels_q8_avx512.c src/kernels_q8_avx2.c
+	src/kernels_q8.c src/kernels_q8.h src/kernels_q8_avx512.c src/kernels_q8_avx2.c \
+	src/kernels_q8_avxvnni.c src/kernels_q8_avx2_rows.h
 check_PROGRAMS += tests/quant_q8act_test
 TESTS += tests/quant_q8act_test
 tests_quant_q8act_test_SOURCES = tests/quant_q8act.c

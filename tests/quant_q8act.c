@@ -1,5 +1,6 @@
 /* quant_q8act.c - coli_matmul_q8 (int8 activations) on every code path
- * this CPU has (AVX-512 VNNI, AVX2, portable; a missing one is skipped).
+ * this CPU has (AVX-512 VNNI, AVX-VNNI, AVX2, portable; a missing one is
+ * skipped).
  *
  * What it proves:
  *  - the quantizer follows kernels_q8.h: d = absmax / 127, q in [-127,
@@ -15,7 +16,8 @@
  *    a few ulps of d * (127/absmax) != 1), so
  *      |y_q8 - y_f32| <= sum_b absmax_b (1/254 + 2^-20) sum_{j in b} |w_j|
  *                        + tight bound above + kernels.h's f32 bound;
- *  - every path gives the SAME bits (the arithmetic is specified exactly);
+ *  - every path gives the SAME bits (the arithmetic is specified exactly),
+ *    quantized x included; the q8 path follows kernels.c's choice;
  *  - matmul row k == the n = 1 call of input k, bit for bit, n = 1..9;
  *  - no pool and pools of 1, 2, 3 threads give the same bits;
  *  - more inputs than the scratch holds are done in passes, same bits;
@@ -65,7 +67,10 @@ static const struct shape shapes[] = {
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
+/* kernels.c's paths, and the q8 paths (coli_kernels_q8_force_path) */
 static const char *const isas[] = { "generic", "avx2", "avx512" };
+static const char *const paths[] = { "generic", "avx2", "avxvnni", "avx512vnni" };
+#define N_PATHS ((int)(sizeof paths / sizeof paths[0]))
 
 /* x with uneven block magnitudes, an all-zero block and exact ties */
 static void make_x(float *x, int n, int cols)
@@ -175,19 +180,19 @@ static void check_quantizer(void)
 	}
 	coli_q8act g = { 0 }, o = { 0 };
 	CHECK(coli_q8act_init(&g, 5, 640, NULL) == 0 && coli_q8act_init(&o, 5, 640, NULL) == 0, "init");
-	coli_kernels_force_isa("generic");
+	coli_kernels_q8_force_path("generic");
 	coli_q8act_quantize(&g, big, 5, 640);
-	for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
-		if (coli_kernels_force_isa(isas[i]))
+	for (int i = 0; i < N_PATHS; i++) {
+		if (coli_kernels_q8_force_path(paths[i]))
 			continue;
 		coli_q8act_quantize(&a, x, 3, 128);
-		CHECK(a.q[1] == 2 && a.q[2] == 4 && a.q[3] == -2 && a.q[4] == 0, "%s ties", isas[i]);
+		CHECK(a.q[1] == 2 && a.q[2] == 4 && a.q[3] == -2 && a.q[4] == 0, "%s ties", paths[i]);
 		coli_q8act_quantize(&o, big, 5, 640);
 		CHECK(!memcmp(g.q, o.q, 5 * 640) && !memcmp(g.d, o.d, 50 * sizeof(float)) &&
 			      !memcmp(g.sx, o.sx, 50 * sizeof(float)),
-		      "%s quantizes x differently from the portable path", isas[i]);
+		      "%s quantizes x differently from the portable path", paths[i]);
 	}
-	coli_kernels_force_isa(NULL);
+	coli_kernels_q8_force_path(NULL);
 	coli_q8act_free(&g);
 	coli_q8act_free(&o);
 	CHECK(coli_q8act_quantize(&a, x, 4, 128) == -EINVAL, "too many rows refused");
@@ -224,9 +229,10 @@ static void check_shape(coli_pool *pools[3], int qtype, struct shape sh)
 	coli_qmat w = { qtype, sh.rows, sh.cols, wq };
 	coli_kernels_force_isa("generic");
 	coli_matmul(NULL, &w, x, sh.n, yf); /* f32 activations, for the loose bound */
+	coli_kernels_force_isa(NULL);
 	int first = 1;
-	for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
-		if (coli_kernels_force_isa(isas[ii]))
+	for (int ii = 0; ii < N_PATHS; ii++) {
+		if (coli_kernels_q8_force_path(paths[ii]))
 			continue;
 		coli_matmul_q8(NULL, &w, x, sh.n, y, &a);
 		if (first) {
@@ -239,7 +245,7 @@ static void check_shape(coli_pool *pools[3], int qtype, struct shape sh)
 					double v = y[(size_t)k * sh.rows + r];
 					double e = fabs(v - ref);
 					CHECK(e <= tight, "%s tight %dx%d k%d r%d: %g vs %g (bound %g)",
-					      isas[ii], sh.rows, sh.cols, k, r, v, ref, tight);
+					      paths[ii], sh.rows, sh.cols, k, r, v, ref, tight);
 					if (tight > 0 && e / tight > worst_tight)
 						worst_tight = e / tight;
 					/* kernels.h's f32 bound, portable path (the loosest) */
@@ -252,21 +258,21 @@ static void check_shape(coli_pool *pools[3], int qtype, struct shape sh)
 				}
 			first = 0;
 		}
-		CHECK(same_bits(y, y0, ny), "%s differs from the first path at %dx%d n%d", isas[ii],
+		CHECK(same_bits(y, y0, ny), "%s differs from the first path at %dx%d n%d", paths[ii],
 		      sh.rows, sh.cols, sh.n);
 		for (int pi = 0; pi < 3; pi++) {
 			coli_matmul_q8(pools[pi], &w, x, sh.n, y, &a);
-			CHECK(same_bits(y, y0, ny), "%s pool %d differs at %dx%d", isas[ii], pi + 1,
+			CHECK(same_bits(y, y0, ny), "%s pool %d differs at %dx%d", paths[ii], pi + 1,
 			      sh.rows, sh.cols);
 		}
 		for (int k = 0; k < sh.n; k++) {
 			coli_matmul_q8(pools[1], &w, x + (size_t)k * sh.cols, 1, y1, &a);
 			CHECK(same_bits(y1, y0 + (size_t)k * sh.rows, sh.rows),
-			      "%s n=1 of input %d differs from matmul row (%dx%d)", isas[ii], k, sh.rows,
+			      "%s n=1 of input %d differs from matmul row (%dx%d)", paths[ii], k, sh.rows,
 			      sh.cols);
 		}
 		coli_matmul_q8(pools[2], &w, x, sh.n, y, &small);
-		CHECK(same_bits(y, y0, ny), "%s passes of 2 inputs differ", isas[ii]);
+		CHECK(same_bits(y, y0, ny), "%s passes of 2 inputs differ", paths[ii]);
 	}
 out:
 	coli_q8act_free(&a);
@@ -310,19 +316,31 @@ int main(void)
 	for (int i = 0; i < 3; i++)
 		pools[i] = coli_pool_new(i + 1);
 	check_quantizer();
-	int ran = 0;
+	/* the q8 path follows kernels.c's choice */
 	for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++)
 		if (!coli_kernels_force_isa(isas[i])) {
-			printf("path %s: q8 path %s\n", isas[i], coli_kernels_q8_isa());
+			const char *q = coli_kernels_q8_isa();
+			printf("kernels path %s: q8 path %s\n", isas[i], q);
+			CHECK(!strcmp(isas[i], "generic") ? !strcmp(q, "generic")
+			      : !strcmp(isas[i], "avx2") ? strcmp(q, "avx512vnni") != 0 : 1,
+			      "q8 path %s beyond kernels path %s", q, isas[i]);
+		}
+	coli_kernels_force_isa(NULL);
+	CHECK(coli_kernels_q8_force_path("avx9") == -EINVAL, "unknown q8 path refused");
+	int ran = 0;
+	for (int i = 0; i < N_PATHS; i++)
+		if (!coli_kernels_q8_force_path(paths[i])) {
+			CHECK(!strcmp(coli_kernels_q8_isa(), paths[i]), "forced %s", paths[i]);
 			ran++;
 		} else {
-			printf("path %s: not on this CPU or build, skipped\n", isas[i]);
+			printf("q8 path %s: not on this CPU or build, skipped\n", paths[i]);
 		}
+	coli_kernels_q8_force_path(NULL);
 	for (int s = 0; s < N_SHAPES; s++) {
 		check_shape(pools, COLI_Q_INT4, shapes[s]);
 		check_shape(pools, COLI_Q_INT8, shapes[s]);
 	}
-	coli_kernels_force_isa(NULL);
+	coli_kernels_q8_force_path(NULL);
 	check_edges(pools[1]);
 	printf("%d paths; worst error / tight bound %.3g, vs f32 / loose bound %.3g; %d failures\n",
 	       ran, worst_tight, worst_loose, fails);
