@@ -13,8 +13,10 @@
  * A block of 64 is two ymm halves (elements 0..31, 32..63): lanes 0..7 come
  * from the low half, 8..15 from the high half, each converted and FMA'd
  * into its own accumulator, which is the AVX-512 lane layout exactly.
- * Matmul (n > 1) runs the matvec code per input (no weight reuse across
- * inputs): these paths are the fallback for CPUs without AVX-512 VNNI. */
+ * Matmul (n > 1) runs the matvec code per input over panels of rows that
+ * stay in L2 (the weights come from memory once per call; each block is
+ * still unpacked once per input): these paths are the fallback for CPUs
+ * without AVX-512 VNNI. */
 
 #define Q8_ATTR __attribute__((target(Q8_TARGET)))
 #define Q8_INLINE static inline __attribute__((always_inline, target(Q8_TARGET)))
@@ -28,10 +30,24 @@
 #define PF_MIN 8192
 #define PF_MAX 32768
 
+/* matmul (n > 1): rows in panels of about this many weight bytes, every
+ * input passing over a panel while it sits in L2, so a large matrix is
+ * streamed from memory once per call, not once per input */
+#define PANEL_BYTES (192 * 1024)
+
 static size_t pf_bytes(size_t row_bytes, size_t rows_ahead)
 {
 	size_t d = row_bytes * rows_ahead;
 	return d < PF_MIN ? PF_MIN : d > PF_MAX ? PF_MAX : d;
+}
+
+static int panel_rows(size_t row_bytes, int n)
+{
+	if (n == 1)
+		return 1 << 30; /* matvec: one pass, nothing to reuse */
+	size_t p = row_bytes ? PANEL_BYTES / row_bytes : 4;
+	p = p / 4 * 4;
+	return p < 4 ? 4 : p > (1u << 30) ? 1 << 30 : (int)p;
 }
 
 /* kernels_q8.h's tree over lanes 0..7 (lo) and 8..15 (hi). */
@@ -105,15 +121,19 @@ Q8_ATTR static void Q8_FN(rows_q4_)(const coli_qmat *w, const coli_q8act *a, int
 	int nb = w->cols / COLI_QK;
 	const coli_block_q4 *W = w->data;
 	size_t pf = pf_bytes(nb * sizeof(coli_block_q4), PF_ROWS_Q4);
-	for (int k = 0; k < n; k++) {
-		const int8_t *qx = a->q + (size_t)k * (size_t)w->cols;
-		const float *dx = a->d + (size_t)k * (size_t)nb, *sx = a->sx + (size_t)k * (size_t)nb;
-		float *yk = y + (size_t)k * (size_t)w->rows;
-		int r = r0;
-		for (; r + 4 <= r1; r += 4)
-			q4_rows(W + (size_t)r * (size_t)nb, nb, 4, qx, dx, sx, pf, yk + r);
-		for (; r < r1; r++)
-			q4_rows(W + (size_t)r * (size_t)nb, nb, 1, qx, dx, sx, pf, yk + r);
+	int panel = panel_rows(nb * sizeof(coli_block_q4), n);
+	for (int p0 = r0; p0 < r1; p0 += panel) {
+		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
+		for (int k = 0; k < n; k++) {
+			const int8_t *qx = a->q + (size_t)k * (size_t)w->cols;
+			const float *dx = a->d + (size_t)k * (size_t)nb, *sx = a->sx + (size_t)k * (size_t)nb;
+			float *yk = y + (size_t)k * (size_t)w->rows;
+			int r = p0;
+			for (; r + 4 <= p1; r += 4)
+				q4_rows(W + (size_t)r * (size_t)nb, nb, 4, qx, dx, sx, pf, yk + r);
+			for (; r < p1; r++)
+				q4_rows(W + (size_t)r * (size_t)nb, nb, 1, qx, dx, sx, pf, yk + r);
+		}
 	}
 }
 
@@ -166,15 +186,19 @@ Q8_ATTR static void Q8_FN(rows_q8_)(const coli_qmat *w, const coli_q8act *a, int
 	int nb = w->cols / COLI_QK;
 	const coli_block_q8 *W = w->data;
 	size_t pf = pf_bytes(nb * sizeof(coli_block_q8), PF_ROWS_Q8);
-	for (int k = 0; k < n; k++) {
-		const int8_t *qx = a->q + (size_t)k * (size_t)w->cols;
-		const float *dx = a->d + (size_t)k * (size_t)nb;
-		float *yk = y + (size_t)k * (size_t)w->rows;
-		int r = r0;
-		for (; r + 4 <= r1; r += 4)
-			q8_rows(W + (size_t)r * (size_t)nb, nb, 4, qx, dx, pf, yk + r);
-		for (; r < r1; r++)
-			q8_rows(W + (size_t)r * (size_t)nb, nb, 1, qx, dx, pf, yk + r);
+	int panel = panel_rows(nb * sizeof(coli_block_q8), n);
+	for (int p0 = r0; p0 < r1; p0 += panel) {
+		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
+		for (int k = 0; k < n; k++) {
+			const int8_t *qx = a->q + (size_t)k * (size_t)w->cols;
+			const float *dx = a->d + (size_t)k * (size_t)nb;
+			float *yk = y + (size_t)k * (size_t)w->rows;
+			int r = p0;
+			for (; r + 4 <= p1; r += 4)
+				q8_rows(W + (size_t)r * (size_t)nb, nb, 4, qx, dx, pf, yk + r);
+			for (; r < p1; r++)
+				q8_rows(W + (size_t)r * (size_t)nb, nb, 1, qx, dx, pf, yk + r);
+		}
 	}
 }
 
