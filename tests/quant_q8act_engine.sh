@@ -5,8 +5,9 @@
 # (one token at a time through the KV cache) equal the full pass; the
 # environment twin COLI_ACT_QUANT=q8 gives the same as the flag, and the
 # flag overrides it. q8 really changes the arithmetic (its logits differ
-# from the f32 run's). A bad value (flag or environment) is a usage error:
-# exit status 2 and one line naming the flag.
+# from the f32 run's), and coli bench's JSON names the mode that ran. A bad
+# value (flag or environment) is a usage error: exit status 2 and one line
+# naming the flag.
 set -u
 : "${COLI:?}"
 tmp=$(mktemp -d)
@@ -38,6 +39,12 @@ f32=$("$COLI" logits "$tmp/m" --tokens $prompt --threads 2 | cksum)
 over=$(COLI_ACT_QUANT=q8 "$COLI" logits "$tmp/m" --tokens $prompt --act-quant f32 --threads 2 | cksum)
 [ "$over" = "$f32" ] || { echo "FAIL: --act-quant f32 does not override COLI_ACT_QUANT=q8"; fail=1; }
 
+for a in f32 q8; do
+	"$COLI" bench "$tmp/m" --no-kernels --prompt 4 --gen 4 --act-quant $a >"$tmp/bench.json" 2>/dev/null ||
+		{ echo "FAIL: coli bench --act-quant $a"; fail=1; }
+	grep -q "\"act_quant\": *\"$a\"" "$tmp/bench.json" || { echo "FAIL: coli bench JSON lacks act_quant $a"; fail=1; }
+done
+
 "$COLI" generate "$tmp/m" --tokens $prompt -n 2 --act-quant q4 >/dev/null 2>"$tmp/err"
 rc=$?
 [ $rc = 2 ] || { echo "FAIL: --act-quant q4 exits $rc, expected 2"; fail=1; }
@@ -46,5 +53,5 @@ COLI_ACT_QUANT=int8 "$COLI" logits "$tmp/m" --tokens $prompt >/dev/null 2>"$tmp/
 rc=$?
 [ $rc = 2 ] || { echo "FAIL: COLI_ACT_QUANT=int8 exits $rc, expected 2"; fail=1; }
 grep -q "COLI_ACT_QUANT" "$tmp/err" || { echo "FAIL: error does not name COLI_ACT_QUANT:"; cat "$tmp/err"; fail=1; }
-[ $fail = 0 ] && echo "act-quant q8: same tokens and logits for 1-3 threads, incremental == full, bad values exit 2"
+[ $fail = 0 ] && echo "act-quant q8: same tokens and logits for 1-3 threads, incremental == full, bench names the mode, bad values exit 2"
 exit $fail
