@@ -185,6 +185,7 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	coli_model_opts mo;
 	coli_model_opts_default(&mo);
 	mo.threads = e->opts.threads;
+	mo.act_quant = e->opts.act_quant;
 	mo.store = e->opts.store;
 	if (e->opts.cache_dir) {
 		snprintf(e->cache_dir, sizeof e->cache_dir, "%s", e->opts.cache_dir);

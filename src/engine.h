@@ -28,6 +28,8 @@ typedef struct coli_engine_opts {
 	int parallel;              /* requests decoded together (slots); 0 = auto */
 	int prefill_batch;         /* prompt positions per step; 0 = default 128 */
 	int ctx;                   /* max context tokens; 0 = model/default */
+	int act_quant;             /* enum coli_act_quant (model.h): f32 (exact,
+	                            * default) or q8 activations */
 	int kv_ram;                /* KV rows kept in RAM per slot; 0 = ctx. A
 	                            * session longer than this keeps its older
 	                            * rows in the session file, read back on

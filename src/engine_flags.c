@@ -56,8 +56,10 @@ int coli_engine_flags_init(coli_engine_flags *f, coli_err *err)
 		return rc;
 	if ((v = getenv("COLI_CACHE_DIR")) && *v)
 		f->opts.cache_dir = v;
-	if ((v = getenv("COLI_ACT_QUANT")) && *v && coli_act_quant_parse(v) < 0)
-		return coli_err_set(err, -EINVAL, "COLI_ACT_QUANT: expected f32 or q8, got '%s'", v);
+	if ((v = getenv("COLI_ACT_QUANT")) && *v) {
+		if ((f->opts.act_quant = coli_act_quant_parse(v)) < 0)
+			return coli_err_set(err, -EINVAL, "COLI_ACT_QUANT: expected f32 or q8, got '%s'", v);
+	}
 	return expert_store_opts_from_env(&f->opts.store, err);
 }
 
@@ -92,15 +94,8 @@ int coli_engine_flags_parse(coli_engine_flags *f, int argc, char **argv, int *i,
 	if (!strcmp(flag, "--act-quant")) {
 		if (!val)
 			return coli_err_set(err, -EINVAL, "%s needs a value", flag);
-		if (coli_act_quant_parse(val) < 0)
+		if ((f->opts.act_quant = coli_act_quant_parse(val)) < 0)
 			return coli_err_set(err, -EINVAL, "%s: expected f32 or q8, got '%s'", flag, val);
-		/* coli_engine_opts (engine.h) has no field for it: the flag
-		 * sets its environment twin, which coli_model_opts_default
-		 * reads, so the engine thread's model and the commands that
-		 * open a model directly both see it. Parsing runs before any
-		 * thread starts. */
-		if (setenv("COLI_ACT_QUANT", val, 1))
-			return coli_err_set(err, -errno, "%s: cannot record the setting", flag);
 		if (!inline_val)
 			++*i;
 		return 1;
@@ -178,6 +173,5 @@ void coli_engine_flags_model_opts(const coli_engine_flags *f, coli_model_opts *m
 	coli_model_opts_default(mo);
 	mo->threads = f->opts.threads;
 	mo->store = f->opts.store;
-	/* act_quant: from $COLI_ACT_QUANT (set by --act-quant), in
-	 * coli_model_opts_default */
+	mo->act_quant = f->opts.act_quant;
 }

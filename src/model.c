@@ -34,10 +34,7 @@ void coli_model_opts_default(coli_model_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->threads = 0;
-	/* the environment twin of --act-quant (engine_flags.c refuses a bad
-	 * value before any model is opened) */
-	int aq = coli_act_quant_parse(getenv("COLI_ACT_QUANT"));
-	o->act_quant = aq < 0 ? COLI_ACT_F32 : aq;
+	o->act_quant = COLI_ACT_F32;
 	expert_store_opts_default(&o->store);
 }
 
