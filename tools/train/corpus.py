@@ -135,10 +135,10 @@ def render(prompt, answer):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--per-lang", type=int, default=1000, help="fortunes kept per language")
+    ap.add_argument("--per-lang", type=int, default=250, help="fortunes kept per language")
     ap.add_argument("--max-chars", type=int, default=140,
                     help="longest fortune kept (Chinese: half); short answers are learnt in fewer steps")
-    ap.add_argument("--val-percent", type=int, default=5)
+    ap.add_argument("--val-percent", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1234)
     a = ap.parse_args()
     rng = random.Random(a.seed)
