@@ -1,0 +1,70 @@
+#!/bin/sh
+# warm_decode.sh - decode speed with every expert in RAM on a GLM-5-shaped
+# slice (the compute side of a step), f32 against q8 activations, next to
+# the machine's memory bandwidth (STREAM-style triad).
+#
+#   bench/warm_decode.sh [--work DIR] [--runs N] [--threads N] [--coli PATH]
+#
+# The slice: coli synth --preset glm5-slice --layers 3 --dense-layers 1
+# --experts 16 --dtype fp8 --vocab 4096, converted to int4-g64 (1.3 GB; the
+# per-token work of glm5_slice.sh's 64-expert slice, a quarter of its
+# experts), kept in WORK (default /var/tmp/coli-warm) for the next run.
+# Each run: coli bench --no-kernels --prompt 16 --gen 64 --expert-cache 100%
+# --act-quant MODE, the modes interleaved. Prints a markdown table.
+# Run it alone: a neighbour's load changes every figure.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+work=/var/tmp/coli-warm runs=3 threads=0 coli=${COLI:-}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--work) work=$2; shift ;;
+	--runs) runs=$2; shift ;;
+	--threads) threads=$2; shift ;;
+	--coli) coli=$2; shift ;;
+	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+	*) echo "warm_decode.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+. "$top/bench/find_coli.sh"
+find_coli warm_decode.sh
+bench_bin=$(dirname "$coli")/tests/quant_bench
+mkdir -p "$work/results"
+if [ ! -f "$work/model/manifest.json" ]; then
+	"$coli" synth "$work/hf" --preset glm5-slice --layers 3 --dense-layers 1 --experts 16 \
+		--dtype fp8 --vocab 4096 >/dev/null
+	"$coli" convert "$work/hf" "$work/model" --quant int4-g64 >/dev/null 2>"$work/convert.log"
+	rm -rf "$work/hf"
+fi
+targs="--no-kernels --prompt 16 --gen 64 --expert-cache 100%"
+[ "$threads" -gt 0 ] && targs="$targs --threads $threads"
+triad=
+if [ -x "$bench_bin" ]; then
+	qt=$threads
+	[ "$qt" -gt 0 ] || qt=$(nproc)
+	"$bench_bin" 3 "$qt" > "$work/results/kernels.json" 2>/dev/null || true
+	triad=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["triad"]["gbps"])' \
+		"$work/results/kernels.json" 2>/dev/null || true)
+fi
+i=1
+while [ "$i" -le "$runs" ]; do
+	for a in f32 q8; do
+		# shellcheck disable=SC2086
+		"$coli" bench "$work/model" $targs --act-quant $a > "$work/results/warm-$a-$i.json" 2>/dev/null
+	done
+	i=$((i + 1))
+done
+/usr/bin/python3 - "$work/results" "$runs" "${triad:-}" <<'EOF'
+import json, os, sys
+res, runs, triad = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+print("triad: %s GB/s\n" % (triad or "n/a (tests/quant_bench not built)"))
+print("| activations | run | tok/s | CPU ms/token | CPU share | attention ms | MoE ms | dense FFN ms | other ms |")
+print("|---|---|---|---|---|---|---|---|---|")
+for a in ("f32", "q8"):
+    for i in range(1, runs + 1):
+        d = json.load(open(os.path.join(res, "warm-%s-%d.json" % (a, i))))["decode"]
+        t = d["time_split"]
+        print("| %s | %d | %.2f | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f |" % (
+            a, i, d["tokens_per_s"], d["cpu_ms_per_token"], d["cpu_share"], t["attention_ms"],
+            t["moe_ms"], t["dense_ffn_ms"], t["other_ms"]))
+EOF
