@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include "kernels.h"
+#include "kernels_tiling.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
@@ -42,20 +43,12 @@
  * this many rows, cutting the activation traffic from L2 by as much. */
 #define RT 8
 
-/* matmul loop nest: rows are taken in panels of about PANEL_BYTES of
+/* matmul loop nest: rows are taken in panels of about COLI_PANEL_BYTES of
  * weights; within a panel, each group of 4 inputs sweeps every RT-row
  * tile. The panel stays in L2 while all input groups pass over it, and a
  * group's activations stay in L2 while the panel's tiles pass over them;
  * without panels, 64 inputs of 6144 floats (1.5 MB) streamed from L3 once
  * per tile and n = 64 ran 4x slower per block than n = 4. */
-#define PANEL_BYTES (192 * 1024)
-
-static int panel_rows(size_t row_bytes)
-{
-	size_t p = row_bytes ? PANEL_BYTES / row_bytes : RT;
-	p = p / RT * RT;
-	return p < RT ? RT : (int)p;
-}
 
 /* Fixed-order horizontal sum: ((v0+v4)+(v2+v6)) + ((v1+v5)+(v3+v7)). */
 AVX2_INLINE float hsum8(__m256 v)
@@ -192,7 +185,7 @@ AVX2 static void rows_q8_avx2(const coli_qmat *w, const float *x, int n,
 			y[r] = q8_dot(W + (size_t)r * (size_t)nb, x, nb);
 		return;
 	}
-	int panel = panel_rows(nb * sizeof(coli_block_q8));
+	int panel = coli_panel_rows(nb * sizeof(coli_block_q8), RT);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
 		for (int k = 0; k < n; k += 4) {
@@ -325,7 +318,7 @@ AVX2 static void rows_q4_avx2(const coli_qmat *w, const float *x, int n,
 			y[r] = q4_dot_row(W + (size_t)r * (size_t)nb, nb, x, xsum);
 		return;
 	}
-	int panel = panel_rows(nb * sizeof(coli_block_q4));
+	int panel = coli_panel_rows(nb * sizeof(coli_block_q4), RT);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
 		for (int k = 0; k < n; k += 4) {

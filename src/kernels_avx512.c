@@ -37,6 +37,7 @@
 #include "config.h"
 
 #include "kernels.h"
+#include "kernels_tiling.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
@@ -55,7 +56,6 @@
 #define RT 4
 #define KN_MAX 4
 /* Weights per matmul panel, kept in L2 while every input group passes. */
-#define PANEL_BYTES (192 * 1024)
 /* INT4 blocks whose scales are converted ahead of the dot products (a
  * multiple of 16; the stack buffers are 2 x 4 x this many floats per tile). */
 #define DM_CHUNK 256
@@ -73,23 +73,8 @@
  * (6 or 12 rows instead of 8 and 3 or 6 instead of 4: within noise, no
  * better; no prefetch at all: ~9.) The right distance grows with the row
  * because four rows stream side by side. */
-#define PF_ROWS_Q4 8
-#define PF_ROWS_Q8 4
-#define PF_MIN 8192
-#define PF_MAX 32768
-
-static size_t pf_bytes(size_t row_bytes, size_t rows_ahead)
-{
-	size_t d = row_bytes * rows_ahead;
-	return d < PF_MIN ? PF_MIN : d > PF_MAX ? PF_MAX : d;
-}
-
-static int panel_rows(size_t row_bytes)
-{
-	size_t p = row_bytes ? PANEL_BYTES / row_bytes : RT;
-	p = p / RT * RT;
-	return p < RT ? RT : (int)p;
-}
+#define PF_ROWS_Q4 COLI_PF_ROWS_Q4
+#define PF_ROWS_Q8 COLI_PF_ROWS_Q8
 
 /* Fixed-order horizontal sum of 16 lanes: halves, then quarters, ... */
 AVX512_INLINE float hsum16(__m512 v)
@@ -227,7 +212,7 @@ AVX512 static void rows_q8_avx512(const coli_qmat *w, const float *x, int n,
 	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
 	const coli_block_q8 *W = w->data;
 	if (n == 1) {
-		size_t pf = pf_bytes(nb * sizeof(coli_block_q8), PF_ROWS_Q8);
+		size_t pf = coli_pf_bytes(nb * sizeof(coli_block_q8), PF_ROWS_Q8);
 		int r = r0;
 		for (; r + 4 <= r1; r += 4)
 			q8_rows(W + (size_t)r * (size_t)nb, nb, 4, x, pf, y + r);
@@ -235,7 +220,7 @@ AVX512 static void rows_q8_avx512(const coli_qmat *w, const float *x, int n,
 			q8_rows(W + (size_t)r * (size_t)nb, nb, 1, x, pf, y + r);
 		return;
 	}
-	int panel = panel_rows(nb * sizeof(coli_block_q8));
+	int panel = coli_panel_rows(nb * sizeof(coli_block_q8), RT);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
 		for (int k = 0; k < n; k += KN_MAX) {
@@ -383,7 +368,7 @@ AVX512 static void rows_q4_avx512(const coli_qmat *w, const float *x, int n,
 	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
 	const coli_block_q4 *W = w->data;
 	if (n == 1) {
-		size_t pf = pf_bytes(nb * sizeof(coli_block_q4), PF_ROWS_Q4);
+		size_t pf = coli_pf_bytes(nb * sizeof(coli_block_q4), PF_ROWS_Q4);
 		int r = r0;
 		for (; r + 4 <= r1; r += 4)
 			q4_rows(W + (size_t)r * (size_t)nb, nb, 4, x, xsum, pf, y + r);
@@ -391,7 +376,7 @@ AVX512 static void rows_q4_avx512(const coli_qmat *w, const float *x, int n,
 			q4_rows(W + (size_t)r * (size_t)nb, nb, 1, x, xsum, pf, y + r);
 		return;
 	}
-	int panel = panel_rows(nb * sizeof(coli_block_q4));
+	int panel = coli_panel_rows(nb * sizeof(coli_block_q4), RT);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
 		for (int k = 0; k < n; k += KN_MAX) {

@@ -24,30 +24,16 @@
 #define Q8_CAT(a, b) Q8_CAT2(a, b)
 #define Q8_FN(name) Q8_CAT(name, Q8_SFX)
 
+#include "kernels_tiling.h"
+
 #define CHUNK 128
-#define PF_ROWS_Q4 8
-#define PF_ROWS_Q8 4
-#define PF_MIN 8192
-#define PF_MAX 32768
 
-/* matmul (n > 1): rows in panels of about this many weight bytes, every
- * input passing over a panel while it sits in L2, so a large matrix is
- * streamed from memory once per call, not once per input */
-#define PANEL_BYTES (192 * 1024)
 
-static size_t pf_bytes(size_t row_bytes, size_t rows_ahead)
-{
-	size_t d = row_bytes * rows_ahead;
-	return d < PF_MIN ? PF_MIN : d > PF_MAX ? PF_MAX : d;
-}
-
+/* matmul (n > 1): panels of kernels_tiling.h; matvec: one pass, nothing
+ * to reuse */
 static int panel_rows(size_t row_bytes, int n)
 {
-	if (n == 1)
-		return 1 << 30; /* matvec: one pass, nothing to reuse */
-	size_t p = row_bytes ? PANEL_BYTES / row_bytes : 4;
-	p = p / 4 * 4;
-	return p < 4 ? 4 : p > (1u << 30) ? 1 << 30 : (int)p;
+	return n == 1 ? 1 << 30 : coli_panel_rows(row_bytes, 4);
 }
 
 /* kernels_q8.h's tree over lanes 0..7 (lo) and 8..15 (hi). */
@@ -120,7 +106,7 @@ Q8_ATTR static void Q8_FN(rows_q4_)(const coli_qmat *w, const coli_q8act *a, int
 {
 	int nb = w->cols / COLI_QK;
 	const coli_block_q4 *W = w->data;
-	size_t pf = pf_bytes(nb * sizeof(coli_block_q4), PF_ROWS_Q4);
+	size_t pf = coli_pf_bytes(nb * sizeof(coli_block_q4), COLI_PF_ROWS_Q4);
 	int panel = panel_rows(nb * sizeof(coli_block_q4), n);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
@@ -185,7 +171,7 @@ Q8_ATTR static void Q8_FN(rows_q8_)(const coli_qmat *w, const coli_q8act *a, int
 {
 	int nb = w->cols / COLI_QK;
 	const coli_block_q8 *W = w->data;
-	size_t pf = pf_bytes(nb * sizeof(coli_block_q8), PF_ROWS_Q8);
+	size_t pf = coli_pf_bytes(nb * sizeof(coli_block_q8), COLI_PF_ROWS_Q8);
 	int panel = panel_rows(nb * sizeof(coli_block_q8), n);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		int p1 = r1 - p0 < panel ? r1 : p0 + panel;

@@ -26,6 +26,7 @@
 #include "config.h"
 
 #include "kernels_q8.h"
+#include "kernels_tiling.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
@@ -41,26 +42,10 @@
 #define CHUNK 128
 #define RT 4
 #define KN_MAX 4
-#define PANEL_BYTES (192 * 1024)
 /* matvec prefetch: the same place PF_ROWS rows ahead, within [8, 32] KiB
  * (kernels_avx512.c measured this rule for the same row layouts). */
-#define PF_ROWS_Q4 8
-#define PF_ROWS_Q8 4
-#define PF_MIN 8192
-#define PF_MAX 32768
-
-static size_t pf_bytes(size_t row_bytes, size_t rows_ahead)
-{
-	size_t d = row_bytes * rows_ahead;
-	return d < PF_MIN ? PF_MIN : d > PF_MAX ? PF_MAX : d;
-}
-
-static int panel_rows(size_t row_bytes)
-{
-	size_t p = row_bytes ? PANEL_BYTES / row_bytes : RT;
-	p = p / RT * RT;
-	return p < RT ? RT : (int)p;
-}
+#define PF_ROWS_Q4 COLI_PF_ROWS_Q4
+#define PF_ROWS_Q8 COLI_PF_ROWS_Q8
 
 /* The fixed tree of kernels_q8.h (and kernels_avx512.c's hsum16). */
 AVX512_INLINE float hsum16(__m512 v)
@@ -208,7 +193,7 @@ AVX512 static void rows_q4_vnni(const coli_qmat *w, const coli_q8act *a, int n, 
 	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
 	const coli_block_q4 *W = w->data;
 	if (n == 1) {
-		size_t pf = pf_bytes(nb * sizeof(coli_block_q4), PF_ROWS_Q4);
+		size_t pf = coli_pf_bytes(nb * sizeof(coli_block_q4), PF_ROWS_Q4);
 		int r = r0;
 		for (; r + 4 <= r1; r += 4)
 			q4_rows(W + (size_t)r * (size_t)nb, nb, 4, a->q, a->d, a->sx, pf, y + r);
@@ -216,7 +201,7 @@ AVX512 static void rows_q4_vnni(const coli_qmat *w, const coli_q8act *a, int n, 
 			q4_rows(W + (size_t)r * (size_t)nb, nb, 1, a->q, a->d, a->sx, pf, y + r);
 		return;
 	}
-	int panel = panel_rows(nb * sizeof(coli_block_q4));
+	int panel = coli_panel_rows(nb * sizeof(coli_block_q4), RT);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
 		for (int k = 0; k < n; k += KN_MAX) {
@@ -352,7 +337,7 @@ AVX512 static void rows_q8_vnni(const coli_qmat *w, const coli_q8act *a, int n, 
 	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
 	const coli_block_q8 *W = w->data;
 	if (n == 1) {
-		size_t pf = pf_bytes(nb * sizeof(coli_block_q8), PF_ROWS_Q8);
+		size_t pf = coli_pf_bytes(nb * sizeof(coli_block_q8), PF_ROWS_Q8);
 		int r = r0;
 		for (; r + 4 <= r1; r += 4)
 			q8_rows(W + (size_t)r * (size_t)nb, nb, 4, a->q, a->d, pf, y + r);
@@ -360,7 +345,7 @@ AVX512 static void rows_q8_vnni(const coli_qmat *w, const coli_q8act *a, int n, 
 			q8_rows(W + (size_t)r * (size_t)nb, nb, 1, a->q, a->d, pf, y + r);
 		return;
 	}
-	int panel = panel_rows(nb * sizeof(coli_block_q8));
+	int panel = coli_panel_rows(nb * sizeof(coli_block_q8), RT);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
 		for (int k = 0; k < n; k += KN_MAX) {

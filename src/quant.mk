@@ -2,7 +2,7 @@
 # Weight formats, matrix kernels, compute pool, kernel benchmark.
 libcoli_a_SOURCES += \
 	src/quant.c src/quant.h \
-	src/kernels.c src/kernels_avx2.c src/kernels_avx512.c src/kernels.h \
+	src/kernels.c src/kernels_avx2.c src/kernels_avx512.c src/kernels.h src/kernels_tiling.h \
 	src/pool.c \
 	src/bench_kernels.c src/bench_kernels.h
 
