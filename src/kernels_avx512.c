@@ -45,7 +45,9 @@
 #include <immintrin.h>
 #include <stdatomic.h>
 
-#define TARGET_512 "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
+#include "kernels_avx512_inline.h"
+
+#define TARGET_512 COLI_AVX512_TARGET
 #define AVX512 __attribute__((target(TARGET_512)))
 #define AVX512_INLINE static inline __attribute__((always_inline, target(TARGET_512)))
 
@@ -76,16 +78,6 @@
 #define PF_ROWS_Q4 COLI_PF_ROWS_Q4
 #define PF_ROWS_Q8 COLI_PF_ROWS_Q8
 
-/* Fixed-order horizontal sum of 16 lanes: halves, then quarters, ... */
-AVX512_INLINE float hsum16(__m512 v)
-{
-	__m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-	return _mm_cvtss_f32(s);
-}
-
 /* ---- F32 ---- */
 
 AVX512_INLINE float f32_dot(const float *a, const float *x, int cols)
@@ -109,7 +101,7 @@ AVX512_INLINE float f32_dot(const float *a, const float *x, int cols)
 		__mmask16 k = (__mmask16)((1u << (cols - j)) - 1u);
 		a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + j), _mm512_maskz_loadu_ps(k, x + j), a1);
 	}
-	return hsum16(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+	return coli_avx512_hsum16(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
 AVX512 static void rows_f32_avx512(const coli_qmat *w, const float *x, int n,
@@ -170,7 +162,7 @@ AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const
 	}
 #pragma GCC unroll 4
 	for (int i = 0; i < R; i++)
-		y[i] = hsum16(acc[i]);
+		y[i] = coli_avx512_hsum16(acc[i]);
 }
 
 /* A tile of rt <= RT rows against KN inputs, block-major: the inputs'
@@ -201,7 +193,7 @@ AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const floa
 	for (int i = 0; i < rt; i++)
 #pragma GCC unroll 4
 		for (int k = 0; k < KN; k++)
-			y[(size_t)k * ystride + (size_t)i] = hsum16(acc[i][k]);
+			y[(size_t)k * ystride + (size_t)i] = coli_avx512_hsum16(acc[i][k]);
 }
 
 AVX512 static void rows_q8_avx512(const coli_qmat *w, const float *x, int n,
@@ -318,7 +310,7 @@ AVX512_INLINE void q4_rows(const coli_block_q4 *row0, int nb, const int R, const
 	}
 #pragma GCC unroll 4
 	for (int i = 0; i < R; i++)
-		y[i] = hsum16(acc[i]) + hsum16(accm[i]);
+		y[i] = coli_avx512_hsum16(acc[i]) + coli_avx512_hsum16(accm[i]);
 }
 
 /* matmul tile: rt <= RT rows against KN inputs, block-major; per (row,
@@ -358,7 +350,7 @@ AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const floa
 	for (int i = 0; i < rt; i++)
 #pragma GCC unroll 4
 		for (int k = 0; k < KN; k++)
-			y[(size_t)k * ystride + (size_t)i] = hsum16(acc[i][k]) + hsum16(accm[i][k]);
+			y[(size_t)k * ystride + (size_t)i] = coli_avx512_hsum16(acc[i][k]) + coli_avx512_hsum16(accm[i][k]);
 }
 
 AVX512 static void rows_q4_avx512(const coli_qmat *w, const float *x, int n,

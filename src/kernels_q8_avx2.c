@@ -16,10 +16,8 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
-#include <cpuid.h>
 #include <immintrin.h>
 #include <math.h>
-#include <stdatomic.h>
 
 #define Q8_TARGET "avx2,fma,f16c"
 #define Q8_SFX avx2
@@ -107,24 +105,10 @@ Q8_ATTR static void quant_avx2(const float *x, int nb, int8_t *q, float *d, floa
 	}
 }
 
-static int has_f16c(void)
-{
-	unsigned a, b, c, d;
-	if (!__get_cpuid(1, &a, &b, &c, &d))
-		return 0;
-	return (int)((c >> 29) & 1);
-}
-
+/* kernels_avx2.c's CPU check (AVX2, FMA, F16C; cached there). */
 static int have_avx2(void)
 {
-	static _Atomic int have = -1; /* every thread computes the same answer */
-	int h = atomic_load_explicit(&have, memory_order_relaxed);
-	if (h < 0) {
-		__builtin_cpu_init();
-		h = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
-		atomic_store_explicit(&have, h, memory_order_relaxed);
-	}
-	return h;
+	return coli_kernels_avx2_rows(COLI_Q_F32) != NULL;
 }
 
 coli_q8_quant_fn coli_kernels_q8_avx2_quant(void)

@@ -30,11 +30,11 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
-#include <cpuid.h>
 #include <immintrin.h>
-#include <stdatomic.h>
 
-#define TARGET_Q8_512 "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"
+#include "kernels_avx512_inline.h"
+
+#define TARGET_Q8_512 COLI_AVX512_TARGET ",avx512vnni"
 #define AVX512 __attribute__((target(TARGET_Q8_512)))
 #define AVX512_INLINE static inline __attribute__((always_inline, target(TARGET_Q8_512)))
 
@@ -46,16 +46,6 @@
  * (kernels_avx512.c measured this rule for the same row layouts). */
 #define PF_ROWS_Q4 COLI_PF_ROWS_Q4
 #define PF_ROWS_Q8 COLI_PF_ROWS_Q8
-
-/* The fixed tree of kernels_q8.h (and kernels_avx512.c's hsum16). */
-AVX512_INLINE float hsum16(__m512 v)
-{
-	__m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-	return _mm_cvtss_f32(s);
-}
 
 AVX512_INLINE __mmask16 tail_mask(int left)
 {
@@ -84,7 +74,7 @@ AVX512_INLINE __m512i q4_bytes(const uint8_t *q)
 AVX512_INLINE float q4_hsum(__m512 acc, __m512 accm)
 {
 	const __m512 undo = _mm512_insertf32x8(_mm512_set1_ps(1.0f), _mm256_set1_ps(0.0625f), 1);
-	return hsum16(_mm512_mul_ps(acc, undo)) + hsum16(accm);
+	return coli_avx512_hsum16(_mm512_mul_ps(acc, undo)) + coli_avx512_hsum16(accm);
 }
 
 /* Scales of blocks [0, cnt) of one row, cnt <= CHUNK, for KN inputs:
@@ -287,7 +277,7 @@ AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const
 	}
 #pragma GCC unroll 4
 	for (int i = 0; i < R; i++)
-		y[i] = hsum16(acc[i]);
+		y[i] = coli_avx512_hsum16(acc[i]);
 }
 
 AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const int8_t *qx,
@@ -327,7 +317,7 @@ AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const int8
 	for (int i = 0; i < rt; i++)
 #pragma GCC unroll 4
 		for (int k = 0; k < KN; k++)
-			y[(size_t)k * ystride + (size_t)i] = hsum16(acc[i][k]);
+			y[(size_t)k * ystride + (size_t)i] = coli_avx512_hsum16(acc[i][k]);
 }
 
 AVX512 static void rows_q8_vnni(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
@@ -407,28 +397,11 @@ AVX512 static void quant_vnni(const float *x, int nb, int8_t *q, float *d, float
 	}
 }
 
-/* F16C: cpuid leaf 1, ecx bit 29 (no portable __builtin_cpu_supports name). */
-static int has_f16c(void)
-{
-	unsigned a, b, c, d;
-	if (!__get_cpuid(1, &a, &b, &c, &d))
-		return 0;
-	return (int)((c >> 29) & 1);
-}
-
+/* kernels_avx512.c's CPU check (AVX-512 F/BW/VL/DQ, AVX2, FMA, F16C;
+ * cached there) plus VNNI. */
 static int have_vnni(void)
 {
-	static _Atomic int have = -1; /* every thread computes the same answer */
-	int h = atomic_load_explicit(&have, memory_order_relaxed);
-	if (h < 0) {
-		__builtin_cpu_init();
-		h = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-		    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-		    __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2") &&
-		    __builtin_cpu_supports("fma") && has_f16c();
-		atomic_store_explicit(&have, h, memory_order_relaxed);
-	}
-	return h;
+	return coli_kernels_avx512_rows(COLI_Q_F32) != NULL && __builtin_cpu_supports("avx512vnni");
 }
 
 coli_q8_quant_fn coli_kernels_q8_avx512_quant(void)

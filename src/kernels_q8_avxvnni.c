@@ -53,19 +53,17 @@ q8_lanes(__m256i wl, __m256i wh, __m256i xl, __m256i xh, __m256i cl, __m256i ch,
 
 #include "kernels_q8_avx2_rows.h"
 
-/* AVX-VNNI: cpuid leaf 7 subleaf 1, eax bit 4 (not every compiler knows
- * a __builtin_cpu_supports name for it); F16C: leaf 1, ecx bit 29. The
- * OS-saves-YMM check is part of "avx2". */
+/* kernels_avx2.c's CPU check (AVX2, FMA, F16C) plus AVX-VNNI: cpuid leaf
+ * 7 subleaf 1, eax bit 4 (not every compiler knows a
+ * __builtin_cpu_supports name for it). */
 static int have_avxvnni(void)
 {
 	static _Atomic int have = -1; /* every thread computes the same answer */
 	int h = atomic_load_explicit(&have, memory_order_relaxed);
 	if (h < 0) {
 		unsigned a, b, c, d;
-		__builtin_cpu_init();
-		h = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-		    __get_cpuid(1, &a, &b, &c, &d) && ((c >> 29) & 1) &&
-		    __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1);
+		h = coli_kernels_avx2_rows(COLI_Q_F32) != NULL && __get_cpuid_count(7, 1, &a, &b, &c, &d) &&
+		    ((a >> 4) & 1);
 		atomic_store_explicit(&have, h, memory_order_relaxed);
 	}
 	return h;

@@ -3,6 +3,7 @@
 libcoli_a_SOURCES += \
 	src/quant.c src/quant.h \
 	src/kernels.c src/kernels_avx2.c src/kernels_avx512.c src/kernels.h src/kernels_tiling.h \
+	src/kernels_avx512_inline.h \
 	src/pool.c \
 	src/bench_kernels.c src/bench_kernels.h
 
