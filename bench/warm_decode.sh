@@ -50,7 +50,9 @@ i=1
 while [ "$i" -le "$runs" ]; do
 	for a in f32 q8; do
 		# shellcheck disable=SC2086
-		"$coli" bench "$work/model" $targs --act-quant $a > "$work/results/warm-$a-$i.json" 2>/dev/null
+		"$coli" bench "$work/model" $targs --act-quant $a > "$work/results/warm-$a-$i.json" \
+			2>>"$work/results/stderr.log" ||
+			{ echo "warm_decode.sh: coli bench failed, see $work/results/stderr.log" >&2; exit 1; }
 	done
 	i=$((i + 1))
 done
