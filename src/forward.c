@@ -103,13 +103,14 @@ static void attn_head(void *arg, int h)
 			sum += sc[p];
 		}
 		const float inv = (float)(1.0 / sum);
+		for (int p = 0; p <= t; p++)
+			sc[p] *= inv;
+		/* spilled rows first, then the RAM rows: ascending positions */
 		float *cl = s->ctxlat + ((size_t)h * B + b) * L;
+		const int nold = base < t + 1 ? base : t + 1;
 		memset(cl, 0, sizeof(float) * L);
-		for (int p = 0; p <= t; p++) {
-			const float pw = sc[p] * inv;
-			const float *kv = p < base ? s->old_kv + (size_t)p * W : ram + (size_t)(p - base) * W;
-			coli_vec_axpy(cl, pw, kv, L);
-		}
+		coli_vec_wsum(cl, sc, s->old_kv, (size_t)W, nold, L);
+		coli_vec_wsum(cl, sc + nold, ram, (size_t)W, t + 1 - nold, L);
 	}
 	coli_qmat wuv = fwd_rows(&j->w->kv_b, h * (c->qk_nope_head_dim + V) + c->qk_nope_head_dim, V);
 	coli_matmul(NULL, &wuv, s->ctxlat + (size_t)h * B * L, j->n, s->vhead + (size_t)h * B * V);

@@ -29,22 +29,6 @@ static float bits_f32(uint32_t u)
 	return f;
 }
 
-float coli_half_to_float(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-	uint32_t exp = (h >> 10) & 0x1f;
-	uint32_t mant = h & 0x3ff;
-
-	if (exp == 0) {
-		/* zero or subnormal: mant * 2^-24 is exact in float */
-		float v = (float)mant * 0x1p-24f;
-		return sign ? -v : v;
-	}
-	if (exp == 31)
-		return bits_f32(sign | 0x7f800000u | (mant << 13));
-	return bits_f32(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
 uint16_t coli_float_to_half(float f)
 {
 	uint32_t x = f32_bits(f);

@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define COLI_QK 64
 
@@ -80,8 +81,29 @@ double coli_quant_rel_rms(int qtype, const float *w, int rows, int cols);
  * why the affine layout was chosen. Not a container format. */
 double coli_quant_rel_rms_int4_symmetric(const float *w, int rows, int cols);
 
-/* Half-precision helpers (IEEE binary16 <-> float), round-to-nearest-even. */
-float coli_half_to_float(uint16_t h);
+/* Half-precision helpers (IEEE binary16 <-> float), round-to-nearest-even.
+ * half -> float is exact and inline: the per-group scale loops of the
+ * attention products (vec_ops.c) call it twice per 64 weights. */
+static inline float coli_half_to_float(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+	uint32_t exp = (h >> 10) & 0x1f;
+	uint32_t mant = h & 0x3ff;
+	uint32_t bits;
+	float f;
+
+	if (exp == 0) {
+		/* zero or subnormal: mant * 2^-24 is exact in float */
+		f = (float)mant * 0x1p-24f;
+		return sign ? -f : f;
+	}
+	if (exp == 31)
+		bits = sign | 0x7f800000u | (mant << 13);
+	else
+		bits = sign | ((exp + 112) << 23) | (mant << 13);
+	memcpy(&f, &bits, sizeof f);
+	return f;
+}
 uint16_t coli_float_to_half(float f);
 
 #endif

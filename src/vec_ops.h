@@ -23,12 +23,21 @@ float coli_vec_dot(const float *a, const float *b, int n);
 /* y[i] += a * x[i] */
 void coli_vec_axpy(float *y, float a, const float *x, int n);
 
+/* y[k] += sum_{p < np} w[p] * x[p * x_stride + k] for k < n, each element
+ * summed in ascending p onto its starting value (the attention's weighted
+ * sum of cached latents; 64 columns at a time held in registers). */
+void coli_vec_wsum(float *y, const float *w, const float *x, size_t x_stride, int np, int n);
+
 /* Transposed product of a row block: for b < n,
  *   y[b * y_stride + k] = sum_{i < nrows} a[b * a_stride + i] * W[r0 + i][k]
- * for every column k, the sum over i in ascending order. This is W^T a,
- * which the row kernels (W x) do not compute; MLA's absorption of q_nope
- * through W_UK needs it. tile: scratch of nrows * 64 floats (each
- * 64-column group of the block is dequantized once for all n inputs). */
+ * for every column k. This is W^T a, which the row kernels (W x) do not
+ * compute; MLA's absorption of q_nope through W_UK needs it. For quantized
+ * W (row i, group g: W = d_ig q_ik + m_ig; m = 0 for int8) it is computed
+ * as sum_i (a_i d_ig) q_ik + sum_i a_i m_ig, both sums in ascending i, so
+ * the 64-wide inner loop works on the raw integers. f32 W: the plain sum in
+ * ascending i. tile: scratch of nrows * 64 floats (for n > 1 each group's
+ * integers are unpacked once for all n inputs; n = 1 reads them in place
+ * and gives the same bits). W must have cols % 64 == 0 unless f32. */
 void coli_qrows_tmul(const coli_qmat *w, int r0, int nrows, const float *a, size_t a_stride, int n,
 		     float *y, size_t y_stride, float *tile);
 
