@@ -34,9 +34,6 @@
 /* Block sums of x kept on the caller's stack; matmul inputs are processed
  * in as many passes as needed to fit (32 KiB). */
 #define XSUM_MAX 8192
-/* Below this many weight bytes a call runs on the calling thread only: the
- * pool's wakeup would cost more than the work. */
-#define POOL_MIN_BYTES (64 * 1024)
 
 /* Code paths, best last. The process's path is decided once (first use)
  * and only tests/benchmarks override it, through the forced setting. */
@@ -230,55 +227,12 @@ const char *coli_kernels_isa(void)
 	return isa_names[isa_current()];
 }
 
-/* ---- dispatch over the pool ---- */
-
-struct mm_job {
-	coli_rows_fn fn;
-	const coli_qmat *w;
-	const float *x;
-	const float *xsum;
-	float *y;
-	int n;
-	int chunk;
-};
-
-static void mm_task(void *arg, int i)
-{
-	const struct mm_job *j = arg;
-	int r0 = i * j->chunk;
-	int r1 = r0 + j->chunk;
-	if (r1 > j->w->rows)
-		r1 = j->w->rows;
-	j->fn(j->w, j->x, j->n, j->xsum, r0, r1, j->y);
-}
+/* ---- products over the pool (kernels_group.c) ---- */
 
 static void fill_nan(float *y, size_t count)
 {
 	for (size_t i = 0; i < count; i++)
 		y[i] = NAN;
-}
-
-/* Rows per task: about 4 tasks per thread so a slow thread (the machine
- * is shared) does not hold everyone up, in multiples of 8 rows. */
-static int chunk_rows(int rows, int threads)
-{
-	int c = (rows + threads * 4 - 1) / (threads * 4);
-	c = (c + 7) & ~7;
-	return c > 0 ? c : 8;
-}
-
-static void run_rows(coli_pool *p, coli_rows_fn fn, const coli_qmat *w,
-		     const float *x, int n, const float *xsum, float *y)
-{
-	int threads = coli_pool_size(p);
-	size_t bytes = coli_qtype_bytes(w->qtype, w->rows, w->cols);
-	struct mm_job job = { fn, w, x, xsum, y, n, w->rows };
-	if (threads <= 1 || bytes * (size_t)n < POOL_MIN_BYTES || w->rows < 16) {
-		fn(w, x, n, xsum, 0, w->rows, y);
-		return;
-	}
-	job.chunk = chunk_rows(w->rows, threads);
-	coli_pool_run(p, (w->rows + job.chunk - 1) / job.chunk, mm_task, &job);
 }
 
 static void block_sums(const float *x, int nb, float *xs)
@@ -291,49 +245,111 @@ static void block_sums(const float *x, int nb, float *xs)
 	}
 }
 
+/* A product (or a pass over some of its inputs) waiting in a batch. */
+struct seg {
+	coli_rows_fn fn;
+	const coli_qmat *w;
+	const float *x;
+	const float *xsum; /* INT4: block sums of x; else NULL */
+	float *y;
+	int n;
+};
+
+/* Segments dispatched together, and their block sums (on the caller's
+ * stack: 32 KiB of sums, so inputs are split into passes that fit). */
+struct batch {
+	int nseg;
+	int xs_used;
+	struct seg seg[COLI_GROUP_SEGS];
+	const coli_qmat *w[COLI_GROUP_SEGS];
+	int n[COLI_GROUP_SEGS];
+	float xs[XSUM_MAX];
+};
+
+static void seg_run(void *ctx, int s, int r0, int r1)
+{
+	const struct seg *g = &((const struct batch *)ctx)->seg[s];
+	g->fn(g->w, g->x, g->n, g->xsum, r0, r1, g->y);
+}
+
+static void batch_flush(coli_pool *p, struct batch *b)
+{
+	coli_rows_dispatch(p, b->nseg, b->w, b->n, seg_run, b);
+	b->nseg = 0;
+	b->xs_used = 0;
+}
+
+/* The block sums of n inputs of cols: shared with an earlier segment of
+ * the batch that has the same input, else computed; NULL when they do not
+ * fit beside the batch's others. */
+static const float *batch_xsum(struct batch *b, const float *x, int n, int cols)
+{
+	for (int s = 0; s < b->nseg; s++) {
+		const struct seg *g = &b->seg[s];
+		if (g->xsum && g->x == x && g->n == n && g->w->cols == cols)
+			return g->xsum;
+	}
+	const int nb = cols / COLI_QK;
+	if ((size_t)n * (size_t)nb > (size_t)(XSUM_MAX - b->xs_used))
+		return NULL;
+	float *xs = b->xs + b->xs_used;
+	for (int k = 0; k < n; k++)
+		block_sums(x + (size_t)k * (size_t)cols, nb, xs + (size_t)k * (size_t)nb);
+	b->xs_used += n * nb;
+	return xs;
+}
+
+/* n * (cols / 64) <= XSUM_MAX (the caller's passes). */
+static void batch_add(coli_pool *p, struct batch *b, coli_rows_fn fn, const coli_qmat *w,
+		      const float *x, int n, float *y)
+{
+	if (b->nseg == COLI_GROUP_SEGS)
+		batch_flush(p, b);
+	const float *xs = NULL;
+	if (w->qtype == COLI_Q_INT4 && !(xs = batch_xsum(b, x, n, w->cols))) {
+		batch_flush(p, b);
+		xs = batch_xsum(b, x, n, w->cols);
+	}
+	b->seg[b->nseg] = (struct seg){ fn, w, x, xs, y, n };
+	b->w[b->nseg] = w;
+	b->n[b->nseg] = n;
+	b->nseg++;
+}
+
+void coli_matmul_group(coli_pool *p, const coli_mm *g, int count)
+{
+	struct batch b;
+	b.nseg = 0;
+	b.xs_used = 0;
+	for (int i = 0; i < count; i++) {
+		const coli_qmat *w = g[i].w;
+		const int n = g[i].n;
+		if (n <= 0 || w->rows <= 0)
+			continue;
+		coli_rows_fn fn = rows_fn(w->qtype);
+		const int nb = w->cols / COLI_QK;
+		if (!fn || w->cols < 0 || (w->qtype != COLI_Q_F32 && w->cols % COLI_QK) ||
+		    (w->qtype == COLI_Q_INT4 && nb > XSUM_MAX)) {
+			coli_error("matmul: unsupported matrix (type %d, %d x %d)", w->qtype, w->rows, w->cols);
+			fill_nan(g[i].y, (size_t)n * (size_t)w->rows);
+			continue;
+		}
+		const int per_pass = w->qtype == COLI_Q_INT4 && nb > 0 ? XSUM_MAX / nb : n;
+		/* rows of Y are strided by w->rows: a pass over inputs k0..
+		 * offsets both sides */
+		for (int k0 = 0; k0 < n; k0 += per_pass) {
+			const int kn = n - k0 < per_pass ? n - k0 : per_pass;
+			batch_add(p, &b, fn, w, g[i].x + (size_t)k0 * (size_t)w->cols, kn,
+				  g[i].y + (size_t)k0 * (size_t)w->rows);
+		}
+	}
+	batch_flush(p, &b);
+}
+
 void coli_matmul(coli_pool *p, const coli_qmat *w, const float *x, int n, float *y)
 {
-	if (n <= 0 || w->rows <= 0)
-		return;
-	coli_rows_fn fn = rows_fn(w->qtype);
-	if (!fn || w->cols < 0 || (w->qtype != COLI_Q_F32 && w->cols % COLI_QK)) {
-		coli_error("matmul: unsupported matrix (type %d, %d x %d)", w->qtype, w->rows, w->cols);
-		fill_nan(y, (size_t)n * (size_t)w->rows);
-		return;
-	}
-	if (w->qtype != COLI_Q_INT4) {
-		run_rows(p, fn, w, x, n, NULL, y);
-		return;
-	}
-	int nb = w->cols / COLI_QK;
-	float xs_stack[XSUM_MAX];
-	float *xs = xs_stack;
-	int per_pass = nb > 0 ? XSUM_MAX / nb : n;
-	if (per_pass < 1) {
-		/* More than 512k columns: no model has that; pay one malloc. */
-		xs = malloc((size_t)nb * sizeof *xs);
-		if (!xs) {
-			coli_error("matmul: out of memory for %d block sums", nb);
-			fill_nan(y, (size_t)n * (size_t)w->rows);
-			return;
-		}
-		per_pass = 1;
-	}
-	for (int k0 = 0; k0 < n; k0 += per_pass) {
-		int kn = n - k0 < per_pass ? n - k0 : per_pass;
-		for (int k = 0; k < kn; k++)
-			block_sums(x + (size_t)(k0 + k) * (size_t)w->cols, nb, xs + (size_t)k * (size_t)nb);
-		if (kn == n) {
-			run_rows(p, fn, w, x, n, xs, y);
-		} else {
-			/* rows of Y are strided by w->rows: a pass writes inputs
-			 * k0.. into the same layout by offsetting both sides. */
-			run_rows(p, fn, w, x + (size_t)k0 * (size_t)w->cols, kn, xs,
-				 y + (size_t)k0 * (size_t)w->rows);
-		}
-	}
-	if (xs != xs_stack)
-		free(xs);
+	const coli_mm g = { w, x, y, n };
+	coli_matmul_group(p, &g, 1);
 }
 
 void coli_matvec(coli_pool *p, const coli_qmat *w, const float *x, float *y)

@@ -42,6 +42,22 @@ void coli_matvec(coli_pool *p, const coli_qmat *w, const float *x, float *y);
  * result for each row of X is bit-identical to coli_matvec on that row. */
 void coli_matmul(coli_pool *p, const coli_qmat *w, const float *x, int n, float *y);
 
+/* One product of a group: Y[n][w->rows] = X[n][w->cols] W^T. */
+typedef struct coli_mm {
+	const coli_qmat *w;
+	const float *x;
+	float *y;
+	int n;
+} coli_mm;
+
+/* The products g[0..count) in as few pool runs as their inputs allow (one
+ * for a layer's experts): the threads take row chunks of any of them, so
+ * small matrices do not each end in a wait. Product i's bits are those of
+ * coli_matmul(p, g[i].w, g[i].x, g[i].n, g[i].y). Products may share an
+ * input (its block sums are then computed once); no output may overlap an
+ * input or another output. */
+void coli_matmul_group(coli_pool *p, const coli_mm *g, int count);
+
 /* Name of the code path in use ("avx512", "avx2" or "generic"), for
  * bench/info. */
 const char *coli_kernels_isa(void);
@@ -68,5 +84,14 @@ typedef void (*coli_rows_fn)(const coli_qmat *w, const float *x, int n,
 coli_rows_fn coli_kernels_avx2_rows(int qtype);
 /* The AVX-512 F/BW/VL/DQ (+FMA, F16C) implementation, or NULL. */
 coli_rows_fn coli_kernels_avx512_rows(int qtype);
+
+/* Internal contract of the group dispatch (kernels_group.c): run(ctx, s,
+ * r0, r1) computes rows [r0, r1) of segment s; every row of every segment
+ * is run exactly once, over the pool, and the call returns when all are
+ * done. At most COLI_GROUP_SEGS segments per call (more run inline). */
+#define COLI_GROUP_SEGS 48
+typedef void (*coli_rows_seg_fn)(void *ctx, int seg, int r0, int r1);
+void coli_rows_dispatch(coli_pool *p, int nseg, const coli_qmat *const *w, const int *n,
+			coli_rows_seg_fn run, void *ctx);
 
 #endif

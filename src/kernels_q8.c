@@ -8,8 +8,9 @@
  * call when the compiler may not assume an FMA unit; that makes this path
  * slow but exact, and it is only the fallback.
  *
- * The work split is kernels.c's (contiguous row chunks, about 4 per
- * thread, multiples of 8 rows): a row's result never depends on it. */
+ * The work split is kernels_group.c's (contiguous row chunks of all the
+ * products of a group, in multiples of 8 rows): a row's result never
+ * depends on it. */
 #include "config.h"
 
 #include "kernels_q8.h"
@@ -21,10 +22,6 @@
 #include <string.h>
 
 #include "coli_log.h"
-
-/* Below this many weight bytes a call stays on the calling thread (as in
- * kernels.c: the pool's wakeup would cost more than the work). */
-#define POOL_MIN_BYTES (64 * 1024)
 
 int coli_q8act_init(coli_q8act *a, int n_max, int cols_max, coli_err *err)
 {
@@ -248,25 +245,86 @@ const char *coli_kernels_q8_isa(void)
 	return path_names[path_current()];
 }
 
-/* ---- dispatch over the pool ---- */
+/* ---- products over the pool (kernels_group.c) ---- */
 
-struct q8_job {
+/* A product (or a pass over some of its inputs) waiting in a batch; its
+ * quantized inputs are a view into the caller's scratch. */
+struct q8seg {
 	coli_q8_rows_fn fn;
 	const coli_qmat *w;
-	const coli_q8act *a;
+	const float *x;
 	float *y;
 	int n;
-	int chunk;
+	coli_q8act a;
 };
 
-static void q8_task(void *arg, int i)
+struct q8batch {
+	int nseg;
+	size_t used;        /* bytes of the scratch's q taken by the views */
+	coli_q8act *arena;
+	struct q8seg seg[COLI_GROUP_SEGS];
+	const coli_qmat *w[COLI_GROUP_SEGS];
+	int n[COLI_GROUP_SEGS];
+};
+
+static void q8seg_run(void *ctx, int s, int r0, int r1)
 {
-	const struct q8_job *j = arg;
-	int r0 = i * j->chunk;
-	int r1 = r0 + j->chunk;
-	if (r1 > j->w->rows)
-		r1 = j->w->rows;
-	j->fn(j->w, j->a, j->n, r0, r1, j->y);
+	const struct q8seg *g = &((const struct q8batch *)ctx)->seg[s];
+	g->fn(g->w, &g->a, g->n, r0, r1, g->y);
+}
+
+static void q8batch_flush(coli_pool *p, struct q8batch *b)
+{
+	coli_rows_dispatch(p, b->nseg, b->w, b->n, q8seg_run, b);
+	b->nseg = 0;
+	b->used = 0;
+}
+
+/* The quantized copy of n inputs of cols: shared with an earlier segment
+ * with the same input, else quantized (in this thread) into free scratch
+ * space; 0 on success, -1 when it does not fit beside the others. The rows
+ * of a view are packed with stride cols, as the row kernels read them. */
+static int q8batch_input(struct q8batch *b, const float *x, int n, int cols, coli_q8act *view)
+{
+	for (int s = 0; s < b->nseg; s++) {
+		const struct q8seg *g = &b->seg[s];
+		if (g->x == x && g->n == n && g->w->cols == cols) {
+			*view = g->a;
+			return 0;
+		}
+	}
+	const size_t need = (size_t)n * (size_t)cols;
+	const size_t cap = (size_t)b->arena->n_max * (size_t)b->arena->cols_max;
+	if (need > cap - b->used)
+		return -1;
+	const size_t blk = b->used / COLI_QK;
+	*view = (coli_q8act){ .n_max = n, .cols_max = cols, .q = b->arena->q + b->used,
+			      .d = b->arena->d + blk, .sx = b->arena->sx + blk };
+	coli_q8act_quantize(view, x, n, cols);
+	b->used += need;
+	return 0;
+}
+
+/* n * cols <= the scratch's n_max * cols_max (the caller's passes). */
+static void q8batch_add(coli_pool *p, struct q8batch *b, coli_q8_rows_fn fn, const coli_qmat *w,
+			const float *x, int n, float *y)
+{
+	if (b->nseg == COLI_GROUP_SEGS)
+		q8batch_flush(p, b);
+	struct q8seg *g = &b->seg[b->nseg];
+	if (q8batch_input(b, x, n, w->cols, &g->a)) {
+		q8batch_flush(p, b);
+		g = &b->seg[0];
+		q8batch_input(b, x, n, w->cols, &g->a);
+	}
+	g->fn = fn;
+	g->w = w;
+	g->x = x;
+	g->y = y;
+	g->n = n;
+	b->w[b->nseg] = w;
+	b->n[b->nseg] = n;
+	b->nseg++;
 }
 
 static void fill_nan(float *y, size_t count)
@@ -275,38 +333,48 @@ static void fill_nan(float *y, size_t count)
 		y[i] = NAN;
 }
 
+void coli_matmul_q8_group(coli_pool *p, const coli_mm *g, int count, coli_q8act *scratch)
+{
+	struct q8batch b;
+	b.nseg = 0;
+	b.used = 0;
+	b.arena = scratch;
+	const int path = path_current();
+	for (int i = 0; i < count; i++) {
+		const coli_qmat *w = g[i].w;
+		const int n = g[i].n;
+		if (n <= 0 || w->rows <= 0)
+			continue;
+		if (w->qtype == COLI_Q_F32) {
+			/* exact as it is: the f32 kernels */
+			coli_matmul(p, w, g[i].x, n, g[i].y);
+			continue;
+		}
+		coli_q8_rows_fn fn = path_rows(path, w->qtype);
+		if (!fn || !scratch || w->cols < COLI_QK || w->cols % COLI_QK ||
+		    w->cols > scratch->cols_max || scratch->n_max < 1) {
+			coli_error("matmul q8: unsupported call (type %d, %d x %d, scratch %d x %d)",
+				   w->qtype, w->rows, w->cols, scratch ? scratch->n_max : 0,
+				   scratch ? scratch->cols_max : 0);
+			fill_nan(g[i].y, (size_t)n * (size_t)w->rows);
+			continue;
+		}
+		/* inputs per pass: as many rows of this width as the scratch
+		 * holds (at least its n_max) */
+		const size_t fit = (size_t)scratch->n_max * (size_t)scratch->cols_max / (size_t)w->cols;
+		const int per_pass = fit < (size_t)n ? (int)fit : n;
+		for (int k0 = 0; k0 < n; k0 += per_pass) {
+			const int kn = n - k0 < per_pass ? n - k0 : per_pass;
+			q8batch_add(p, &b, fn, w, g[i].x + (size_t)k0 * (size_t)w->cols, kn,
+				    g[i].y + (size_t)k0 * (size_t)w->rows);
+		}
+	}
+	q8batch_flush(p, &b);
+}
+
 void coli_matmul_q8(coli_pool *p, const coli_qmat *w, const float *x, int n, float *y,
 		    coli_q8act *scratch)
 {
-	if (n <= 0 || w->rows <= 0)
-		return;
-	if (w->qtype == COLI_Q_F32) {
-		coli_matmul(p, w, x, n, y);
-		return;
-	}
-	coli_q8_rows_fn fn = path_rows(path_current(), w->qtype);
-	if (!fn || !scratch || w->cols < COLI_QK || w->cols % COLI_QK ||
-	    w->cols > scratch->cols_max || scratch->n_max < 1) {
-		coli_error("matmul q8: unsupported call (type %d, %d x %d, scratch %d x %d)",
-			   w->qtype, w->rows, w->cols, scratch ? scratch->n_max : 0,
-			   scratch ? scratch->cols_max : 0);
-		fill_nan(y, (size_t)n * (size_t)w->rows);
-		return;
-	}
-	int threads = coli_pool_size(p);
-	size_t bytes = coli_qtype_bytes(w->qtype, w->rows, w->cols);
-	for (int k0 = 0; k0 < n; k0 += scratch->n_max) {
-		int kn = n - k0 < scratch->n_max ? n - k0 : scratch->n_max;
-		float *yk = y + (size_t)k0 * (size_t)w->rows;
-		coli_q8act_quantize(scratch, x + (size_t)k0 * (size_t)w->cols, kn, w->cols);
-		struct q8_job job = { fn, w, scratch, yk, kn, w->rows };
-		if (threads <= 1 || bytes * (size_t)kn < POOL_MIN_BYTES || w->rows < 16) {
-			fn(w, scratch, kn, 0, w->rows, yk);
-			continue;
-		}
-		/* about 4 tasks per thread, multiples of 8 rows (kernels.c) */
-		int c = (w->rows + threads * 4 - 1) / (threads * 4);
-		job.chunk = ((c + 7) & ~7) > 0 ? (c + 7) & ~7 : 8;
-		coli_pool_run(p, (w->rows + job.chunk - 1) / job.chunk, q8_task, &job);
-	}
+	const coli_mm g = { w, x, y, n };
+	coli_matmul_q8_group(p, &g, 1, scratch);
 }

@@ -77,6 +77,13 @@ int coli_q8act_quantize(coli_q8act *a, const float *x, int n, int cols);
 void coli_matmul_q8(coli_pool *p, const coli_qmat *w, const float *x, int n, float *y,
 		    coli_q8act *scratch);
 
+/* coli_matmul_group with int8 activations: each distinct input of the
+ * group is quantized once into scratch (products sharing an input share
+ * its copy; the group is split into several pool runs when their inputs do
+ * not fit in scratch together). Product i's bits are those of
+ * coli_matmul_q8 on it alone. */
+void coli_matmul_q8_group(coli_pool *p, const coli_mm *g, int count, coli_q8act *scratch);
+
 /* Name of the q8 code path in use ("avx512vnni", "avxvnni", "avx2",
  * "generic"): the best one within what coli_kernels_isa() allows (so
  * $COLI_KERNELS_ISA and coli_kernels_force_isa() choose it too: "avx512"

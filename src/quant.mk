@@ -2,7 +2,7 @@
 # Weight formats, matrix kernels, compute pool, kernel benchmark.
 libcoli_a_SOURCES += \
 	src/quant.c src/quant.h \
-	src/kernels.c src/kernels_avx2.c src/kernels_avx512.c src/kernels.h src/kernels_tiling.h \
+	src/kernels.c src/kernels_group.c src/kernels_avx2.c src/kernels_avx512.c src/kernels.h src/kernels_tiling.h \
 	src/kernels_avx512_inline.h \
 	src/pool.c \
 	src/bench_kernels.c src/bench_kernels.h
@@ -11,8 +11,10 @@ libcoli_a_SOURCES += \
 libcoli_a_SOURCES += \
 	src/kernels_q8.c src/kernels_q8.h src/kernels_q8_avx512.c src/kernels_q8_avx2.c \
 	src/kernels_q8_avxvnni.c src/kernels_q8_avx2_rows.h
-check_PROGRAMS += tests/quant_q8act_test
-TESTS += tests/quant_q8act_test
+check_PROGRAMS += tests/quant_q8act_test tests/quant_group_test
+TESTS += tests/quant_q8act_test tests/quant_group_test
+tests_quant_group_test_SOURCES = tests/quant_group.c
+tests_quant_group_test_LDADD = libcoli.a $(COLI_LIBS)
 tests_quant_q8act_test_SOURCES = tests/quant_q8act.c
 tests_quant_q8act_test_LDADD = libcoli.a $(COLI_LIBS)
 # --act-quant q8 in the engine: determinism, flag and environment handling
