@@ -45,6 +45,14 @@ void coli_model_matmul(const coli_model *m, coli_state *s, const coli_qmat *w, c
 		coli_matmul(m->pool, w, x, n, y);
 }
 
+void coli_model_matmul_group(const coli_model *m, coli_state *s, const coli_mm *g, int count)
+{
+	if (m->act_quant == COLI_ACT_Q8)
+		coli_matmul_q8_group(m->pool, g, count, &s->q8act);
+	else
+		coli_matmul_group(m->pool, g, count);
+}
+
 struct attn_job {
 	const coli_model *m;
 	coli_state *s;
@@ -126,17 +134,20 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 	for (int b = 0; b < n; b++)
 		fwd_rmsnorm(s->xn + (size_t)b * H, s->x + (size_t)b * H, w->attn_norm, H, c->rms_norm_eps);
 	/* queries */
+	/* the products of the normed input in one run: the query's first
+	 * projection (or the whole query) and the compressed KV */
+	const coli_mm in[2] = {
+		{ c->q_lora_rank > 0 ? &w->q_a : &w->q, s->xn, c->q_lora_rank > 0 ? s->qa : s->q, n },
+		{ &w->kv_a, s->xn, s->kva, n },
+	};
+	coli_model_matmul_group(m, s, in, 2);
 	if (c->q_lora_rank > 0) {
 		const int Q = c->q_lora_rank;
-		coli_model_matmul(m, s, &w->q_a, s->xn, n, s->qa);
 		for (int b = 0; b < n; b++)
 			fwd_rmsnorm(s->qa + (size_t)b * Q, s->qa + (size_t)b * Q, w->q_a_norm, Q, c->attn_norm_eps);
 		coli_model_matmul(m, s, &w->q_b, s->qa, n, s->q);
-	} else {
-		coli_model_matmul(m, s, &w->q, s->xn, n, s->q);
 	}
 	/* compressed KV: normalized latent + roped shared key, into the cache */
-	coli_model_matmul(m, s, &w->kv_a, s->xn, n, s->kva);
 	for (int b = 0; b < n; b++) {
 		const int t = s->row_pos[b];
 		const float *src = s->kva + (size_t)b * W;
@@ -174,8 +185,8 @@ static void dense_ffn(const coli_model *m, coli_state *s, int l, int n)
 	const coli_config *c = &m->cfg;
 	const coli_layer_weights *w = &m->layers[l];
 	const int H = c->hidden_size, I = c->intermediate_size;
-	coli_model_matmul(m, s, &w->gate, s->xn, n, s->ffn_a);
-	coli_model_matmul(m, s, &w->up, s->xn, n, s->ffn_b);
+	const coli_mm gu[2] = { { &w->gate, s->xn, s->ffn_a, n }, { &w->up, s->xn, s->ffn_b, n } };
+	coli_model_matmul_group(m, s, gu, 2);
 	for (int b = 0; b < n; b++)
 		fwd_swiglu(s->ffn_a + (size_t)b * I, s->ffn_b + (size_t)b * I, I);
 	coli_model_matmul(m, s, &w->down, s->ffn_a, n, s->ffn_out);

@@ -120,6 +120,9 @@ typedef struct coli_state coli_state;
  * and moe.c; engine thread only, not from inside pool tasks). */
 void coli_model_matmul(const coli_model *m, coli_state *s, const coli_qmat *w, const float *x,
 		       int n, float *y);
+/* The products g[0..count) the same way, in one pool run where they fit
+ * (coli_matmul_group): the same bits as one coli_model_matmul each. */
+void coli_model_matmul_group(const coli_model *m, coli_state *s, const coli_mm *g, int count);
 
 /* One sequence's compressed KV cache (for batching several sequences: the
  * engine keeps one per slot). */

@@ -27,19 +27,19 @@ static int argmax_untaken(const float *v, const unsigned char *taken, int n)
 }
 
 void moe_route(const coli_config *c, const float *logits, const float *bias, int *sel,
-	       float *weights, float *tmp)
+	       float *weights, float *tmp, unsigned char *taken)
 {
 	const int E = c->n_routed_experts, K = c->num_experts_per_tok;
 	float *score = tmp, *choice = tmp + E;
-	unsigned char taken[1024];
 	for (int e = 0; e < E; e++) {
 		score[e] = 1.0f / (1.0f + expf(-logits[e]));
 		choice[e] = score[e] + (bias ? bias[e] : 0.0f);
 	}
 	if (c->n_group > 1 && c->topk_group < c->n_group) {
-		const int G = c->n_group, per = E / G;
-		float gscore[64];
-		unsigned char gtaken[64] = { 0 };
+		const int G = c->n_group, per = E / G; /* G <= E (config check) */
+		float *gscore = tmp + 2 * E;
+		unsigned char *gtaken = taken + E;
+		memset(gtaken, 0, (size_t)G);
 		for (int g = 0; g < G; g++) {
 			float b1 = -FLT_MAX, b2 = -FLT_MAX;
 			for (int i = 0; i < per; i++) {
@@ -98,32 +98,74 @@ void moe_prefetch_next(coli_model *m, coli_state *s, int layer, int n)
 	const int H = c->hidden_size;
 	fwd_rmsnorm(s->logits_h, s->x, w->ffn_norm, H, c->rms_norm_eps);
 	coli_model_matmul(m, s, &w->router, s->logits_h, 1, s->pred_scores);
-	moe_route(c, s->pred_scores, w->router_bias, s->predict, s->pred_w, s->route_tmp);
+	moe_route(c, s->pred_scores, w->router_bias, s->predict, s->pred_w, s->route_tmp, s->route_taken);
 	expert_store_prefetch(m->store, next, s->predict, c->num_experts_per_tok);
 }
 
-/* Run one expert (its three matrices) on the positions that chose it. */
-static void moe_run_expert(coli_model *m, coli_state *s, const coli_qmat *gate, const coli_qmat *up,
-			   const coli_qmat *down, int expert, int n)
+/* Experts of one batch: the matrices of each, in batch order. */
+#define MOE_BATCH (COLI_GROUP_SEGS / 2 - 1) /* two products each, and the shared expert's */
+struct moe_batch {
+	int count;
+	int experts[MOE_BATCH];
+	coli_qmat mats[MOE_BATCH][3]; /* gate, up, down */
+};
+
+/* Rows of the chunk that chose `expert` (slots into tok_slot, from off). */
+static int moe_gather(coli_state *s, int expert, int n, int K, int off)
+{
+	int ne = 0;
+	for (int slot = 0; slot < n * K; slot++)
+		if (s->sel[slot] == expert)
+			s->tok_slot[off + ne++] = slot;
+	return ne;
+}
+
+/* Run a batch of experts on the positions that chose them, and the shared
+ * expert with it when `shared`: the gate and up products of all in one
+ * pool run, then the down products in another (two waits for the batch
+ * instead of three per expert). Expert j's rows are [off_j, off_j + ne_j)
+ * of exp_in/exp_a/exp_b/exp_out; an expert that every position of the
+ * chunk chose (every expert at decode) reads xn in place, so the batch's
+ * inputs are summed or quantized once. Each product gives its own bits
+ * (coli_matmul_group), so batching changes nothing in the result. */
+static void moe_run_batch(coli_model *m, coli_state *s, const struct moe_batch *bt, int n,
+			  const coli_layer_weights *shared)
 {
 	const coli_config *c = &m->cfg;
 	const int H = c->hidden_size, K = c->num_experts_per_tok, I = c->moe_intermediate_size;
-	int ne = 0;
-	for (int slot = 0; slot < n * K; slot++) {
-		if (s->sel[slot] != expert)
-			continue;
-		s->tok_slot[ne] = slot;
-		memcpy(s->exp_in + (size_t)ne * H, s->xn + (size_t)(slot / K) * H, sizeof(float) * H);
-		ne++;
+	coli_mm up[COLI_GROUP_SEGS], down[COLI_GROUP_SEGS / 2 + 1];
+	int ne[MOE_BATCH], off = 0, nu = 0, nd = 0;
+	for (int j = 0; j < bt->count; j++) {
+		ne[j] = moe_gather(s, bt->experts[j], n, K, off);
+		const float *x = s->xn;
+		if (ne[j] != n) {
+			for (int i = 0; i < ne[j]; i++)
+				memcpy(s->exp_in + (size_t)(off + i) * H,
+				       s->xn + (size_t)(s->tok_slot[off + i] / K) * H, sizeof(float) * H);
+			x = s->exp_in + (size_t)off * H;
+		}
+		float *a = s->exp_a + (size_t)off * I, *b = s->exp_b + (size_t)off * I;
+		up[nu++] = (coli_mm){ &bt->mats[j][0], x, a, ne[j] };
+		up[nu++] = (coli_mm){ &bt->mats[j][1], x, b, ne[j] };
+		down[nd++] = (coli_mm){ &bt->mats[j][2], a, s->exp_out + (size_t)off * H, ne[j] };
+		off += ne[j];
 	}
-	coli_model_matmul(m, s, gate, s->exp_in, ne, s->exp_a);
-	coli_model_matmul(m, s, up, s->exp_in, ne, s->exp_b);
-	for (int i = 0; i < ne; i++)
+	const int Is = c->moe_intermediate_size * c->n_shared_experts;
+	if (shared) {
+		up[nu++] = (coli_mm){ &shared->sh_gate, s->xn, s->ffn_a, n };
+		up[nu++] = (coli_mm){ &shared->sh_up, s->xn, s->ffn_b, n };
+	}
+	coli_model_matmul_group(m, s, up, nu);
+	for (int i = 0; i < off; i++)
 		fwd_swiglu(s->exp_a + (size_t)i * I, s->exp_b + (size_t)i * I, I);
-	coli_model_matmul(m, s, down, s->exp_a, ne, s->exp_out);
-	for (int i = 0; i < ne; i++)
-		memcpy(s->moe_out + (size_t)s->tok_slot[i] * H, s->exp_out + (size_t)i * H,
-		       sizeof(float) * H);
+	if (shared) {
+		for (int b = 0; b < n; b++)
+			fwd_swiglu(s->ffn_a + (size_t)b * Is, s->ffn_b + (size_t)b * Is, Is);
+		down[nd++] = (coli_mm){ &shared->sh_down, s->ffn_a, s->ffn_out, n };
+	}
+	coli_model_matmul_group(m, s, down, nd);
+	for (int i = 0; i < off; i++)
+		memcpy(s->moe_out + (size_t)s->tok_slot[i] * H, s->exp_out + (size_t)i * H, sizeof(float) * H);
 }
 
 int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
@@ -136,7 +178,7 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 	coli_model_matmul(m, s, &w->router, s->xn, n, s->router_logits);
 	for (int b = 0; b < n; b++) {
 		moe_route(c, s->router_logits + (size_t)b * E, w->router_bias, s->sel + (size_t)b * K,
-			  s->sel_w + (size_t)b * K, s->route_tmp);
+			  s->sel_w + (size_t)b * K, s->route_tmp, s->route_taken);
 		if (!w->res_experts)
 			expert_store_note_routing(m->store, layer, s->sel + (size_t)b * K,
 						  s->sel_w + (size_t)b * K, K);
@@ -153,19 +195,40 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 				break;
 			}
 
+	/* rows each expert takes (a batch's rows must fit the buffers) */
+	int *rows_of = s->expert_rows;
+	for (int i = 0; i < nu; i++)
+		rows_of[s->union_experts[i]] = 0;
+	for (int slot = 0; slot < n * K; slot++)
+		rows_of[s->sel[slot]]++;
+	const coli_layer_weights *shared = w->has_shared ? w : NULL;
+	struct moe_batch bt;
 	if (w->res_experts) {
 		/* resident experts (the MTP layer): no store involved */
-		for (int i = 0; i < nu; i++) {
-			const coli_qmat *x = w->res_experts + (size_t)s->union_experts[i] * 3;
-			moe_run_expert(m, s, &x[0], &x[1], &x[2], s->union_experts[i], n);
+		for (int i = 0; i < nu;) {
+			int rows = 0;
+			bt.count = 0;
+			while (i < nu && bt.count < MOE_BATCH &&
+			       (bt.count == 0 || rows + rows_of[s->union_experts[i]] <= s->max_batch)) {
+				const int e = s->union_experts[i++];
+				const coli_qmat *x = w->res_experts + (size_t)e * 3;
+				rows += rows_of[e];
+				bt.experts[bt.count] = e;
+				memcpy(bt.mats[bt.count++], x, sizeof(coli_qmat) * 3);
+			}
+			moe_run_batch(m, s, &bt, n, shared);
+			shared = NULL;
 		}
-		goto shared;
+		goto combine;
 	}
-	/* Per group: queue its missing reads (ahead of the next layer's
-	 * prefetch), then take the records one at a time, landed ones first,
-	 * and run each while the others are still being read. An expert
-	 * writes only its own positions' moe_out rows and the sum below is
-	 * in routing order, so the running order changes no bit of x. */
+	/* Per store group: queue its missing reads (ahead of the next layer's
+	 * prefetch), then run the records in batches of those that have
+	 * landed, each while the others are still being read. While nothing
+	 * has landed yet the shared expert runs alone (its weights are
+	 * resident), so its compute hides under the first reads. An expert
+	 * writes only its own positions' moe_out rows and the sum below is in
+	 * routing order, so neither the batches nor their order change a bit
+	 * of x. */
 	int group = expert_store_max_batch(m->store);
 	if (group < 1)
 		group = 1;
@@ -175,38 +238,48 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 		expert_store_request(m->store, layer, ue, gn);
 		if (g == 0)
 			moe_prefetch_next(m, s, layer, n);
-		for (int done = 0; done < gn && !rc; done++) {
-			int pick = done;
-			for (int i = done; i < gn; i++)
-				if (expert_store_ready(m->store, layer, ue[i])) {
-					pick = i;
-					break;
-				}
-			int e = ue[pick];
-			ue[pick] = ue[done];
-			ue[done] = e;
-			rc = expert_store_acquire(m->store, layer, &e, 1, s->recs, err);
+		for (int done = 0; done < gn && !rc;) {
+			int k = 0, rows = 0;
+			for (int i = done; i < gn && k < MOE_BATCH; i++) {
+				const int e = ue[i];
+				if (!expert_store_ready(m->store, layer, e) ||
+				    (k > 0 && rows + rows_of[e] > s->max_batch))
+					continue;
+				ue[i] = ue[done + k];
+				ue[done + k++] = e;
+				rows += rows_of[e];
+			}
+			if (k == 0 && shared) {
+				bt.count = 0;
+				moe_run_batch(m, s, &bt, n, shared);
+				shared = NULL;
+				continue;
+			}
+			if (k == 0)
+				k = 1; /* wait for the next record */
+			rc = expert_store_acquire(m->store, layer, ue + done, k, s->recs, err);
 			if (rc)
 				break;
-			const void *rec = s->recs[0];
-			coli_qmat gate = coli_container_expert_part(m->container, rec, COLI_EXPERT_GATE);
-			coli_qmat up = coli_container_expert_part(m->container, rec, COLI_EXPERT_UP);
-			coli_qmat down = coli_container_expert_part(m->container, rec, COLI_EXPERT_DOWN);
-			moe_run_expert(m, s, &gate, &up, &down, e, n);
+			bt.count = k;
+			for (int j = 0; j < k; j++) {
+				bt.experts[j] = ue[done + j];
+				bt.mats[j][0] = coli_container_expert_part(m->container, s->recs[j], COLI_EXPERT_GATE);
+				bt.mats[j][1] = coli_container_expert_part(m->container, s->recs[j], COLI_EXPERT_UP);
+				bt.mats[j][2] = coli_container_expert_part(m->container, s->recs[j], COLI_EXPERT_DOWN);
+			}
+			moe_run_batch(m, s, &bt, n, shared);
+			shared = NULL;
+			done += k;
 		}
 		expert_store_release(m->store, layer);
 	}
 	if (rc)
 		return rc;
-shared:
-	if (w->has_shared) {
-		const int Is = c->moe_intermediate_size * c->n_shared_experts;
-		coli_model_matmul(m, s, &w->sh_gate, s->xn, n, s->ffn_a);
-		coli_model_matmul(m, s, &w->sh_up, s->xn, n, s->ffn_b);
-		for (int b = 0; b < n; b++)
-			fwd_swiglu(s->ffn_a + (size_t)b * Is, s->ffn_b + (size_t)b * Is, Is);
-		coli_model_matmul(m, s, &w->sh_down, s->ffn_a, n, s->ffn_out);
-	} else {
+combine:
+	if (shared) {
+		bt.count = 0;
+		moe_run_batch(m, s, &bt, n, shared);
+	} else if (!w->has_shared) {
 		memset(s->ffn_out, 0, sizeof(float) * (size_t)n * H);
 	}
 	for (int b = 0; b < n; b++) {

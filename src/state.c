@@ -159,7 +159,9 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 	s->recs = zalloc(E, sizeof(void *), &failed);
 	s->predict = zalloc(E, sizeof(int), &failed);
 	s->pred_scores = zalloc(E, sizeof(float), &failed);
-	s->route_tmp = zalloc(2 * E, sizeof(float), &failed);
+	s->route_tmp = zalloc(3 * E, sizeof(float), &failed);
+	s->route_taken = zalloc(2 * E, 1, &failed);
+	s->expert_rows = zalloc(E, sizeof(int), &failed);
 	s->pred_w = zalloc(K, sizeof(float), &failed);
 	s->logits_h = zalloc(B * H, sizeof(float), &failed);
 	s->mtp_cat = zalloc(B * 2 * H, sizeof(float), &failed);
@@ -198,7 +200,7 @@ void coli_state_free(coli_state *s)
 			 s->vout, s->absorb_tile, s->scores, s->ffn_a, s->ffn_b, s->ffn_out,
 			 s->router_logits, s->sel, s->sel_w, s->moe_out, s->union_experts,
 			 s->tok_slot, s->exp_in, s->exp_a, s->exp_b, s->exp_out, (void *)s->recs,
-			 s->predict, s->pred_scores, s->route_tmp, s->pred_w, s->logits_h, s->mtp_cat, s->routing.experts,
+			 s->predict, s->pred_scores, s->route_tmp, s->route_taken, s->expert_rows, s->pred_w, s->logits_h, s->mtp_cat, s->routing.experts,
 			 s->routing.weights };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);

@@ -57,7 +57,9 @@ struct coli_state {
 	const void **recs;      /* (E) expert records of the current group */
 	int *predict;           /* (E) predicted experts for the next layer */
 	float *pred_scores;     /* (E) */
-	float *route_tmp;       /* (2E) scratch for moe_route */
+	float *route_tmp;       /* (3E) scratch for moe_route */
+	unsigned char *route_taken; /* (2E) scratch for moe_route */
+	int *expert_rows;       /* (E) positions of the chunk routed to each expert */
 	float *pred_w;          /* (topk) */
 	float *logits_h;        /* (B, H) final-normed states for lm_head */
 	float *mtp_cat;         /* (B, 2H) MTP input [enorm(embed); hnorm(hidden)] */
