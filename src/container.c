@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "container.h"
+#include "weight_mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -190,6 +191,13 @@ static int parse_tensors(coli_container *c, cpriv *p, const coli_container_opts 
 	return 0;
 }
 
+/* Bytes mapped for a loaded file (at least one page, so an empty file
+ * still has a buffer). */
+static size_t file_buf_bytes(const cfile *f)
+{
+	return f->size > 0 ? (size_t)f->size : 1;
+}
+
 static int load_files(coli_container *c, cpriv *p, const coli_container_opts *o, coli_err *err)
 {
 	int rc = 0;
@@ -206,10 +214,10 @@ static int load_files(coli_container *c, cpriv *p, const coli_container_opts *o,
 						  path, hex, f->sha256);
 		}
 		if (rc == 0 && f->needed && !o->skip_load) {
-			size_t n = (size_t)(f->size + 63) / 64 * 64;
-			f->buf = aligned_alloc(64, n ? n : 64);
+			/* huge pages: every decode step streams these */
+			f->buf = coli_weight_mem_alloc(file_buf_bytes(f));
 			if (!f->buf)
-				rc = coli_err_set(err, -ENOMEM, "%s: cannot allocate %zu bytes", path, n);
+				rc = coli_err_set(err, -ENOMEM, "%s: cannot allocate %zu bytes", path, file_buf_bytes(f));
 			else
 				rc = read_all(path, f->buf, f->size, err);
 		}
@@ -424,7 +432,7 @@ void coli_container_free(coli_container *c)
 	free(c->tensors);
 	if (p) {
 		for (int i = 0; i < p->n_files; i++)
-			free(p->files[i].buf);
+			coli_weight_mem_free(p->files[i].buf, file_buf_bytes(&p->files[i]));
 		free(p->files);
 		free(p->tfile);
 		free(p->toff);

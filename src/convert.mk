@@ -1,7 +1,7 @@
 # src/convert.mk: owned by its module; appends to the lists in Makefile.am.
 # Model container (read side), `coli convert`, `coli info`.
 libcoli_a_SOURCES += \
-	src/container.c src/container.h \
+	src/container.c src/container.h src/weight_mem.c src/weight_mem.h \
 	src/manifest.c src/manifest.h \
 	src/convert.c src/convert_plan.c src/convert_write.c src/convert_manifest.c \
 	src/convert.h \

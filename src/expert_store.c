@@ -25,6 +25,7 @@
 #include "config.h"
 
 #include "expert_store_int.h"
+#include "weight_mem.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -591,6 +592,8 @@ static int alloc_tables(expert_store *s, coli_err *err)
 		return coli_err_set(err, -ENOMEM, "expert store: cannot reserve %zu bytes for %d records",
 				    s->arena_bytes, s->n_slots);
 	s->arena = p;
+	/* huge pages: records are streamed by every step that uses them */
+	coli_weight_mem_advise(p, s->arena_bytes);
 	for (int i = 0; i < s->n_slots; i++) {
 		s->slots[i].buf = s->arena + (size_t)i * s->rec;
 		s->slots[i].layer = s->slots[i].expert = -1;
