@@ -117,7 +117,7 @@ static void slot_clear(expert_store *s, int si)
 	}
 	sl->layer = sl->expert = -1;
 	sl->state = SLOT_FREE;
-	sl->pins = sl->hot = sl->prefetched = sl->demand = sl->pending = sl->error = 0;
+	sl->pins = sl->hot = sl->prefetched = sl->predicted = sl->demand = sl->pending = sl->error = 0;
 	sl->key = 0;
 	sl->last_use = 0;
 }
@@ -147,7 +147,7 @@ void store_slot_loaded(expert_store *s, int si)
  * After that visit an unused prefetch is just a wrong guess in the cache. */
 static int slot_awaited(const expert_store *s, const store_slot *sl)
 {
-	if (!sl->prefetched)
+	if (!sl->prefetched && !sl->predicted)
 		return 0;
 	uint32_t v = s->layer_visit[sl->layer];
 	return v == sl->pf_visit || (v == sl->pf_visit + 1 && s->cur_layer == sl->layer);
@@ -159,17 +159,22 @@ static int slot_awaited(const expert_store *s, const store_slot *sl)
 static int slot_victim(expert_store *s, int for_prefetch)
 {
 	int best = -1, best_aw = -1;
+	double key_best = 0, key_aw = 0;
 	for (int i = 0; i < s->n_slots; i++) {
 		store_slot *sl = &s->slots[i];
 		if (sl->state == SLOT_FREE)
 			return i;
 		if (sl->state != SLOT_READY || sl->pins || sl->hot)
 			continue;
+		double key = store_policy_victim_key(&s->policy, sl, s->cur_layer);
 		if (slot_awaited(s, sl)) {
-			if (best_aw < 0 || sl->key < s->slots[best_aw].key)
+			if (best_aw < 0 || key < key_aw) {
 				best_aw = i;
-		} else if (best < 0 || sl->key < s->slots[best].key) {
+				key_aw = key;
+			}
+		} else if (best < 0 || key < key_best) {
 			best = i;
+			key_best = key;
 		}
 	}
 	return best >= 0 || for_prefetch ? best : best_aw;
@@ -379,6 +384,7 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 		}
 		store_slot *sl = &s->slots[si];
 		sl->pins++;
+		sl->predicted = 0;
 		store_policy_touch(&s->policy, sl, idx(s, layer, e), s->tick);
 		got[i] = si;
 	}
@@ -439,8 +445,16 @@ void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n
 	uint64_t issued = 0;
 	for (int i = 0; i < n; i++) {
 		int e = experts[i];
-		if (e < 0 || e >= s->n_experts || s->map[idx(s, layer, e)] >= 0)
+		if (e < 0 || e >= s->n_experts)
 			continue;
+		int have = s->map[idx(s, layer, e)];
+		if (have >= 0) {
+			/* resident already: held back until that visit, like
+			 * the guesses read for it */
+			s->slots[have].predicted = 1;
+			s->slots[have].pf_visit = s->layer_visit[layer];
+			continue;
+		}
 		/* Never wait here, and never take the last free slots from an
 		 * acquire: prefetch only uses what is evictable right now. */
 		int si = slot_load(s, layer, e, 0);
@@ -659,8 +673,8 @@ int expert_store_open(const coli_container *c, const expert_store_opts *o,
 	 * the guarantee expert_store_max_batch() gives. */
 	s->scratch_slots = 2 * s->max_batch > s->cache_slots ? 2 * s->max_batch - s->cache_slots : 0;
 	s->n_slots = s->pin_slots + s->cache_slots + s->scratch_slots;
-	int kind = o->policy >= 0 && o->policy < EXPERT_POLICY_BELADY ? o->policy : EXPERT_POLICY_DEFAULT;
-	if (store_policy_init(&s->policy, kind, n_moe, (size_t)s->n_layers * (size_t)s->n_experts, 0) < 0) {
+	if (store_policy_init(&s->policy, store_policy_resolve(o->policy), n_moe,
+			      (size_t)s->n_layers * (size_t)s->n_experts, 0) < 0) {
 		rc = coli_err_set(err, -ENOMEM, "expert store: out of memory");
 		goto fail;
 	}

@@ -26,6 +26,9 @@ typedef struct store_slot {
 	int pins;             /* acquire references, dropped by release(layer) */
 	int hot;              /* member of the pinned hot set: never evicted */
 	int prefetched;       /* read by prefetch and not yet acquired */
+	int predicted;        /* resident when predicted for its layer's next
+	                       * visit (pf_visit): held back like an awaited
+	                       * prefetch until that visit */
 	int demand;           /* read queued by expert_store_request, not yet
 	                       * acquired: counted as a miss by that acquire */
 	uint32_t pf_visit;    /* layer_visit[layer] when prefetched */
@@ -34,6 +37,15 @@ typedef struct store_slot {
 	uint64_t last_use;    /* policy: tick of the latest acquire */
 	double key;           /* policy: eviction key, smallest goes first */
 } store_slot;
+
+/* LFU-decay plus the distance to the next visit of the record's layer
+ * (expert_store_policy.c): the default. Not in the public enum (its header
+ * belongs to the store's API owner); flags and replay accept it. */
+#define EXPERT_POLICY_LFU_NEXT EXPERT_POLICY_COUNT
+#define STORE_POLICY_COUNT (EXPERT_POLICY_COUNT + 1)
+#define STORE_POLICY_DEFAULT EXPERT_POLICY_LFU_NEXT
+/* opts.policy (-1 = default; BELADY, replay only, = default) to a kind. */
+int store_policy_resolve(int requested);
 
 /* Policy state shared by the live store and the trace replay. */
 typedef struct store_policy {
@@ -44,6 +56,9 @@ typedef struct store_policy {
 	 * once-evicted hot expert could never come back. */
 	double *freq;         /* [n_ids] decayed count as of last[] */
 	uint64_t *last;       /* [n_ids] tick of the latest use */
+	int n_moe;            /* MoE layers: visits (ticks) per token */
+	double visit_discount; /* LFU-next: key penalty per visit until the
+	                        * record's layer comes next (0: none) */
 } store_policy;
 
 int store_policy_init(store_policy *p, int kind, int n_moe_layers, size_t n_ids,
@@ -57,7 +72,12 @@ void store_policy_touch(store_policy *p, store_slot *sl, size_t id, uint64_t now
  * record that was really used (awaited prefetches are protected anyway). */
 void store_policy_peek(const store_policy *p, store_slot *sl, size_t id, uint64_t now);
 
-/* Replay with an explicit LFU-decay half-life (tokens), for measuring. */
+/* Eviction key of `sl` while layer `cur_layer` is visited (-1: none):
+ * the smallest goes first. */
+double store_policy_victim_key(const store_policy *p, const store_slot *sl, int cur_layer);
+
+/* Replay with an explicit LFU half-life (tokens; 0 = the policy's
+ * default), for measuring. */
 int store_replay_hl(const expert_trace *t, int policy, int64_t capacity, double half_life,
 		    expert_replay_result *out, coli_err *err);
 

@@ -6,8 +6,19 @@
  *                        scratch pool tops the unpinned part up to
  *                        2 x max_batch records when it is smaller;
  *   --pin-budget SIZE    the part of it reserved for the pinned hot set
- *                        (auto: half). A pin budget larger than the cache
- *                        budget raises the total to the pin budget.
+ *                        (auto: see below). A pin budget larger than the
+ *                        cache budget raises the total to the pin budget.
+ * Automatic pin budget: half of the total where pinning costs nothing,
+ * none elsewhere. It costs nothing below 4 x max_batch records, where the
+ * scratch pool tops the unpinned half up to 2 x max_batch anyway (one
+ * layer held plus the next one's prefetch), so the pinned half is extra
+ * room, and when the total holds every expert (nothing is evicted; the
+ * hot half is read at open, the heat's warm start). In between a pinned
+ * record takes a slot from the cache, and a fixed set loses to the
+ * adaptive policy: on the trained default model's routing
+ * (bench/routing_policy.sh, 6 seeds, lfu-next) pinning half cost 0.11 of
+ * the Belady ratio at 16 records (4 x top-k), 0.03 at 24, and gained
+ * 0.11-0.31 at 8-10 records (expert_store_policy.c has the table).
  * Automatic total (cache "auto"): available memory (MemAvailable, capped by
  * the cgroup limit) - dense bytes - KV budget - OS reserve max(1 GiB, 10%),
  * never more than all expert bytes, never negative. */
@@ -68,7 +79,15 @@ int store_budget_resolve(const coli_container *c, const expert_store_opts *o,
 			  size_format((int64_t)c->dense_bytes, d, sizeof d), size_format(kv, k, sizeof k),
 			  size_format(reserve, r, sizeof r), size_format(all, x, sizeof x));
 	}
-	int64_t p = o->pin_bytes >= 0 ? o->pin_bytes : total / 2;
+	int64_t p = o->pin_bytes;
+	if (p < 0) {
+		int64_t batch = o->max_batch > 0 ? o->max_batch : c->config.num_experts_per_tok;
+		if (batch > c->config.n_routed_experts)
+			batch = c->config.n_routed_experts;
+		if (batch < 1)
+			batch = 1;
+		p = total < 4 * batch * (int64_t)c->expert_record_size || total >= all ? total / 2 : 0;
+	}
 	if (p > all)
 		p = all;
 	if (total < p)
@@ -129,6 +148,8 @@ static int parse_policy(const char *v, int *out)
 		*out = EXPERT_POLICY_LRU;
 	else if (!strcasecmp(v, "lfu-decay") || !strcasecmp(v, "lfu"))
 		*out = EXPERT_POLICY_LFU_DECAY;
+	else if (!strcasecmp(v, "lfu-next"))
+		*out = EXPERT_POLICY_LFU_NEXT;
 	else if (!strcasecmp(v, "auto") || !strcasecmp(v, "default"))
 		*out = -1;
 	else
@@ -183,7 +204,7 @@ int expert_store_opts_parse_flag(expert_store_opts *o, const char *flag,
 	else if (!strcmp(name, "--mirror-weights"))
 		rc = parse_weights(o, value, name, err);
 	else if (parse_policy(value, &o->policy))
-		rc = coli_err_set(err, -EINVAL, "%s: '%s' is not lru, lfu-decay or auto", name, value);
+		rc = coli_err_set(err, -EINVAL, "%s: '%s' is not lfu-next, lfu-decay, lru or auto", name, value);
 	return rc < 0 ? rc : consumed;
 }
 
@@ -210,7 +231,7 @@ int expert_store_opts_from_env(expert_store_opts *o, coli_err *err)
 			return coli_err_set(err, -EINVAL, "COLI_DIRECT: '%s' is not 0, 1 or auto", v);
 	}
 	if ((v = getenv("COLI_CACHE_POLICY")) && *v && parse_policy(v, &o->policy))
-		return coli_err_set(err, -EINVAL, "COLI_CACHE_POLICY: '%s' is not lru, lfu-decay or auto", v);
+		return coli_err_set(err, -EINVAL, "COLI_CACHE_POLICY: '%s' is not lfu-next, lfu-decay, lru or auto", v);
 	if ((v = getenv("COLI_MIRROR_WEIGHTS")) && *v &&
 	    (rc = parse_weights(o, v, "COLI_MIRROR_WEIGHTS", err)) < 0)
 		return rc;
