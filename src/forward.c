@@ -11,11 +11,12 @@
  * is O(context * kv_lora) per head. Prefill and decode run the same code
  * per position, so incremental decode reproduces the full pass exactly.
  *
- * Every matrix product of the model goes through coli_model_matmul, which
- * quantizes its input to int8 when the model runs with --act-quant q8
+ * Every matrix product of the model goes through coli_model_matmul(_group),
+ * which quantizes its input to int8 when the model runs with --act-quant q8
  * (kernels_q8.h: per input row, so this stays exact between prefill and
- * decode too). The per-head products inside attention (W_UK absorption,
- * W_UV) run in pool tasks and stay f32. */
+ * decode too); the heads' W_UV products run as one group. The W_UK
+ * absorption (a transposed product, vec_ops.c) runs per head in pool tasks
+ * and stays f32. */
 #include "config.h"
 
 #include <errno.h>
@@ -76,17 +77,44 @@ static void attn_absorb_head(void *arg, int h)
 			s->qlat + (size_t)h * B * L, (size_t)L, tile);
 }
 
-/* One head: scores over the cache, softmax, weighted latents, then W_UV. */
-static void attn_head(void *arg, int h)
+/* Heads per attention task, and positions per block: a block's cached
+ * rows (16 x 576 floats = 36 KiB) stay in L1 while every head of the task
+ * reads them, instead of each head streaming the whole cache from L2. */
+#define ATTN_HEADS_PER_TASK 4
+#define ATTN_POS_BLOCK 16
+
+/* Rows [p0, p1) of the chunk row's cache, p1 clipped so the block does not
+ * straddle the spilled/RAM boundary: returns the first row, sets *p1. */
+static const float *attn_rows(const coli_state *s, const float *ram, int base, int p0, int end, int *p1)
+{
+	const int W = s->kv_width;
+	int e = p0 + ATTN_POS_BLOCK < end ? p0 + ATTN_POS_BLOCK : end;
+	if (p0 < base) {
+		*p1 = e < base ? e : base;
+		return s->old_kv + (size_t)p0 * W;
+	}
+	*p1 = e;
+	return ram + (size_t)(p0 - base) * W;
+}
+
+/* Heads [h0, h1): absorb their queries (attn_absorb_head), then per chunk
+ * row the scores over the cache, softmax and the weighted sum of latents
+ * (W_UV follows for all heads at once, in attention()). Per head and row
+ * the operations and their order are those of a loop over positions; only
+ * the interleaving of heads changes. */
+static void attn_heads(void *arg, int task)
 {
 	struct attn_job *j = arg;
 	const coli_model *m = j->m;
 	const coli_config *c = &m->cfg;
 	coli_state *s = j->s;
-	const int L = c->kv_lora_rank, R = c->qk_rope_head_dim, W = s->kv_width;
-	const int qk = coli_config_qk_head_dim(c), B = s->max_batch, V = c->v_head_dim;
-	const int qrow = c->num_attention_heads * qk;
-	float *sc = s->scores + (size_t)h * s->cap;
+	const int nh = c->num_attention_heads, L = c->kv_lora_rank, R = c->qk_rope_head_dim;
+	const int W = s->kv_width, qk = coli_config_qk_head_dim(c), B = s->max_batch;
+	const int qrow = nh * qk;
+	const int h0 = task * ATTN_HEADS_PER_TASK;
+	const int h1 = h0 + ATTN_HEADS_PER_TASK < nh ? h0 + ATTN_HEADS_PER_TASK : nh;
+	for (int h = h0; h < h1; h++)
+		attn_absorb_head(arg, h);
 	for (int b = 0; b < j->n; b++) {
 		const int t = s->row_pos[b];
 		const coli_seq *q = s->row_seq[b];
@@ -94,34 +122,45 @@ static void attn_head(void *arg, int h)
 		 * into old_kv for this layer by attention() */
 		const float *ram = q->kv[j->layer];
 		const int base = q->base;
-		const float *ql = s->qlat + ((size_t)h * B + b) * L;
-		const float *qr = s->q + (size_t)b * qrow + (size_t)h * qk + c->qk_nope_head_dim;
-		float mx = -FLT_MAX;
-		for (int p = 0; p <= t; p++) {
-			const float *kv = p < base ? s->old_kv + (size_t)p * W : ram + (size_t)(p - base) * W;
-			float d = coli_vec_dot(ql, kv, L) + coli_vec_dot(qr, kv + L, R);
-			d *= m->softmax_scale;
-			sc[p] = d;
-			if (d > mx)
-				mx = d;
+		float mx[ATTN_HEADS_PER_TASK];
+		for (int h = h0; h < h1; h++)
+			mx[h - h0] = -FLT_MAX;
+		for (int p0 = 0, p1; p0 <= t; p0 = p1) {
+			const float *rows = attn_rows(s, ram, base, p0, t + 1, &p1);
+			for (int h = h0; h < h1; h++) {
+				const float *ql = s->qlat + ((size_t)h * B + b) * L;
+				const float *qr = s->q + (size_t)b * qrow + (size_t)h * qk + c->qk_nope_head_dim;
+				float *sc = s->scores + (size_t)h * s->cap;
+				for (int p = p0; p < p1; p++) {
+					const float *kv = rows + (size_t)(p - p0) * W;
+					float d = coli_vec_dot(ql, kv, L) + coli_vec_dot(qr, kv + L, R);
+					d *= m->softmax_scale;
+					sc[p] = d;
+					if (d > mx[h - h0])
+						mx[h - h0] = d;
+				}
+			}
 		}
-		double sum = 0.0;
-		for (int p = 0; p <= t; p++) {
-			sc[p] = expf(sc[p] - mx);
-			sum += sc[p];
+		for (int h = h0; h < h1; h++) {
+			float *sc = s->scores + (size_t)h * s->cap;
+			double sum = 0.0;
+			for (int p = 0; p <= t; p++) {
+				sc[p] = expf(sc[p] - mx[h - h0]);
+				sum += sc[p];
+			}
+			const float inv = (float)(1.0 / sum);
+			for (int p = 0; p <= t; p++)
+				sc[p] *= inv;
+			memset(s->ctxlat + ((size_t)h * B + b) * L, 0, sizeof(float) * L);
 		}
-		const float inv = (float)(1.0 / sum);
-		for (int p = 0; p <= t; p++)
-			sc[p] *= inv;
-		/* spilled rows first, then the RAM rows: ascending positions */
-		float *cl = s->ctxlat + ((size_t)h * B + b) * L;
-		const int nold = base < t + 1 ? base : t + 1;
-		memset(cl, 0, sizeof(float) * L);
-		coli_vec_wsum(cl, sc, s->old_kv, (size_t)W, nold, L);
-		coli_vec_wsum(cl, sc + nold, ram, (size_t)W, t + 1 - nold, L);
+		/* ascending positions: spilled rows, then the RAM rows */
+		for (int p0 = 0, p1; p0 <= t; p0 = p1) {
+			const float *rows = attn_rows(s, ram, base, p0, t + 1, &p1);
+			for (int h = h0; h < h1; h++)
+				coli_vec_wsum(s->ctxlat + ((size_t)h * B + b) * L, s->scores + (size_t)h * s->cap + p0,
+					      rows, (size_t)W, p1 - p0, L);
+		}
 	}
-	coli_qmat wuv = fwd_rows(&j->w->kv_b, h * (c->qk_nope_head_dim + V) + c->qk_nope_head_dim, V);
-	coli_matmul(NULL, &wuv, s->ctxlat + (size_t)h * B * L, j->n, s->vhead + (size_t)h * B * V);
 }
 
 static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err *err)
@@ -168,8 +207,19 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 			return coli_err_set(err, rc, "reading %d spilled KV rows of layer %d back failed", q0->base, l);
 	}
 	struct attn_job job = { m, s, w, l, n };
-	coli_pool_run(m->pool, nh, attn_absorb_head, &job);
-	coli_pool_run(m->pool, nh, attn_head, &job);
+	coli_pool_run(m->pool, (nh + ATTN_HEADS_PER_TASK - 1) / ATTN_HEADS_PER_TASK, attn_heads, &job);
+	/* out_h = W_UV_h ctx_h for every head: one group of small products */
+	coli_qmat wuv[COLI_GROUP_SEGS];
+	coli_mm uv[COLI_GROUP_SEGS];
+	for (int h0 = 0; h0 < nh; h0 += COLI_GROUP_SEGS) {
+		const int hn = nh - h0 < COLI_GROUP_SEGS ? nh - h0 : COLI_GROUP_SEGS;
+		for (int i = 0; i < hn; i++) {
+			const int h = h0 + i;
+			wuv[i] = fwd_rows(&w->kv_b, h * (c->qk_nope_head_dim + V) + c->qk_nope_head_dim, V);
+			uv[i] = (coli_mm){ &wuv[i], s->ctxlat + (size_t)h * B * L, s->vhead + (size_t)h * B * V, n };
+		}
+		coli_model_matmul_group(m, s, uv, hn);
+	}
 	for (int h = 0; h < nh; h++)
 		for (int b = 0; b < n; b++)
 			memcpy(s->vout + (size_t)b * nh * V + (size_t)h * V,

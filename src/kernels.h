@@ -89,7 +89,7 @@ coli_rows_fn coli_kernels_avx512_rows(int qtype);
  * r0, r1) computes rows [r0, r1) of segment s; every row of every segment
  * is run exactly once, over the pool, and the call returns when all are
  * done. At most COLI_GROUP_SEGS segments per call (more run inline). */
-#define COLI_GROUP_SEGS 48
+#define COLI_GROUP_SEGS 128
 typedef void (*coli_rows_seg_fn)(void *ctx, int seg, int r0, int r1);
 void coli_rows_dispatch(coli_pool *p, int nseg, const coli_qmat *const *w, const int *n,
 			coli_rows_seg_fn run, void *ctx);
