@@ -137,6 +137,19 @@ VEC_INLINE void group_q(int qtype, const char *row, int g, v16f *q0, v16f *q1, v
 }
 
 /* Scale (and int4 min) of group g of a quantized row. */
+/* half -> float: the compiler's _Float16 conversion where it has one
+ * (vcvtph2ps in the v3/v4 clones), else quant.h's; both exact. */
+VEC_INLINE float half_float(uint16_t h)
+{
+#ifdef __FLT16_MAX__
+	_Float16 f;
+	memcpy(&f, &h, sizeof f);
+	return (float)f;
+#else
+	return coli_half_to_float(h);
+#endif
+}
+
 VEC_INLINE float group_scale(int qtype, const char *row, int g, float *min)
 {
 	if (qtype == COLI_Q_INT8) {
@@ -144,8 +157,8 @@ VEC_INLINE float group_scale(int qtype, const char *row, int g, float *min)
 		return ((const coli_block_q8 *)row + g)->d;
 	}
 	const coli_block_q4 *b = (const coli_block_q4 *)row + g;
-	*min = coli_half_to_float(b->m);
-	return coli_half_to_float(b->d);
+	*min = half_float(b->m);
+	return half_float(b->d);
 }
 
 /* Rows [i0, i1) of group g for one input a, added in ascending row order
