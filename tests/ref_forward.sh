@@ -7,9 +7,9 @@
 # int4-g64 conversions report KL and top-1 agreement (int8 must agree on
 # top-1 for at least half the positions). Prints one JSON line per run.
 # Variants: q LoRA on/off, YaRN on/off, n_group > 1 with topk_group <
-# n_group, a single group, norm_topk_prob off with routed_scaling_factor
-# 1.7, two dense layers, sharded input, BF16 and FP8 inputs, and the
-# glm5-tiny preset (GLM-5 layout) in F32 and FP8.
+# n_group, a single group, 1088 experts in 68 groups, norm_topk_prob off
+# with routed_scaling_factor 1.7, two dense layers, sharded input, BF16 and
+# FP8 inputs, and the glm5-tiny preset (GLM-5 layout) in F32 and FP8.
 set -u
 : "${COLI:?COLI must point to the built coli}"
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -50,6 +50,8 @@ run noqlora f32 --seed 12 --q-lora 0
 run noyarn f32 --seed 13 --no-yarn
 run groups f32 --seed 14 --experts 32 --groups 8 --topk-groups 3 --topk 6
 run onegroup f32 --seed 15 --groups 1 --topk-groups 1
+# more experts and groups than any fixed-size routing scratch would hold
+run manyexperts f32 --seed 16 --experts 1088 --groups 68 --topk-groups 60 --topk 4 --layers 2 --dense-layers 1 --dtype bf16
 run nonorm f32 --seed 16 --no-norm-topk --scaling 1.7
 run neox f32 --seed 23 --no-rope-interleave
 run dense2 f32 --seed 17 --layers 4 --dense-layers 2
