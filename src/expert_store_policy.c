@@ -27,11 +27,12 @@
  * Choice, by measurement (issue 4 target: hit rate incl. prefetched >= 0.9
  * of Belady). bench/routing_policy.sh on the trained default model (3 MoE
  * layers x 16 experts, top-4; 512 decoded tokens), live store with
- * prefetch, hit incl. prefetched / Belady, mean of --seed 1..6:
+ * prefetch (COLI_PREFETCH=always), hit incl. prefetched / Belady, mean of
+ * --seed 1..6:
  *
  *   records                        8     10     12     16     24     32
- *   lfu-decay, pin half (old)    1.014  0.916  0.853  0.803  0.906  0.958
- *   lfu-next,  pin half          1.026  0.934  0.879  0.831  0.934  0.975
+ *   lfu-decay, pin half (old)    1.014  0.916  0.853  0.803  0.906  0.959
+ *   lfu-next,  pin half          1.026  0.934  0.879  0.832  0.934  0.975
  *   lfu-next,  pin 0             0.711  0.821  0.887  0.945  0.961  0.981
  *   lfu-next,  automatic pin     1.026  0.934  0.879  0.945  0.961  0.981
  *
