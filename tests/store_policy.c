@@ -115,6 +115,41 @@ int main(int argc, char **argv)
 	CHECK(c_next > 0.45 && c_next <= c_bel + 1e-12);
 	expert_trace_free(&c);
 
+	/* Automatic pin budget: half below 4 x top-k records (the scratch
+	 * pool tops the unpinned half up, so pinning is extra room) and when
+	 * everything fits; none in between, where a fixed set takes room from
+	 * the cache. 3 MoE layers x 16 experts, top-4, records of 4 KiB. */
+	{
+		coli_container ct;
+		memset(&ct, 0, sizeof ct);
+		char *paths[4] = { NULL, "1", "2", "3" };
+		ct.config.num_hidden_layers = 4;
+		ct.config.n_routed_experts = 16;
+		ct.config.num_experts_per_tok = 4;
+		ct.expert_record_size = 4096;
+		ct.expert_shard_paths = paths;
+		const int64_t R = 4096;
+		expert_store_opts_default(&o);
+		int64_t pin, cache;
+		o.cache_bytes = 8 * R;
+		CHECK(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 4 * R && cache == 4 * R);
+		o.cache_bytes = 15 * R;
+		CHECK(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 15 * R / 2);
+		o.cache_bytes = 16 * R;
+		CHECK(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 0 && cache == 16 * R);
+		o.cache_bytes = 47 * R;
+		CHECK(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 0);
+		o.cache_bytes = 48 * R; /* everything */
+		CHECK(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 24 * R && cache == 24 * R);
+		o.max_batch = 2; /* 4 x max_batch = 8 records */
+		o.cache_bytes = 8 * R;
+		CHECK(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 0);
+		o.max_batch = 0;
+		o.pin_bytes = 3 * R; /* given: kept */
+		o.cache_bytes = 16 * R;
+		CHECK(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 3 * R && cache == 13 * R);
+	}
+
 	/* LRU by hand: capacity 2 on one layer, sequence 0 1 0 2 1 */
 	expert_trace h;
 	CHECK(expert_trace_synth(&h, 1, 4, 1, 5, 1.0, 0.0, 1, &e) == 0);
