@@ -129,7 +129,8 @@ static json_t *policy_json(const expert_trace *t, int64_t capacity)
 		json_object_set_new(o, "static_best", acc ? json_real((double)top / (double)acc) : json_null());
 		free(uses);
 	}
-	const int policies[] = { EXPERT_POLICY_LRU, EXPERT_POLICY_LFU_DECAY, EXPERT_POLICY_BELADY };
+	const int policies[] = { EXPERT_POLICY_LRU, EXPERT_POLICY_LFU_DECAY, EXPERT_POLICY_LFU_NEXT,
+				 EXPERT_POLICY_BELADY };
 	double belady = 0.0, best = 0.0;
 	for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
 		expert_replay_result r;

@@ -20,16 +20,18 @@ typedef struct expert_stats expert_stats;
 
 #define EXPERT_STORE_MAX_MIRRORS 7
 
-/* Eviction policies. The default (opts.policy = -1: LFU-decay) was chosen
- * by the trace-replay measurement described in expert_store_policy.c. BELADY needs the
+/* Eviction policies. The default (opts.policy = -1: lfu-next, LFU-decay
+ * plus the distance to the next visit of the record's layer) was chosen by
+ * the measurements described in expert_store_policy.c. BELADY needs the
  * future and exists only for expert_store_replay_trace. */
 enum expert_policy {
 	EXPERT_POLICY_LRU = 0,
 	EXPERT_POLICY_LFU_DECAY = 1,
 	EXPERT_POLICY_BELADY = 2,
+	EXPERT_POLICY_LFU_NEXT = 3,
 	EXPERT_POLICY_COUNT
 };
-#define EXPERT_POLICY_DEFAULT EXPERT_POLICY_LFU_DECAY
+#define EXPERT_POLICY_DEFAULT EXPERT_POLICY_LFU_NEXT
 
 typedef struct expert_store_opts {
 	int64_t cache_bytes;     /* RAM budget for cached experts; -1 = automatic */

@@ -38,12 +38,6 @@ typedef struct store_slot {
 	double key;           /* policy: eviction key, smallest goes first */
 } store_slot;
 
-/* LFU-decay plus the distance to the next visit of the record's layer
- * (expert_store_policy.c): the default. Not in the public enum (its header
- * belongs to the store's API owner); flags and replay accept it. */
-#define EXPERT_POLICY_LFU_NEXT EXPERT_POLICY_COUNT
-#define STORE_POLICY_COUNT (EXPERT_POLICY_COUNT + 1)
-#define STORE_POLICY_DEFAULT EXPERT_POLICY_LFU_NEXT
 /* opts.policy (-1 = default; BELADY, replay only, = default) to a kind. */
 int store_policy_resolve(int requested);
 

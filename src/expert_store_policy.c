@@ -110,8 +110,8 @@ const char *expert_policy_name(int policy)
 
 int store_policy_resolve(int requested)
 {
-	if (requested < 0 || requested >= STORE_POLICY_COUNT || requested == EXPERT_POLICY_BELADY)
-		return STORE_POLICY_DEFAULT;
+	if (requested < 0 || requested >= EXPERT_POLICY_COUNT || requested == EXPERT_POLICY_BELADY)
+		return EXPERT_POLICY_DEFAULT;
 	return requested;
 }
 
@@ -369,7 +369,7 @@ int store_replay_hl(const expert_trace *t, int policy, int64_t capacity, double 
 		    expert_replay_result *out, coli_err *err)
 {
 	memset(out, 0, sizeof *out);
-	if (!t || !t->ids || policy < 0 || policy >= STORE_POLICY_COUNT || capacity < 0)
+	if (!t || !t->ids || policy < 0 || policy >= EXPERT_POLICY_COUNT || capacity < 0)
 		return coli_err_set(err, -EINVAL, "replay: bad arguments");
 	size_t n_ids = (size_t)t->n_layers * (size_t)t->n_experts;
 	size_t n_acc = (size_t)t->n_tokens * (size_t)t->n_layers * (size_t)t->top_k;

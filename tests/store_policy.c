@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 	const int64_t caps[] = { 0, 1, 4, 16, 48, 96, 150, 192, 1000 };
 	for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
 		double b = rate(&t, EXPERT_POLICY_BELADY, caps[c], 64);
-		for (int p = 0; p < STORE_POLICY_COUNT; p++) {
+		for (int p = 0; p < EXPERT_POLICY_COUNT; p++) {
 			if (p == EXPERT_POLICY_BELADY)
 				continue;
 			expert_replay_result r;
