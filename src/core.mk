@@ -24,3 +24,9 @@ coli_SOURCES = src/coli_main.c
 coli_LDADD = libcoli.a $(COLI_LIBS)
 
 EXTRA_DIST += tools/install-deps.sh tools/run.sh tools/test.sh tools/summarize-tests.sh .ci/run
+
+# attention loops (vec_ops.h)
+check_PROGRAMS += tests/core_vec_ops
+TESTS += tests/core_vec_ops
+tests_core_vec_ops_SOURCES = tests/core_vec_ops.c
+tests_core_vec_ops_LDADD = libcoli.a $(COLI_LIBS)

@@ -60,6 +60,7 @@ struct attn_job {
 	const coli_layer_weights *w;
 	int layer;
 	int n;      /* rows in the chunk (s->row_seq / s->row_pos) */
+	int heads_per_task;
 };
 
 /* One head: absorb q_nope through W_UK for every position of the chunk
@@ -77,11 +78,14 @@ static void attn_absorb_head(void *arg, int h)
 			s->qlat + (size_t)h * B * L, (size_t)L, tile);
 }
 
-/* Heads per attention task, and positions per block: a block's cached
- * rows (16 x 576 floats = 36 KiB) stay in L1 while every head of the task
- * reads them, instead of each head streaming the whole cache from L2. */
-#define ATTN_HEADS_PER_TASK 4
+/* Positions per block: a block's cached rows (16 x 576 floats = 36 KiB)
+ * stay in L1 while every head of the task reads them, so the cache (2.4
+ * MiB a layer at 1k tokens, more than L2) is streamed once per task, not
+ * once per head. Tasks take as many heads as give two per thread (at most
+ * ATTN_HEADS_MAX): measured on the GLM-5 slice at 1k tokens of context,
+ * 4 heads per task 21.1 ms of attention a token, 8 21.2, 16 19.3. */
 #define ATTN_POS_BLOCK 16
+#define ATTN_HEADS_MAX 32
 
 /* Rows [p0, p1) of the chunk row's cache, p1 clipped so the block does not
  * straddle the spilled/RAM boundary: returns the first row, sets *p1. */
@@ -111,8 +115,8 @@ static void attn_heads(void *arg, int task)
 	const int nh = c->num_attention_heads, L = c->kv_lora_rank, R = c->qk_rope_head_dim;
 	const int W = s->kv_width, qk = coli_config_qk_head_dim(c), B = s->max_batch;
 	const int qrow = nh * qk;
-	const int h0 = task * ATTN_HEADS_PER_TASK;
-	const int h1 = h0 + ATTN_HEADS_PER_TASK < nh ? h0 + ATTN_HEADS_PER_TASK : nh;
+	const int h0 = task * j->heads_per_task;
+	const int h1 = h0 + j->heads_per_task < nh ? h0 + j->heads_per_task : nh;
 	for (int h = h0; h < h1; h++)
 		attn_absorb_head(arg, h);
 	for (int b = 0; b < j->n; b++) {
@@ -122,18 +126,24 @@ static void attn_heads(void *arg, int task)
 		 * into old_kv for this layer by attention() */
 		const float *ram = q->kv[j->layer];
 		const int base = q->base;
-		float mx[ATTN_HEADS_PER_TASK];
-		for (int h = h0; h < h1; h++)
+		/* each head's query against a cached row [latent; rope key]:
+		 * [absorbed q_nope; roped q_rope], one dot product of W */
+		float mx[ATTN_HEADS_MAX];
+		for (int h = h0; h < h1; h++) {
 			mx[h - h0] = -FLT_MAX;
+			float *qc = s->qcat + (size_t)h * W;
+			memcpy(qc, s->qlat + ((size_t)h * B + b) * L, sizeof(float) * L);
+			memcpy(qc + L, s->q + (size_t)b * qrow + (size_t)h * qk + c->qk_nope_head_dim,
+			       sizeof(float) * R);
+		}
 		for (int p0 = 0, p1; p0 <= t; p0 = p1) {
 			const float *rows = attn_rows(s, ram, base, p0, t + 1, &p1);
 			for (int h = h0; h < h1; h++) {
-				const float *ql = s->qlat + ((size_t)h * B + b) * L;
-				const float *qr = s->q + (size_t)b * qrow + (size_t)h * qk + c->qk_nope_head_dim;
 				float *sc = s->scores + (size_t)h * s->cap;
+				float dot[ATTN_POS_BLOCK];
+				coli_vec_dot_rows(s->qcat + (size_t)h * W, rows, (size_t)W, p1 - p0, W, dot);
 				for (int p = p0; p < p1; p++) {
-					const float *kv = rows + (size_t)(p - p0) * W;
-					float d = coli_vec_dot(ql, kv, L) + coli_vec_dot(qr, kv + L, R);
+					float d = dot[p - p0];
 					d *= m->softmax_scale;
 					sc[p] = d;
 					if (d > mx[h - h0])
@@ -206,8 +216,10 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 		if (rc < 0)
 			return coli_err_set(err, rc, "reading %d spilled KV rows of layer %d back failed", q0->base, l);
 	}
-	struct attn_job job = { m, s, w, l, n };
-	coli_pool_run(m->pool, (nh + ATTN_HEADS_PER_TASK - 1) / ATTN_HEADS_PER_TASK, attn_heads, &job);
+	int hpt = (nh + 2 * coli_pool_size(m->pool) - 1) / (2 * coli_pool_size(m->pool));
+	hpt = hpt < 1 ? 1 : hpt > ATTN_HEADS_MAX ? ATTN_HEADS_MAX : hpt;
+	struct attn_job job = { m, s, w, l, n, hpt };
+	coli_pool_run(m->pool, (nh + hpt - 1) / hpt, attn_heads, &job);
 	/* out_h = W_UV_h ctx_h for every head: one group of small products */
 	coli_qmat wuv[COLI_GROUP_SEGS];
 	coli_mm uv[COLI_GROUP_SEGS];

@@ -61,6 +61,8 @@ typedef float v16f __attribute__((vector_size(64)));
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
+typedef float v8f __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
 typedef uint8_t v16u8 __attribute__((vector_size(16)));
 typedef int8_t v16i8 __attribute__((vector_size(16)));
 typedef int32_t v16i32 __attribute__((vector_size(64)));
@@ -80,10 +82,90 @@ VEC_INLINE void v16f_store(float *p, v16f v)
 	memcpy(p, &v, sizeof v);
 }
 
+/* coli_vec_dot's lane partials s, finished its way: the 16 lanes reduced
+ * pairwise (8+8, 4+4, 2+2, 1+1), then the tail terms i..n-1. */
+VEC_INLINE float dot_finish(v16f s, const float *a, const float *b, int i, int n)
+{
+	/* the same adds as the scalar tree, two levels as vectors */
+	v8f h8[2];
+	v4f h4[2];
+	memcpy(h8, &s, sizeof h8);
+	h8[0] += h8[1];
+	memcpy(h4, &h8[0], sizeof h4);
+	h4[0] += h4[1];
+	float acc[4];
+	memcpy(acc, &h4[0], sizeof acc);
+	acc[0] += acc[2];
+	acc[1] += acc[3];
+	float r = acc[0] + acc[1];
+	for (; i < n; i++)
+		r += a[i] * b[i];
+	return r;
+}
+
+VEC_CLONES
+void coli_vec_dot_rows(const float *a, const float *x, size_t x_stride, int np, int n, float *out)
+{
+	int p = 0;
+	/* four rows at a time: four independent accumulator chains */
+	for (; p + 4 <= np; p += 4) {
+		const float *x0 = x + (size_t)p * x_stride, *x1 = x0 + x_stride;
+		const float *x2 = x1 + x_stride, *x3 = x2 + x_stride;
+		v16f s0 = { 0 }, s1 = { 0 }, s2 = { 0 }, s3 = { 0 };
+		int i = 0;
+		for (; i + COLI_VEC_LANES <= n; i += COLI_VEC_LANES) {
+			const v16f av = v16f_load(a + i);
+			s0 += av * v16f_load(x0 + i);
+			s1 += av * v16f_load(x1 + i);
+			s2 += av * v16f_load(x2 + i);
+			s3 += av * v16f_load(x3 + i);
+		}
+		out[p] = dot_finish(s0, a, x0, i, n);
+		out[p + 1] = dot_finish(s1, a, x1, i, n);
+		out[p + 2] = dot_finish(s2, a, x2, i, n);
+		out[p + 3] = dot_finish(s3, a, x3, i, n);
+	}
+	for (; p < np; p++) {
+		const float *xp = x + (size_t)p * x_stride;
+		v16f s = { 0 };
+		int i = 0;
+		for (; i + COLI_VEC_LANES <= n; i += COLI_VEC_LANES)
+			s += v16f_load(a + i) * v16f_load(xp + i);
+		out[p] = dot_finish(s, a, xp, i, n);
+	}
+}
+
 VEC_CLONES
 void coli_vec_wsum(float *y, const float *w, const float *x, size_t x_stride, int np, int n)
 {
 	int c = 0;
+	/* 128 columns at a time: eight independent accumulator chains */
+	for (; c + 2 * G <= n; c += 2 * G) {
+		v16f a0 = v16f_load(y + c), a1 = v16f_load(y + c + 16);
+		v16f a2 = v16f_load(y + c + 32), a3 = v16f_load(y + c + 48);
+		v16f a4 = v16f_load(y + c + 64), a5 = v16f_load(y + c + 80);
+		v16f a6 = v16f_load(y + c + 96), a7 = v16f_load(y + c + 112);
+		for (int p = 0; p < np; p++) {
+			const float *xp = x + (size_t)p * x_stride + c;
+			const float wp = w[p];
+			a0 += wp * v16f_load(xp);
+			a1 += wp * v16f_load(xp + 16);
+			a2 += wp * v16f_load(xp + 32);
+			a3 += wp * v16f_load(xp + 48);
+			a4 += wp * v16f_load(xp + 64);
+			a5 += wp * v16f_load(xp + 80);
+			a6 += wp * v16f_load(xp + 96);
+			a7 += wp * v16f_load(xp + 112);
+		}
+		v16f_store(y + c, a0);
+		v16f_store(y + c + 16, a1);
+		v16f_store(y + c + 32, a2);
+		v16f_store(y + c + 48, a3);
+		v16f_store(y + c + 64, a4);
+		v16f_store(y + c + 80, a5);
+		v16f_store(y + c + 96, a6);
+		v16f_store(y + c + 112, a7);
+	}
 	for (; c + G <= n; c += G) {
 		v16f a0 = v16f_load(y + c), a1 = v16f_load(y + c + 16);
 		v16f a2 = v16f_load(y + c + 32), a3 = v16f_load(y + c + 48);

@@ -20,6 +20,10 @@
  * 16 lanes are added pairwise (8+8, 4+4, 2+2, 1+1), then the tail. */
 float coli_vec_dot(const float *a, const float *b, int n);
 
+/* out[p] = coli_vec_dot(a, x + p * x_stride, n) for p < np, bit for bit
+ * (rows taken four at a time: independent accumulator chains). */
+void coli_vec_dot_rows(const float *a, const float *x, size_t x_stride, int np, int n, float *out);
+
 /* y[i] += a * x[i] */
 void coli_vec_axpy(float *y, float a, const float *x, int n);
 
