@@ -516,6 +516,38 @@ out:
 	store_update_resident(s);
 }
 
+/* Without a pinned set, the learned heat still pays at start: the hottest
+ * records of earlier runs (hot-experts/heat.bin) are read into the cache,
+ * up to its size, without waiting (they land while the prompt is read and
+ * prefilled), and the eviction policy starts from their heat instead of
+ * from nothing. Only free or evictable room is used, like a prefetch. */
+static void warm_start(expert_store *s)
+{
+	if (s->cache_slots <= 0)
+		return;
+	int32_t *ids = malloc((size_t)s->cache_slots * sizeof *ids);
+	if (!ids)
+		return; /* heat only changes speed */
+	int n = store_heat_ranked(s, ids, s->cache_slots), issued = 0;
+	for (int k = 0; k < n; k++) {
+		const int l = ids[k] / s->n_experts, e = ids[k] % s->n_experts;
+		if (s->map[ids[k]] >= 0)
+			continue;
+		int si = slot_load(s, l, e, 0);
+		if (si < 0)
+			break;
+		store_policy_seed(&s->policy, &s->slots[si], (size_t)ids[k], store_heat_now(s, l, e), s->tick);
+		issued++;
+	}
+	free(ids);
+	if (issued) {
+		store_io_submit(s);
+		coli_info("expert store: warm start, reading the %d hottest experts (%lld MiB) of earlier runs",
+			  issued, (long long)((int64_t)issued * (int64_t)s->rec >> 20));
+	}
+	store_update_resident(s);
+}
+
 /* Read every hot expert not yet resident, in one batch per ring-full. */
 static int load_hot_set(expert_store *s, coli_err *err)
 {
@@ -699,10 +731,14 @@ int expert_store_open(const coli_container *c, const expert_store_opts *o,
 		  size_format((int64_t)s->cache_slots * (int64_t)s->rec, b3, sizeof b3),
 		  size_format((int64_t)s->scratch_slots * (int64_t)s->rec, b4, sizeof b4),
 		  expert_policy_name(s->policy.kind));
-	if (s->pin_slots > 0 && store_heat_load(s) == 0 && store_heat_choose(s) > 0) {
-		apply_hot_set(s);
-		if ((rc = load_hot_set(s, err)) < 0)
-			goto fail;
+	if (store_heat_load(s) == 0) {
+		if (s->pin_slots > 0 && store_heat_choose(s) > 0) {
+			apply_hot_set(s);
+			if ((rc = load_hot_set(s, err)) < 0)
+				goto fail;
+		} else if (s->pin_slots == 0) {
+			warm_start(s);
+		}
 	}
 	*out = s;
 	return 0;

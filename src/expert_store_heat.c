@@ -119,26 +119,49 @@ static int rank_cmp(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-int store_heat_choose(expert_store *s)
+/* Every record with heat >= 1.5 (seen about once is not "hot"), hottest
+ * first; *m gets the count. NULL when out of memory. */
+static heat_rank *heat_rank_all(const expert_store *s, size_t *m)
 {
-	if (s->pin_slots <= 0)
-		return 0;
 	size_t n = (size_t)s->n_layers * (size_t)s->n_experts;
-	heat_rank *r = malloc(n * sizeof *r);
+	heat_rank *r = malloc((n ? n : 1) * sizeof *r);
+	*m = 0;
 	if (!r)
-		return 0; /* keep the current set; heat only changes speed */
-	size_t m = 0;
+		return NULL;
 	for (int l = 0; l < s->n_layers; l++) {
 		if (!s->c->expert_shard_paths[l])
 			continue;
 		for (int e = 0; e < s->n_experts; e++) {
 			float h = store_heat_now(s, l, e);
-			/* Experts seen about once are not "hot". */
 			if (h >= 1.5f)
-				r[m++] = (heat_rank){ h, (int32_t)((size_t)l * (size_t)s->n_experts + (size_t)e) };
+				r[(*m)++] = (heat_rank){ h, (int32_t)((size_t)l * (size_t)s->n_experts + (size_t)e) };
 		}
 	}
-	qsort(r, m, sizeof *r, rank_cmp);
+	qsort(r, *m, sizeof *r, rank_cmp);
+	return r;
+}
+
+int store_heat_ranked(const expert_store *s, int32_t *ids, int max)
+{
+	size_t m;
+	heat_rank *r = heat_rank_all(s, &m);
+	if (!r)
+		return 0; /* heat only changes speed */
+	int k = 0;
+	for (; k < max && (size_t)k < m; k++)
+		ids[k] = r[k].i;
+	free(r);
+	return k;
+}
+
+int store_heat_choose(expert_store *s)
+{
+	if (s->pin_slots <= 0)
+		return 0;
+	size_t n = (size_t)s->n_layers * (size_t)s->n_experts, m;
+	heat_rank *r = heat_rank_all(s, &m);
+	if (!r)
+		return 0; /* keep the current set; heat only changes speed */
 	size_t keep = m < (size_t)s->pin_slots ? m : (size_t)s->pin_slots;
 	uint8_t *want = calloc(n, 1);
 	if (!want) {

@@ -65,6 +65,9 @@ void store_policy_touch(store_policy *p, store_slot *sl, size_t id, uint64_t now
  * from earlier uses, no use counted, so a wrong guess does not push out a
  * record that was really used (awaited prefetches are protected anyway). */
 void store_policy_peek(const store_policy *p, store_slot *sl, size_t id, uint64_t now);
+/* A record read ahead of any use, for its learned heat: the decayed count
+ * starts at `count` (capped), as if that many recent uses. */
+void store_policy_seed(store_policy *p, store_slot *sl, size_t id, double count, uint64_t now);
 
 /* Eviction key of `sl` while layer `cur_layer` is visited (-1: none):
  * the smallest goes first. */
@@ -167,6 +170,10 @@ void store_heat_note(expert_store *s, int layer, int expert);
 float store_heat_now(const expert_store *s, int layer, int expert);
 /* Choose the hot set from heat; returns how many entries changed. */
 int store_heat_choose(expert_store *s);
+/* The hottest records (heat >= 1.5: seen more than about once), hottest
+ * first: up to max indices layer * n_experts + expert into ids; returns
+ * how many. */
+int store_heat_ranked(const expert_store *s, int32_t *ids, int max);
 int store_heat_save(expert_store *s, coli_err *err);
 int store_heat_load(expert_store *s);
 uint32_t store_crc32c(uint32_t crc, const void *buf, size_t len);

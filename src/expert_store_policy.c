@@ -161,6 +161,22 @@ void store_policy_touch(store_policy *p, store_slot *sl, size_t id, uint64_t now
 	sl->last_use = now;
 }
 
+/* The cap keeps a seeded record from outliving the routing it was learned
+ * from: 8 decays to one use in three half-lives. */
+#define SEED_MAX 8.0
+
+void store_policy_seed(store_policy *p, store_slot *sl, size_t id, double count, uint64_t now)
+{
+	if (p->kind != EXPERT_POLICY_LRU && p->freq) {
+		p->freq[id] = count < SEED_MAX ? count : SEED_MAX;
+		p->last[id] = now;
+		sl->key = log(p->freq[id]) - (double)now * p->log_decay;
+	} else {
+		sl->key = (double)now;
+	}
+	sl->last_use = now;
+}
+
 void store_policy_peek(const store_policy *p, store_slot *sl, size_t id, uint64_t now)
 {
 	if (p->kind != EXPERT_POLICY_LRU && p->freq) {

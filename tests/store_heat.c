@@ -3,6 +3,8 @@
  * future-version heat file is ignored with one warning. */
 #include "config.h"
 
+#include <unistd.h>
+
 #include "coli_log.h"
 #include "expert_stats.h"
 #include "expert_store.h"
@@ -131,6 +133,30 @@ int main(void)
 	}
 	CHECK(tier(s, 1, 3) == EXPERT_TIER_PINNED);
 	expert_store_free(s);
+
+	/* Third run, no pinned set (pin budget 0): the hottest records are
+	 * read into the cache at open (warm start) and the first use hits. */
+	{
+		expert_store_opts o;
+		expert_store_opts_default(&o);
+		o.cache_bytes = 3 * REC;
+		o.pin_bytes = 0;
+		o.heat_dir = heat_dir;
+		coli_err_clear(&e);
+		CHECK(expert_store_open(&m.c, &o, &s, &e) == 0);
+		CHECK(tier(s, 1, 3) != EXPERT_TIER_DISK && tier(s, 1, 5) != EXPERT_TIER_DISK &&
+		      tier(s, 2, 6) != EXPERT_TIER_DISK);
+		CHECK(tier(s, 1, 7) == EXPERT_TIER_DISK);
+		for (int k = 0; k < 100000 && !(expert_store_ready(s, 1, 3) && expert_store_ready(s, 1, 5)); k++)
+			usleep(100);
+		int hot[TOPK] = { 3, 5 };
+		CHECK(expert_store_acquire(s, 1, hot, TOPK, r, &e) == 0);
+		CHECK(tm_check(&m, 1, 3, r[0]) && tm_check(&m, 1, 5, r[1]));
+		expert_store_release(s, 1);
+		expert_stats_snapshot(expert_store_stats(s), &sum);
+		CHECK(sum.misses == 0 && sum.hits_cached == TOPK && sum.resident_pinned == 0);
+		expert_store_free(s);
+	}
 
 	/* Heat from routing alone (nothing acquired): the re-choice reads the
 	 * new hot experts in the background, so the first acquire hits. */
