@@ -38,8 +38,14 @@
 #define AVX512 __attribute__((target(TARGET_Q8_512)))
 #define AVX512_INLINE static inline __attribute__((always_inline, target(TARGET_Q8_512)))
 
-/* Blocks whose scales are prepared ahead (a multiple of 16). */
-#define CHUNK 128
+/* Blocks whose scales are prepared ahead (a multiple of 16). The smallest:
+ * the gathers of a chunk's scales then run just ahead of its dot products
+ * instead of walking a whole row first. Streamed over a 1 GB ring of int4
+ * matrices, 2 threads, huge pages, GB/s at 2048x6144 / 6144x2048 /
+ * 16384x2048 / 6144x16384: 128 blocks 23.7 / 23.3 / 22.4 / 25.5; 64:
+ * 24.6 / 23.5 / 23.2 / 25.2; 32: 24.2-24.9 / 24.3-24.4 / 23.9-24.5 /
+ * 26.4-27.3; 16: 25.4 / 25.5 / 24.9 / 27.7. */
+#define CHUNK 16
 #define RT 4
 #define KN_MAX 4
 /* matvec prefetch: the same place PF_ROWS rows ahead, within [8, 32] KiB
