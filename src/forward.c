@@ -14,9 +14,10 @@
  * Every matrix product of the model goes through coli_model_matmul(_group),
  * which quantizes its input to int8 when the model runs with --act-quant q8
  * (kernels_q8.h: per input row, so this stays exact between prefill and
- * decode too); the heads' W_UV products run as one group. The W_UK
- * absorption (a transposed product, vec_ops.c) runs per head in pool tasks
- * and stays f32. */
+ * decode too); the heads' W_UV products run inside the attention tasks
+ * (q8 with the state's per-head scratch). The W_UK absorption (a
+ * transposed product, vec_ops.c) runs per head in pool tasks and stays
+ * f32. */
 #include "config.h"
 
 #include <errno.h>
@@ -102,10 +103,11 @@ static const float *attn_rows(const coli_state *s, const float *ram, int base, i
 }
 
 /* Heads [h0, h1): absorb their queries (attn_absorb_head), then per chunk
- * row the scores over the cache, softmax and the weighted sum of latents
- * (W_UV follows for all heads at once, in attention()). Per head and row
- * the operations and their order are those of a loop over positions; only
- * the interleaving of heads changes. */
+ * row the scores over the cache, softmax and the weighted sum of latents,
+ * then each head's W_UV product on this thread (a head's 73 KB of W_UV
+ * streams while the other threads compute; coli_model_matmul's bits). Per
+ * head and row the operations and their order are those of a loop over
+ * positions; only the interleaving of heads changes. */
 static void attn_heads(void *arg, int task)
 {
 	struct attn_job *j = arg;
@@ -171,6 +173,16 @@ static void attn_heads(void *arg, int task)
 					      rows, (size_t)W, p1 - p0, L);
 		}
 	}
+	const int V = c->v_head_dim;
+	for (int h = h0; h < h1; h++) {
+		coli_qmat wuv = fwd_rows(&j->w->kv_b, h * (c->qk_nope_head_dim + V) + c->qk_nope_head_dim, V);
+		const float *ctx = s->ctxlat + (size_t)h * B * L;
+		float *out = s->vhead + (size_t)h * B * V;
+		if (m->act_quant == COLI_ACT_Q8)
+			coli_matmul_q8(NULL, &wuv, ctx, j->n, out, &s->head_q8[h]);
+		else
+			coli_matmul(NULL, &wuv, ctx, j->n, out);
+	}
 }
 
 static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err *err)
@@ -220,18 +232,6 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 	hpt = hpt < 1 ? 1 : hpt > ATTN_HEADS_MAX ? ATTN_HEADS_MAX : hpt;
 	struct attn_job job = { m, s, w, l, n, hpt };
 	coli_pool_run(m->pool, (nh + hpt - 1) / hpt, attn_heads, &job);
-	/* out_h = W_UV_h ctx_h for every head: one group of small products */
-	coli_qmat wuv[COLI_GROUP_SEGS];
-	coli_mm uv[COLI_GROUP_SEGS];
-	for (int h0 = 0; h0 < nh; h0 += COLI_GROUP_SEGS) {
-		const int hn = nh - h0 < COLI_GROUP_SEGS ? nh - h0 : COLI_GROUP_SEGS;
-		for (int i = 0; i < hn; i++) {
-			const int h = h0 + i;
-			wuv[i] = fwd_rows(&w->kv_b, h * (c->qk_nope_head_dim + V) + c->qk_nope_head_dim, V);
-			uv[i] = (coli_mm){ &wuv[i], s->ctxlat + (size_t)h * B * L, s->vhead + (size_t)h * B * V, n };
-		}
-		coli_model_matmul_group(m, s, uv, hn);
-	}
 	for (int h = 0; h < nh; h++)
 		for (int b = 0; b < n; b++)
 			memcpy(s->vout + (size_t)b * nh * V + (size_t)h * V,

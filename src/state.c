@@ -181,6 +181,15 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 		for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
 			wide = cand[i] > wide ? cand[i] : wide;
 		int rc = coli_q8act_init(&s->q8act, max_batch, (int)wide, err);
+		/* W_UV inside the attention tasks: one scratch per head (a task's
+		 * heads are its own), 16 rows at a time */
+		s->head_q8 = rc ? NULL : calloc(nh, sizeof *s->head_q8);
+		if (!rc && !s->head_q8)
+			rc = coli_err_set(err, -ENOMEM, "out of memory for the attention scratch");
+		for (size_t h = 0; !rc && h < nh; h++) {
+			rc = coli_q8act_init(&s->head_q8[h], max_batch < 16 ? max_batch : 16, (int)L, err);
+			s->n_head_q8 = (int)h + 1;
+		}
 		if (rc) {
 			coli_state_free(s);
 			return rc;
@@ -206,6 +215,9 @@ void coli_state_free(coli_state *s)
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	coli_q8act_free(&s->q8act);
+	for (int h = 0; h < s->n_head_q8; h++)
+		coli_q8act_free(&s->head_q8[h]);
+	free(s->head_q8);
 	free(s);
 }
 

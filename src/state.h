@@ -64,6 +64,9 @@ struct coli_state {
 	float *pred_w;          /* (topk) */
 	float *logits_h;        /* (B, H) final-normed states for lm_head */
 	float *mtp_cat;         /* (B, 2H) MTP input [enorm(embed); hnorm(hidden)] */
+	coli_q8act *head_q8;    /* (heads) small scratches for the W_UV products
+	                         * inside attention tasks (q8 mode only) */
+	int n_head_q8;
 	coli_q8act q8act;       /* (B, widest matmul input) int8 copy of a matmul's
 	                         * input, when m->act_quant is COLI_ACT_Q8 */
 	coli_routing routing;   /* (layers, topk) of the last position */
