@@ -79,6 +79,13 @@ static void attn_absorb_head(void *arg, int h)
 			s->qlat + (size_t)h * B * L, (size_t)L, tile);
 }
 
+/* Whether q_b runs with int8 activations (q8 mode, quantized weights),
+ * as coli_model_matmul would run it. */
+static int attn_qb_q8(const coli_model *m, const coli_layer_weights *w)
+{
+	return m->act_quant == COLI_ACT_Q8 && w->q_b.qtype != COLI_Q_F32;
+}
+
 /* Positions per block: a block's cached rows (16 x 576 floats = 36 KiB)
  * stay in L1 while every head of the task reads them, so the cache (2.4
  * MiB a layer at 1k tokens, more than L2) is streamed once per task, not
@@ -119,6 +126,18 @@ static void attn_heads(void *arg, int task)
 	const int qrow = nh * qk;
 	const int h0 = task * j->heads_per_task;
 	const int h1 = h0 + j->heads_per_task < nh ? h0 + j->heads_per_task : nh;
+	if (c->q_lora_rank > 0) {
+		/* this task's heads' rows of q_b: their weights stream while the
+		 * other threads compute */
+		if (attn_qb_q8(m, j->w))
+			coli_matmul_q8_rows(&j->w->q_b, &s->q8act, h0 * qk, h1 * qk, s->q);
+		else
+			coli_matmul_rows(&j->w->q_b, s->qa, j->n, s->qb_xsum, h0 * qk, h1 * qk, s->q);
+	}
+	for (int b = 0; b < j->n; b++)
+		for (int h = h0; h < h1; h++)
+			fwd_rope(s->q + (size_t)b * qrow + (size_t)h * qk + c->qk_nope_head_dim, R, s->row_pos[b],
+				 m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
 	for (int h = h0; h < h1; h++)
 		attn_absorb_head(arg, h);
 	for (int b = 0; b < j->n; b++) {
@@ -190,7 +209,7 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 	const coli_config *c = &m->cfg;
 	const coli_layer_weights *w = &m->layers[l];
 	const int H = c->hidden_size, L = c->kv_lora_rank, R = c->qk_rope_head_dim;
-	const int nh = c->num_attention_heads, qk = coli_config_qk_head_dim(c);
+	const int nh = c->num_attention_heads;
 	const int V = c->v_head_dim, W = s->kv_width, B = s->max_batch;
 	for (int b = 0; b < n; b++)
 		fwd_rmsnorm(s->xn + (size_t)b * H, s->x + (size_t)b * H, w->attn_norm, H, c->rms_norm_eps);
@@ -206,7 +225,12 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 		const int Q = c->q_lora_rank;
 		for (int b = 0; b < n; b++)
 			fwd_rmsnorm(s->qa + (size_t)b * Q, s->qa + (size_t)b * Q, w->q_a_norm, Q, c->attn_norm_eps);
-		coli_model_matmul(m, s, &w->q_b, s->qa, n, s->q);
+		/* q_b runs inside the attention tasks, each for its own heads'
+		 * rows (attn_heads): its input is prepared once here */
+		if (attn_qb_q8(m, w))
+			coli_q8act_quantize(&s->q8act, s->qa, n, Q);
+		else
+			coli_matmul_xsum(&w->q_b, s->qa, n, s->qb_xsum);
 	}
 	/* compressed KV: normalized latent + roped shared key, into the cache */
 	for (int b = 0; b < n; b++) {
@@ -216,9 +240,6 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 		fwd_rmsnorm(dst, src, w->kv_a_norm, L, c->attn_norm_eps);
 		memcpy(dst + L, src + L, sizeof(float) * R);
 		fwd_rope(dst + L, R, t, m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
-		for (int h = 0; h < nh; h++)
-			fwd_rope(s->q + (size_t)b * nh * qk + (size_t)h * qk + c->qk_nope_head_dim, R, t,
-				 m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
 	}
 	/* spilled rows of this layer (only a sequence alone in its chunk
 	 * may have them; coli_forward_seq* check) */

@@ -346,6 +346,34 @@ void coli_matmul_group(coli_pool *p, const coli_mm *g, int count)
 	batch_flush(p, &b);
 }
 
+size_t coli_matmul_xsum_len(const coli_qmat *w, int n)
+{
+	return w->qtype == COLI_Q_INT4 ? (size_t)n * (size_t)(w->cols / COLI_QK) : 0;
+}
+
+void coli_matmul_xsum(const coli_qmat *w, const float *x, int n, float *xsum)
+{
+	if (w->qtype != COLI_Q_INT4)
+		return;
+	const int nb = w->cols / COLI_QK;
+	for (int k = 0; k < n; k++)
+		block_sums(x + (size_t)k * (size_t)w->cols, nb, xsum + (size_t)k * (size_t)nb);
+}
+
+void coli_matmul_rows(const coli_qmat *w, const float *x, int n, const float *xsum, int r0, int r1,
+		      float *y)
+{
+	coli_rows_fn fn = rows_fn(w->qtype);
+	if (!fn || w->cols < 0 || (w->qtype != COLI_Q_F32 && w->cols % COLI_QK)) {
+		coli_error("matmul: unsupported matrix (type %d, %d x %d)", w->qtype, w->rows, w->cols);
+		for (int k = 0; k < n; k++)
+			fill_nan(y + (size_t)k * (size_t)w->rows + r0, (size_t)(r1 - r0));
+		return;
+	}
+	if (n > 0 && r1 > r0)
+		fn(w, x, n, w->qtype == COLI_Q_INT4 ? xsum : NULL, r0, r1, y);
+}
+
 void coli_matmul(coli_pool *p, const coli_qmat *w, const float *x, int n, float *y)
 {
 	const coli_mm g = { w, x, y, n };

@@ -58,6 +58,17 @@ typedef struct coli_mm {
  * input or another output. */
 void coli_matmul_group(coli_pool *p, const coli_mm *g, int count);
 
+/* For callers that split one product over their own pool tasks (forward.c
+ * computes each attention task's query rows itself): rows [r0, r1) of
+ * Y[n][w->rows] = X W^T on the calling thread, the same bits as those rows
+ * of coli_matmul. xsum: coli_matmul_xsum_len(w, n) floats filled by
+ * coli_matmul_xsum once per X (INT4 needs them; others ignore them). An
+ * unsupported matrix is logged and its rows become NaN. */
+size_t coli_matmul_xsum_len(const coli_qmat *w, int n);
+void coli_matmul_xsum(const coli_qmat *w, const float *x, int n, float *xsum);
+void coli_matmul_rows(const coli_qmat *w, const float *x, int n, const float *xsum, int r0, int r1,
+		      float *y);
+
 /* Name of the code path in use ("avx512", "avx2" or "generic"), for
  * bench/info. */
 const char *coli_kernels_isa(void);

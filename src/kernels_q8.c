@@ -372,6 +372,20 @@ void coli_matmul_q8_group(coli_pool *p, const coli_mm *g, int count, coli_q8act 
 	q8batch_flush(p, &b);
 }
 
+void coli_matmul_q8_rows(const coli_qmat *w, const coli_q8act *a, int r0, int r1, float *y)
+{
+	coli_q8_rows_fn fn = w->qtype == COLI_Q_F32 ? NULL : path_rows(path_current(), w->qtype);
+	if (!fn || !a || a->cols != w->cols || a->n < 1) {
+		coli_error("matmul q8: unsupported rows call (type %d, %d x %d, input %d x %d)", w->qtype,
+			   w->rows, w->cols, a ? a->n : 0, a ? a->cols : 0);
+		for (int k = 0; a && k < a->n; k++)
+			fill_nan(y + (size_t)k * (size_t)w->rows + r0, (size_t)(r1 - r0));
+		return;
+	}
+	if (r1 > r0)
+		fn(w, a, a->n, r0, r1, y);
+}
+
 void coli_matmul_q8(coli_pool *p, const coli_qmat *w, const float *x, int n, float *y,
 		    coli_q8act *scratch)
 {

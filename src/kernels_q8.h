@@ -84,6 +84,12 @@ void coli_matmul_q8(coli_pool *p, const coli_qmat *w, const float *x, int n, flo
  * coli_matmul_q8 on it alone. */
 void coli_matmul_q8_group(coli_pool *p, const coli_mm *g, int count, coli_q8act *scratch);
 
+/* Rows [r0, r1) of coli_matmul_q8 on the calling thread, with X already
+ * quantized into a (coli_q8act_quantize: a->n rows of w->cols): the same
+ * bits as those rows of coli_matmul_q8. INT4/INT8 weights only; anything
+ * else (or a mismatched a) is logged and its rows become NaN. */
+void coli_matmul_q8_rows(const coli_qmat *w, const coli_q8act *a, int r0, int r1, float *y);
+
 /* Name of the q8 code path in use ("avx512vnni", "avxvnni", "avx2",
  * "generic"): the best one within what coli_kernels_isa() allows (so
  * $COLI_KERNELS_ISA and coli_kernels_force_isa() choose it too: "avx512"

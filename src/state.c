@@ -143,6 +143,7 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 	s->vout = zalloc(B * nh * (size_t)c->v_head_dim, sizeof(float), &failed);
 	s->absorb_tile = zalloc(nh * (size_t)c->qk_nope_head_dim * COLI_QK, sizeof(float), &failed);
 	s->qcat = zalloc(nh * (size_t)coli_config_kv_width(c), sizeof(float), &failed);
+	s->qb_xsum = zalloc(B * (size_t)(c->q_lora_rank / COLI_QK + 1), sizeof(float), &failed);
 	s->scores = zalloc(nh * (size_t)max_ctx, sizeof(float), &failed);
 	s->ffn_a = zalloc(B * ffn, sizeof(float), &failed);
 	s->ffn_b = zalloc(B * ffn, sizeof(float), &failed);
@@ -207,7 +208,7 @@ void coli_state_free(coli_state *s)
 		return;
 	coli_seq_free(s->own);
 	void *bufs[] = { s->old_kv, s->row_seq, s->row_pos, s->x, s->xn, s->qa, s->q, s->kva, s->qlat, s->ctxlat, s->vhead,
-			 s->vout, s->absorb_tile, s->qcat, s->scores, s->ffn_a, s->ffn_b, s->ffn_out,
+			 s->vout, s->absorb_tile, s->qcat, s->qb_xsum, s->scores, s->ffn_a, s->ffn_b, s->ffn_out,
 			 s->router_logits, s->sel, s->sel_w, s->moe_out, s->union_experts,
 			 s->tok_slot, s->exp_in, s->exp_a, s->exp_b, s->exp_out, (void *)s->recs,
 			 s->predict, s->pred_scores, s->route_tmp, s->route_taken, s->expert_rows, s->pred_w, s->logits_h, s->mtp_cat, s->routing.experts,

@@ -43,6 +43,7 @@ struct coli_state {
 	float *vout;            /* (B, heads * v) */
 	float *absorb_tile;     /* (heads, qk_nope, 64) W_UK column groups (coli_qrows_tmul) */
 	float *qcat;            /* (heads, kv_width) a head's [absorbed q_nope; q_rope] */
+	float *qb_xsum;         /* (B, q_lora / 64) block sums of q_b's input */
 	float *scores;          /* (heads, cap) */
 	float *ffn_a, *ffn_b;   /* (B, max FFN width) */
 	float *ffn_out;         /* (B, H) */
