@@ -126,20 +126,21 @@ static void attn_heads(void *arg, int task)
 	const int qrow = nh * qk;
 	const int h0 = task * j->heads_per_task;
 	const int h1 = h0 + j->heads_per_task < nh ? h0 + j->heads_per_task : nh;
-	if (c->q_lora_rank > 0) {
-		/* this task's heads' rows of q_b: their weights stream while the
-		 * other threads compute */
-		if (attn_qb_q8(m, j->w))
-			coli_matmul_q8_rows(&j->w->q_b, &s->q8act, h0 * qk, h1 * qk, s->q);
-		else
-			coli_matmul_rows(&j->w->q_b, s->qa, j->n, s->qb_xsum, h0 * qk, h1 * qk, s->q);
-	}
-	for (int b = 0; b < j->n; b++)
-		for (int h = h0; h < h1; h++)
+	for (int h = h0; h < h1; h++) {
+		/* the head's rows of q_b (streamed), then its absorption
+		 * (computed): the two alternate head by head, so the memory bus
+		 * stays busy while a thread computes */
+		if (c->q_lora_rank > 0) {
+			if (attn_qb_q8(m, j->w))
+				coli_matmul_q8_rows(&j->w->q_b, &s->q8act, h * qk, (h + 1) * qk, s->q);
+			else
+				coli_matmul_rows(&j->w->q_b, s->qa, j->n, s->qb_xsum, h * qk, (h + 1) * qk, s->q);
+		}
+		for (int b = 0; b < j->n; b++)
 			fwd_rope(s->q + (size_t)b * qrow + (size_t)h * qk + c->qk_nope_head_dim, R, s->row_pos[b],
 				 m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
-	for (int h = h0; h < h1; h++)
 		attn_absorb_head(arg, h);
+	}
 	for (int b = 0; b < j->n; b++) {
 		const int t = s->row_pos[b];
 		const coli_seq *q = s->row_seq[b];
