@@ -517,18 +517,24 @@ out:
 }
 
 /* Without a pinned set, the learned heat still pays at start: the hottest
- * records of earlier runs (hot-experts/heat.bin) are read into the cache,
- * up to its size, without waiting (they land while the prompt is read and
- * prefilled), and the eviction policy starts from their heat instead of
- * from nothing. Only free or evictable room is used, like a prefetch. */
+ * records of earlier runs (hot-experts/heat.bin) are read into the cache
+ * without waiting (they land while the prompt is read and prefilled), and
+ * the eviction policy starts from their heat instead of from nothing. Only
+ * free or evictable room is used, like a prefetch, and only half the I/O
+ * ring: a read that had to wait for a free ring entry would block the open,
+ * and the first prompt's own reads must find room. */
 static void warm_start(expert_store *s)
 {
-	if (s->cache_slots <= 0)
+	const size_t stripes = s->stripe > 0 ? (s->rec + s->stripe - 1) / s->stripe : 1;
+	int max = (int)(s->ring_entries / 2 / (stripes ? stripes : 1));
+	if (max > s->cache_slots)
+		max = s->cache_slots;
+	if (max <= 0)
 		return;
-	int32_t *ids = malloc((size_t)s->cache_slots * sizeof *ids);
+	int32_t *ids = malloc((size_t)max * sizeof *ids);
 	if (!ids)
 		return; /* heat only changes speed */
-	int n = store_heat_ranked(s, ids, s->cache_slots), issued = 0;
+	int n = store_heat_ranked(s, ids, max), issued = 0;
 	for (int k = 0; k < n; k++) {
 		const int l = ids[k] / s->n_experts, e = ids[k] % s->n_experts;
 		if (s->map[ids[k]] >= 0)

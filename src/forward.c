@@ -62,6 +62,7 @@ struct attn_job {
 	int layer;
 	int n;      /* rows in the chunk (s->row_seq / s->row_pos) */
 	int heads_per_task;
+	int qb_in_tasks; /* each task computes its heads' rows of q_b */
 };
 
 /* One head: absorb q_nope through W_UK for every position of the chunk
@@ -130,7 +131,7 @@ static void attn_heads(void *arg, int task)
 		/* the head's rows of q_b (streamed), then its absorption
 		 * (computed): the two alternate head by head, so the memory bus
 		 * stays busy while a thread computes */
-		if (c->q_lora_rank > 0) {
+		if (j->qb_in_tasks) {
 			if (attn_qb_q8(m, j->w))
 				coli_matmul_q8_rows(&j->w->q_b, &s->q8act, h * qk, (h + 1) * qk, s->q);
 			else
@@ -222,16 +223,19 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 		{ &w->kv_a, s->xn, s->kva, n },
 	};
 	coli_model_matmul_group(m, s, in, 2);
+	int qb_in_tasks = c->q_lora_rank > 0;
 	if (c->q_lora_rank > 0) {
 		const int Q = c->q_lora_rank;
 		for (int b = 0; b < n; b++)
 			fwd_rmsnorm(s->qa + (size_t)b * Q, s->qa + (size_t)b * Q, w->q_a_norm, Q, c->attn_norm_eps);
 		/* q_b runs inside the attention tasks, each for its own heads'
 		 * rows (attn_heads): its input is prepared once here */
-		if (attn_qb_q8(m, w))
-			coli_q8act_quantize(&s->q8act, s->qa, n, Q);
-		else
+		if (!attn_qb_q8(m, w))
 			coli_matmul_xsum(&w->q_b, s->qa, n, s->qb_xsum);
+		else if (coli_q8act_quantize(&s->q8act, s->qa, n, Q))
+			qb_in_tasks = 0; /* cannot happen with the state's sizing */
+		if (!qb_in_tasks)
+			coli_model_matmul(m, s, &w->q_b, s->qa, n, s->q);
 	}
 	/* compressed KV: normalized latent + roped shared key, into the cache */
 	for (int b = 0; b < n; b++) {
@@ -252,7 +256,7 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 	}
 	int hpt = (nh + 2 * coli_pool_size(m->pool) - 1) / (2 * coli_pool_size(m->pool));
 	hpt = hpt < 1 ? 1 : hpt > ATTN_HEADS_MAX ? ATTN_HEADS_MAX : hpt;
-	struct attn_job job = { m, s, w, l, n, hpt };
+	struct attn_job job = { m, s, w, l, n, hpt, qb_in_tasks };
 	coli_pool_run(m->pool, (nh + hpt - 1) / hpt, attn_heads, &job);
 	for (int h = 0; h < nh; h++)
 		for (int b = 0; b < n; b++)

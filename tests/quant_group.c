@@ -12,7 +12,11 @@
  *    larger than the stack's block sums or the q8 scratch are split into
  *    several runs, same bits;
  *  - an unsupported product in a group gets NaN and leaves the others
- *    exact. */
+ *    exact;
+ *  - coli_matmul_rows / coli_matmul_q8_rows (a caller's own split of one
+ *    product: attention's per-head rows of q_b) give those rows of
+ *    coli_matmul / coli_matmul_q8 bit for bit, for ranges that do not
+ *    start on a multiple of 8 and n > 1, and touch no other row. */
 #include "config.h"
 
 #include <math.h>
@@ -198,6 +202,48 @@ int main(void)
 	CHECK(nan, "the unsupported q8 product is not NaN");
 	coli_pool_free(pool);
 	free_group(q, 4);
+
+	/* row ranges of one product, computed by the caller */
+	static const int qtypes[] = { COLI_Q_INT4, COLI_Q_INT8, COLI_Q_F32 };
+	for (int qi = 0; qi < 3; qi++) {
+		const int rows = 300, cols = 2048, n = 5;
+		coli_qmat w;
+		void *wd;
+		make_w(&w, &wd, qtypes[qi], rows, cols);
+		float *x = malloc(sizeof(float) * n * cols), *ref = malloc(sizeof(float) * n * rows);
+		float *y = malloc(sizeof(float) * n * rows), *ref8 = malloc(sizeof(float) * n * rows);
+		float *xs = malloc(sizeof(float) * (coli_matmul_xsum_len(&w, n) + 1));
+		for (int i = 0; i < n * cols; i++)
+			x[i] = frand();
+		coli_matmul(NULL, &w, x, n, ref);
+		coli_matmul_xsum(&w, x, n, xs);
+		memset(y, 0xff, sizeof(float) * n * rows);
+		static const int cuts[] = { 0, 13, 77, 78, 192, 300 };
+		for (int c = 0; c + 1 < 6; c++)
+			coli_matmul_rows(&w, x, n, xs, cuts[c], cuts[c + 1], y);
+		CHECK(!memcmp(y, ref, sizeof(float) * n * rows), "coli_matmul_rows type %d", qtypes[qi]);
+		/* a range leaves the rows outside it alone */
+		memset(y, 0, sizeof(float) * n * rows);
+		coli_matmul_rows(&w, x, n, xs, 13, 77, y);
+		CHECK(y[12] == 0.0f && y[77] == 0.0f && y[rows + 12] == 0.0f, "rows outside the range written");
+		if (qtypes[qi] != COLI_Q_F32) {
+			coli_matmul_q8(NULL, &w, x, n, ref8, &scr);
+			coli_q8act a = { 0 };
+			CHECK(coli_q8act_init(&a, n, cols, NULL) == 0 && coli_q8act_quantize(&a, x, n, cols) == 0,
+			      "q8 scratch for the rows check");
+			memset(y, 0xff, sizeof(float) * n * rows);
+			for (int c = 0; c + 1 < 6; c++)
+				coli_matmul_q8_rows(&w, &a, cuts[c], cuts[c + 1], y);
+			CHECK(!memcmp(y, ref8, sizeof(float) * n * rows), "coli_matmul_q8_rows type %d", qtypes[qi]);
+			coli_q8act_free(&a);
+		}
+		free(x);
+		free(ref);
+		free(ref8);
+		free(y);
+		free(xs);
+		free(wd);
+	}
 	free_group(p, count);
 	coli_q8act_free(&scr);
 	printf("%s: %d failure(s)\n", fails ? "FAIL" : "PASS", fails);
