@@ -28,5 +28,5 @@ EXTRA_DIST += tools/install-deps.sh tools/run.sh tools/test.sh tools/summarize-t
 # attention loops (vec_ops.h)
 check_PROGRAMS += tests/core_vec_ops
 TESTS += tests/core_vec_ops
-tests_core_vec_ops_SOURCES = tests/core_vec_ops.c
+tests_core_vec_ops_SOURCES = tests/core_vec_ops.c tests/test_util.h
 tests_core_vec_ops_LDADD = libcoli.a $(COLI_LIBS)

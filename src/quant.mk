@@ -13,9 +13,9 @@ libcoli_a_SOURCES += \
 	src/kernels_q8_avxvnni.c src/kernels_q8_avx2_rows.h
 check_PROGRAMS += tests/quant_q8act_test tests/quant_group_test
 TESTS += tests/quant_q8act_test tests/quant_group_test
-tests_quant_group_test_SOURCES = tests/quant_group.c
+tests_quant_group_test_SOURCES = tests/quant_group.c tests/test_util.h
 tests_quant_group_test_LDADD = libcoli.a $(COLI_LIBS)
-tests_quant_q8act_test_SOURCES = tests/quant_q8act.c
+tests_quant_q8act_test_SOURCES = tests/quant_q8act.c tests/test_util.h
 tests_quant_q8act_test_LDADD = libcoli.a $(COLI_LIBS)
 # --act-quant q8 in the engine: determinism, flag and environment handling
 TESTS += tests/quant_q8act_engine.sh

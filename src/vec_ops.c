@@ -135,53 +135,36 @@ void coli_vec_dot_rows(const float *a, const float *x, size_t x_stride, int np, 
 	}
 }
 
+/* Columns [c, c + 64 * wide) of coli_vec_wsum, wide = 1 or 2: 4 * wide
+ * independent accumulator chains held in registers (the constant trip
+ * counts unroll fully after inlining). */
+VEC_INLINE void wsum_cols(float *y, const float *w, const float *x, size_t x_stride, int np, int c,
+			  const int wide)
+{
+	v16f a[8];
+#pragma GCC unroll 8
+	for (int k = 0; k < 4 * wide; k++)
+		a[k] = v16f_load(y + c + 16 * k);
+	for (int p = 0; p < np; p++) {
+		const float *xp = x + (size_t)p * x_stride + c;
+		const float wp = w[p];
+#pragma GCC unroll 8
+		for (int k = 0; k < 4 * wide; k++)
+			a[k] += wp * v16f_load(xp + 16 * k);
+	}
+#pragma GCC unroll 8
+	for (int k = 0; k < 4 * wide; k++)
+		v16f_store(y + c + 16 * k, a[k]);
+}
+
 VEC_CLONES
 void coli_vec_wsum(float *y, const float *w, const float *x, size_t x_stride, int np, int n)
 {
 	int c = 0;
-	/* 128 columns at a time: eight independent accumulator chains */
-	for (; c + 2 * G <= n; c += 2 * G) {
-		v16f a0 = v16f_load(y + c), a1 = v16f_load(y + c + 16);
-		v16f a2 = v16f_load(y + c + 32), a3 = v16f_load(y + c + 48);
-		v16f a4 = v16f_load(y + c + 64), a5 = v16f_load(y + c + 80);
-		v16f a6 = v16f_load(y + c + 96), a7 = v16f_load(y + c + 112);
-		for (int p = 0; p < np; p++) {
-			const float *xp = x + (size_t)p * x_stride + c;
-			const float wp = w[p];
-			a0 += wp * v16f_load(xp);
-			a1 += wp * v16f_load(xp + 16);
-			a2 += wp * v16f_load(xp + 32);
-			a3 += wp * v16f_load(xp + 48);
-			a4 += wp * v16f_load(xp + 64);
-			a5 += wp * v16f_load(xp + 80);
-			a6 += wp * v16f_load(xp + 96);
-			a7 += wp * v16f_load(xp + 112);
-		}
-		v16f_store(y + c, a0);
-		v16f_store(y + c + 16, a1);
-		v16f_store(y + c + 32, a2);
-		v16f_store(y + c + 48, a3);
-		v16f_store(y + c + 64, a4);
-		v16f_store(y + c + 80, a5);
-		v16f_store(y + c + 96, a6);
-		v16f_store(y + c + 112, a7);
-	}
-	for (; c + G <= n; c += G) {
-		v16f a0 = v16f_load(y + c), a1 = v16f_load(y + c + 16);
-		v16f a2 = v16f_load(y + c + 32), a3 = v16f_load(y + c + 48);
-		for (int p = 0; p < np; p++) {
-			const float *xp = x + (size_t)p * x_stride + c;
-			const float wp = w[p];
-			a0 += wp * v16f_load(xp);
-			a1 += wp * v16f_load(xp + 16);
-			a2 += wp * v16f_load(xp + 32);
-			a3 += wp * v16f_load(xp + 48);
-		}
-		v16f_store(y + c, a0);
-		v16f_store(y + c + 16, a1);
-		v16f_store(y + c + 32, a2);
-		v16f_store(y + c + 48, a3);
-	}
+	for (; c + 2 * G <= n; c += 2 * G)
+		wsum_cols(y, w, x, x_stride, np, c, 2);
+	for (; c + G <= n; c += G)
+		wsum_cols(y, w, x, x_stride, np, c, 1);
 	for (; c < n; c++)
 		for (int p = 0; p < np; p++)
 			y[c] += w[p] * x[(size_t)p * x_stride + c];

@@ -18,28 +18,7 @@
 #include <string.h>
 
 #include "vec_ops.h"
-
-static int fails;
-
-#define CHECK(c, ...)                                              \
-	do {                                                       \
-		if (!(c)) {                                        \
-			fails++;                                   \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                       \
-			printf("\n");                              \
-		}                                                  \
-	} while (0)
-
-static uint64_t rng = 0x853c49e6748fea9bull;
-
-static float frand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (float)((double)(rng >> 11) * 0x1p-53 * 2.0 - 1.0);
-}
+#include "test_util.h"
 
 static void test_dot_rows(void)
 {
@@ -142,6 +121,7 @@ static void test_tmul(int qtype)
 
 int main(void)
 {
+	test_rng = 0x853c49e6748fea9bull;
 	test_dot_rows();
 	test_wsum();
 	test_tmul(COLI_Q_INT4);

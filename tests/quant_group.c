@@ -26,28 +26,7 @@
 
 #include "coli_log.h"
 #include "kernels_q8.h"
-
-static int fails;
-
-#define CHECK(c, ...)                                                      \
-	do {                                                               \
-		if (!(c)) {                                                \
-			fails++;                                           \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);         \
-			printf(__VA_ARGS__);                               \
-			printf("\n");                                      \
-		}                                                          \
-	} while (0)
-
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static float frand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (float)((double)(rng >> 11) * 0x1p-53 * 2.0 - 1.0);
-}
+#include "test_util.h"
 
 struct prod {
 	coli_qmat w;
@@ -147,6 +126,7 @@ static void check_group(const char *what, struct prod *p, int count, coli_pool *
 
 int main(void)
 {
+	test_rng = 0x2545f4914f6cdd1dull;
 	coli_log_set_level(COLI_LOG_ERROR);
 	/* 60 products: more than one dispatch; product 2 has 200 inputs of
 	 * 640 columns (2000 block sums) and the q8 scratch holds 16 x 6144 */

@@ -32,29 +32,9 @@
 
 #include "coli_log.h"
 #include "kernels_q8.h"
+#include "test_util.h"
 
-static int fails;
 static double worst_tight, worst_loose;
-
-#define CHECK(c, ...)                                                                    \
-	do {                                                                             \
-		if (!(c)) {                                                              \
-			fails++;                                                         \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                       \
-			printf(__VA_ARGS__);                                             \
-			printf("\n");                                                    \
-		}                                                                        \
-	} while (0)
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static float frand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (float)((double)(rng >> 11) * 0x1p-53 * 2.0 - 1.0);
-}
 
 struct shape {
 	int rows, cols, n;
