@@ -424,6 +424,8 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 	return 0;
 }
 
+static void warm_topup(expert_store *s);
+
 void expert_store_release(expert_store *s, int layer)
 {
 	if (!s)
@@ -433,6 +435,7 @@ void expert_store_release(expert_store *s, int layer)
 	for (int i = 0; i < s->n_slots; i++)
 		if (s->slots[i].layer == layer)
 			s->slots[i].pins = 0;
+	warm_topup(s);
 }
 
 void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n)
@@ -516,42 +519,72 @@ out:
 	store_update_resident(s);
 }
 
-/* Without a pinned set, the learned heat still pays at start: the hottest
- * records of earlier runs (hot-experts/heat.bin) are read into the cache
- * without waiting (they land while the prompt is read and prefilled), and
- * the eviction policy starts from their heat instead of from nothing. Only
- * free or evictable room is used, like a prefetch, and only half the I/O
- * ring: a read that had to wait for a free ring entry would block the open,
- * and the first prompt's own reads must find room. */
-static void warm_start(expert_store *s)
+/* Whether some slot is free (never used, or cleared). */
+static int slot_any_free(const expert_store *s)
 {
-	const size_t stripes = s->stripe > 0 ? (s->rec + s->stripe - 1) / s->stripe : 1;
-	int max = (int)(s->ring_entries / 2 / (stripes ? stripes : 1));
-	if (max > s->cache_slots)
-		max = s->cache_slots;
-	if (max <= 0)
+	for (int i = 0; i < s->n_slots; i++)
+		if (s->slots[i].state == SLOT_FREE)
+			return 1;
+	return 0;
+}
+
+/* Warm start, continued: read the next of the hottest records of earlier
+ * runs into FREE slots only (a warm guess never evicts what this run
+ * used), while at most half the I/O ring is busy, so demand reads always
+ * find room and nothing here waits. Called at open and after each layer
+ * visit until the list is done or the cache is full. */
+static void warm_topup(expert_store *s)
+{
+	if (s->warm_next >= s->n_warm)
 		return;
-	int32_t *ids = malloc((size_t)max * sizeof *ids);
-	if (!ids)
-		return; /* heat only changes speed */
-	int n = store_heat_ranked(s, ids, max), issued = 0;
-	for (int k = 0; k < n; k++) {
-		const int l = ids[k] / s->n_experts, e = ids[k] % s->n_experts;
-		if (s->map[ids[k]] >= 0)
+	store_io_reap(s, 0);
+	const size_t stripes = s->stripe > 0 ? (s->rec + s->stripe - 1) / s->stripe : 1;
+	int room = ((int)s->ring_entries / 2 - s->io_inflight) / (int)(stripes ? stripes : 1);
+	int issued = 0;
+	while (room > 0 && s->warm_next < s->n_warm) {
+		const int32_t id = s->warm_ids[s->warm_next];
+		if (s->map[id] >= 0) {
+			s->warm_next++;
 			continue;
+		}
+		if (!slot_any_free(s)) {
+			s->warm_next = s->n_warm; /* the cache is full: done */
+			break;
+		}
+		const int l = id / s->n_experts, e = id % s->n_experts;
 		int si = slot_load(s, l, e, 0);
 		if (si < 0)
 			break;
-		store_policy_seed(&s->policy, &s->slots[si], (size_t)ids[k], store_heat_now(s, l, e), s->tick);
+		s->warm_next++;
+		store_policy_seed(&s->policy, &s->slots[si], (size_t)id, store_heat_now(s, l, e), s->tick);
 		issued++;
+		room--;
 	}
-	free(ids);
 	if (issued) {
 		store_io_submit(s);
-		coli_info("expert store: warm start, reading the %d hottest experts (%lld MiB) of earlier runs",
-			  issued, (long long)((int64_t)issued * (int64_t)s->rec >> 20));
+		store_update_resident(s);
 	}
-	store_update_resident(s);
+}
+
+/* Without a pinned set, the learned heat still pays at start: the hottest
+ * records of earlier runs (hot-experts/heat.bin), as many as the cache
+ * holds, are read into it in the background (warm_topup: they land while
+ * the prompt is read and prefilled, and keep coming while the drive has
+ * room), and the eviction policy starts from their heat instead of from
+ * nothing. */
+static void warm_start(expert_store *s)
+{
+	if (s->cache_slots <= 0)
+		return;
+	s->warm_ids = malloc((size_t)s->cache_slots * sizeof *s->warm_ids);
+	if (!s->warm_ids)
+		return; /* heat only changes speed */
+	s->n_warm = store_heat_ranked(s, s->warm_ids, s->cache_slots);
+	s->warm_next = 0;
+	warm_topup(s);
+	if (s->warm_next > 0)
+		coli_info("expert store: warm start, reading the %d hottest experts of earlier runs",
+			  s->n_warm);
 }
 
 /* Read every hot expert not yet resident, in one batch per ring-full. */
@@ -775,6 +808,7 @@ void expert_store_free(expert_store *s)
 	free(s->slots);
 	free(s->map);
 	free(s->hot_set);
+	free(s->warm_ids);
 	free(s->layer_visit);
 	store_policy_free(&s->policy);
 	expert_stats_free(s->stats);

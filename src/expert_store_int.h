@@ -112,6 +112,8 @@ struct expert_store {
 	int32_t *map;               /* [layer * n_experts + e] -> slot, -1 */
 	uint8_t *hot_set;           /* [layer * n_experts + e] wanted pinned */
 	int n_hot;
+	int32_t *warm_ids;          /* warm start: hottest records still to read */
+	int n_warm, warm_next;
 	store_policy policy;
 	uint64_t tick;              /* one per acquire call */
 	uint32_t *layer_visit;      /* [n_layers] visits: acquires moving to a layer */

@@ -158,6 +158,34 @@ int main(void)
 		expert_store_free(s);
 	}
 
+	/* The same with an I/O ring of 2 entries: the open reads one record
+	 * (half the ring), the others follow after each layer visit, into
+	 * free slots only. */
+	{
+		expert_store_opts o;
+		expert_store_opts_default(&o);
+		o.cache_bytes = 3 * REC;
+		o.pin_bytes = 0;
+		o.queue_depth = 2;
+		o.heat_dir = heat_dir;
+		coli_err_clear(&e);
+		CHECK(expert_store_open(&m.c, &o, &s, &e) == 0);
+		int warm = (tier(s, 1, 3) != EXPERT_TIER_DISK) + (tier(s, 1, 5) != EXPERT_TIER_DISK) +
+			   (tier(s, 2, 6) != EXPERT_TIER_DISK);
+		CHECK(warm == 1);
+		for (int v = 0; v < 4; v++) {
+			int cold = 0; /* a visit that reads nothing warm */
+			CHECK(expert_store_acquire(s, 0 + 1, &cold, 1, r, &e) == 0);
+			expert_store_release(s, 1);
+		}
+		for (int k = 0; k < 100000 && !(expert_store_ready(s, 2, 6)); k++)
+			usleep(100);
+		warm = (tier(s, 1, 3) != EXPERT_TIER_DISK) + (tier(s, 1, 5) != EXPERT_TIER_DISK) +
+		       (tier(s, 2, 6) != EXPERT_TIER_DISK);
+		CHECK(warm == 2); /* 3 slots: the visited cold record holds one */
+		expert_store_free(s);
+	}
+
 	/* Heat from routing alone (nothing acquired): the re-choice reads the
 	 * new hot experts in the background, so the first acquire hits. */
 	s = open_heat(&m, NULL);
