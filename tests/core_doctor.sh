@@ -16,6 +16,7 @@ import json, sys
 d = json.load(sys.stdin)
 assert d["failures"] == 0, d
 assert any(c["check"] == "container" and c["status"] == "ok" for c in d["checks"]), d
+assert any(c["check"] == "huge-pages" and c["status"] in ("ok", "warning") for c in d["checks"]), d
 ' || { echo "FAIL: --json"; fail=1; }
 [ ! -e "$tmp/cache" ] || { echo "FAIL: doctor wrote into the cache dir"; fail=1; }
 # int4 MTP head -> warning naming the fix
