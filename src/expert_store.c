@@ -566,20 +566,23 @@ static void warm_topup(expert_store *s)
 	}
 }
 
-/* Without a pinned set, the learned heat still pays at start: the hottest
- * records of earlier runs (hot-experts/heat.bin), as many as the cache
- * holds, are read into it in the background (warm_topup: they land while
- * the prompt is read and prefilled, and keep coming while the drive has
- * room), and the eviction policy starts from their heat instead of from
- * nothing. */
+/* Beyond the pinned set (if any), the learned heat also pays at start: the
+ * next hottest records of earlier runs (hot-experts/heat.bin), as many as
+ * the cache holds, are read into it in the background (warm_topup: they
+ * land while the prompt is read and prefilled, and keep coming while the
+ * drive has room), and the eviction policy starts from their heat instead
+ * of from nothing. */
 static void warm_start(expert_store *s)
 {
 	if (s->cache_slots <= 0)
 		return;
-	s->warm_ids = malloc((size_t)s->cache_slots * sizeof *s->warm_ids);
+	/* ranked from the hottest: the pinned ones come first and are
+	 * skipped as resident */
+	const int max = s->cache_slots + s->n_hot;
+	s->warm_ids = malloc((size_t)max * sizeof *s->warm_ids);
 	if (!s->warm_ids)
 		return; /* heat only changes speed */
-	s->n_warm = store_heat_ranked(s, s->warm_ids, s->cache_slots);
+	s->n_warm = store_heat_ranked(s, s->warm_ids, max);
 	s->warm_next = 0;
 	warm_topup(s);
 	if (s->warm_next > 0)
@@ -775,9 +778,8 @@ int expert_store_open(const coli_container *c, const expert_store_opts *o,
 			apply_hot_set(s);
 			if ((rc = load_hot_set(s, err)) < 0)
 				goto fail;
-		} else if (s->pin_slots == 0) {
-			warm_start(s);
 		}
+		warm_start(s); /* the cache too, with the next hottest */
 	}
 	*out = s;
 	return 0;

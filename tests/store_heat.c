@@ -134,6 +134,32 @@ int main(void)
 	CHECK(tier(s, 1, 3) == EXPERT_TIER_PINNED);
 	expert_store_free(s);
 
+	/* A pinned set smaller than the hot set, and room in the cache: the
+	 * pinned set is read at open, and the cache is warmed with the next
+	 * hottest records. */
+	{
+		expert_store_opts o;
+		expert_store_opts_default(&o);
+		o.cache_bytes = 5 * REC;
+		o.pin_bytes = 2 * REC;
+		o.heat_dir = heat_dir;
+		coli_err_clear(&e);
+		CHECK(expert_store_open(&m.c, &o, &s, &e) == 0);
+		int pinned = 0, warmed = 0;
+		for (int l = 1; l < LAYERS; l++)
+			for (int x = 0; x < EXPERTS; x++) {
+				int t = tier(s, l, x);
+				pinned += t == EXPERT_TIER_PINNED;
+				warmed += t == EXPERT_TIER_CACHED || t == EXPERT_TIER_INFLIGHT;
+			}
+		CHECK(pinned == 2);
+		CHECK(warmed == 3);
+		/* the three hottest all resident, one way or the other */
+		CHECK(tier(s, 1, 3) != EXPERT_TIER_DISK && tier(s, 1, 5) != EXPERT_TIER_DISK &&
+		      tier(s, 2, 6) != EXPERT_TIER_DISK);
+		expert_store_free(s);
+	}
+
 	/* Third run, no pinned set (pin budget 0): the hottest records are
 	 * read into the cache at open (warm start) and the first use hits. */
 	{
