@@ -10,7 +10,10 @@
 # per-token work of glm5_slice.sh's 64-expert slice, a quarter of its
 # experts), kept in WORK (default /var/tmp/coli-warm) for the next run.
 # Each run: coli bench --no-kernels --prompt 16 --gen 64 --expert-cache 100%
-# --act-quant MODE, the modes interleaved. Prints a markdown table.
+# --act-quant MODE, the modes interleaved. Prints a markdown table with the
+# weights streamed per token (from the manifest: the tensors the forward
+# pass reads, top-k expert records per MoE layer) as GB/s and as a ratio
+# to the triad.
 # Run it alone: a neighbour's load changes every figure.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +24,7 @@ while [ $# -gt 0 ]; do
 	--runs) runs=$2; shift ;;
 	--threads) threads=$2; shift ;;
 	--coli) coli=$2; shift ;;
-	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,17p' "$0"; exit 0 ;;
 	*) echo "warm_decode.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -56,17 +59,36 @@ while [ "$i" -le "$runs" ]; do
 	done
 	i=$((i + 1))
 done
-/usr/bin/python3 - "$work/results" "$runs" "${triad:-}" <<'EOF'
+/usr/bin/python3 - "$work/results" "$runs" "${triad:-}" "$work/model/manifest.json" <<'EOF'
 import json, os, sys
-res, runs, triad = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-print("triad: %s GB/s\n" % (triad or "n/a (tests/quant_bench not built)"))
-print("| activations | run | tok/s | CPU ms/token | CPU share | attention ms | MoE ms | dense FFN ms | other ms |")
-print("|---|---|---|---|---|---|---|---|---|")
+res, runs, triad, manifest = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+# Weight bytes a decode step streams: every resident tensor the forward pass
+# uses (the DSA indexer's are loaded but unused; the embedding is one row),
+# plus top-k routed expert records per MoE layer (their parts, not padding).
+m = json.load(open(manifest))
+cfg = m["config"]
+step = 0
+for t in m["tensors"]:
+    name = t["name"]
+    if ".indexer." in name or name.startswith("model.layers.%d." % cfg["num_hidden_layers"]):
+        continue  # unused here: DSA indexer, MTP layer
+    step += t["nbytes"] // cfg["vocab_size"] if "embed_tokens" in name else t["nbytes"]
+# bytes per 64 weights of each format (quant.h's block layouts)
+block = {"int4-g64": 36, "int8": 68, "f32": 256}[m["experts"]["qtype"]]
+rec = sum(p["rows"] * p["cols"] // 64 * block for p in m["experts"]["parts"])
+moe = cfg["num_hidden_layers"] - cfg["first_k_dense_replace"]
+step += cfg["num_experts_per_tok"] * moe * rec
+print("triad: %s GB/s; weights streamed per token: %.0f MB\n" % (
+    triad or "n/a (tests/quant_bench not built)", step / 1e6))
+print("| activations | run | tok/s | weights GB/s | /triad | CPU ms/token | CPU share | attention ms | MoE ms | dense FFN ms | other ms |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for a in ("f32", "q8"):
     for i in range(1, runs + 1):
         d = json.load(open(os.path.join(res, "warm-%s-%d.json" % (a, i))))["decode"]
         t = d["time_split"]
-        print("| %s | %d | %.2f | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f |" % (
-            a, i, d["tokens_per_s"], d["cpu_ms_per_token"], d["cpu_share"], t["attention_ms"],
-            t["moe_ms"], t["dense_ffn_ms"], t["other_ms"]))
+        gbs = step * d["tokens_per_s"] / 1e9
+        print("| %s | %d | %.2f | %.1f | %s | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f |" % (
+            a, i, d["tokens_per_s"], gbs, "%.2f" % (gbs / float(triad)) if triad else "n/a",
+            d["cpu_ms_per_token"], d["cpu_share"], t["attention_ms"], t["moe_ms"],
+            t["dense_ffn_ms"], t["other_ms"]))
 EOF
