@@ -39,17 +39,6 @@ float coli_vec_dot(const float *a, const float *b, int n)
 	return s;
 }
 
-VEC_CLONES
-void coli_vec_axpy(float *y, float a, const float *x, int n)
-{
-	int i = 0;
-	for (; i + G <= n; i += G)
-		for (int k = 0; k < G; k++)
-			y[i + k] += a * x[i + k];
-	for (; i < n; i++)
-		y[i] += a * x[i];
-}
-
 /* 64 floats as four 16-lane vectors (GCC/clang vector extensions): the
  * accumulators of one column group stay in registers in every clone (one
  * zmm, two ymm or four xmm each). Arithmetic on them is lane-wise IEEE
@@ -125,14 +114,8 @@ void coli_vec_dot_rows(const float *a, const float *x, size_t x_stride, int np, 
 		out[p + 2] = dot_finish(s2, a, x2, i, n);
 		out[p + 3] = dot_finish(s3, a, x3, i, n);
 	}
-	for (; p < np; p++) {
-		const float *xp = x + (size_t)p * x_stride;
-		v16f s = { 0 };
-		int i = 0;
-		for (; i + COLI_VEC_LANES <= n; i += COLI_VEC_LANES)
-			s += v16f_load(a + i) * v16f_load(xp + i);
-		out[p] = dot_finish(s, a, xp, i, n);
-	}
+	for (; p < np; p++)
+		out[p] = coli_vec_dot(a, x + (size_t)p * x_stride, n);
 }
 
 /* Columns [c, c + 64 * wide) of coli_vec_wsum, wide = 1 or 2: 4 * wide

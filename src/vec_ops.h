@@ -24,12 +24,9 @@ float coli_vec_dot(const float *a, const float *b, int n);
  * (rows taken four at a time: independent accumulator chains). */
 void coli_vec_dot_rows(const float *a, const float *x, size_t x_stride, int np, int n, float *out);
 
-/* y[i] += a * x[i] */
-void coli_vec_axpy(float *y, float a, const float *x, int n);
-
 /* y[k] += sum_{p < np} w[p] * x[p * x_stride + k] for k < n, each element
  * summed in ascending p onto its starting value (the attention's weighted
- * sum of cached latents; 64 columns at a time held in registers). */
+ * sum of cached latents; 128 or 64 columns at a time held in registers). */
 void coli_vec_wsum(float *y, const float *w, const float *x, size_t x_stride, int np, int n);
 
 /* Transposed product of a row block: for b < n,
