@@ -23,6 +23,7 @@
 #include "kernels.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -245,6 +246,19 @@ static void block_sums(const float *x, int nb, float *xs)
 	}
 }
 
+/* The row function for w, or NULL (logged) when w is not a matrix the
+ * kernels take: an unknown type, columns not in whole blocks, or INT4 rows
+ * of more than max_blocks blocks. */
+static coli_rows_fn product_fn(const coli_qmat *w, int max_blocks)
+{
+	coli_rows_fn fn = rows_fn(w->qtype);
+	if (fn && w->cols >= 0 && (w->qtype == COLI_Q_F32 || w->cols % COLI_QK == 0) &&
+	    (w->qtype != COLI_Q_INT4 || w->cols / COLI_QK <= max_blocks))
+		return fn;
+	coli_error("matmul: unsupported matrix (type %d, %d x %d)", w->qtype, w->rows, w->cols);
+	return NULL;
+}
+
 /* A product (or a pass over some of its inputs) waiting in a batch. */
 struct seg {
 	coli_rows_fn fn;
@@ -279,23 +293,22 @@ static void batch_flush(coli_pool *p, struct batch *b)
 	b->xs_used = 0;
 }
 
-/* The block sums of n inputs of cols: shared with an earlier segment of
- * the batch that has the same input, else computed; NULL when they do not
- * fit beside the batch's others. */
-static const float *batch_xsum(struct batch *b, const float *x, int n, int cols)
+/* The block sums of n inputs of w: shared with an earlier segment of the
+ * batch that has the same input, else computed; NULL when they do not fit
+ * beside the batch's others. */
+static const float *batch_xsum(struct batch *b, const coli_qmat *w, const float *x, int n)
 {
 	for (int s = 0; s < b->nseg; s++) {
 		const struct seg *g = &b->seg[s];
-		if (g->xsum && g->x == x && g->n == n && g->w->cols == cols)
+		if (g->xsum && g->x == x && g->n == n && g->w->cols == w->cols)
 			return g->xsum;
 	}
-	const int nb = cols / COLI_QK;
-	if ((size_t)n * (size_t)nb > (size_t)(XSUM_MAX - b->xs_used))
+	const size_t len = coli_matmul_xsum_len(w, n);
+	if (len > (size_t)(XSUM_MAX - b->xs_used))
 		return NULL;
 	float *xs = b->xs + b->xs_used;
-	for (int k = 0; k < n; k++)
-		block_sums(x + (size_t)k * (size_t)cols, nb, xs + (size_t)k * (size_t)nb);
-	b->xs_used += n * nb;
+	coli_matmul_xsum(w, x, n, xs);
+	b->xs_used += (int)len;
 	return xs;
 }
 
@@ -306,9 +319,9 @@ static void batch_add(coli_pool *p, struct batch *b, coli_rows_fn fn, const coli
 	if (b->nseg == COLI_GROUP_SEGS)
 		batch_flush(p, b);
 	const float *xs = NULL;
-	if (w->qtype == COLI_Q_INT4 && !(xs = batch_xsum(b, x, n, w->cols))) {
+	if (w->qtype == COLI_Q_INT4 && !(xs = batch_xsum(b, w, x, n))) {
 		batch_flush(p, b);
-		xs = batch_xsum(b, x, n, w->cols);
+		xs = batch_xsum(b, w, x, n);
 	}
 	b->seg[b->nseg] = (struct seg){ fn, w, x, xs, y, n };
 	b->w[b->nseg] = w;
@@ -326,14 +339,13 @@ void coli_matmul_group(coli_pool *p, const coli_mm *g, int count)
 		const int n = g[i].n;
 		if (n <= 0 || w->rows <= 0)
 			continue;
-		coli_rows_fn fn = rows_fn(w->qtype);
-		const int nb = w->cols / COLI_QK;
-		if (!fn || w->cols < 0 || (w->qtype != COLI_Q_F32 && w->cols % COLI_QK) ||
-		    (w->qtype == COLI_Q_INT4 && nb > XSUM_MAX)) {
-			coli_error("matmul: unsupported matrix (type %d, %d x %d)", w->qtype, w->rows, w->cols);
+		/* the block sums of one input must fit the batch's */
+		coli_rows_fn fn = product_fn(w, XSUM_MAX);
+		if (!fn) {
 			fill_nan(g[i].y, (size_t)n * (size_t)w->rows);
 			continue;
 		}
+		const int nb = w->cols / COLI_QK;
 		const int per_pass = w->qtype == COLI_Q_INT4 && nb > 0 ? XSUM_MAX / nb : n;
 		/* rows of Y are strided by w->rows: a pass over inputs k0..
 		 * offsets both sides */
@@ -363,9 +375,8 @@ void coli_matmul_xsum(const coli_qmat *w, const float *x, int n, float *xsum)
 void coli_matmul_rows(const coli_qmat *w, const float *x, int n, const float *xsum, int r0, int r1,
 		      float *y)
 {
-	coli_rows_fn fn = rows_fn(w->qtype);
-	if (!fn || w->cols < 0 || (w->qtype != COLI_Q_F32 && w->cols % COLI_QK)) {
-		coli_error("matmul: unsupported matrix (type %d, %d x %d)", w->qtype, w->rows, w->cols);
+	coli_rows_fn fn = product_fn(w, INT_MAX);
+	if (!fn) {
 		for (int k = 0; k < n; k++)
 			fill_nan(y + (size_t)k * (size_t)w->rows + r0, (size_t)(r1 - r0));
 		return;

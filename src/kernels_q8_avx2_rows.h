@@ -35,7 +35,6 @@
  * 19.3 / 25.1. */
 #define CHUNK 16
 
-
 /* matmul (n > 1): panels of kernels_tiling.h; matvec: one pass, nothing
  * to reuse */
 static int panel_rows(size_t row_bytes, int n)
