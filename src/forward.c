@@ -38,13 +38,21 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* A product in the model's activation mode, over pool p (NULL: this
+ * thread) with q8 scratch scr. */
+static void model_product(const coli_model *m, coli_pool *p, const coli_qmat *w, const float *x, int n,
+			  float *y, coli_q8act *scr)
+{
+	if (m->act_quant == COLI_ACT_Q8)
+		coli_matmul_q8(p, w, x, n, y, scr);
+	else
+		coli_matmul(p, w, x, n, y);
+}
+
 void coli_model_matmul(const coli_model *m, coli_state *s, const coli_qmat *w, const float *x,
 		       int n, float *y)
 {
-	if (m->act_quant == COLI_ACT_Q8)
-		coli_matmul_q8(m->pool, w, x, n, y, &s->q8act);
-	else
-		coli_matmul(m->pool, w, x, n, y);
+	model_product(m, m->pool, w, x, n, y, &s->q8act);
 }
 
 void coli_model_matmul_group(const coli_model *m, coli_state *s, const coli_mm *g, int count)
@@ -110,8 +118,9 @@ static const float *attn_rows(const coli_state *s, const float *ram, int base, i
 	return ram + (size_t)(p0 - base) * W;
 }
 
-/* Heads [h0, h1): absorb their queries (attn_absorb_head), then per chunk
- * row the scores over the cache, softmax and the weighted sum of latents,
+/* Heads [h0, h1): their rows of q_b (unless computed already), rope and
+ * absorption (attn_absorb_head), then per chunk row the scores over the
+ * cache, softmax and the weighted sum of latents,
  * then each head's W_UV product on this thread (a head's 73 KB of W_UV
  * streams while the other threads compute; coli_model_matmul's bits). Per
  * head and row the operations and their order are those of a loop over
@@ -197,12 +206,8 @@ static void attn_heads(void *arg, int task)
 	const int V = c->v_head_dim;
 	for (int h = h0; h < h1; h++) {
 		coli_qmat wuv = fwd_rows(&j->w->kv_b, h * (c->qk_nope_head_dim + V) + c->qk_nope_head_dim, V);
-		const float *ctx = s->ctxlat + (size_t)h * B * L;
-		float *out = s->vhead + (size_t)h * B * V;
-		if (m->act_quant == COLI_ACT_Q8)
-			coli_matmul_q8(NULL, &wuv, ctx, j->n, out, &s->head_q8[h]);
-		else
-			coli_matmul(NULL, &wuv, ctx, j->n, out);
+		model_product(m, NULL, &wuv, s->ctxlat + (size_t)h * B * L, j->n, s->vhead + (size_t)h * B * V,
+			      s->head_q8 ? &s->head_q8[h] : NULL);
 	}
 }
 
