@@ -110,6 +110,15 @@ struct moe_batch {
 	coli_qmat mats[MOE_BATCH][3]; /* gate, up, down */
 };
 
+/* Whether a batch of k experts and rows rows takes one more of more rows:
+ * a batch holds MOE_BATCH experts, and their rows must fit the state's
+ * max_batch-row buffers unless it is the first (one expert's rows always
+ * fit: at most every position chose it). */
+static int batch_takes(const coli_state *s, int k, int rows, int more)
+{
+	return k < MOE_BATCH && (k == 0 || rows + more <= s->max_batch);
+}
+
 /* Rows of the chunk that chose `expert` (slots into tok_slot, from off). */
 static int moe_gather(coli_state *s, int expert, int n, int K, int off)
 {
@@ -186,21 +195,16 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 	memcpy(s->routing.experts + (size_t)layer * K, s->sel + (size_t)(n - 1) * K, sizeof(int) * K);
 	memcpy(s->routing.weights + (size_t)layer * K, s->sel_w + (size_t)(n - 1) * K, sizeof(float) * K);
 
-	/* union of the chunk's experts, ascending */
-	int nu = 0;
-	for (int e = 0; e < E; e++)
-		for (int slot = 0; slot < n * K; slot++)
-			if (s->sel[slot] == e) {
-				s->union_experts[nu++] = e;
-				break;
-			}
-
-	/* rows each expert takes (a batch's rows must fit the buffers) */
+	/* rows each expert takes (a batch's rows must fit the buffers), and
+	 * the union of the chunk's experts, ascending */
 	int *rows_of = s->expert_rows;
-	for (int i = 0; i < nu; i++)
-		rows_of[s->union_experts[i]] = 0;
+	memset(rows_of, 0, sizeof(int) * (size_t)E);
 	for (int slot = 0; slot < n * K; slot++)
 		rows_of[s->sel[slot]]++;
+	int nu = 0;
+	for (int e = 0; e < E; e++)
+		if (rows_of[e])
+			s->union_experts[nu++] = e;
 	const coli_layer_weights *shared = w->has_shared ? w : NULL;
 	struct moe_batch bt;
 	if (w->res_experts) {
@@ -208,8 +212,7 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 		for (int i = 0; i < nu;) {
 			int rows = 0;
 			bt.count = 0;
-			while (i < nu && bt.count < MOE_BATCH &&
-			       (bt.count == 0 || rows + rows_of[s->union_experts[i]] <= s->max_batch)) {
+			while (i < nu && batch_takes(s, bt.count, rows, rows_of[s->union_experts[i]])) {
 				const int e = s->union_experts[i++];
 				const coli_qmat *x = w->res_experts + (size_t)e * 3;
 				rows += rows_of[e];
@@ -242,8 +245,7 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 			int k = 0, rows = 0;
 			for (int i = done; i < gn && k < MOE_BATCH; i++) {
 				const int e = ue[i];
-				if (!expert_store_ready(m->store, layer, e) ||
-				    (k > 0 && rows + rows_of[e] > s->max_batch))
+				if (!expert_store_ready(m->store, layer, e) || !batch_takes(s, k, rows, rows_of[e]))
 					continue;
 				ue[i] = ue[done + k];
 				ue[done + k++] = e;
