@@ -519,13 +519,10 @@ out:
 	store_update_resident(s);
 }
 
-/* Whether some slot is free (never used, or cleared). */
-static int slot_any_free(const expert_store *s)
+/* Free slots (never used, or cleared): count_slot counts every other. */
+static int slots_free(const expert_store *s)
 {
-	for (int i = 0; i < s->n_slots; i++)
-		if (s->slots[i].state == SLOT_FREE)
-			return 1;
-	return 0;
+	return s->n_slots - s->n_res_inflight - s->n_res_hot - s->n_res_cached;
 }
 
 /* Warm start, continued: read the next of the hottest records of earlier
@@ -547,7 +544,7 @@ static void warm_topup(expert_store *s)
 			s->warm_next++;
 			continue;
 		}
-		if (!slot_any_free(s)) {
+		if (slots_free(s) <= 0) {
 			s->warm_next = s->n_warm; /* the cache is full: done */
 			break;
 		}
