@@ -64,7 +64,8 @@ static engine_slot *pick_slot(coli_engine *e, const coli_request *r)
 		engine_slot *sl = &e->slots[i];
 		if (sl->phase != SLOT_IDLE)
 			continue;
-		int k = r->session ? 0 : common_prefix(sl, r);
+		int k = r->session || (sl->hist_private && !e->opts.share_session_prefixes)
+				? 0 : common_prefix(sl, r);
 		if (k > best_k || (k == best_k && sl->last_used < best->last_used)) {
 			best = sl;
 			best_k = k;

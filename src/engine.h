@@ -34,6 +34,10 @@ typedef struct coli_engine_opts {
 	                            * session longer than this keeps its older
 	                            * rows in the session file, read back on
 	                            * demand */
+	int share_session_prefixes;/* a request without a session may reuse the
+	                            * KV of a persisted session sharing its
+	                            * prefix (opt-in: cached-token counts then
+	                            * reveal saved text to any client) */
 	expert_store_opts store;   /* expert cache, pinning, prefetch, I/O mode,
 	                            * mirrors (heat_dir and kv_bytes are set by
 	                            * the engine) */

@@ -17,6 +17,8 @@ const char coli_engine_flags_help[] =
 	"  --prefill-batch N        prompt tokens evaluated per step (default 128)\n"
 	"  --act-quant f32|q8       matmul activations: exact f32 (default) or int8 (faster)\n"
 	"  --cache-dir DIR          sessions, expert heat and logs\n"
+	"  --share-session-prefixes  requests without a session may reuse saved\n"
+	"                           sessions' KV (reveals their text; default off)\n"
 	"  --expert-cache SIZE      RAM for cached experts: 512MB, 8GB, 25%, 0, auto\n"
 	"  --pin-budget SIZE        part of it for the pinned hot set\n"
 	"  --prefetch, --no-prefetch  read predicted next-layer experts early\n"
@@ -54,6 +56,8 @@ int coli_engine_flags_init(coli_engine_flags *f, coli_err *err)
 	if ((v = getenv("COLI_PARALLEL")) && *v &&
 	    (rc = parse_int(v, "COLI_PARALLEL", 0, 16, &f->opts.parallel, err)))
 		return rc;
+	if ((v = getenv("COLI_SHARE_SESSION_PREFIXES")) && *v)
+		f->opts.share_session_prefixes = strcmp(v, "0") != 0;
 	if ((v = getenv("COLI_CACHE_DIR")) && *v)
 		f->opts.cache_dir = v;
 	if ((v = getenv("COLI_ACT_QUANT")) && *v) {
@@ -91,6 +95,12 @@ int coli_engine_flags_parse(coli_engine_flags *f, int argc, char **argv, int *i,
 		      : !strcmp(flag, "--kv-ram")   ? &f->opts.kv_ram
 		      : !strcmp(flag, "--prefill-batch") ? &f->opts.prefill_batch
 						    : NULL;
+	if (!strcmp(flag, "--share-session-prefixes") || !strcmp(flag, "--no-share-session-prefixes")) {
+		if (inline_val)
+			return coli_err_set(err, -EINVAL, "%s takes no value", flag);
+		f->opts.share_session_prefixes = flag[2] != 'n';
+		return 1;
+	}
 	if (!strcmp(flag, "--act-quant")) {
 		if (!val)
 			return coli_err_set(err, -EINVAL, "%s needs a value", flag);

@@ -34,6 +34,9 @@ typedef struct engine_slot {
 	coli_seq *seq;           /* allocated on first use */
 	int *hist;               /* (ctx) tokens held in seq */
 	int n_hist;
+	int hist_private;        /* hist came from a persisted session: not
+	                          * reusable by a stateless request unless
+	                          * opts.share_session_prefixes */
 	double last_used;        /* for choosing among idle slots */
 	/* persisted session bound to this slot (or NULL) */
 	kv_session *sess;

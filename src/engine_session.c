@@ -25,6 +25,7 @@ static void adopt(coli_engine *e, engine_slot *sl, const kv_loaded *l, int n)
 	for (int t = 0; t < n; t++)
 		sl->hist[t] = l->tokens[t];
 	sl->n_hist = n;
+	sl->hist_private = 1;
 	coli_seq_set_window(sl->seq, 0, n, NULL);
 }
 
@@ -33,6 +34,8 @@ int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_
 	if (sl->sess && !strcmp(kv_session_name(sl->sess), name))
 		return 0;
 	engine_session_unbind(e, sl);
+	/* from here on the slot's history is the session's */
+	sl->hist_private = 1;
 	/* the session may be open in another (idle) slot: hand it over */
 	for (int i = 0; i < e->n_slots; i++)
 		if (e->slots[i].sess && !strcmp(kv_session_name(e->slots[i].sess), name))

@@ -224,8 +224,17 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 		sl->n_prompt = sl->n_hist + r->n_prompt;
 	} else {
 		engine_session_unbind(e, sl);
+		/* A stateless request sees only what stateless requests left in
+		 * this slot: a session's text is visible to whoever names the
+		 * session, and to others only when the operator opted in. */
+		if (sl->hist_private && !e->opts.share_session_prefixes) {
+			coli_seq_rewind(sl->seq, 0);
+			sl->n_hist = 0;
+			sl->hist_private = 0;
+		}
 		memcpy(sl->prompt, r->prompt, sizeof(int) * (size_t)r->n_prompt);
-		engine_session_adopt_prefix(e, sl, sl->prompt, sl->n_prompt);
+		if (e->opts.share_session_prefixes)
+			engine_session_adopt_prefix(e, sl, sl->prompt, sl->n_prompt);
 	}
 	/* reuse the longest common prefix; at least one prompt token is
 	 * evaluated so there are logits to sample from */

@@ -107,7 +107,8 @@ static int a_message(json_t *m, size_t idx, srv_request *r, srv_error *e)
 				rc = a_bad(e, param, "tool_use blocks with string 'id' and 'name'");
 				goto out;
 			}
-			char *args = json_dumps(input ? input : json_object(), JSON_COMPACT);
+			/* a missing input is an empty object; no temporary json_t to leak */
+			char *args = input ? json_dumps(input, JSON_COMPACT) : strdup("{}");
 			json_array_append_new(calls, json_pack("{s:O, s:s, s:{s:O, s:s}}", "id", id,
 							       "type", "function", "function", "name", name,
 							       "arguments", args ? args : "{}"));

@@ -244,7 +244,7 @@ static void parse_tool_call_tag(const char *a, const char *b, srv_tool_call **ca
 		json_t *args = json_object_get(j, "arguments");
 		if (json_is_string(name)) {
 			char *as = json_is_string(args) ? strdup(json_string_value(args))
-				 : json_dumps(args ? args : json_object(), JSON_COMPACT);
+				 : args ? json_dumps(args, JSON_COMPACT) : strdup("{}");
 			add_call(calls, n, strdup(json_string_value(name)), as);
 		}
 		json_decref(j);

@@ -95,12 +95,22 @@ static int cache_get(coli_tokenizer *t, uint64_t hash, const char *s, size_t n, 
 	return rc;
 }
 
+/* An entry's ids and key share one allocation that starts at ids: this is
+ * the only place that frees it, so clear and free cannot disagree on which
+ * pointer owns the block (freeing the interior key pointer aborted the server). */
+static void cache_entry_free(tok_cache_entry *e)
+{
+	if (!e->key)
+		return;
+	free(e->ids);
+	e->ids = NULL;
+	e->key = NULL;
+}
+
 static void cache_clear(coli_tokenizer *t)
 {
-	for (uint32_t i = 0; t->cache && i < t->cache_cap; i++) {
-		free(t->cache[i].key);
-		t->cache[i].key = NULL;
-	}
+	for (uint32_t i = 0; t->cache && i < t->cache_cap; i++)
+		cache_entry_free(&t->cache[i]);
 	t->cache_n = 0;
 }
 
@@ -140,12 +150,10 @@ out:
 
 void tok_cache_free(coli_tokenizer *t)
 {
-	/* key points into the same block as ids, which is the allocation */
-	for (uint32_t i = 0; t->cache && i < t->cache_cap; i++)
-		if (t->cache[i].key)
-			free(t->cache[i].ids);
+	cache_clear(t);
 	free(t->cache);
 	t->cache = NULL;
+	t->cache_cap = 0;
 }
 
 int tok_bpe_word(coli_tokenizer *t, const char *s, size_t n, tok_ids *out)
