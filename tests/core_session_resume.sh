@@ -3,7 +3,9 @@
 # (resumed from disk), give exactly the tokens one uninterrupted sequence
 # gives; resumed turns report the stored tokens as cached (no prefill); a
 # stateless request whose prompt starts with a stored session's tokens
-# reuses them; a session from another model is refused and left untouched.
+# reuses them only with --share-session-prefixes (never by default: the
+# cached count would reveal the session's text); a session from another
+# model is refused and left untouched.
 set -u
 : "${COLI:?}"
 tmp=$(mktemp -d)
@@ -23,11 +25,14 @@ u2=$(gen --tokens "$hist") || exit 1
 hist="$hist,$(echo $t2 | tr ' ' ','),77"
 u3=$(gen --tokens "$hist" --stats 2>"$tmp/err_u3") || exit 1
 [ "$u3" = "$t3" ] || { echo "FAIL: turn 3 after restart '$t3' != uninterrupted '$u3'"; fail=1; }
+s3=$(gen --tokens "$hist" --stats --share-session-prefixes 2>"$tmp/err_s3") || exit 1
+[ "$s3" = "$t3" ] || { echo "FAIL: turn 3 from the shared prefix '$s3' != uninterrupted '$u3'"; fail=1; }
 # turn 2 resumed 9 stored tokens (3 prompt + 6 answer) without prefill
 grep -q "prompt 11 tokens (9 cached)" "$tmp/err2" || { echo "FAIL: turn 2 stats: $(cat "$tmp/err2")"; fail=1; }
 grep -q "prompt 18 tokens (17 cached)" "$tmp/err3" || { echo "FAIL: turn 3 stats: $(cat "$tmp/err3")"; fail=1; }
-# the stateless run above found the stored session as a prefix
-grep -q "(17 cached)" "$tmp/err_u3" || { echo "FAIL: prefix reuse: $(cat "$tmp/err_u3")"; fail=1; }
+# the stateless run did not read the stored session; the opted-in one did
+grep -q "(0 cached)" "$tmp/err_u3" || { echo "FAIL: a stateless run read a session: $(cat "$tmp/err_u3")"; fail=1; }
+grep -q "(17 cached)" "$tmp/err_s3" || { echo "FAIL: prefix reuse: $(cat "$tmp/err_s3")"; fail=1; }
 # a session of another model is refused, file untouched
 "$COLI" synth "$tmp/hf2" --preset tiny --seed 4 >/dev/null || exit 1
 "$COLI" convert "$tmp/hf2" "$tmp/m2" --quant int8 >/dev/null 2>&1 || exit 1
