@@ -17,8 +17,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 COLI_CONVERT_FAIL_AFTER_FILES=3 "$COLI" convert "$T/ck" "$T/out" >/dev/null 2>"$T/err1"
 rc=$?
 if [ -f "$T/out/manifest.json" ]; then
-	echo "SKIP: built without COLI_FAULT_INJECTION"
-	exit 77
+	. "${top_srcdir:-.}/tests/test_skip.sh"
+	test_skip "built without COLI_FAULT_INJECTION (configure --enable-fault-injection)"
 fi
 [ $rc -ne 0 ] || fail "interrupted run exited 0"
 [ -f "$T/out/.convert-state.json" ] || fail "no state file after the interruption"

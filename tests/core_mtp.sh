@@ -7,7 +7,8 @@
 set -u
 : "${COLI:?}"
 PY=${PYTHON3:-/usr/bin/python3}
-"$PY" -c 'import numpy' 2>/dev/null || { echo "SKIP: numpy missing"; exit 77; }
+. "${top_srcdir:-.}/tests/test_skip.sh"
+"$PY" -c 'import numpy' 2>/dev/null || test_skip "numpy missing"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export COLI_CACHE_DIR="$tmp/cache"

@@ -12,8 +12,9 @@ set -u
 PY=${PYTHON3:-/usr/bin/python3}
 model="$top_srcdir/data/default-model"
 fixture="$top_srcdir/data/eval/tokenizer.jsonl"
-[ -f "$model/manifest.json" ] || { echo "SKIP: no default model"; exit 77; }
-command -v "$PY" >/dev/null 2>&1 || { echo "SKIP: python3 missing"; exit 77; }
+. "${top_srcdir:-.}/tests/test_skip.sh"
+[ -f "$model/manifest.json" ] || { echo "FAIL: no default model at $model"; exit 1; }
+command -v "$PY" >/dev/null 2>&1 || test_skip "python3 missing"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 fail() { echo "FAIL: $*"; exit 1; }

@@ -1,19 +1,20 @@
 # server_common.sh - sourced by the server's shell tests: make a tiny model,
 # start `coli serve` on a free loopback port, stop it, clean up.
-# Exit 77 (skip) when a piece the test needs is not built yet.
+# A missing outside tool skips (fails in CI); a failure of our own commands fails.
+. "${top_srcdir:-.}/tests/test_skip.sh"
 
 srv_fail() { echo "FAIL: $*" >&2; exit 1; }
 
 srv_setup() {
-	[ -n "$COLI" ] && [ -x "$COLI" ] || { echo "SKIP: \$COLI not built"; exit 77; }
-	"$COLI" serve --help >/dev/null 2>&1 || { echo "SKIP: coli serve missing"; exit 77; }
-	command -v curl >/dev/null || { echo "SKIP: curl missing"; exit 77; }
+	[ -n "$COLI" ] && [ -x "$COLI" ] || srv_fail "\$COLI not built"
+	"$COLI" serve --help >/dev/null 2>&1 || srv_fail "coli serve --help failed"
+	command -v curl >/dev/null || test_skip "curl missing"
 	SRV_TMP=$(mktemp -d)
 	SRV_PIDS=
 	trap 'srv_cleanup' EXIT
 	"$COLI" synth "$SRV_TMP/hf" --preset tiny >/dev/null 2>"$SRV_TMP/synth.log" &&
 		"$COLI" convert "$SRV_TMP/hf" "$SRV_TMP/model" --quant f32 >/dev/null 2>"$SRV_TMP/convert.log" ||
-		{ echo "SKIP: cannot make the tiny model"; cat "$SRV_TMP"/*.log; exit 77; }
+		{ cat "$SRV_TMP"/*.log; srv_fail "cannot make the tiny model"; }
 	SRV_MODEL="$SRV_TMP/model"
 }
 

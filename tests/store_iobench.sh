@@ -2,7 +2,7 @@
 # store_iobench.sh - `coli iobench` on a small temporary file: four tests
 # reported in valid JSON, the temporary file removed, bad usage exits 2.
 set -u
-[ -x "${COLI:-}" ] || { echo "COLI not built; skip"; exit 77; }
+[ -x "${COLI:-}" ] || { echo "FAIL: COLI not built"; exit 1; }
 PY=${PYTHON3:-/usr/bin/python3}
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT INT TERM

@@ -9,7 +9,8 @@ set -u
 : "${COLI:?COLI must point to the built coli}"
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 PY=${PYTHON3:-/usr/bin/python3}
-"$PY" -c 'import numpy' 2>/dev/null || { echo "SKIP: python3 numpy missing"; exit 77; }
+. "${top_srcdir:-.}/tests/test_skip.sh"
+"$PY" -c 'import numpy' 2>/dev/null || test_skip "python3 numpy missing"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 fail() { echo "FAIL: $*"; exit 1; }

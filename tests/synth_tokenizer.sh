@@ -4,14 +4,15 @@
 # (@huggingface/tokenizers, tests/node) loads it, encodes a few English,
 # code and Unicode strings exactly as `coli tokenize` does, decodes them
 # back to the input, and prepends BOS (id 0) when asked for special tokens.
-# Skips (77) when node or the npm packages are not installed.
+# Skips (77) when node or the npm packages are not installed; fails in CI.
 set -u
 : "${COLI:?COLI must point to the built coli}"
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 NODE=${NODE:-node}
 nodedir="$top_srcdir/tests/node"
-command -v "$NODE" >/dev/null 2>&1 || { echo "SKIP: node missing"; exit 77; }
-[ -d "$nodedir/node_modules/@huggingface/tokenizers" ] || { echo "SKIP: npm packages not installed"; exit 77; }
+. "$top_srcdir/tests/test_skip.sh"
+command -v "$NODE" >/dev/null 2>&1 || test_skip "node missing"
+[ -d "$nodedir/node_modules/@huggingface/tokenizers" ] || test_skip "npm packages not installed (cd tests/node && npm ci)"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 fail() { echo "FAIL: $*"; exit 1; }

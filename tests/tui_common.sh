@@ -1,7 +1,9 @@
 # tui_common.sh - sourced by colitop's tmux tests: a tiny model, a private
 # tmux server (own socket, killed on exit), helpers to start colitop in a
 # pane of a fixed size, poll the screen with a bounded wait, and check the
-# pane frames for corruption. Exit 77 (skip) when tmux or a binary is missing.
+# pane frames for corruption. A missing tmux skips (fails in CI); a missing
+# binary or a failed model build fails.
+. "${top_srcdir:-.}/tests/test_skip.sh"
 
 tui_fail() {
 	echo "FAIL: $*" >&2
@@ -14,16 +16,16 @@ tui_fail() {
 }
 
 tui_setup() {
-	command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux missing"; exit 77; }
-	[ -n "$COLI" ] && [ -x "$COLI" ] || { echo "SKIP: \$COLI not built"; exit 77; }
+	command -v tmux >/dev/null 2>&1 || test_skip "tmux missing"
+	[ -n "$COLI" ] && [ -x "$COLI" ] || tui_fail "\$COLI not built"
 	COLITOP="$top_builddir/colitop"
-	[ -x "$COLITOP" ] || { echo "SKIP: colitop not built"; exit 77; }
+	[ -x "$COLITOP" ] || tui_fail "colitop not built"
 	TUI_TMP=$(mktemp -d)
 	TUI_SOCK="colitop-test-$$"
 	trap 'tui_cleanup' EXIT
 	"$COLI" synth "$TUI_TMP/hf" --preset tiny >/dev/null 2>"$TUI_TMP/synth.log" &&
 		"$COLI" convert "$TUI_TMP/hf" "$TUI_TMP/model" >/dev/null 2>"$TUI_TMP/convert.log" ||
-		{ echo "SKIP: cannot make the tiny model"; cat "$TUI_TMP"/*.log; exit 77; }
+		{ cat "$TUI_TMP"/*.log; tui_fail "cannot make the tiny model"; }
 	TUI_MODEL="$TUI_TMP/model"
 	export COLI_CACHE_DIR="$TUI_TMP/cache"
 }

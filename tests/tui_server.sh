@@ -6,7 +6,7 @@
 # line and colitop keeps running without a server.
 . "$top_srcdir/tests/tui_common.sh"
 tui_setup
-command -v curl >/dev/null 2>&1 || { echo "SKIP: curl missing"; exit 77; }
+command -v curl >/dev/null 2>&1 || test_skip "curl missing"
 
 # long enough that the chat is still generating when curl asks
 N=3000

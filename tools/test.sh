@@ -1,23 +1,42 @@
 #!/bin/bash
-# The whole test suite from scratch: install dependencies, build warning-free
-# (-Werror), run `make check`, run it again under ASan+UBSan, run the fuzzer
-# for a bounded time, and check `make distcheck`. Results are summarised by
-# tools/summarize-tests.sh.
+# The whole test suite from scratch: install dependencies (Debian packages,
+# then the npm packages of tests/node), build warning-free (-Werror), run
+# `make check`, run it again under ASan+UBSan, run the fuzzers for a bounded
+# time, and check `make distcheck`. Results are summarised per configuration
+# by tools/summarize-tests.sh; a failed install, build or distcheck counts
+# as a failure in the last line ("N passed, N failed, N skipped").
 set -u
 cd "$(dirname "$0")/.."
 top=$(pwd)
-./tools/install-deps.sh || exit 1
-if [ -f tests/node/package.json ]; then
-	(cd tests/node && npm ci --no-audit --no-fund --loglevel=error) || exit 1
-fi
-./autogen.sh >/dev/null 2>&1 || { echo "autogen failed"; exit 1; }
+mkdir -p build
+stages="$top/build/stages.txt"
+: >"$stages"
+stage() { # NAME STATUS
+	if [ "$2" = 0 ]; then echo "$1 ok" >>"$stages"; else echo "$1 failed" >>"$stages"; fi
+}
+finish() {
+	./tools/summarize-tests.sh "$stages" release=build/release asan=build/asan fuzz=build/fuzz
+	grep -q failed "$stages" && exit 1
+	exit "$status"
+}
 status=0
+./tools/install-deps.sh; rc=$?; stage install-deps $rc
+[ $rc = 0 ] || finish
+if [ -f tests/node/package.json ]; then
+	(cd tests/node && npm ci --no-audit --no-fund --loglevel=error); rc=$?; stage npm-ci $rc
+	[ $rc = 0 ] || finish
+fi
+./autogen.sh >/dev/null 2>&1; rc=$?; stage autogen $rc
+[ $rc = 0 ] || finish
 jobs=$(nproc)
 
 run_build() { # name configure-flags...
 	local name=$1; shift
 	rm -rf "build/$name"; mkdir -p "build/$name"
-	(cd "build/$name" && "$top/configure" -q "$@" && make -s -j"$jobs") || { echo "build $name failed"; return 1; }
+	(cd "build/$name" && "$top/configure" -q "$@" && make -s -j"$jobs")
+	local rc=$?
+	stage "build-$name" $rc
+	[ $rc = 0 ] || { echo "build $name failed"; return 1; }
 	(cd "build/$name" && make -s -j"$jobs" check) || return 1
 }
 
@@ -27,7 +46,12 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 if [ -x tests/fuzz/run-fuzz.sh ]; then
 	tests/fuzz/run-fuzz.sh "$top/build/fuzz" || status=1
 fi
-(cd build/release && make -s distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror >distcheck.log 2>&1) \
-	|| { echo "distcheck failed (see build/release/distcheck.log)"; tail -30 build/release/distcheck.log; status=1; }
-./tools/summarize-tests.sh build/release build/asan build/fuzz
-exit $status
+if [ -f build/release/Makefile ]; then
+	(cd build/release && make -s distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror >distcheck.log 2>&1)
+	rc=$?
+else
+	rc=1
+fi
+stage distcheck $rc
+[ $rc = 0 ] || { echo "distcheck failed (see build/release/distcheck.log)"; tail -30 build/release/distcheck.log 2>/dev/null; status=1; }
+finish

@@ -22,6 +22,11 @@ result() { # PASS|FAIL|SKIP
 }
 
 if ! command -v "$CLANG" >/dev/null 2>&1; then
+	if [ "${CI:-}" = true ]; then
+		echo "run-fuzz: $CLANG not found; failing (CI=true: the fuzzers must run)" | tee "$log"
+		result FAIL
+		exit 1
+	fi
 	echo "run-fuzz: $CLANG not found; skipped" | tee "$log"
 	result SKIP
 	exit 0
