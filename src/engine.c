@@ -157,8 +157,9 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
-/* Slots: as many as asked, but by default only while their KV caches stay
- * within a quarter of available memory. */
+/* Slots: as many as asked (at most ENGINE_MAX_SLOTS); by default up to 4,
+ * and only as many as keep their KV rows in RAM (--kv-ram per slot) within
+ * a fixed 1 GiB. */
 static int slot_count(const coli_engine *e)
 {
 	if (e->opts.parallel > 0)

@@ -38,32 +38,12 @@
 #include <unistd.h>
 
 #include "coli_log.h"
+#include "crc32c.h"
 
 #define HEAT_HALF_LIFE 2048.0 /* tokens; long: the pinned set is the long-term favourites */
 #define HEAT_MAGIC "COLIHEAT"
 #define HEAT_VERSION 1
 #define HEAT_HDR 96
-
-uint32_t store_crc32c(uint32_t crc, const void *buf, size_t len)
-{
-	static uint32_t table[256];
-	static int ready;
-	if (!ready) {
-		/* Benign if two threads build it at once: same values. */
-		for (uint32_t i = 0; i < 256; i++) {
-			uint32_t c = i;
-			for (int k = 0; k < 8; k++)
-				c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-			table[i] = c;
-		}
-		ready = 1;
-	}
-	const uint8_t *p = buf;
-	crc = ~crc;
-	while (len--)
-		crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}
 
 int store_heat_init(expert_store *s, coli_err *err)
 {
@@ -213,7 +193,7 @@ int store_heat_save(expert_store *s, coli_err *err)
 			float h = store_heat_now(s, l, e);
 			memcpy(b + HEAT_HDR + 4 * ((size_t)l * (size_t)s->n_experts + (size_t)e), &h, 4);
 		}
-	uint32_t crc = store_crc32c(0, b, size - 4);
+	uint32_t crc = crc32c_update(0, b, size - 4);
 	memcpy(b + size - 4, &crc, 4);
 	mkdir(s->o.heat_dir, 0777); /* CACHE_DIR/hot-experts may not exist yet */
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -290,7 +270,7 @@ int store_heat_load(expert_store *s)
 		goto out;
 	}
 	memcpy(&crc, b + size - 4, 4);
-	if (crc != store_crc32c(0, b, size - 4)) {
+	if (crc != crc32c_update(0, b, size - 4)) {
 		coli_warn("expert store: %s fails its checksum; ignored", path);
 		goto out;
 	}

@@ -178,7 +178,6 @@ int store_heat_choose(expert_store *s);
 int store_heat_ranked(const expert_store *s, int32_t *ids, int max);
 int store_heat_save(expert_store *s, coli_err *err);
 int store_heat_load(expert_store *s);
-uint32_t store_crc32c(uint32_t crc, const void *buf, size_t len);
 
 /* expert_store_opts.c */
 int store_budget_resolve(const coli_container *c, const expert_store_opts *o,

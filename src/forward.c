@@ -382,7 +382,7 @@ int coli_forward_seqs(coli_model *m, coli_state *s, coli_seq *const *seqs, const
 	const coli_config *c = &m->cfg;
 	const int H = c->hidden_size;
 	if (n <= 0 || n > s->max_batch)
-		return coli_err_set(err, -EINVAL, "batch of %d sequences (at most %d)", n, s->max_batch);
+		return coli_err_set(err, -EINVAL, "batch of %d sequences: the state was sized for at most %d rows per step (its max_batch)", n, s->max_batch);
 	for (int b = 0; b < n; b++) {
 		const coli_seq *q = seqs[b];
 		if (q->pos - q->base + 1 > q->cap || q->pos + 1 > s->cap)
@@ -416,7 +416,7 @@ int coli_forward_mtp(coli_model *m, coli_state *s, coli_seq *q, const float *hid
 	if (!m->n_mtp)
 		return coli_err_set(err, -ENOTSUP, "the MTP module is not loaded (--mtp)");
 	if (n <= 0 || n > s->max_batch)
-		return coli_err_set(err, -EINVAL, "MTP batch of %d rows (at most %d)", n, s->max_batch);
+		return coli_err_set(err, -EINVAL, "MTP batch of %d rows: the state was sized for at most %d rows per step (its max_batch)", n, s->max_batch);
 	if (q->base > 0)
 		return coli_err_set(err, -ENOTSUP, "MTP drafts need the whole context in RAM");
 	if (q->mtp_pos + n > q->cap || q->mtp_pos + n > s->cap)

@@ -132,7 +132,6 @@ void coli_seq_free(coli_seq *q);
 int coli_seq_pos(const coli_seq *q);
 int coli_seq_capacity(const coli_seq *q);
 void coli_seq_rewind(coli_seq *q, int n);
-void coli_seq_set_pos(coli_seq *q, int pos);
 /* (capacity, kv_lora+rope) rows of one layer in RAM: row r holds position
  * base + r, valid for base + r < pos. */
 float *coli_seq_kv(coli_seq *q, int layer);
@@ -159,11 +158,6 @@ int coli_state_pos(const coli_state *s);        /* tokens in the KV cache */
 int coli_state_capacity(const coli_state *s);
 /* Forget everything after n tokens (n <= pos). */
 void coli_state_rewind(coli_state *s, int n);
-/* The compressed KV rows of one layer: (capacity, kv_lora+rope), row t
- * valid for t < pos. Used to persist and restore sessions. */
-float *coli_state_kv(coli_state *s, int layer);
-/* Set pos after KV rows were restored from a session. */
-void coli_state_set_pos(coli_state *s, int pos);
 const coli_routing *coli_state_routing(const coli_state *s);
 /* The state's own sequence (what coli_forward appends to). */
 coli_seq *coli_state_seq(coli_state *s);

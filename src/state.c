@@ -96,12 +96,6 @@ void coli_seq_rewind(coli_seq *q, int n)
 	}
 }
 
-void coli_seq_set_pos(coli_seq *q, int pos)
-{
-	if (pos >= q->base && pos - q->base <= q->cap)
-		q->pos = pos;
-}
-
 int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state **out,
 		   coli_err *err)
 {
@@ -224,7 +218,6 @@ void coli_state_free(coli_state *s)
 
 int coli_state_pos(const coli_state *s) { return s->own->pos; }
 int coli_state_capacity(const coli_state *s) { return s->own->cap; }
-float *coli_state_kv(coli_state *s, int layer) { return s->own->kv[layer]; }
 coli_seq *coli_state_seq(coli_state *s) { return s->own; }
 const coli_routing *coli_state_routing(const coli_state *s) { return &s->routing; }
 const coli_timing *coli_state_timing(const coli_state *s) { return &s->timing; }
@@ -238,7 +231,3 @@ void coli_state_rewind(coli_state *s, int n)
 	coli_seq_rewind(s->own, n);
 }
 
-void coli_state_set_pos(coli_state *s, int pos)
-{
-	coli_seq_set_pos(s->own, pos);
-}
