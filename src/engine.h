@@ -53,6 +53,11 @@ typedef struct coli_gen_params {
 	const char *const *stop;   /* NULL-terminated stop strings (copied) */
 	const char *session;       /* KV session name to continue, or NULL */
 	int ignore_eos;
+	int cancel_when_stalled;   /* when the reader stops taking events and the
+	                            * request's buffer is full: 1 = cancel it (a
+	                            * network client; other slots keep going),
+	                            * 0 = the engine waits (the only reader, e.g.
+	                            * a CLI writing into a paused pipe) */
 } coli_gen_params;
 
 void coli_gen_params_default(coli_gen_params *p);

@@ -95,9 +95,17 @@ void engine_request_push_text(coli_request *r, int token, const char *text, size
 			r->count++;
 			break;
 		}
+		if (r->params.cancel_when_stalled) {
+			/* The reader stopped: waiting would stall every slot, so
+			 * the request is cancelled and the text dropped; the
+			 * engine ends it at its next step. */
+			atomic_store(&r->overflowed, 1);
+			atomic_store(&r->cancelled, 1);
+			break;
+		}
 		if (atomic_load(&r->cancelled))
 			break;
-		/* consumer is far behind: wait for it (or for cancellation) */
+		/* the only reader is behind: wait for it (or for cancellation) */
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 50 * 1000000;

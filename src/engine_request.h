@@ -2,8 +2,12 @@
  *
  * The channel is a fixed ring allocated at admission: the engine thread
  * pushes, one consumer thread pops. When the consumer falls behind, text is
- * merged into the newest unread TEXT event; only when that is full too does
- * the engine wait (bounded by cancellation). */
+ * merged into the newest unread TEXT event. When that is full too (about
+ * COLI_REQ_RING events plus one event's text unread), the consumer has
+ * stopped reading: a request with params.cancel_when_stalled is cancelled
+ * (`overflowed` set) so one stalled network client never stalls the other
+ * slots; otherwise the engine waits for its reader (bounded by
+ * cancellation). */
 #ifndef COLI_ENGINE_REQUEST_H
 #define COLI_ENGINE_REQUEST_H
 
@@ -18,6 +22,7 @@
 struct coli_request {
 	atomic_int refs;               /* engine + client */
 	atomic_int cancelled;
+	atomic_int overflowed;         /* cancelled because the consumer stopped reading */
 	int *prompt;
 	int n_prompt;
 	coli_gen_params params;

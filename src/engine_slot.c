@@ -116,6 +116,8 @@ static int slot_eval(coli_engine *e, engine_slot *sl, const int *toks, int n, fl
 void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, int code, const char *msg)
 {
 	coli_request *r = sl->req;
+	if (reason == COLI_FINISH_CANCELLED && atomic_load(&r->overflowed))
+		coli_warn("request cancelled after %d tokens: its reader stopped taking them", sl->produced);
 	if (sl->sess) {
 		/* the last sampled token has no KV yet: evaluate it so the stored
 		 * history is what an uninterrupted process would hold */

@@ -11,5 +11,10 @@ TESTS += tests/core_placement.sh tests/core_session_resume.sh tests/core_doctor.
 	tests/core_parallel.sh tests/core_long_context.sh tests/core_mtp.sh
 EXTRA_DIST += tests/test_skip.sh tests/tools_summary.sh
 TESTS += tests/tools_summary.sh
+check_PROGRAMS += tests/core_stalled_client
+tests_core_stalled_client_SOURCES = tests/core_stalled_client.c
+tests_core_stalled_client_LDADD = libcoli.a $(COLI_LIBS)
+TESTS += tests/core_stalled_client.sh
+EXTRA_DIST += tests/core_stalled_client.sh
 EXTRA_DIST += tests/core_placement.sh tests/core_session_resume.sh tests/core_doctor.sh tests/core_batch.sh \
 	tests/core_parallel.sh tests/core_long_context.sh tests/core_mtp.sh
