@@ -335,6 +335,10 @@ int coli_engine_submit(coli_engine *e, const int *prompt, int n_prompt, const co
 		if (prompt[i] < 0 || prompt[i] >= V)
 			return coli_err_set(err, -EINVAL, "token id %d is outside the vocabulary (0..%d)",
 					    prompt[i], V - 1);
+	for (int i = 0; i < p->n_bias; i++)
+		if (p->bias_ids[i] < 0 || p->bias_ids[i] >= V)
+			return coli_err_set(err, -ERANGE, "logit_bias: token id %d is outside the vocabulary "
+					    "(0..%d)", p->bias_ids[i], V - 1);
 	coli_request *r;
 	int rc = engine_request_new(prompt, n_prompt, p, &r, err);
 	if (rc)

@@ -58,6 +58,11 @@ typedef struct coli_gen_params {
 	                            * network client; other slots keep going),
 	                            * 0 = the engine waits (the only reader, e.g.
 	                            * a CLI writing into a paused pipe) */
+	/* OpenAI logit_bias: bias[i] is added to the logit of token bias_ids[i]
+	 * before every sampling step (greedy included); copied at submit. */
+	const int *bias_ids;
+	const float *bias;
+	int n_bias;
 } coli_gen_params;
 
 void coli_gen_params_default(coli_gen_params *p);
@@ -99,7 +104,8 @@ const char *coli_engine_cache_dir(const coli_engine *e);
 int coli_engine_slots(const coli_engine *e);
 
 /* Submit prompt token ids (copied). -EBUSY when the queue is full,
- * -E2BIG (context_length_exceeded) when prompt + 1 exceeds the context. */
+ * -E2BIG (context_length_exceeded) when prompt + 1 exceeds the context,
+ * -ERANGE when a logit_bias token id is outside the vocabulary. */
 int coli_engine_submit(coli_engine *e, const int *prompt, int n_prompt,
 		       const coli_gen_params *p, coli_request **out, coli_err *err);
 /* Wait up to timeout_ms (-1 = forever) for the next event. Returns 1 when

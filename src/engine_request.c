@@ -40,6 +40,20 @@ int engine_request_new(const int *prompt, int n, const coli_gen_params *p, coli_
 	if (p->session && !(r->session = strdup(p->session)))
 		goto oom;
 	r->params.session = r->session;
+	r->params.bias_ids = NULL;
+	r->params.bias = NULL;
+	r->params.n_bias = 0;
+	if (p->n_bias > 0) {
+		r->bias_ids = malloc(sizeof(int) * (size_t)p->n_bias);
+		r->bias = malloc(sizeof(float) * (size_t)p->n_bias);
+		if (!r->bias_ids || !r->bias)
+			goto oom;
+		memcpy(r->bias_ids, p->bias_ids, sizeof(int) * (size_t)p->n_bias);
+		memcpy(r->bias, p->bias, sizeof(float) * (size_t)p->n_bias);
+		r->params.bias_ids = r->bias_ids;
+		r->params.bias = r->bias;
+		r->params.n_bias = p->n_bias;
+	}
 	atomic_init(&r->refs, 2);
 	atomic_init(&r->cancelled, 0);
 	pthread_mutex_init(&r->lock, NULL);
@@ -50,6 +64,9 @@ int engine_request_new(const int *prompt, int n, const coli_gen_params *p, coli_
 oom:
 	for (int i = 0; i < COLI_MAX_STOP; i++)
 		free(r->stop[i]);
+	free(r->session);
+	free(r->bias_ids);
+	free(r->bias);
 	free(r->prompt);
 	free(r);
 	return coli_err_set(err, -ENOMEM, "out of memory");
@@ -64,6 +81,8 @@ void engine_request_unref(coli_request *r)
 	for (int i = 0; i < COLI_MAX_STOP; i++)
 		free(r->stop[i]);
 	free(r->session);
+	free(r->bias_ids);
+	free(r->bias);
 	free(r->prompt);
 	free(r);
 }

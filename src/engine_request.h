@@ -28,6 +28,8 @@ struct coli_request {
 	coli_gen_params params;
 	char *stop[COLI_MAX_STOP + 1]; /* owned copies, NULL-terminated */
 	char *session;                 /* owned copy or NULL */
+	int *bias_ids;                 /* owned copies of params.bias_ids/bias */
+	float *bias;
 	double submit_time;            /* seconds, CLOCK_MONOTONIC */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

@@ -157,6 +157,9 @@ static int slot_take_token(coli_engine *e, engine_slot *sl)
 {
 	coli_request *r = sl->req;
 	const coli_gen_params *p = &r->params;
+	/* logit_bias: sl->logits is this step's private copy */
+	for (int i = 0; i < p->n_bias; i++)
+		sl->logits[p->bias_ids[i]] += p->bias[i];
 	int tok = coli_sampler_sample(&sl->sampler, sl->logits);
 	if (sl->produced == 0) {
 		sl->t_first = engine_now();

@@ -29,6 +29,10 @@ typedef struct coli_server_opts {
 	size_t max_body;           /* request body limit in bytes; 0 = 4 MiB */
 	int timeout_s;             /* idle connection timeout (slow clients); 0 = 30 */
 	int max_connections;       /* 0 = 64 */
+	/* On stop, in-flight requests get this long to finish before they are
+	 * cut short (each with a final error event, or a 503). */
+	int shutdown_grace_ms;     /* default 5000; 0 = none */
+	int ignore_eos;            /* generate to max_tokens (benchmarks, tests) */
 	const char *model_dir;     /* for the accepted model aliases; may be NULL */
 	/* Expert-store telemetry for /metrics; NULL = the engine's own
 	 * (coli_engine_expert_stats). */
@@ -47,7 +51,16 @@ int coli_server_port(const coli_server *s);
 /* 1 when host is a loopback address (127.0.0.0/8, ::1) or "localhost":
  * binding elsewhere without an API key deserves a warning. */
 int coli_server_host_is_loopback(const char *host);
-/* Stop accepting, cancel in-flight requests, join the threads, free. NULL ok. */
+/* Stop accepting connections; new requests on open connections answer 503
+ * (/health included, so balancers move away). Idempotent; coli_server_stop
+ * does it too. */
+void coli_server_quiesce(coli_server *s);
+/* Requests between their headers and the end of their response. */
+int coli_server_in_flight(const coli_server *s);
+/* Drain and stop: quiesce, give in-flight requests the shutdown grace, then
+ * stop the rest (a stream ends with an error event and [DONE], a waiting
+ * client gets 503), let those answers go out (bounded), join the threads,
+ * free. NULL ok. */
 void coli_server_stop(coli_server *s);
 
 #endif

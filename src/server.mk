@@ -23,8 +23,10 @@ tests_server_test_gen_LDADD = libcoli.a $(COLI_LIBS)
 # curl bad-input battery, and the official SDKs (npm openai,
 # @anthropic-ai/sdk from tests/node) plus a Python httpx client.
 # tests/server_load.py is a manual benchmark, not part of the suite.
-TESTS += tests/server_badinput.sh tests/server_sdk.sh tests/server_hardening.sh
+TESTS += tests/server_badinput.sh tests/server_sdk.sh tests/server_hardening.sh \
+	tests/server_protocol.sh tests/server_signals.sh
 EXTRA_DIST += tests/server_badinput.sh tests/server_sdk.sh tests/server_hardening.sh tests/server_common.sh \
+	tests/server_protocol.sh tests/server_protocol_cases.py tests/server_signals.sh tests/server_signals_clients.py \
 	tests/server_sdk.js tests/server_compare.py tests/server_load.py
 
 man_MANS += man/coli-serve.1

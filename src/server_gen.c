@@ -3,10 +3,11 @@
  * client is gone.
  *
  * libmicrohttpd only notices a vanished client when it next writes, which
- * for a long prefill or a non-streamed answer can be minutes away. So while
- * waiting for the engine we also look at the socket ourselves (POLLRDHUP
- * every 50 ms) and cancel the request, which the engine honours within one
- * step. The request-completed callback cancels too (server_http.c). */
+ * for a long prefill or a non-streamed answer can be minutes away. So
+ * before each wait for the engine (at least every 50 ms, and after every
+ * token) we look at the socket ourselves (POLLRDHUP) and cancel the
+ * request, which the engine honours within one step. Freeing the
+ * generation cancels too (the response's free callback, server_handlers.c). */
 #include "config.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include "server_internal.h"
 
 #define WAIT_MS 50
+#define SHUTDOWN_WAIT_MS 5000
 
 static int peer_gone(int fd)
 {
@@ -31,7 +33,7 @@ static int peer_gone(int fd)
 }
 
 int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
-		  const srv_request *r, int fd, atomic_int *stopping, srv_error *e)
+		  const srv_request *r, int ignore_eos, int fd, atomic_int *stopping, srv_error *e)
 {
 	memset(g, 0, sizeof *g);
 	g->fd = fd;
@@ -48,11 +50,18 @@ int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
 	p.top_p = (float)r->top_p;
 	if (r->has_seed)
 		p.seed = r->seed;
+	p.ignore_eos = ignore_eos;
+	p.bias_ids = r->bias_ids;
+	p.bias = r->bias;
+	p.n_bias = r->n_bias;
 	coli_err cerr = { 0 };
 	int rc = coli_engine_submit(eng, ids, n_ids, &p, &g->req, &cerr);
 	if (rc == -EBUSY)
 		return srv_fail(e, 503, "server_error", "queue_full", NULL,
 				"the request queue is full; retry later");
+	if (rc == -ERANGE)
+		return srv_fail(e, 400, "invalid_request_error", "invalid_value", "logit_bias", "%s",
+				cerr.msg);
 	if (rc == -E2BIG)
 		return srv_fail(e, 400, "invalid_request_error", "context_length_exceeded", "messages",
 				"%s", cerr.msg[0] ? cerr.msg : "the prompt exceeds the context length");
@@ -62,26 +71,40 @@ int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
 	return 0;
 }
 
-/* Wait for the next engine event; -1 when the client left or we stop,
- * 1 when keepalive_ms passed without one. */
+/* Wait for the next engine event; -1 when the client left, 1 when
+ * keepalive_ms passed without one. The socket is checked before every wait,
+ * not only after a quiet spell: a steady flow of tokens must not hide a
+ * client that left (the engine then stops within one step).
+ *
+ * When the server stops, the request is cancelled but its events are still
+ * read up to the engine's DONE (the engine honours a cancel within one
+ * step), so the client gets a proper final event or status; a stuck engine
+ * is given up on after SHUTDOWN_WAIT_MS. */
 static int wait_event(srv_gen *g, coli_event *ev)
 {
 	int waited = 0;
 	for (;;) {
-		if (g->stopping && atomic_load(g->stopping)) {
+		if (g->stopping && atomic_load(g->stopping) && !g->shutdown) {
 			coli_request_cancel(g->req);
-			g->gone = 1;
-			return -1;
+			g->shutdown = 1;
+			g->keepalive_ms = 0;
+			waited = 0;
 		}
-		if (coli_request_next(g->req, ev, WAIT_MS) == 1)
-			return 0;
 		if (peer_gone(g->fd)) {
 			coli_debug("server: client went away; cancelling its request");
 			coli_request_cancel(g->req);
 			g->gone = 1;
 			return -1;
 		}
+		if (coli_request_next(g->req, ev, WAIT_MS) == 1)
+			return 0;
 		waited += WAIT_MS;
+		if (g->shutdown && waited >= SHUTDOWN_WAIT_MS) {
+			memset(ev, 0, sizeof *ev);
+			ev->kind = COLI_EV_DONE;
+			ev->finish = COLI_FINISH_CANCELLED;
+			return 0;
+		}
 		if (g->keepalive_ms > 0 && waited >= g->keepalive_ms)
 			return 1;
 	}
@@ -116,7 +139,9 @@ static void finish_from_done(srv_gen *g, const coli_event *ev, srv_buf *out)
 	srv_stopper_flush(&g->st, out);
 	switch (ev->finish) {
 	case COLI_FINISH_LENGTH: g->finish = SRV_FINISH_LENGTH; break;
-	case COLI_FINISH_CANCELLED: g->finish = SRV_FINISH_CANCELLED; break;
+	case COLI_FINISH_CANCELLED:
+		g->finish = g->shutdown ? SRV_FINISH_SHUTDOWN : SRV_FINISH_CANCELLED;
+		break;
 	case COLI_FINISH_ERROR: g->finish = SRV_FINISH_ERROR; break;
 	default: g->finish = SRV_FINISH_STOP;
 	}

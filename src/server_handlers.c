@@ -130,6 +130,8 @@ static int client_fd(struct MHD_Connection *c)
 	return ci ? ci->connect_fd : -1;
 }
 
+#define SHUTDOWN_MSG "the server is shutting down; the request was stopped"
+
 /* ---- streaming ---- */
 
 enum { PH_HEAD = 0, PH_GEN, PH_TAIL, PH_END };
@@ -149,6 +151,17 @@ static void stream_tail(srv_stream *st)
 {
 	srv_result res;
 	srv_gen_result(&st->gen, &st->req, "", 0, &res);
+	if (st->gen.finish == SRV_FINISH_SHUTDOWN) {
+		/* the stream ends with an error event the SDKs raise, not a
+		 * silent cut they would take for a network failure */
+		if (st->anthropic)
+			srv_anthropic_ev_error(&st->out, "overloaded_error", SHUTDOWN_MSG);
+		else {
+			srv_openai_chunk_error(&st->out, "server_error", SHUTDOWN_MSG);
+			srv_sse_done(&st->out);
+		}
+		return;
+	}
 	if (st->gen.finish == SRV_FINISH_ERROR) {
 		if (st->anthropic)
 			srv_anthropic_ev_error(&st->out, "api_error", st->gen.errmsg);
@@ -287,6 +300,10 @@ static int answer_whole(coli_server *s, struct MHD_Connection *c, srv_conn *cc, 
 	if (rc < 0) {
 		atomic_fetch_add(&s->metrics.cancelled, 1);
 		ret = MHD_NO;   /* client gone or stopping: nobody to answer */
+	} else if (st->gen.finish == SRV_FINISH_SHUTDOWN) {
+		srv_error e;
+		srv_fail(&e, 503, "server_error", "shutting_down", NULL, SHUTDOWN_MSG);
+		ret = srv_respond_error(s, c, cc, &e);
 	} else if (st->gen.finish == SRV_FINISH_ERROR) {
 		srv_error e;
 		srv_fail(&e, 500, "server_error", NULL, NULL, "generation failed: %s", st->gen.errmsg);
@@ -355,9 +372,12 @@ int srv_handle_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
 		    cc->anthropic ? "msg_" : cc->route == SRV_ROUTE_CHAT ? "chatcmpl-" : "cmpl-");
 	st->ctx.created = (long long)time(NULL);
 	st->ctx.chat = cc->route == SRV_ROUTE_CHAT;
-	snprintf(st->ctx.model, sizeof st->ctx.model, "%.255s",
-		 cc->anthropic && st->req.model ? st->req.model : s->model_id);
-	if (srv_gen_start(&st->gen, s->eng, ids, n_ids, &st->req, client_fd(c), &s->stopping, &e)) {
+	/* Anthropic echoes the client's model name: cut on a character
+	 * boundary, or every event of the stream would fail to encode */
+	const char *mname = cc->anthropic && st->req.model ? st->req.model : s->model_id;
+	srv_utf8_copy(st->ctx.model, sizeof st->ctx.model, mname, strlen(mname));
+	if (srv_gen_start(&st->gen, s->eng, ids, n_ids, &st->req, s->ignore_eos, client_fd(c),
+			  &s->stopping, &e)) {
 		if (e.status == 503)
 			atomic_fetch_add(&s->metrics.rejected_busy, 1);
 		goto fail;

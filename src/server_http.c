@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -42,6 +43,7 @@ void coli_server_opts_default(coli_server_opts *o)
 	o->port = 8080;
 	o->max_body = DEFAULT_MAX_BODY;
 	o->timeout_s = 30;
+	o->shutdown_grace_ms = 5000;
 	o->max_connections = 64;
 }
 
@@ -91,7 +93,7 @@ int srv_respond(coli_server *s, struct MHD_Connection *c, srv_conn *cc, int stat
 
 int srv_respond_error(coli_server *s, struct MHD_Connection *c, srv_conn *cc, const srv_error *e)
 {
-	if (e->status >= 500)
+	if (e->status >= 500 && e->status != 503)   /* 503: busy or stopping, by design */
 		coli_warn("server: %d %s", e->status, e->message);
 	else
 		coli_debug("server: %d %s", e->status, e->message);
@@ -191,6 +193,105 @@ static int content_type_ok(struct MHD_Connection *c)
 	       !strncasecmp(ct, "application/x-www-form-urlencoded", 33);
 }
 
+/* Framing headers libmicrohttpd accepts but we must not: a body whose
+ * length two headers disagree on (request smuggling through a proxy), a
+ * Transfer-Encoding other than chunked (MHD would wait for a body it cannot
+ * delimit until the idle timeout), both at once, or a length that is not a
+ * number. Returns 0 or fills e. */
+typedef struct framing {
+	int n_cl, cl_conflict, cl_bad, n_te;
+	char cl[32];
+	int te_ok;
+} framing;
+
+static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				      const char *value)
+{
+	framing *f = cls;
+	(void)kind;
+	if (!value)
+		value = "";
+	if (!strcasecmp(key, "Content-Length")) {
+		const char *p = value;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		size_t n = strspn(p, "0123456789");
+		const char *q = p + n;
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if (!n || *q || n >= sizeof f->cl)
+			f->cl_bad = 1;
+		else if (f->n_cl && (strlen(f->cl) != n || strncmp(f->cl, p, n)))
+			f->cl_conflict = 1;
+		else
+			snprintf(f->cl, sizeof f->cl, "%.*s", (int)n, p);
+		f->n_cl++;
+	} else if (!strcasecmp(key, "Transfer-Encoding")) {
+		const char *p = value;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		size_t n = strlen(p);
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		f->te_ok = f->n_te == 0 && n == 7 && !strncasecmp(p, "chunked", 7);
+		f->n_te++;
+	}
+	return MHD_YES;
+}
+
+static int framing_check(struct MHD_Connection *c, srv_error *e)
+{
+	framing f = { 0 };
+	MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
+	if (f.cl_bad)
+		return srv_fail(e, 400, "invalid_request_error", "invalid_content_length", NULL,
+				"Content-Length must be a decimal number");
+	if (f.cl_conflict)
+		return srv_fail(e, 400, "invalid_request_error", "invalid_content_length", NULL,
+				"conflicting Content-Length headers");
+	if (f.n_te && !f.te_ok)
+		return srv_fail(e, 400, "invalid_request_error", "unsupported_transfer_encoding", NULL,
+				"unsupported Transfer-Encoding (only 'chunked' is accepted)");
+	if (f.n_te && f.n_cl)
+		return srv_fail(e, 400, "invalid_request_error", "invalid_content_length", NULL,
+				"Content-Length and Transfer-Encoding must not both be sent");
+	return 0;
+}
+
+static int hexval(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decoding of the URL and query (in place), except %00: MHD's own
+ * decoder turns it into a NUL that silently cuts the path
+ * ("/health%00/../x" routed as "/health"); kept literal, such a path is
+ * simply unknown (404). */
+static size_t url_unescape(void *cls, struct MHD_Connection *c, char *str)
+{
+	(void)cls;
+	(void)c;
+	char *w = str;
+	for (const char *r = str; *r;) {
+		int hi, lo;
+		if (r[0] == '%' && (hi = hexval((unsigned char)r[1])) >= 0 &&
+		    (lo = hexval((unsigned char)r[2])) >= 0 && (hi | lo)) {
+			*w++ = (char)(hi * 16 + lo);
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+	return (size_t)(w - str);
+}
+
 static enum MHD_Result first_call(coli_server *s, struct MHD_Connection *c, srv_conn *cc,
 				  const char *url, const char *method)
 {
@@ -198,6 +299,12 @@ static enum MHD_Result first_call(coli_server *s, struct MHD_Connection *c, srv_
 	int post = 0;
 	cc->route = route_of(url, cc, &post);
 	cc->anthropic = cc->route == SRV_ROUTE_MESSAGES || cc->route == SRV_ROUTE_COUNT_TOKENS;
+	if (framing_check(c, &e))
+		return (enum MHD_Result)srv_respond_error(s, c, cc, &e);
+	if (atomic_load(&s->draining)) {
+		srv_fail(&e, 503, "server_error", "shutting_down", NULL, "the server is shutting down");
+		return (enum MHD_Result)srv_respond_error(s, c, cc, &e);
+	}
 	if (!strcmp(method, "OPTIONS"))
 		return (enum MHD_Result)preflight(s, c, cc);
 	if (cc->route < 0) {
@@ -229,10 +336,9 @@ static enum MHD_Result first_call(coli_server *s, struct MHD_Connection *c, srv_
 	}
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 	if (cl) {
-		char *end;
-		errno = 0;
-		unsigned long long n = strtoull(cl, &end, 10);
-		if (errno || end == cl || n > s->max_body) {
+		/* digits only (framing_check); an overflow saturates to ULLONG_MAX */
+		unsigned long long n = strtoull(cl, NULL, 10);
+		if (n > s->max_body) {
 			srv_fail(&e, 413, "invalid_request_error", "request_too_large", NULL,
 				 "request body exceeds %zu bytes", s->max_body);
 			return (enum MHD_Result)srv_respond_error(s, c, cc, &e);
@@ -253,6 +359,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (!cc)
 			return MHD_NO;
 		*con_cls = cc;
+		atomic_fetch_add(&s->open_reqs, 1);
 		return first_call(s, c, cc, url, method);
 	}
 	if (cc->done) {
@@ -295,7 +402,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
-	(void)cls;
+	coli_server *s = cls;
 	(void)c;
 	srv_conn *cc = *con_cls;
 	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
@@ -303,6 +410,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (cc) {
 		srv_buf_free(&cc->body);
 		free(cc);
+		atomic_fetch_sub(&s->open_reqs, 1);
 	}
 	*con_cls = NULL;
 }
@@ -349,6 +457,8 @@ int coli_server_start(coli_engine *eng, const coli_server_opts *o, coli_server *
 	s->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
 	s->timeout_s = o->timeout_s > 0 ? o->timeout_s : 30;
 	s->max_connections = o->max_connections > 0 ? o->max_connections : 64;
+	s->grace_ms = o->shutdown_grace_ms > 0 ? o->shutdown_grace_ms : 0;
+	s->ignore_eos = o->ignore_eos;
 	s->xstats = o->expert_stats ? o->expert_stats : coli_engine_expert_stats(eng);
 	s->started = (long long)time(NULL);
 	if (o->api_key && *o->api_key && !(s->api_key = strdup(o->api_key))) {
@@ -378,8 +488,9 @@ int coli_server_start(coli_engine *eng, const coli_server_opts *o, coli_server *
 		coli_server_stop(s);
 		return rc;
 	}
+	/* ITC: needed to stop accepting (MHD_quiesce_daemon) while draining */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-			 MHD_USE_ERROR_LOG;
+			 MHD_USE_ERROR_LOG | MHD_USE_ITC;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
@@ -389,6 +500,7 @@ int coli_server_start(coli_engine *eng, const coli_server_opts *o, coli_server *
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+				MHD_OPTION_UNESCAPE_CALLBACK, url_unescape, s,
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!s->d) {
@@ -411,13 +523,68 @@ int coli_server_port(const coli_server *s)
 	return s ? s->port : -1;
 }
 
+void coli_server_quiesce(coli_server *s)
+{
+	if (!s || atomic_exchange(&s->draining, 1))
+		return;
+	if (s->d) {
+		/* MHD hands the listening socket back; closing it refuses new
+		 * connections at once instead of leaving them in the backlog */
+		MHD_socket fd = MHD_quiesce_daemon(s->d);
+		if (fd != MHD_INVALID_SOCKET)
+			close(fd);
+	}
+}
+
+int coli_server_in_flight(const coli_server *s)
+{
+	return s ? atomic_load(&((coli_server *)s)->open_reqs) : 0;
+}
+
+static double mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Wait until no request is open or the deadline passes; 1 when drained. */
+static int wait_drained(coli_server *s, double until)
+{
+	while (atomic_load(&s->open_reqs) > 0) {
+		if (mono_now() >= until)
+			return 0;
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return 1;
+}
+
+/* Time the stopped requests get to write their last event or their 503:
+ * the engine stops them within a step, a connection thread notices within
+ * its poll period, a client that does not read is cut after this. */
+#define FLUSH_S 10.0
+
 void coli_server_stop(coli_server *s)
 {
 	if (!s)
 		return;
-	atomic_store(&s->stopping, 1);
-	if (s->d)
+	if (s->d) {
+		coli_server_quiesce(s);
+		int n = atomic_load(&s->open_reqs);
+		if (n > 0)
+			coli_info("server: draining %d request(s), up to %.1f s", n, s->grace_ms / 1000.0);
+		if (!wait_drained(s, mono_now() + s->grace_ms / 1000.0)) {
+			coli_info("server: grace period over; stopping %d request(s)",
+				  atomic_load(&s->open_reqs));
+			atomic_store(&s->stopping, 1);
+			if (!wait_drained(s, mono_now() + FLUSH_S))
+				coli_warn("server: %d request(s) still open after %.0f s; closing them",
+					  atomic_load(&s->open_reqs), FLUSH_S);
+		}
+		atomic_store(&s->stopping, 1);
 		MHD_stop_daemon(s->d);
+	}
 	free(s->api_key);
 	free(s);
 }

@@ -52,11 +52,17 @@ int srv_fail(srv_error *e, int status, const char *type, const char *code, const
 /* Random-looking unique id: prefix + 24 hex digits. */
 void srv_make_id(char *out, size_t cap, const char *prefix);
 int srv_utf8_valid(const char *s, size_t n);
+/* Copy src[0..n) into dst (cap bytes, NUL-terminated) as valid UTF-8:
+ * invalid bytes and control characters become the text \xNN, and a
+ * character that does not fit is dropped whole, never cut. Returns the
+ * length written. */
+size_t srv_utf8_copy(char *dst, size_t cap, const char *src, size_t n);
 
 /* ---- native request ---- */
 enum srv_api { SRV_API_CHAT = 1, SRV_API_COMPLETIONS, SRV_API_MESSAGES, SRV_API_COUNT_TOKENS };
 
 #define SRV_MAX_STOP 16
+#define SRV_MAX_BIAS 1024      /* logit_bias entries */
 
 typedef struct srv_request {
 	int api;
@@ -74,6 +80,9 @@ typedef struct srv_request {
 	char *stop[SRV_MAX_STOP + 1]; /* NULL-terminated */
 	int n_stop;
 	int stream, include_usage;
+	int *bias_ids;             /* logit_bias token ids (checked < vocab at submit) */
+	float *bias;               /* ... and their biases, -100..100 */
+	int n_bias;
 } srv_request;
 
 void srv_request_free(srv_request *r);
@@ -93,6 +102,7 @@ int srv_parse_messages(const char *body, size_t len, int count_only, srv_request
 enum srv_finish {
 	SRV_FINISH_NONE = 0, SRV_FINISH_STOP, SRV_FINISH_LENGTH, SRV_FINISH_STOP_SEQ,
 	SRV_FINISH_TOOL, SRV_FINISH_CANCELLED, SRV_FINISH_ERROR,
+	SRV_FINISH_SHUTDOWN,       /* cut short by the server stopping */
 };
 
 typedef struct srv_usage {
@@ -213,6 +223,7 @@ typedef struct srv_gen {
 	int keepalive_ms;          /* > 0: return idle after this long without events */
 	int idle;                  /* the last srv_gen_next returned for keepalive */
 	int done, gone, started;
+	int shutdown;              /* cancelled because the server stops */
 	srv_tool_call *calls;
 	int n_calls;
 } srv_gen;
@@ -220,11 +231,11 @@ typedef struct srv_gen {
 /* Render/tokenize is done by the caller; this submits and initialises g.
  * Returns 0 or a negative errno with e filled (503 busy, 400 context). */
 int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
-		  const srv_request *r, int fd, atomic_int *stopping, srv_error *e);
+		  const srv_request *r, int ignore_eos, int fd, atomic_int *stopping, srv_error *e);
 /* Wait for more output: appends safe text to out. Returns 1 while running
  * (with g->idle set when keepalive_ms passed without an event),
- * 0 when finished (g->finish set), -1 when the client went away or the
- * server is stopping (the request was cancelled). */
+ * 0 when finished (g->finish set; SRV_FINISH_SHUTDOWN when the server
+ * stopped it), -1 when the client went away (the request was cancelled). */
 int srv_gen_next(srv_gen *g, srv_buf *out);
 void srv_gen_free(srv_gen *g);
 void srv_gen_result(const srv_gen *g, const srv_request *r, const char *text, size_t len,
@@ -247,7 +258,11 @@ struct coli_server {
 	int tpl_ok;
 	char tpl_err[512];
 	const struct expert_stats *xstats;
-	atomic_int stopping;
+	atomic_int stopping;       /* in-flight generations are cancelled */
+	atomic_int draining;       /* no new connections or requests (503) */
+	atomic_int open_reqs;      /* requests between their headers and their end */
+	int grace_ms;              /* --shutdown-grace */
+	int ignore_eos;            /* --ignore-eos */
 	long long started;         /* unix time, for "created" of /v1/models */
 	srv_metrics metrics;
 };

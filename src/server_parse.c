@@ -34,6 +34,8 @@ void srv_request_free(srv_request *r)
 	free(r->prompt_ids);
 	for (int i = 0; i < r->n_stop; i++)
 		free(r->stop[i]);
+	free(r->bias_ids);
+	free(r->bias);
 	memset(r, 0, sizeof *r);
 }
 
@@ -356,13 +358,55 @@ static int parse_stream_options(json_t *root, srv_request *r, srv_error *e)
 	return 0;
 }
 
+/* logit_bias: {"TOKEN_ID": BIAS, ...}, ids as decimal strings, biases in
+ * -100..100 (OpenAI's semantics: added to the logits before sampling). The
+ * vocabulary bound is checked at submit, where the model is known. */
+static int parse_logit_bias(json_t *root, srv_request *r, srv_error *e)
+{
+	json_t *lb = json_object_get(root, "logit_bias");
+	if (!lb || json_is_null(lb))
+		return 0;
+	if (!json_is_object(lb))
+		return bad_type(e, "logit_bias", "an object mapping token ids to numbers");
+	size_t n = json_object_size(lb);
+	if (n > SRV_MAX_BIAS)
+		return srv_fail(e, 400, "invalid_request_error", "invalid_value", "logit_bias",
+				"'logit_bias' has more than %d entries", SRV_MAX_BIAS);
+	if (!n)
+		return 0;
+	r->bias_ids = malloc(n * sizeof *r->bias_ids);
+	r->bias = malloc(n * sizeof *r->bias);
+	if (!r->bias_ids || !r->bias)
+		return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+	const char *k;
+	json_t *v;
+	json_object_foreach(lb, k, v) {
+		size_t len = strlen(k);
+		char *end = NULL;
+		long id = len && len <= 10 && strspn(k, "0123456789") == len ? strtol(k, &end, 10) : -1;
+		if (id < 0 || id > INT_MAX)
+			return srv_fail(e, 400, "invalid_request_error", "invalid_value", "logit_bias",
+					"'logit_bias' keys must be token ids (decimal integers), got '%s'", k);
+		if (!json_is_number(v))
+			return bad_type(e, "logit_bias", "an object mapping token ids to numbers");
+		double b = json_number_value(v);
+		if (!(b >= -100.0 && b <= 100.0))
+			return srv_fail(e, 400, "invalid_request_error", "invalid_value", "logit_bias",
+					"'logit_bias' values must be between -100 and 100 (token %s: %g)", k, b);
+		r->bias_ids[r->n_bias] = (int)id;
+		r->bias[r->n_bias++] = (float)b;
+	}
+	return 0;
+}
+
 static int parse_common(json_t *root, srv_request *r, srv_error *e)
 {
 	if (get_model(root, r, 0, e) || check_rejected(root, e) ||
 	    srv_parse_sampling(root, r, 2.0, e) || parse_stream_options(root, r, e) ||
 	    srv_parse_stop(json_object_get(root, "stop"), "stop", r, e) ||
 	    get_max_tokens(root, "max_tokens", &r->max_tokens, e) ||
-	    get_max_tokens(root, "max_completion_tokens", &r->max_tokens, e))
+	    get_max_tokens(root, "max_completion_tokens", &r->max_tokens, e) ||
+	    parse_logit_bias(root, r, e))
 		return -EINVAL;
 	return 0;
 }
@@ -372,7 +416,7 @@ int srv_parse_chat(const char *body, size_t len, srv_request *r, srv_error *e)
 	static const char *const known[] = {
 		"model", "messages", "max_tokens", "max_completion_tokens", "temperature",
 		"top_p", "seed", "stop", "stream", "stream_options", "n", "response_format",
-		"tools", "tool_choice", "logprobs", NULL,
+		"tools", "tool_choice", "logprobs", "logit_bias", NULL,
 	};
 	json_t *root;
 	request_init(r, SRV_API_CHAT);
@@ -450,7 +494,7 @@ int srv_parse_completions(const char *body, size_t len, srv_request *r, srv_erro
 {
 	static const char *const known[] = {
 		"model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop",
-		"stream", "stream_options", "n", "logprobs", "echo", "best_of", NULL,
+		"stream", "stream_options", "n", "logprobs", "echo", "best_of", "logit_bias", NULL,
 	};
 	json_t *root;
 	request_init(r, SRV_API_COMPLETIONS);

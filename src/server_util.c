@@ -105,11 +105,79 @@ int srv_fail(srv_error *e, int status, const char *type, const char *code, const
 	snprintf(e->type, sizeof e->type, "%s", type ? type : "invalid_request_error");
 	snprintf(e->code, sizeof e->code, "%s", code ? code : "");
 	snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+	/* Messages quote request text (URLs, model names), which may be
+	 * invalid UTF-8 or longer than the message: format in full, then copy
+	 * through the sanitiser so the JSON encoder never refuses the message
+	 * (that used to turn a 4xx into a 500). */
+	char full[2048];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(e->message, sizeof e->message, fmt, ap);
+	int n = vsnprintf(full, sizeof full, fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		n = 0;
+	srv_utf8_copy(e->message, sizeof e->message, full,
+		      (size_t)n < sizeof full ? (size_t)n : sizeof full - 1);
 	return -EINVAL;
+}
+
+/* Bytes of the valid UTF-8 character at s[0..n), 0 when invalid. */
+static size_t utf8_char_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t k;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if ((c & 0xE0) == 0xC0) {
+		k = 1;
+		cp = c & 0x1F;
+	} else if ((c & 0xF0) == 0xE0) {
+		k = 2;
+		cp = c & 0x0F;
+	} else if ((c & 0xF8) == 0xF0) {
+		k = 3;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (k >= n)
+		return 0;
+	for (size_t j = 1; j <= k; j++) {
+		if ((s[j] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[j] & 0x3F);
+	}
+	if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
+	    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return k + 1;
+}
+
+size_t srv_utf8_copy(char *dst, size_t cap, const char *src, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t o = 0;
+	if (!cap)
+		return 0;
+	for (size_t i = 0; i < n;) {
+		size_t k = utf8_char_len(s + i, n - i);
+		/* control characters and invalid bytes become visible \xNN */
+		int esc = k == 0 || (k == 1 && (s[i] < 0x20 || s[i] == 0x7f));
+		size_t need = esc ? 4 : k;
+		if (o + need + 1 > cap)
+			break;
+		if (esc) {
+			snprintf(dst + o, 5, "\\x%02x", s[i]);
+			k = 1;
+		} else {
+			memcpy(dst + o, s + i, k);
+		}
+		o += need;
+		i += k;
+	}
+	dst[o] = '\0';
+	return o;
 }
 
 /* Ids only need to be unique and unguessable enough not to collide between
@@ -137,37 +205,11 @@ void srv_make_id(char *out, size_t cap, const char *prefix)
 int srv_utf8_valid(const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
-	size_t i = 0;
-	while (i < n) {
-		unsigned c = s[i];
-		size_t k;
-		uint32_t cp;
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if ((c & 0xE0) == 0xC0) {
-			k = 1;
-			cp = c & 0x1F;
-		} else if ((c & 0xF0) == 0xE0) {
-			k = 2;
-			cp = c & 0x0F;
-		} else if ((c & 0xF8) == 0xF0) {
-			k = 3;
-			cp = c & 0x07;
-		} else {
+	for (size_t i = 0; i < n;) {
+		size_t k = utf8_char_len(s + i, n - i);
+		if (!k)
 			return 0;
-		}
-		if (i + k >= n)
-			return 0;
-		for (size_t j = 1; j <= k; j++) {
-			if ((s[i + j] & 0xC0) != 0x80)
-				return 0;
-			cp = (cp << 6) | (s[i + j] & 0x3F);
-		}
-		if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
-		    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-			return 0;
-		i += k + 1;
+		i += k;
 	}
 	return 1;
 }

@@ -126,7 +126,7 @@ static int run(const coli_event *script, int n, srv_request *r, srv_gen *g, srv_
 	the_req.n = n;
 	srv_error e = { 0 };
 	int ids[5] = { 1, 2, 3, 4, 5 };
-	if (srv_gen_start(g, NULL, ids, 5, r, -1, NULL, &e))
+	if (srv_gen_start(g, NULL, ids, 5, r, 0, -1, NULL, &e))
 		return -1;
 	int rc;
 	while ((rc = srv_gen_next(g, out)) > 0)
@@ -207,7 +207,7 @@ int main(void)
 	memset(&the_req, 0, sizeof the_req);
 	the_req.script = s5;
 	the_req.n = 5;
-	CHECK(srv_gen_start(&g, NULL, ids5, 5, &r, -1, NULL, &e) == 0);
+	CHECK(srv_gen_start(&g, NULL, ids5, 5, &r, 0, -1, NULL, &e) == 0);
 	g.keepalive_ms = 100;   /* two 50 ms waits */
 	CHECK(srv_gen_next(&g, &out) == 1 && !g.idle && !strcmp(out.p, "a"));
 	CHECK(srv_gen_next(&g, &out) == 1 && g.idle && !strcmp(out.p, "a"));
@@ -219,14 +219,14 @@ int main(void)
 	/* refusals map to HTTP statuses */
 	int ids[1] = { 1 };
 	submit_rc = -EBUSY;
-	CHECK(srv_gen_start(&g, NULL, ids, 1, &r, -1, NULL, &e) < 0 && e.status == 503);
+	CHECK(srv_gen_start(&g, NULL, ids, 1, &r, 0, -1, NULL, &e) < 0 && e.status == 503);
 	srv_gen_free(&g);
 	submit_rc = -E2BIG;
-	CHECK(srv_gen_start(&g, NULL, ids, 1, &r, -1, NULL, &e) < 0 && e.status == 400 &&
+	CHECK(srv_gen_start(&g, NULL, ids, 1, &r, 0, -1, NULL, &e) < 0 && e.status == 400 &&
 	      !strcmp(e.code, "context_length_exceeded"));
 	srv_gen_free(&g);
 	submit_rc = -EIO;
-	CHECK(srv_gen_start(&g, NULL, ids, 1, &r, -1, NULL, &e) < 0 && e.status == 500);
+	CHECK(srv_gen_start(&g, NULL, ids, 1, &r, 0, -1, NULL, &e) < 0 && e.status == 500);
 	srv_gen_free(&g);
 
 	if (failures)
