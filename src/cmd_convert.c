@@ -17,7 +17,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: coli convert SRC_HF_DIR OUT_DIR [--quant int4-g64|int8|f32]\n"
 		"                    [--mtp-quant int8|int4-g64|f32] [--embed-quant TYPE]\n"
-		"                    [--threads N] [--force]\n"
+		"                    [--threads N] [--force] [--delete-source]\n"
 		"Convert a Hugging Face checkpoint into a colitop model container.\n"
 		"Interrupted runs resume when started again with the same arguments.\n"
 		"See coli-convert(1).\n");
@@ -55,6 +55,7 @@ int cmd_convert(int argc, char **argv)
 		{ "mtp-quant", required_argument, NULL, 'm' },
 		{ "embed-quant", required_argument, NULL, 'e' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "delete-source", no_argument, NULL, 'D' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -90,6 +91,9 @@ int cmd_convert(int argc, char **argv)
 		}
 		case 'f':
 			o.force = 1;
+			break;
+		case 'D':
+			o.delete_source = 1;
 			break;
 		case 't': {
 			char *end;

@@ -153,7 +153,8 @@ static json_t *state_args(const convert_opts *o, const convert_plan *p)
 }
 
 /* Load the previous run's state; *files gets the "files" object (new ref). */
-static int state_load(const convert_opts *o, const json_t *args, json_t **files, coli_err *err)
+static int state_load(const convert_opts *o, const json_t *args, json_t **files,
+		      json_t **released, coli_err *err)
 {
 	char path[4096];
 	json_t *st = NULL;
@@ -181,20 +182,26 @@ static int state_load(const convert_opts *o, const json_t *args, json_t **files,
 		goto fresh;
 	}
 	*files = json_incref(fl);
+	json_t *rel = json_object_get(st, "released");
+	*released = json_is_array(rel) ? json_incref(rel) : json_array();
 	json_decref(st);
-	return 0;
+	return *released ? 0 : coli_err_set(err, -ENOMEM, "out of memory");
 fresh:
 	json_decref(st);
 	*files = json_object();
-	return *files ? 0 : coli_err_set(err, -ENOMEM, "out of memory");
+	*released = json_array();
+	return *files && *released ? 0 : coli_err_set(err, -ENOMEM, "out of memory");
 }
 
-static int state_save(const convert_opts *o, const json_t *args, json_t *files, coli_err *err)
+static int state_save(const convert_opts *o, const json_t *args, json_t *files,
+		      json_t *released, coli_err *err)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/" STATE_NAME, o->out_dir);
 	json_t *st = json_pack("{s:s,s:i,s:O,s:O}", "format", STATE_FORMAT, "version", 1, "args",
 			       args, "files", files);
+	if (st && json_array_size(released))
+		json_object_set(st, "released", released);
 	if (!st)
 		return coli_err_set(err, -ENOMEM, "out of memory");
 	int rc = manifest_save(path, st, err);
@@ -272,85 +279,249 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int convert_run(const convert_opts *o, convert_summary *sum, coli_err *err)
+void convert_file_each_source(const convert_plan *p, const convert_file *f,
+			      void (*fn)(const st_tensor *t, void *ctx), void *ctx)
 {
-	convert_plan p;
-	json_t *args = NULL, *files = NULL, *man = NULL;
-	coli_pool *pool = NULL;
-	double t0 = now_s();
+	int n = f->kind == CONVERT_FILE_TENSORS ? f->n_t :
+		f->kind == CONVERT_FILE_EXPERTS ? p->cfg.n_routed_experts * 3 : 0;
+	for (int k = 0; k < n; k++) {
+		const st_tensor *t = f->kind == CONVERT_FILE_TENSORS ? f->t[k].src : f->experts[k];
+		if (!t)
+			continue;
+		fn(t, ctx);
+		const st_tensor *sc = st_find_scale_inv(p->ck, t);
+		if (sc)
+			fn(sc, ctx);
+	}
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	return b ? b + 1 : path;
+}
+
+static int is_released(const convert_session *s, int shard)
+{
+	size_t k;
+	json_t *v;
+	json_array_foreach(s->released, k, v)
+		if (!strcmp(json_string_value(v), base_name(s->p.ck->files[shard])))
+			return 1;
+	return 0;
+}
+
+struct src_ctx {
+	const convert_session *s;
+	int bad_shard;
+};
+
+static void note_released(const st_tensor *t, void *ctx)
+{
+	struct src_ctx *c = ctx;
+	if (c->bad_shard < 0 && is_released(c->s, t->file_index))
+		c->bad_shard = t->file_index;
+}
+
+/* A file to (re)write must not read a shard --delete-source already freed. */
+static int sources_present(const convert_session *s, const convert_file *f, coli_err *err)
+{
+	struct src_ctx c = { s, -1 };
+	if (!json_array_size(s->released))
+		return 0;
+	convert_file_each_source(&s->p, f, note_released, &c);
+	if (c.bad_shard < 0)
+		return 0;
+	return coli_err_set(err, -ENOENT,
+			    "%s: must be written again but reads %s, whose data --delete-source "
+			    "already removed; restore the checkpoint and convert again",
+			    f->path, s->p.ck->files[c.bad_shard]);
+}
+
+struct last_ctx {
+	int *last;
+	int file;
+};
+
+static void note_last(const st_tensor *t, void *ctx)
+{
+	struct last_ctx *c = ctx;
+	if (c->last[t->file_index] < c->file)
+		c->last[t->file_index] = c->file;
+}
+
+int convert_shard_release(const char *path, uint64_t header_end, coli_err *err)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	/* Cutting to the header and growing back leaves a hole where the data
+	 * was, on every file system with sparse files. */
+	if (truncate(path, (off_t)header_end) < 0 || truncate(path, st.st_size) < 0)
+		return coli_err_set(err, -errno, "%s: freeing the converted data: %s", path,
+				    strerror(errno));
+	return 0;
+}
+
+/* End of a shard's header: the data region starts at 8 + N. */
+static int shard_header_end(const char *path, uint64_t *end, coli_err *err)
+{
+	uint8_t b[8];
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	size_t got = fread(b, 1, 8, f);
+	fclose(f);
+	if (got != 8)
+		return coli_err_set(err, -EIO, "%s: short safetensors header", path);
+	uint64_t n = 0;
+	for (int i = 7; i >= 0; i--)
+		n = n << 8 | b[i];
+	*end = 8 + n;
+	return 0;
+}
+
+int convert_release_sources(convert_session *s, int i, coli_err *err)
+{
+	const st_checkpoint *ck = s->p.ck;
 	int rc;
-	memset(sum, 0, sizeof *sum);
+	if (!s->last_reader) {
+		if (!(s->last_reader = malloc(sizeof *s->last_reader * (size_t)(ck->n_files + 1))))
+			return coli_err_set(err, -ENOMEM, "out of memory");
+		for (int k = 0; k < ck->n_files; k++)
+			s->last_reader[k] = -1;
+		for (int k = 0; k < s->p.n_files; k++) {
+			struct last_ctx c = { s->last_reader, k };
+			convert_file_each_source(&s->p, &s->p.files[k], note_last, &c);
+		}
+	}
+	for (int k = 0; k < ck->n_files; k++) {
+		uint64_t end = 0;
+		if (s->last_reader[k] > i || is_released(s, k))
+			continue;
+		if ((rc = shard_header_end(ck->files[k], &end, err)) < 0)
+			return rc;
+		/* Recorded first: a shard is never read after it is listed. */
+		json_array_append_new(s->released, json_string(base_name(ck->files[k])));
+		if ((rc = state_save(s->o, s->args, s->files, s->released, err)) < 0 ||
+		    (rc = convert_shard_release(ck->files[k], end, err)) < 0)
+			return rc;
+		coli_info("%s: converted, its data freed (--delete-source)", ck->files[k]);
+	}
+	return 0;
+}
+
+int convert_remove_sources(convert_session *s, coli_err *err)
+{
+	const st_checkpoint *ck = s->p.ck;
+	for (int k = 0; k < ck->n_files; k++)
+		if (unlink(ck->files[k]) < 0 && errno != ENOENT)
+			return coli_err_set(err, -errno, "%s: %s", ck->files[k], strerror(errno));
+	coli_info("%s: %d source shards removed (--delete-source)", s->o->src_dir, ck->n_files);
+	return 0;
+}
+
+int convert_begin(const convert_opts *o, convert_session *s, coli_err *err)
+{
+	int rc;
+	memset(s, 0, sizeof *s);
+	s->o = o;
+	s->t0 = now_s();
 	if (!coli_qtype_name(o->quant) || !coli_qtype_name(o->mtp_quant) ||
 	    (o->embed_quant_set && !coli_qtype_name(o->embed_quant)))
 		return coli_err_set(err, -EINVAL, "unknown quant type");
-	rc = convert_plan_build(o, &p, err);
+	rc = convert_plan_build(o, &s->p, err);
+	s->planned = 1;
 	if (rc < 0)
-		goto out;
+		return rc;
 	if ((rc = prepare_out(o, err)) < 0)
-		goto out;
-	if (!(args = state_args(o, &p))) {
-		rc = coli_err_set(err, -ENOMEM, "out of memory");
-		goto out;
+		return rc;
+	if (!(s->args = state_args(o, &s->p)))
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	if ((rc = state_load(o, s->args, &s->files, &s->released, err)) < 0)
+		return rc;
+	if (!(s->done = calloc((size_t)s->p.n_files + 1, 1)))
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	if (o->threads != 1 && !(s->pool = coli_pool_new(o->threads)))
+		return coli_err_set(err, -ENOMEM, "cannot start %d quantization threads", o->threads);
+	return 0;
+}
+
+int convert_check_space(const convert_session *s, coli_err *err)
+{
+	return check_space(s->o, &s->p, err);
+}
+
+int convert_file_done(convert_session *s, int i)
+{
+	convert_file *f = &s->p.files[i];
+	if (!s->done[i]) {
+		json_t *entry = json_object_get(s->files, f->path);
+		s->done[i] = entry ? (file_verified(s->o, f, entry) ? 1 : 2) : 3;
 	}
-	if ((rc = state_load(o, args, &files, err)) < 0 || (rc = check_space(o, &p, err)) < 0)
-		goto out;
-	if (o->threads != 1 && !(pool = coli_pool_new(o->threads))) {
-		rc = coli_err_set(err, -ENOMEM, "cannot start %d quantization threads", o->threads);
-		goto out;
-	}
-	coli_info("converting %s -> %s: %d files, %d resident tensors, %d experts "
-		  "(quant %s, experts %s, mtp %s)", o->src_dir, o->out_dir, p.n_files, p.n_tensors,
-		  p.n_experts, coli_qtype_name(o->quant), coli_qtype_name(p.expert_qtype),
-		  coli_qtype_name(o->mtp_quant));
-	for (int i = 0; i < p.n_files; i++) {
-		convert_file *f = &p.files[i];
-		json_t *entry = json_object_get(files, f->path);
-		if (file_verified(o, f, entry)) {
+	return s->done[i] == 1 || s->done[i] == 4;
+}
+
+int convert_file_ensure(convert_session *s, int i, coli_err *err)
+{
+	convert_file *f = &s->p.files[i];
+	convert_summary *sum = &s->sum;
+	int rc, n = s->p.n_files;
+	if (convert_file_done(s, i)) {
+		if (s->done[i] == 1) {
 			sum->files_skipped++;
 			coli_info("[%d/%d] %s: kept from the previous run (size and sha256 verified)",
-				  i + 1, p.n_files, f->path);
-			continue;
+				  i + 1, n, f->path);
+			s->done[i] = 4;
 		}
-		if (entry)
-			coli_info("[%d/%d] %s: does not verify, writing it again", i + 1, p.n_files,
-				  f->path);
-		json_object_del(files, f->path);
-		double t1 = now_s();
-		uint64_t before = sum->bytes_written;
-		if ((rc = convert_file_write(&p, f, o->out_dir, pool, &sum->bytes_written, err)) < 0)
-			goto out;
-		json_object_set_new(files, f->path,
-				    json_pack("{s:I,s:s,s:o}", "size", (json_int_t)f->size, "sha256",
-					      f->sha256, "err", err_to_json(f->err)));
-		if ((rc = state_save(o, args, files, err)) < 0)
-			goto out;
-		sum->files_written++;
-		double kib = (double)(sum->bytes_written - before) / 1024.0;
-		coli_info("[%d/%d] %s: %.1f %s in %.2f s", i + 1, p.n_files, f->path,
-			  kib >= 1024 ? kib / 1024 : kib, kib >= 1024 ? "MiB" : "KiB", now_s() - t1);
-		fault_after_file(sum->files_written);
+		return 0;
 	}
-	{
-		char path[4096];
-		const char *base = strrchr(o->src_dir, '/');
-		char label[256];
-		snprintf(label, sizeof label, "%s", base && base[1] ? base + 1 : o->src_dir);
-		if (!(man = convert_manifest_build(o, &p, label))) {
-			rc = coli_err_set(err, -ENOMEM, "out of memory building manifest.json");
-			goto out;
-		}
-		snprintf(path, sizeof path, "%s/manifest.json", o->out_dir);
-		if ((rc = manifest_save(path, man, err)) < 0)
-			goto out;
-		snprintf(path, sizeof path, "%s/" STATE_NAME, o->out_dir);
-		unlink(path);
-		manifest_fsync_dir(o->out_dir, NULL);
-	}
-	for (int i = 0; i < p.n_files; i++) {
-		sum->bytes_total += p.files[i].size;
+	if ((rc = sources_present(s, f, err)) < 0)
+		return rc;
+	if (s->done[i] == 2)
+		coli_info("[%d/%d] %s: does not verify, writing it again", i + 1, n, f->path);
+	json_object_del(s->files, f->path);
+	double t1 = now_s();
+	uint64_t before = sum->bytes_written;
+	if ((rc = convert_file_write(&s->p, f, s->o->out_dir, s->pool, &sum->bytes_written, err)) < 0)
+		return rc;
+	json_object_set_new(s->files, f->path,
+			    json_pack("{s:I,s:s,s:o}", "size", (json_int_t)f->size, "sha256", f->sha256,
+				      "err", err_to_json(f->err)));
+	if ((rc = state_save(s->o, s->args, s->files, s->released, err)) < 0)
+		return rc;
+	s->done[i] = 4;
+	sum->files_written++;
+	double kib = (double)(sum->bytes_written - before) / 1024.0;
+	coli_info("[%d/%d] %s: %.1f %s in %.2f s", i + 1, n, f->path, kib >= 1024 ? kib / 1024 : kib,
+		  kib >= 1024 ? "MiB" : "KiB", now_s() - t1);
+	fault_after_file(sum->files_written);
+	return 0;
+}
+
+int convert_finish(convert_session *s, const char *src_label, coli_err *err)
+{
+	const convert_opts *o = s->o;
+	convert_plan *p = &s->p;
+	convert_summary *sum = &s->sum;
+	char path[4096];
+	int rc;
+	json_t *man = convert_manifest_build(o, p, src_label);
+	if (!man)
+		return coli_err_set(err, -ENOMEM, "out of memory building manifest.json");
+	snprintf(path, sizeof path, "%s/manifest.json", o->out_dir);
+	rc = manifest_save(path, man, err);
+	json_decref(man);
+	if (rc < 0)
+		return rc;
+	snprintf(path, sizeof path, "%s/" STATE_NAME, o->out_dir);
+	unlink(path);
+	manifest_fsync_dir(o->out_dir, NULL);
+	for (int i = 0; i < p->n_files; i++) {
+		sum->bytes_total += p->files[i].size;
 		for (int c = 0; c < CONVERT_CLS_COUNT; c++) {
 			convert_err_acc *a = &sum->err[c];
-			const convert_err_acc *b = &p.files[i].err[c];
+			const convert_err_acc *b = &p->files[i].err[c];
 			a->sse += b->sse;
 			a->ssv += b->ssv;
 			a->sse_alt += b->sse_alt;
@@ -358,21 +529,59 @@ int convert_run(const convert_opts *o, convert_summary *sum, coli_err *err)
 			a->n += b->n;
 		}
 	}
-	sum->files_total = p.n_files;
-	sum->n_tensors = p.n_tensors;
-	sum->n_expert_records = p.n_experts;
-	sum->n_f32_fallback = p.n_fallback;
-out:
-	{
-		struct rusage ru;
-		if (getrusage(RUSAGE_SELF, &ru) == 0)
-			sum->peak_rss_kb = ru.ru_maxrss;
-	}
-	sum->elapsed_s = now_s() - t0;
-	coli_pool_free(pool);
-	json_decref(man);
-	json_decref(files);
-	json_decref(args);
-	convert_plan_free(&p);
+	sum->files_total = p->n_files;
+	sum->n_tensors = p->n_tensors;
+	sum->n_expert_records = p->n_experts;
+	sum->n_f32_fallback = p->n_fallback;
+	return 0;
+}
+
+void convert_end(convert_session *s, convert_summary *sum)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		s->sum.peak_rss_kb = ru.ru_maxrss;
+	s->sum.elapsed_s = now_s() - s->t0;
+	if (sum)
+		*sum = s->sum;
+	coli_pool_free(s->pool);
+	json_decref(s->files);
+	json_decref(s->args);
+	json_decref(s->released);
+	free(s->done);
+	free(s->last_reader);
+	if (s->planned)
+		convert_plan_free(&s->p);
+	memset(s, 0, sizeof *s);
+}
+
+/* The label recorded as the manifest's source.name: the directory's name. */
+static void dir_label(const char *dir, char *label, size_t cap)
+{
+	const char *base = strrchr(dir, '/');
+	snprintf(label, cap, "%s", base && base[1] ? base + 1 : dir);
+}
+
+int convert_run(const convert_opts *o, convert_summary *sum, coli_err *err)
+{
+	convert_session s;
+	char label[256];
+	int rc = convert_begin(o, &s, err);
+	if (rc == 0)
+		rc = convert_check_space(&s, err);
+	if (rc == 0)
+		coli_info("converting %s -> %s: %d files, %d resident tensors, %d experts "
+			  "(quant %s, experts %s, mtp %s)", o->src_dir, o->out_dir, s.p.n_files,
+			  s.p.n_tensors, s.p.n_experts, coli_qtype_name(o->quant),
+			  coli_qtype_name(s.p.expert_qtype), coli_qtype_name(o->mtp_quant));
+	for (int i = 0; rc == 0 && i < s.p.n_files; i++)
+		if ((rc = convert_file_ensure(&s, i, err)) == 0 && o->delete_source)
+			rc = convert_release_sources(&s, i, err);
+	dir_label(o->src_dir, label, sizeof label);
+	if (rc == 0)
+		rc = convert_finish(&s, label, err);
+	if (rc == 0 && o->delete_source)
+		rc = convert_remove_sources(&s, err);
+	convert_end(&s, sum);
 	return rc;
 }

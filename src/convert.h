@@ -38,6 +38,8 @@ typedef struct convert_opts {
 	int threads;           /* quantization threads; <= 0: online cores */
 	int embed_quant_set;   /* 1: embed_tokens/lm_head use embed_quant instead of */
 	int embed_quant;       /*    the policy (int8, f32 with --quant f32) */
+	int delete_source;     /* free each source shard once every file reading it
+	                        * is written; remove the shards at the end */
 } convert_opts;
 
 /* Accumulated error of one class: sums over every element converted. */
@@ -135,6 +137,49 @@ int convert_file_write(const convert_plan *p, convert_file *f, const char *out_d
  * matrix's rows. `q` holds those rows quantized as qtype (NULL for f32). */
 void convert_measure(int cls, int qtype, const float *src, const void *q, int row0, int rows,
 		     int total_rows, int cols, convert_err_acc *acc);
+/* Call fn for every source tensor file f reads (scale_inv companions
+ * included; a tensor may be reported twice). */
+void convert_file_each_source(const convert_plan *p, const convert_file *f,
+			      void (*fn)(const st_tensor *t, void *ctx), void *ctx);
+
+/* A conversion driven file by file (convert_run, and `coli pull`, which
+ * writes each file once the shards it reads have arrived). */
+typedef struct convert_session {
+	const convert_opts *o;
+	convert_plan p;
+	int planned;
+	json_t *args, *files;      /* resume state: arguments, finished files */
+	json_t *released;          /* --delete-source: shards freed (names) */
+	unsigned char *done;       /* per file: 0 unknown, 1 verified (kept), 2 stale,
+	                            * 3 absent, 4 finished by this run */
+	int *last_reader;          /* per source shard: last file (plan order) reading it */
+	struct coli_pool *pool;
+	double t0;
+	convert_summary sum;
+} convert_session;
+
+/* Plan, check OUT, load the resume state. convert_end() in every case. */
+int convert_begin(const convert_opts *o, convert_session *s, coli_err *err);
+/* Refuse when OUT cannot hold what is left to write. */
+int convert_check_space(const convert_session *s, coli_err *err);
+/* Is file i finished (this run, or an earlier one whose size and sha256
+ * verify)? The verification is done once. */
+int convert_file_done(convert_session *s, int i);
+/* Keep or write file i and record it in the resume state. */
+int convert_file_ensure(convert_session *s, int i, coli_err *err);
+/* --delete-source: free the source shards no file after i reads. */
+int convert_release_sources(convert_session *s, int i, coli_err *err);
+/* Write manifest.json, remove the state, fill the summary. */
+int convert_finish(convert_session *s, const char *src_label, coli_err *err);
+/* --delete-source, after convert_finish: remove the source shards. */
+int convert_remove_sources(convert_session *s, coli_err *err);
+void convert_end(convert_session *s, convert_summary *sum);
+
+/* Free a safetensors file's data but keep its header and its size (the
+ * file becomes sparse): the checkpoint still opens and plans, while the disk
+ * space is returned. */
+int convert_shard_release(const char *path, uint64_t header_end, coli_err *err);
+
 /* Assemble manifest.json (as a JSON object) from the finished plan. */
 json_t *convert_manifest_build(const convert_opts *o, const convert_plan *p,
 			       const char *src_label);
