@@ -9,6 +9,7 @@ enum { COLI_EXIT_OK = 0, COLI_EXIT_FAIL = 1, COLI_EXIT_USAGE = 2 };
 typedef int (*coli_cmd_fn)(int argc, char **argv);
 
 int cmd_convert(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_logits(int argc, char **argv);

@@ -19,6 +19,7 @@ static const struct coli_command commands[] = {
 	{ "tokenize", cmd_tokenize, "text to token ids and back, chat rendering (JSON)" },
 	{ "synth", cmd_synth, "write a random model of the real architecture (HF layout)" },
 	{ "convert", cmd_convert, "Hugging Face checkpoint -> model container (quantize, resumable)" },
+	{ "pull", cmd_pull, "Hugging Face Hub repository -> model container, shard by shard" },
 	{ "info", cmd_info, "summarize a model container (text or --json)" },
 	{ "logits", cmd_logits, "logits of a token sequence as JSON (reference checks)" },
 	{ "generate", cmd_generate, "generate a continuation of a prompt" },

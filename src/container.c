@@ -21,6 +21,7 @@
 
 #include "hf_config.h"
 #include "manifest.h"
+#include "model_dir.h"
 #include "sha256.h"
 
 typedef struct cfile {
@@ -356,8 +357,11 @@ int coli_container_open(const char *dir, const coli_container_opts *opts,
 		return coli_err_set(err, -ENOMEM, "out of memory");
 	}
 	c->priv = p;
-	if ((rc = manifest_read_file(mpath, &bytes, &len, err)) < 0)
+	if ((rc = manifest_read_file(mpath, &bytes, &len, err)) < 0) {
+		if (rc == -ENOENT)
+			rc = coli_model_dir_explain(dir, err);
 		goto fail;
+	}
 	coli_sha256_hex(bytes, len, c->fingerprint);
 	if (!(p->root = json_loadb(bytes, len, JSON_REJECT_DUPLICATES, &je))) {
 		rc = coli_err_set(err, -EINVAL, "%s: line %d column %d: %s", mpath, je.line, je.column,

@@ -125,7 +125,8 @@ static int prepare_out(const convert_opts *o, coli_err *err)
 	struct dirent *de;
 	int foreign = 0;
 	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    !(o->staging && !strcmp(de->d_name, o->staging)))
 			foreign = 1;
 	closedir(d);
 	if (foreign)

@@ -40,6 +40,8 @@ typedef struct convert_opts {
 	int embed_quant;       /*    the policy (int8, f32 with --quant f32) */
 	int delete_source;     /* free each source shard once every file reading it
 	                        * is written; remove the shards at the end */
+	const char *staging;   /* an entry of OUT that is not foreign (`coli pull`'s
+	                        * download directory), or NULL */
 } convert_opts;
 
 /* Accumulated error of one class: sums over every element converted. */
@@ -137,6 +139,8 @@ int convert_file_write(const convert_plan *p, convert_file *f, const char *out_d
  * matrix's rows. `q` holds those rows quantized as qtype (NULL for f32). */
 void convert_measure(int cls, int qtype, const float *src, const void *q, int row0, int rows,
 		     int total_rows, int cols, convert_err_acc *acc);
+/* Files copied into tokenizer/ (tokenizer*, vocab.json, merges.txt, ...). */
+int convert_is_tokenizer_file(const char *name);
 /* Call fn for every source tensor file f reads (scale_inv companions
  * included; a tensor may be reported twice). */
 void convert_file_each_source(const convert_plan *p, const convert_file *f,

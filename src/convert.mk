@@ -12,7 +12,8 @@ tests_convert_check_SOURCES = tests/convert_check.c
 tests_convert_check_LDADD = libcoli.a $(COLI_LIBS)
 tests_convert_manifest_SOURCES = tests/convert_manifest.c
 tests_convert_manifest_LDADD = libcoli.a $(COLI_LIBS)
-CONVERT_TESTS = tests/convert_roundtrip.sh tests/convert_resume.sh tests/convert_badinput.sh
+CONVERT_TESTS = tests/convert_roundtrip.sh tests/convert_resume.sh tests/convert_badinput.sh \
+	tests/convert_delete_source.sh
 TESTS += tests/convert_manifest $(CONVERT_TESTS)
 EXTRA_DIST += $(CONVERT_TESTS) tests/convert_mkckpt.py
 

@@ -337,7 +337,7 @@ static void expert_layout(convert_plan *p, const convert_opts *o)
 		p->max_tensor_elems = (size_t)H * (size_t)I;
 }
 
-static int is_tokenizer_file(const char *name)
+int convert_is_tokenizer_file(const char *name)
 {
 	static const char *const exact[] = { "special_tokens_map.json", "added_tokens.json",
 					     "vocab.json", "merges.txt", "chat_template.json",
@@ -367,7 +367,7 @@ static int plan_tokenizer(convert_plan *p, const char *src, coli_err *err)
 	int n = 0, rc = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || !is_tokenizer_file(de->d_name))
+		if (de->d_name[0] == '.' || !convert_is_tokenizer_file(de->d_name))
 			continue;
 		char **nn = realloc(names, (size_t)(n + 1) * sizeof *nn);
 		if (!nn || !(nn[n] = strdup(de->d_name))) {

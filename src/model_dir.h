@@ -10,4 +10,10 @@
 
 int coli_model_dir_resolve(const char *arg, char *out, size_t cap, coli_err *err);
 
+/* Why `dir` holds no manifest.json, as the one line the user sees: missing,
+ * not a directory, a Hugging Face checkpoint (with the `coli convert` /
+ * `coli pull` command that makes a container of it), or neither. Returns
+ * the negative code it recorded. */
+int coli_model_dir_explain(const char *dir, coli_err *err);
+
 #endif

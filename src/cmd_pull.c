@@ -1,0 +1,156 @@
+/* cmd_pull.c - `coli pull REPO[@REVISION] OUT_DIR [options]`. */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "coli_log.h"
+#include "pull.h"
+#include "quant.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: coli pull REPO[@REVISION] OUT_DIR [--dry-run] [--connections N] [--quiet]\n"
+		"                 [--quant int4-g64|int8|f32] [--mtp-quant TYPE]\n"
+		"                 [--embed-quant TYPE] [--threads N] [--force]\n"
+		"Download a Hugging Face Hub checkpoint shard by shard and convert it into a\n"
+		"colitop model container; each shard is verified, converted and freed before\n"
+		"the next. Run the same command again to resume. HF_TOKEN and HF_ENDPOINT\n"
+		"are read from the environment. See coli-pull(1).\n");
+}
+
+static int parse_count(const char *flag, const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	long n = strtol(s, &end, 10);
+	if (!*s || *end || n < lo || n > hi) {
+		cli_errorf("pull", "%s: '%s' is not a count in [%d, %d]", flag, s, lo, hi);
+		return -1;
+	}
+	*out = (int)n;
+	return 0;
+}
+
+int cmd_pull(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "quant", required_argument, NULL, 'q' },
+		{ "mtp-quant", required_argument, NULL, 'm' },
+		{ "embed-quant", required_argument, NULL, 'e' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "connections", required_argument, NULL, 'c' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "quiet", no_argument, NULL, 'Q' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	pull_opts o;
+	pull_summary s;
+	coli_err err = { 0, "" };
+	char target[512];
+	int c;
+	pull_opts_default(&o);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "fhnq", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'q':
+		case 'm':
+		case 'e': {
+			int q = coli_qtype_parse(optarg);
+			if (q < 0) {
+				cli_errorf("pull", "--%s: unknown type '%s' (int4-g64, int8, f32)",
+					   c == 'q' ? "quant" : c == 'm' ? "mtp-quant" : "embed-quant",
+					   optarg);
+				return COLI_EXIT_USAGE;
+			}
+			if (c == 'q') {
+				o.conv.quant = q;
+			} else if (c == 'm') {
+				o.conv.mtp_quant = q;
+			} else {
+				o.conv.embed_quant = q;
+				o.conv.embed_quant_set = 1;
+			}
+			break;
+		}
+		case 't':
+			if (parse_count("--threads", optarg, 0, 1024, &o.conv.threads) < 0)
+				return COLI_EXIT_USAGE;
+			break;
+		case 'c':
+			if (parse_count("--connections", optarg, 1, 64, &o.connections) < 0)
+				return COLI_EXIT_USAGE;
+			break;
+		case 'n':
+			o.dry_run = 1;
+			break;
+		case 'Q':
+			o.quiet = 1;
+			break;
+		case 'f':
+			o.conv.force = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return COLI_EXIT_OK;
+		default:
+			if (optopt)
+				cli_errorf("pull", "option -%c: unknown or missing its value", optopt);
+			else
+				cli_errorf("pull", "unknown option '%s'", argv[optind - 1]);
+			usage(stderr);
+			return COLI_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2) {
+		cli_errorf("pull", "expected REPO[@REVISION] and OUT_DIR");
+		usage(stderr);
+		return COLI_EXIT_USAGE;
+	}
+	if (strlen(argv[optind]) >= sizeof target) {
+		cli_errorf("pull", "%s: too long for a repository name", argv[optind]);
+		return COLI_EXIT_USAGE;
+	}
+	snprintf(target, sizeof target, "%s", argv[optind]);
+	char *at = strchr(target, '@');
+	if (at) {
+		*at = '\0';
+		if (!at[1]) {
+			cli_errorf("pull", "%s: empty revision after '@'", argv[optind]);
+			return COLI_EXIT_USAGE;
+		}
+		o.revision = at + 1;
+	}
+	o.repo = target;
+	o.conv.out_dir = argv[optind + 1];
+	o.progress_tty = isatty(STDERR_FILENO);
+	/* Per-shard and per-file lines are this command's output unless
+	 * --quiet or the user chose a level. */
+	if (!getenv("COLI_LOG_LEVEL"))
+		coli_log_set_level(o.quiet ? COLI_LOG_WARN : COLI_LOG_INFO);
+	if (pull_run(&o, &s, &err) < 0) {
+		cli_errorf("pull", "%s", err.msg);
+		return COLI_EXIT_FAIL;
+	}
+	if (o.dry_run || o.quiet)
+		return COLI_EXIT_OK;
+	printf("pulled %s@%s (commit %s) -> %s\n", o.repo, o.revision, s.commit, o.conv.out_dir);
+	printf("  shards      %d (%d downloaded by this run, %.2f GiB)\n", s.n_shards,
+	       s.shards_fetched, (double)s.bytes_downloaded / (1u << 30));
+	printf("  container   %llu bytes (%.2f GiB), %d files (%d kept from an earlier run)\n",
+	       (unsigned long long)s.conv.bytes_total, (double)s.conv.bytes_total / (1u << 30),
+	       s.conv.files_total, s.conv.files_skipped);
+	printf("  peak disk   %llu bytes measured, %llu planned (container + largest shard "
+	       "%llu + held across shards %llu)\n", (unsigned long long)s.peak_measured,
+	       (unsigned long long)s.peak_need, (unsigned long long)s.largest_shard,
+	       (unsigned long long)s.largest_held);
+	printf("  elapsed     %.2f s\n", s.conv.elapsed_s);
+	return COLI_EXIT_OK;
+}

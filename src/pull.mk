@@ -1,0 +1,12 @@
+# src/pull.mk: owned by its module; appends to the lists in Makefile.am.
+# `coli pull`: Hugging Face Hub client (libcurl) and the shard-at-a-time
+# download-and-convert driver.
+libcoli_a_SOURCES += \
+	src/hub_client.c src/hub_client.h src/pull.c src/pull.h src/cmd_pull.c
+
+PULL_TESTS = tests/pull_hub.sh
+TESTS += $(PULL_TESTS)
+EXTRA_DIST += $(PULL_TESTS) tests/pull_mockhub.py bench/model_sizes.py
+
+man_MANS += man/coli-pull.1
+EXTRA_DIST += man/coli-pull.1.in
