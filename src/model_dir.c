@@ -71,7 +71,7 @@ int coli_model_dir_explain(const char *dir, coli_err *err)
 {
 	struct stat st;
 	if (stat(dir, &st) < 0)
-		return coli_err_set(err, -errno, "%s: %s", dir, strerror(errno));
+		return coli_err_set(err, -errno, "%s/manifest.json: %s", dir, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
 		return coli_err_set(err, -ENOTDIR, "%s: not a directory (a model is a container "
 				    "directory made by `coli convert` or `coli pull`)", dir);
