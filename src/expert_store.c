@@ -643,18 +643,8 @@ void expert_store_note_routing(expert_store *s, int layer, const int *experts,
 	}
 	if (s->notes_since_save >= SAVE_EVERY && s->o.heat_dir) {
 		s->notes_since_save = 0;
-		coli_err e;
-		coli_err_clear(&e);
-		if (store_heat_save(s, &e) < 0)
-			coli_warn("%s", e.msg);
+		store_heat_writer_kick(s); /* written by the store's writer thread */
 	}
-}
-
-int expert_store_save_heat(expert_store *s, coli_err *err)
-{
-	if (!s || !s->o.heat_dir)
-		return 0;
-	return store_heat_save(s, err);
 }
 
 static int alloc_tables(expert_store *s, coli_err *err)
@@ -758,6 +748,8 @@ int expert_store_open(const coli_container *c, const expert_store_opts *o,
 		goto fail;
 	if ((rc = store_heat_init(s, err)) < 0)
 		goto fail;
+	if ((rc = store_heat_writer_start(s, err)) < 0)
+		goto fail;
 	if ((rc = store_io_open(s, err)) < 0)
 		goto fail;
 	expert_stats_set_budgets(s->stats, (int64_t)s->rec, (int64_t)s->pin_slots * (int64_t)s->rec,
@@ -794,6 +786,7 @@ void expert_store_free(expert_store *s)
 		while (s->io_inflight > 0 && store_io_reap(s, 1) >= 0)
 			;
 	}
+	store_heat_writer_stop(s);
 	if (s->o.heat_dir && s->heat) {
 		coli_err e;
 		coli_err_clear(&e);

@@ -115,10 +115,6 @@ void expert_store_note_routing(expert_store *s, int layer, const int *experts,
 /* Telemetry block (expert_stats.h); lives as long as the store. */
 const expert_stats *expert_store_stats(const expert_store *s);
 
-/* Write the heat file now (also done periodically and by expert_store_free).
- * 0 when heat_dir is NULL. */
-int expert_store_save_heat(expert_store *s, coli_err *err);
-
 /* Shared option parsing so every command spells the store's flags the same
  * way (see man/engine-options.inc):
  *   --expert-cache SIZE   (COLI_EXPERT_CACHE)   size_parse.h syntax, "auto"

@@ -169,19 +169,15 @@ static char *heat_path(const expert_store *s, const char *suffix)
 	return p;
 }
 
-int store_heat_save(expert_store *s, coli_err *err)
+size_t store_heat_size(const expert_store *s)
 {
-	if (!s->o.heat_dir || !s->heat)
-		return 0;
-	size_t n = (size_t)s->n_layers * (size_t)s->n_experts;
-	size_t size = HEAT_HDR + 4 * n + 4;
-	uint8_t *b = calloc(1, size);
-	char *tmp = heat_path(s, ".tmp"), *dst = heat_path(s, "");
-	int rc = 0, fd = -1;
-	if (!b || !tmp || !dst) {
-		rc = coli_err_set(err, -ENOMEM, "expert store: out of memory");
-		goto out;
-	}
+	return HEAT_HDR + 4 * (size_t)s->n_layers * (size_t)s->n_experts + 4;
+}
+
+void store_heat_fill(const expert_store *s, uint8_t *b)
+{
+	size_t size = store_heat_size(s);
+	memset(b, 0, HEAT_HDR);
 	memcpy(b, HEAT_MAGIC, 8);
 	uint32_t u32[4] = { HEAT_VERSION, (uint32_t)s->n_layers, (uint32_t)s->n_experts, 0 };
 	memcpy(b + 8, u32, sizeof u32);
@@ -195,7 +191,20 @@ int store_heat_save(expert_store *s, coli_err *err)
 		}
 	uint32_t crc = crc32c_update(0, b, size - 4);
 	memcpy(b + size - 4, &crc, 4);
-	mkdir(s->o.heat_dir, 0777); /* CACHE_DIR/hot-experts may not exist yet */
+}
+
+int store_heat_write(const char *heat_dir, const uint8_t *b, size_t size, coli_err *err)
+{
+	size_t n = strlen(heat_dir) + 32;
+	char *tmp = malloc(n), *dst = malloc(n);
+	int rc = 0, fd = -1;
+	if (!tmp || !dst) {
+		rc = coli_err_set(err, -ENOMEM, "expert store: out of memory");
+		goto out;
+	}
+	snprintf(tmp, n, "%s/heat.bin.tmp", heat_dir);
+	snprintf(dst, n, "%s/heat.bin", heat_dir);
+	mkdir(heat_dir, 0777); /* CACHE_DIR/hot-experts may not exist yet */
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		rc = coli_err_set(err, -errno, "expert store: %s: %s", tmp, strerror(errno));
@@ -223,7 +232,7 @@ int store_heat_save(expert_store *s, coli_err *err)
 		rc = coli_err_set(err, -errno, "expert store: rename to %s: %s", dst, strerror(errno));
 		goto out;
 	}
-	int dfd = open(s->o.heat_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = open(heat_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
 		fsync(dfd);
 		close(dfd);
@@ -233,9 +242,22 @@ out:
 		close(fd);
 		unlink(tmp);
 	}
-	free(b);
 	free(tmp);
 	free(dst);
+	return rc;
+}
+
+int store_heat_save(expert_store *s, coli_err *err)
+{
+	if (!s->o.heat_dir || !s->heat)
+		return 0;
+	size_t size = store_heat_size(s);
+	uint8_t *b = malloc(size);
+	if (!b)
+		return coli_err_set(err, -ENOMEM, "expert store: out of memory");
+	store_heat_fill(s, b);
+	int rc = store_heat_write(s->o.heat_dir, b, size, err);
+	free(b);
 	return rc;
 }
 

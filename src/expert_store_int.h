@@ -11,6 +11,7 @@
 #define COLI_EXPERT_STORE_INT_H
 
 #include <liburing.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "expert_stats.h"
@@ -133,6 +134,16 @@ struct expert_store {
 	uint64_t *layer_tick;       /* routings noted per layer */
 	double heat_log_decay;
 	uint64_t notes_since_repin, notes_since_save;
+	/* background heat.bin writer (expert_store_heat_writer.c); hw_buf is
+	 * filled by the engine thread while !hw_busy, then owned by the writer
+	 * until it clears hw_busy. hw_* flags are guarded by hw_lock. */
+	pthread_t hw_thread;
+	int hw_started;
+	pthread_mutex_t hw_lock;
+	pthread_cond_t hw_cond;
+	uint8_t *hw_buf;
+	size_t hw_size;
+	int hw_busy, hw_stop;
 	/* io */
 	struct io_uring ring;
 	int ring_ok;
@@ -176,7 +187,24 @@ int store_heat_choose(expert_store *s);
  * first: up to max indices layer * n_experts + expert into ids; returns
  * how many. */
 int store_heat_ranked(const expert_store *s, int32_t *ids, int max);
+/* heat.bin: its size, its bytes as of now (engine thread: reads the heat
+ * arrays), and the crash-safe write of such bytes (any thread). */
+size_t store_heat_size(const expert_store *s);
+void store_heat_fill(const expert_store *s, uint8_t *b);
+int store_heat_write(const char *heat_dir, const uint8_t *b, size_t size, coli_err *err);
+/* fill + write, synchronously (at close and on request) */
 int store_heat_save(expert_store *s, coli_err *err);
+
+/* expert_store_heat_writer.c: the periodic save off the decode path. A
+ * thread owned by the store writes snapshots that the engine thread takes
+ * into a buffer allocated at open; a snapshot is skipped while the previous
+ * one is still being written. */
+int store_heat_writer_start(expert_store *s, coli_err *err);
+/* Engine thread: snapshot the heat and wake the writer (no syscalls, no
+ * allocation; skipped when the writer is busy). */
+void store_heat_writer_kick(expert_store *s);
+/* Wait for a write in progress, stop and join the thread. */
+void store_heat_writer_stop(expert_store *s);
 int store_heat_load(expert_store *s);
 
 /* expert_store_opts.c */
