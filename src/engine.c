@@ -23,6 +23,7 @@
 #include "cache_dir.h"
 #include "coli_log.h"
 #include "engine_internal.h"
+#include "kv_store.h"
 #include "model_dir.h"
 
 void coli_engine_opts_default(coli_engine_opts *o)
@@ -255,6 +256,7 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 fail:
 	for (int i = 0; i < ENGINE_MAX_SLOTS; i++)
 		engine_slot_free(&e->slots[i]);
+	kv_prefix_index_free(e->prefix_ix);
 	free(e->batch_logits);
 	free(e->queue);
 	coli_state_free(e->state);

@@ -157,7 +157,13 @@ void engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, const int *pro
 	char name[KV_NAME_MAX + 1];
 	int match = 0;
 	coli_err err = { 0 };
-	if (kv_store_find_prefix(e->kv_dir, e->model->container->fingerprint, prompt, n, name,
+	/* the index reads only what changed since the last lookup (new
+	 * records, replaced files), not every session file each time */
+	if (!e->prefix_ix && kv_prefix_index_new(e->kv_dir, &e->prefix_ix, &err)) {
+		coli_warn("prefix reuse: %s", err.msg);
+		return;
+	}
+	if (kv_prefix_index_find(e->prefix_ix, e->model->container->fingerprint, prompt, n, name,
 				 sizeof name, &match, &err) || match <= have)
 		return;
 	/* at least one prompt token must still be evaluated for logits */
