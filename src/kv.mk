@@ -10,10 +10,11 @@ libcoli_a_SOURCES += \
 	src/cmd_sessions.c
 
 KV_TESTS = tests/kv_crc32c tests/kv_file tests/kv_store
-# kv_bench prints figures (see the kv report); built, never run by make check.
+# kv_bench prints the file-format figures and bench/kv_resume.sh the engine's
+# resume-vs-re-prefill figure (bench/README.md); built, never run by make check.
 check_PROGRAMS += $(KV_TESTS) tests/kv_writer tests/kv_bench
 TESTS += $(KV_TESTS) tests/kv_crash.sh tests/kv_sessions.sh
-EXTRA_DIST += tests/kv_crash.sh tests/kv_sessions.sh tests/kv_test.h
+EXTRA_DIST += tests/kv_crash.sh tests/kv_sessions.sh tests/kv_test.h bench/kv_resume.sh
 
 tests_kv_crc32c_SOURCES = tests/kv_crc32c.c
 tests_kv_crc32c_LDADD = libcoli.a $(COLI_LIBS)
