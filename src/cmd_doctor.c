@@ -257,9 +257,14 @@ static void check_model(doctor *d, const char *dir, int verify)
 		report(d, int4 ? DOC_WARN : DOC_OK, "mtp", int4 ? "the MTP head is int4: int4 heads are known to collapse "
 		       "draft acceptance; reconvert with --mtp-quant int8" : "MTP head at %s", c->quant_mtp);
 	}
-	if (cfg->index_topk > 0)
-		report(d, DOC_WARN, "dsa-indexer", "the DSA indexer is not implemented: contexts are capped at index_topk = %d "
-		       "tokens, below which attention is exactly dense MLA", cfg->index_topk);
+	if (cfg->index_topk > 0) {
+		int full = 0;
+		for (int l = 0; l < cfg->num_hidden_layers; l++)
+			full += coli_config_layer_index_full(cfg, l);
+		report(d, DOC_OK, "dsa-indexer", "DSA indexer supported: each query attends to the index_topk = %d best keys "
+		       "(%d of %d layers run their own indexer), contexts up to %d tokens", cfg->index_topk, full,
+		       cfg->num_hidden_layers, cfg->max_position_embeddings);
+	}
 	coli_tokenizer *tok = NULL;
 	if (coli_tokenizer_load_dir(dir, &tok, &err)) {
 		report(d, DOC_FAIL, "tokenizer", "%s", err.msg);

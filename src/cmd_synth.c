@@ -23,6 +23,8 @@ static void synth_usage(FILE *f)
 		"         [--no-rope-interleave]\n"
 		"         [--no-norm-topk] [--scaling F] [--dtype f32|bf16|f16|fp8]\n"
 		"         [--shards N] [--vocab N] [--mtp N] [--dry-run]\n"
+		"         [--index-topk K] [--indexer-rope interleave|neox] [--indexer-types FS..]\n"
+		"         [--index-pattern FS..] [--index-freq N] [--index-offset N] [--shared-indexer-weights]\n"
 		"Write a random model of the real architecture in Hugging Face layout\n"
 		"(config.json, safetensors, tokenizer.json, tokenizer_config.json). See coli-synth(1).\n");
 }
@@ -44,6 +46,8 @@ enum {
 	OPT_PRESET = 256, OPT_SEED, OPT_LAYERS, OPT_DENSE, OPT_EXPERTS, OPT_TOPK, OPT_GROUPS,
 	OPT_TOPK_GROUPS, OPT_QLORA, OPT_YARN, OPT_NO_YARN, OPT_NO_NORM_TOPK, OPT_SCALING, OPT_DTYPE,
 	OPT_SHARDS, OPT_VOCAB, OPT_MTP, OPT_DRY_RUN, OPT_HELP, OPT_NO_ROPE_INTERLEAVE,
+	OPT_INDEX_TOPK, OPT_INDEXER_ROPE, OPT_INDEXER_TYPES, OPT_INDEX_PATTERN, OPT_INDEX_FREQ, OPT_INDEX_OFFSET,
+	OPT_SHARED_INDEXER,
 };
 
 static const struct option synth_options[] = {
@@ -66,6 +70,13 @@ static const struct option synth_options[] = {
 	{ "vocab", required_argument, NULL, OPT_VOCAB },
 	{ "mtp", required_argument, NULL, OPT_MTP },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	{ "index-topk", required_argument, NULL, OPT_INDEX_TOPK },
+	{ "indexer-rope", required_argument, NULL, OPT_INDEXER_ROPE },
+	{ "indexer-types", required_argument, NULL, OPT_INDEXER_TYPES },
+	{ "index-pattern", required_argument, NULL, OPT_INDEX_PATTERN },
+	{ "index-freq", required_argument, NULL, OPT_INDEX_FREQ },
+	{ "index-offset", required_argument, NULL, OPT_INDEX_OFFSET },
+	{ "shared-indexer-weights", no_argument, NULL, OPT_SHARED_INDEXER },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -158,6 +169,32 @@ int cmd_synth(int argc, char **argv)
 		case OPT_VOCAB: bad = synth_parse_int("--vocab", a, 1, 1 << 20, &c->vocab_size); break;
 		case OPT_MTP: bad = synth_parse_int("--mtp", a, 0, 4, &c->num_nextn_predict_layers); break;
 		case OPT_DRY_RUN: o.dry_run = true; break;
+		case OPT_INDEX_TOPK: {
+			int k = 0;
+			if (!(bad = synth_parse_int("--index-topk", a, 0, 1 << 20, &k)))
+				synth_set_index_topk(&o, k);
+			break;
+		}
+		case OPT_INDEXER_ROPE:
+			if (strcmp(a, "interleave") && strcmp(a, "neox")) {
+				cli_errorf("synth", "--indexer-rope: '%s' is not interleave or neox", a);
+				return COLI_EXIT_USAGE;
+			}
+			c->indexer_rope_interleave = !strcmp(a, "interleave");
+			break;
+		case OPT_INDEXER_TYPES:
+		case OPT_INDEX_PATTERN:
+			if (strlen(a) > COLI_MAX_LAYERS || strspn(a, "FS") != strlen(a)) {
+				cli_errorf("synth", "%s: '%.40s' is not a string of F and S (one per layer)",
+					   opt == OPT_INDEXER_TYPES ? "--indexer-types" : "--index-pattern", a);
+				return COLI_EXIT_USAGE;
+			}
+			strcpy(c->index_types, a);
+			o.index_schedule = opt == OPT_INDEXER_TYPES ? SYNTH_INDEX_TYPES : SYNTH_INDEX_PATTERN;
+			break;
+		case OPT_INDEX_FREQ: bad = synth_parse_int("--index-freq", a, 1, 1000, &c->index_topk_freq); break;
+		case OPT_INDEX_OFFSET: bad = synth_parse_int("--index-offset", a, 0, 1000, &c->index_skip_topk_offset); break;
+		case OPT_SHARED_INDEXER: o.shared_indexer_weights = true; break;
 		case '?':
 		default:
 			if (optopt)
@@ -185,6 +222,7 @@ int cmd_synth(int argc, char **argv)
 		if (!explicit_dense)
 			c->first_k_dense_replace = c->num_hidden_layers;
 	}
+	synth_resolve_index(&o);
 	if (synth_check(&o, &err)) {
 		cli_errorf("synth", "%s", err.msg);
 		return COLI_EXIT_USAGE;

@@ -39,7 +39,7 @@
 
 static const char *const class_names[CONVERT_CLS_COUNT] = {
 	"attention", "shared_experts", "dense_ffn", "routers", "experts",
-	"embed", "lm_head", "mtp", "norms", "other",
+	"embed", "lm_head", "mtp", "norms", "other", "indexer",
 };
 
 const char *convert_class_name(int cls)

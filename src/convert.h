@@ -26,6 +26,7 @@ enum convert_class {
 	CONVERT_CLS_MTP,
 	CONVERT_CLS_NORMS,   /* vectors: norms, biases (always f32) */
 	CONVERT_CLS_OTHER,   /* tensors the converter does not know (kept f32) */
+	CONVERT_CLS_INDEXER, /* DSA indexer wq_b / wk (weights_proj: routers, f32) */
 	CONVERT_CLS_COUNT
 };
 

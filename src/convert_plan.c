@@ -31,7 +31,7 @@ typedef struct plan_ctx {
 	const convert_opts *o;
 	convert_plan *p;
 	unsigned char *claimed;   /* per checkpoint tensor */
-	int n_indexer;            /* GLM-5 DSA indexer tensors (kept f32) */
+	int n_indexer_skipped;    /* indexer tensors of shared layers (unused) */
 	int n_unknown;            /* other tensors we do not know (kept f32) */
 	const char *first_unknown;
 } plan_ctx;
@@ -40,10 +40,6 @@ typedef struct plan_ctx {
  * one line each kind, not one line per tensor per layer. */
 static void note_unknown(plan_ctx *c, const char *name)
 {
-	if (strstr(name, ".self_attn.indexer.")) {
-		c->n_indexer++;
-		return;
-	}
 	if (!c->n_unknown++)
 		c->first_unknown = name;
 }
@@ -250,6 +246,16 @@ static int plan_layer(plan_ctx *c, convert_file *f, convert_file *shard, int L, 
 	NEED(nh * (g->qk_nope_head_dim + g->v_head_dim), g->kv_lora_rank, A,
 	     "self_attn.kv_b_proj.weight");
 	NEED(H, nh * g->v_head_dim, A, "self_attn.o_proj.weight");
+	if (coli_config_layer_index_full(g, L)) {
+		/* the DSA indexer: its projections quantized like attention,
+		 * the per-head weights and the key norm exact */
+		const int IH = g->index_n_heads, ID = g->index_head_dim, I = mtp ? A : CONVERT_CLS_INDEXER;
+		NEED(IH * ID, g->q_lora_rank, I, "self_attn.indexer.wq_b.weight");
+		NEED(ID, H, I, "self_attn.indexer.wk.weight");
+		NEED(ID, 0, I, "self_attn.indexer.k_norm.weight");
+		NEED(ID, 0, I, "self_attn.indexer.k_norm.bias");
+		NEED(IH, H, CONVERT_CLS_ROUTERS, "self_attn.indexer.weights_proj.weight");
+	}
 	NEED(H, 0, A, "post_attention_layernorm.weight");
 	if (coli_config_layer_is_moe(g, L)) {
 		const int E = g->n_routed_experts, I = g->moe_intermediate_size;
@@ -304,6 +310,12 @@ static int plan_layer(plan_ctx *c, convert_file *f, convert_file *shard, int L, 
 			continue;
 		if (tl > 10 && !strcmp(t->name + tl - 10, "_scale_inv"))
 			continue;
+		if (strstr(t->name, ".self_attn.indexer.")) {
+			/* a shared layer's indexer is never run: not stored */
+			c->claimed[i] = 1;
+			c->n_indexer_skipped++;
+			continue;
+		}
 		rc = add_tensor(c, f, t, -1, 0, mtp ? CONVERT_CLS_MTP : CONVERT_CLS_OTHER, err);
 		if (rc < 0)
 			return rc;
@@ -502,8 +514,9 @@ int convert_plan_build(const convert_opts *o, convert_plan *p, coli_err *err)
 	}
 	if ((rc = plan_tokenizer(p, o->src_dir, err)) < 0)
 		goto out;
-	if (c.n_indexer)
-		coli_info("%d DSA indexer tensors (self_attn.indexer.*) kept f32", c.n_indexer);
+	if (c.n_indexer_skipped)
+		coli_info("%d DSA indexer tensors of shared layers left out (those layers reuse an earlier "
+			  "layer's key selection)", c.n_indexer_skipped);
 	if (c.n_unknown)
 		coli_warn("%d tensor(s) not part of the known architecture kept f32 (e.g. %s)",
 			  c.n_unknown, c.first_unknown);

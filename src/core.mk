@@ -7,7 +7,7 @@ libcoli_a_SOURCES = \
 	src/cli.h src/cli_util.c src/cli_util.h \
 	src/model.c src/model.h \
 	src/state.c src/state.h \
-	src/forward.c src/forward_ops.h src/vec_ops.c src/vec_ops.h \
+	src/forward.c src/forward_ops.h src/indexer.c src/indexer.h src/vec_ops.c src/vec_ops.h \
 	src/moe.c src/moe.h \
 	src/sampler.c src/sampler.h \
 	src/stop_match.c src/stop_match.h \

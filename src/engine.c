@@ -212,11 +212,6 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	e->ctx = e->opts.ctx > 0 ? e->opts.ctx : ENGINE_DEFAULT_CTX;
 	if (c->max_position_embeddings > 0 && e->ctx > c->max_position_embeddings)
 		e->ctx = c->max_position_embeddings;
-	if (c->index_topk > 0 && e->ctx > c->index_topk) {
-		coli_warn("context capped at %d tokens: the DSA indexer (index_topk) is not implemented, "
-			  "and below index_topk it selects every key", c->index_topk);
-		e->ctx = c->index_topk;
-	}
 	e->prefill_batch = e->opts.prefill_batch > 0 ? e->opts.prefill_batch : ENGINE_PREFILL_BATCH;
 	e->kv_ram = e->opts.kv_ram > 0 && e->opts.kv_ram < e->ctx ? e->opts.kv_ram : e->ctx;
 	if (e->kv_ram < e->ctx && e->prefill_batch > e->kv_ram / 2)

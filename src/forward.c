@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "forward_ops.h"
+#include "indexer.h"
 #include "moe.h"
 #include "state.h"
 #include "vec_ops.h"
@@ -118,6 +119,49 @@ static const float *attn_rows(const coli_state *s, const float *ram, int base, i
 	return ram + (size_t)(p0 - base) * W;
 }
 
+/* Chunk row b of heads [h0, h1) over the keys the indexer selected
+ * (s->isel, ascending positions): the dense loop's operations per key, in
+ * the same order, over the selected rows only (coli_vec_dot /
+ * coli_vec_wsum give the same bits one row at a time as in blocks). */
+static void attn_sparse_row(struct attn_job *j, int b, int h0, int h1, float *mx)
+{
+	const coli_config *c = &j->m->cfg;
+	coli_state *s = j->s;
+	const int L = c->kv_lora_rank, W = s->kv_width, B = s->max_batch, AW = coli_config_attn_width(c);
+	const coli_seq *q = s->row_seq[b];
+	const float *ram = q->kv[j->layer];
+	const int *sel = s->isel + (size_t)b * s->isel_cap, ns = s->isel_n[b];
+	for (int i = 0; i < ns; i++) {
+		const int p = sel[i];
+		const float *row = p < q->base ? s->old_kv + (size_t)p * W : ram + (size_t)(p - q->base) * W;
+		for (int h = h0; h < h1; h++) {
+			float d = coli_vec_dot(s->qcat + (size_t)h * W, row, AW) * j->m->softmax_scale;
+			s->scores[(size_t)h * s->cap + i] = d;
+			if (d > mx[h - h0])
+				mx[h - h0] = d;
+		}
+	}
+	for (int h = h0; h < h1; h++) {
+		float *sc = s->scores + (size_t)h * s->cap;
+		double sum = 0.0;
+		for (int i = 0; i < ns; i++) {
+			sc[i] = expf(sc[i] - mx[h - h0]);
+			sum += sc[i];
+		}
+		const float inv = (float)(1.0 / sum);
+		for (int i = 0; i < ns; i++)
+			sc[i] *= inv;
+		memset(s->ctxlat + ((size_t)h * B + b) * L, 0, sizeof(float) * L);
+	}
+	for (int i = 0; i < ns; i++) {
+		const int p = sel[i];
+		const float *row = p < q->base ? s->old_kv + (size_t)p * W : ram + (size_t)(p - q->base) * W;
+		for (int h = h0; h < h1; h++)
+			coli_vec_wsum(s->ctxlat + ((size_t)h * B + b) * L, s->scores + (size_t)h * s->cap + i, row,
+				      (size_t)W, 1, L);
+	}
+}
+
 /* Heads [h0, h1): their rows of q_b (unless computed already), rope and
  * absorption (attn_absorb_head), then per chunk row the scores over the
  * cache, softmax and the weighted sum of latents,
@@ -133,6 +177,7 @@ static void attn_heads(void *arg, int task)
 	coli_state *s = j->s;
 	const int nh = c->num_attention_heads, L = c->kv_lora_rank, R = c->qk_rope_head_dim;
 	const int W = s->kv_width, qk = coli_config_qk_head_dim(c), B = s->max_batch;
+	const int AW = coli_config_attn_width(c);
 	const int qrow = nh * qk;
 	const int h0 = task * j->heads_per_task;
 	const int h1 = h0 + j->heads_per_task < nh ? h0 + j->heads_per_task : nh;
@@ -168,12 +213,16 @@ static void attn_heads(void *arg, int task)
 			memcpy(qc + L, s->q + (size_t)b * qrow + (size_t)h * qk + c->qk_nope_head_dim,
 			       sizeof(float) * R);
 		}
+		if (s->isel_n && s->isel_n[b] >= 0) {
+			attn_sparse_row(j, b, h0, h1, mx);
+			continue;
+		}
 		for (int p0 = 0, p1; p0 <= t; p0 = p1) {
 			const float *rows = attn_rows(s, ram, base, p0, t + 1, &p1);
 			for (int h = h0; h < h1; h++) {
 				float *sc = s->scores + (size_t)h * s->cap;
 				float dot[ATTN_POS_BLOCK];
-				coli_vec_dot_rows(s->qcat + (size_t)h * W, rows, (size_t)W, p1 - p0, W, dot);
+				coli_vec_dot_rows(s->qcat + (size_t)h * W, rows, (size_t)W, p1 - p0, AW, dot);
 				for (int p = p0; p < p1; p++) {
 					float d = dot[p - p0];
 					d *= m->softmax_scale;
@@ -217,22 +266,34 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 	const coli_layer_weights *w = &m->layers[l];
 	const int H = c->hidden_size, L = c->kv_lora_rank, R = c->qk_rope_head_dim;
 	const int nh = c->num_attention_heads;
-	const int V = c->v_head_dim, W = s->kv_width, B = s->max_batch;
+	const int V = c->v_head_dim, W = s->kv_width, B = s->max_batch, AW = coli_config_attn_width(c);
 	for (int b = 0; b < n; b++)
 		fwd_rmsnorm(s->xn + (size_t)b * H, s->x + (size_t)b * H, w->attn_norm, H, c->rms_norm_eps);
 	/* queries */
 	/* the products of the normed input in one run: the query's first
 	 * projection (or the whole query) and the compressed KV */
-	const coli_mm in[2] = {
+	const coli_mm in[3] = {
 		{ c->q_lora_rank > 0 ? &w->q_a : &w->q, s->xn, c->q_lora_rank > 0 ? s->qa : s->q, n },
 		{ &w->kv_a, s->xn, s->kva, n },
+		{ &w->idx_wk, s->xn, s->idx_k, n },
 	};
-	coli_model_matmul_group(m, s, in, 2);
+	/* the indexer's key projection joins the group (a group gives each
+	 * product's own bits) */
+	coli_model_matmul_group(m, s, in, w->has_indexer ? 3 : 2);
 	int qb_in_tasks = c->q_lora_rank > 0;
 	if (c->q_lora_rank > 0) {
 		const int Q = c->q_lora_rank;
 		for (int b = 0; b < n; b++)
 			fwd_rmsnorm(s->qa + (size_t)b * Q, s->qa + (size_t)b * Q, w->q_a_norm, Q, c->attn_norm_eps);
+		if (w->has_indexer) {
+			/* before q_b's input is prepared: both use the q8 scratch;
+			 * the head weights stay exact (f32 activations) */
+			const double ti = now_s();
+			coli_model_matmul(m, s, &w->idx_wq_b, s->qa, n, s->idx_q);
+			coli_matmul(m->pool, &w->idx_w, s->xn, n, s->idx_w);
+			indexer_queries(m, s, n);
+			s->timing.indexer += now_s() - ti;
+		}
 		/* q_b runs inside the attention tasks, each for its own heads'
 		 * rows (attn_heads): its input is prepared once here */
 		if (!attn_qb_q8(m, w))
@@ -245,7 +306,7 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 	/* compressed KV: normalized latent + roped shared key, into the cache */
 	for (int b = 0; b < n; b++) {
 		const int t = s->row_pos[b];
-		const float *src = s->kva + (size_t)b * W;
+		const float *src = s->kva + (size_t)b * AW;
 		float *dst = s->row_seq[b]->kv[l] + (size_t)(t - s->row_seq[b]->base) * W;
 		fwd_rmsnorm(dst, src, w->kv_a_norm, L, c->attn_norm_eps);
 		memcpy(dst + L, src + L, sizeof(float) * R);
@@ -259,6 +320,16 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 		if (rc < 0)
 			return coli_err_set(err, rc, "reading %d spilled KV rows of layer %d back failed", q0->base, l);
 	}
+	/* the keys each row attends to: this layer's own indexer, or the
+	 * selection of the nearest earlier full layer (already in s->isel) */
+	if (w->has_indexer) {
+		const double ti = now_s();
+		indexer_keys(m, s, w, l, n);
+		indexer_select(m, s, l, n);
+		s->timing.indexer += now_s() - ti;
+	}
+	if (coli_config_has_indexer(c))
+		indexer_note(m, s, l, n);
 	int hpt = (nh + 2 * coli_pool_size(m->pool) - 1) / (2 * coli_pool_size(m->pool));
 	hpt = hpt < 1 ? 1 : hpt > ATTN_HEADS_MAX ? ATTN_HEADS_MAX : hpt;
 	struct attn_job job = { m, s, w, l, n, hpt, qb_in_tasks };

@@ -17,6 +17,11 @@
  *   rope_parameters {"rope_theta", "rope_type", ...} as GLM-5 ships; the
  *   writer emits the form the model type ships with (rope_parameters for
  *   glm_moe_dsa);
+ * - the DSA indexer (glm_moe_dsa, deepseek_v32): index_topk must be
+ *   positive; indexer_rope_interleave defaults to false (NeoX halves, as
+ *   DeepSeek-V3.2); the per-layer full/shared schedule comes from
+ *   indexer_types, else index_topk_pattern, else index_topk_freq (1) and
+ *   index_skip_topk_offset (2); other model types ignore index_* keys;
  * - unknown keys are ignored; a present key of the wrong JSON type is an
  *   error naming it (integers must be JSON integers; floats accept both).
  *
@@ -194,7 +199,83 @@ out:
 	return rc;
 }
 
-static const char *const model_types[] = { "deepseek_v3", "kimi_k2", "glm_moe_dsa" };
+static const char *const model_types[] = { "deepseek_v3", "kimi_k2", "glm_moe_dsa", "deepseek_v32" };
+
+static bool model_type_is_dsa(const char *t)
+{
+	return !strcmp(t, "glm_moe_dsa") || !strcmp(t, "deepseek_v32");
+}
+
+/* The per-layer indexer schedule: indexer_types, else index_topk_pattern
+ * (a string of F/S or a list of them), else derived from
+ * index_topk_freq / index_skip_topk_offset. */
+static int parse_index_types(const json_t *root, coli_config *c, coli_err *err)
+{
+	const int L = c->num_hidden_layers;
+	const json_t *types = json_object_get(root, "indexer_types");
+	const json_t *pat = json_object_get(root, "index_topk_pattern");
+	int rc;
+	if ((rc = get_int(root, "index_topk_freq", HF_NULL_DEFAULT, 1, &c->index_topk_freq, err)) ||
+	    (rc = get_int(root, "index_skip_topk_offset", HF_NULL_DEFAULT, 2, &c->index_skip_topk_offset, err)))
+		return rc;
+	if (c->index_topk_freq < 1)
+		return coli_err_set(err, -EINVAL, "config: index_topk_freq = %d must be at least 1", c->index_topk_freq);
+	if (L < 1 || L > COLI_MAX_LAYERS)
+		return coli_err_set(err, -EINVAL, "config: num_hidden_layers = %d is outside [1, %d]", L, COLI_MAX_LAYERS);
+	if (types && !json_is_null(types)) {
+		if (!json_is_array(types) || (int)json_array_size(types) < L)
+			return coli_err_set(err, -EINVAL, "config: indexer_types must list \"full\" or \"shared\" for each of "
+					    "the %d layers", L);
+		for (int i = 0; i < L; i++) {
+			const json_t *v = json_array_get(types, (size_t)i);
+			const char *t = json_is_string(v) ? json_string_value(v) : "";
+			if (strcmp(t, "full") && strcmp(t, "shared"))
+				return coli_err_set(err, -EINVAL, "config: indexer_types[%d] = '%.20s' is not \"full\" or "
+						    "\"shared\"", i, json_is_string(v) ? t : "(not a string)");
+			c->index_types[i] = t[0] == 'f' ? 'F' : 'S';
+		}
+	} else if (pat && !json_is_null(pat)) {
+		int n = json_is_string(pat) ? (int)json_string_length(pat) : json_is_array(pat) ? (int)json_array_size(pat) : -1;
+		if (n < L)
+			return coli_err_set(err, -EINVAL, "config: index_topk_pattern must give F or S for each of the %d layers", L);
+		for (int i = 0; i < L; i++) {
+			const char *t = json_is_string(pat) ? json_string_value(pat) + i
+				      : json_is_string(json_array_get(pat, (size_t)i)) ? json_string_value(json_array_get(pat, (size_t)i)) : "?";
+			if (t[0] != 'F' && t[0] != 'S')
+				return coli_err_set(err, -EINVAL, "config: index_topk_pattern entry %d is not F or S", i);
+			c->index_types[i] = t[0];
+		}
+	} else {
+		for (int i = 0; i < L; i++) {
+			int k = i - c->index_skip_topk_offset + 1;
+			c->index_types[i] = (k > 0 ? k : 0) % c->index_topk_freq == 0 ? 'F' : 'S';
+		}
+	}
+	c->index_types[L] = '\0';
+	if (c->index_types[0] != 'F')
+		return coli_err_set(err, -EINVAL, "config: layer 0 is a shared indexer layer, but no earlier layer runs the indexer");
+	return 0;
+}
+
+/* DSA models: the indexer's sizes, rope pairing and schedule; other
+ * model types carry no indexer. */
+static int parse_indexer(const json_t *root, coli_config *c, coli_err *err)
+{
+	int rc;
+	if (!model_type_is_dsa(c->model_type)) {
+		c->index_topk = c->index_head_dim = c->index_n_heads = 0;
+		return 0;
+	}
+	if ((rc = get_int(root, "index_topk", HF_NULL_DEFAULT, 0, &c->index_topk, err)) ||
+	    (rc = get_int(root, "index_head_dim", HF_NULL_DEFAULT, 0, &c->index_head_dim, err)) ||
+	    (rc = get_int(root, "index_n_heads", HF_NULL_DEFAULT, 0, &c->index_n_heads, err)) ||
+	    (rc = get_bool(root, "indexer_rope_interleave", false, &c->indexer_rope_interleave, err)))
+		return rc;
+	if (c->index_topk <= 0)
+		return coli_err_set(err, -EINVAL, "config: index_topk = %d must be positive for %s (keys each query attends to)",
+				    c->index_topk, c->model_type);
+	return parse_index_types(root, c, err);
+}
 
 int hf_config_from_json(const json_t *root, coli_config *c, coli_err *err)
 {
@@ -210,7 +291,7 @@ int hf_config_from_json(const json_t *root, coli_config *c, coli_err *err)
 			break;
 	if (k == sizeof model_types / sizeof *model_types)
 		return coli_err_set(err, -ENOTSUP,
-				    "config: model_type '%s' is not supported (deepseek_v3, kimi_k2, glm_moe_dsa)",
+				    "config: model_type '%s' is not supported (deepseek_v3, kimi_k2, glm_moe_dsa, deepseek_v32)",
 				    c->model_type);
 	if ((rc = get_int(root, "vocab_size", HF_REQ, 0, &c->vocab_size, err)) ||
 	    (rc = get_int(root, "hidden_size", HF_REQ, 0, &c->hidden_size, err)) ||
@@ -245,9 +326,7 @@ int hf_config_from_json(const json_t *root, coli_config *c, coli_err *err)
 	    (rc = get_bool(root, "rope_interleave", true, &c->rope_interleave, err)) ||
 	    (rc = get_int(root, "bos_token_id", HF_NULL_DEFAULT, -1, &c->bos_token_id, err)) ||
 	    (rc = parse_eos(root, c, err)) ||
-	    (rc = get_int(root, "index_topk", HF_NULL_DEFAULT, 0, &c->index_topk, err)) ||
-	    (rc = get_int(root, "index_head_dim", HF_NULL_DEFAULT, 0, &c->index_head_dim, err)) ||
-	    (rc = get_int(root, "index_n_heads", HF_NULL_DEFAULT, 0, &c->index_n_heads, err)))
+	    (rc = parse_indexer(root, c, err)))
 		return rc;
 	c->attn_norm_eps = c->rms_norm_eps;  /* see the top of this file */
 	const json_t *rp = json_object_get(root, "rope_parameters");
@@ -260,10 +339,6 @@ int hf_config_from_json(const json_t *root, coli_config *c, coli_err *err)
 	}
 	if (rc || (rc = hf_config_validate(c, err)))
 		return rc;
-	if (c->index_topk > 0)
-		coli_warn("config: index_topk=%d: the DSA lightning indexer is not implemented; "
-			  "attention is exact dense MLA and contexts are capped at %d tokens",
-			  c->index_topk, c->index_topk);
 	return 0;
 }
 
@@ -347,6 +422,18 @@ int hf_config_validate(const coli_config *c, coli_err *err)
 	if (c->qk_rope_head_dim % 2)
 		return coli_err_set(err, -EINVAL, "config: qk_rope_head_dim = %d must be even (rotary pairs)",
 				    c->qk_rope_head_dim);
+	if (c->index_topk > 0) {
+		if (c->index_n_heads < 1 || c->index_head_dim < c->qk_rope_head_dim)
+			return coli_err_set(err, -EINVAL, "config: index_n_heads = %d and index_head_dim = %d must be positive "
+					    "and hold the %d rope dims", c->index_n_heads, c->index_head_dim, c->qk_rope_head_dim);
+		if (c->q_lora_rank < 1)
+			return coli_err_set(err, -EINVAL, "config: the DSA indexer needs q_lora_rank > 0 (its queries start "
+					    "from the low-rank query)");
+		if ((int)strlen(c->index_types) != c->num_hidden_layers || c->index_types[0] != 'F' ||
+		    strspn(c->index_types, "FS") != strlen(c->index_types))
+			return coli_err_set(err, -EINVAL, "config: the indexer schedule must give F or S for each layer, "
+					    "starting with F");
+	}
 	if (experts > 0) {
 		if (experts % c->n_group)
 			return coli_err_set(err, -EINVAL, "config: n_routed_experts = %d is not a multiple of n_group = %d",

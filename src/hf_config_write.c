@@ -99,10 +99,18 @@ json_t *hf_config_to_json(const coli_config *c)
 			json_array_append_new(a, json_integer(c->eos_token_ids[i]));
 		set(o, "eos_token_id", a);
 	}
-	if (c->index_topk || c->index_head_dim || c->index_n_heads) {
+	if (c->index_topk > 0) {
 		set(o, "index_topk", json_integer(c->index_topk));
 		set(o, "index_head_dim", json_integer(c->index_head_dim));
 		set(o, "index_n_heads", json_integer(c->index_n_heads));
+		set(o, "indexer_rope_interleave", json_boolean(c->indexer_rope_interleave));
+		set(o, "index_topk_freq", json_integer(c->index_topk_freq));
+		set(o, "index_skip_topk_offset", json_integer(c->index_skip_topk_offset));
+		/* the schedule as resolved, so the manifest needs no derivation */
+		json_t *a = json_array();
+		for (int i = 0; a && c->index_types[i]; i++)
+			json_array_append_new(a, json_string(c->index_types[i] == 'F' ? "full" : "shared"));
+		set(o, "indexer_types", a);
 	}
 	return o;
 }

@@ -158,6 +158,18 @@ static int bind_layer(coli_model *m, int l, coli_err *err)
 			   P "self_attn.kv_b_proj.weight", l)) ||
 	    (rc = bind_mat(m, &w->o, H, nh * c->v_head_dim, err, P "self_attn.o_proj.weight", l)))
 		return rc;
+	/* a shared layer's indexer weights are never loaded (convert leaves
+	 * them out); a full layer must have them */
+	w->has_indexer = coli_config_layer_index_full(c, l);
+	if (w->has_indexer) {
+		const int IH = c->index_n_heads, ID = c->index_head_dim;
+		if ((rc = bind_mat(m, &w->idx_wq_b, IH * ID, c->q_lora_rank, err, P "self_attn.indexer.wq_b.weight", l)) ||
+		    (rc = bind_mat(m, &w->idx_wk, ID, H, err, P "self_attn.indexer.wk.weight", l)) ||
+		    (rc = bind_vec(m, &w->idx_k_norm, ID, 0, err, P "self_attn.indexer.k_norm.weight", l)) ||
+		    (rc = bind_vec(m, &w->idx_k_bias, ID, 0, err, P "self_attn.indexer.k_norm.bias", l)) ||
+		    (rc = bind_mat(m, &w->idx_w, IH, H, err, P "self_attn.indexer.weights_proj.weight", l)))
+			return rc;
+	}
 	w->is_moe = coli_config_layer_is_moe(c, l);
 	if (!w->is_moe) {
 		const int I = c->intermediate_size;

@@ -31,6 +31,13 @@ typedef struct coli_layer_weights {
 	const float *kv_a_norm;      /* (kv_lora) */
 	coli_qmat kv_b;              /* (heads*(nope+v), kv_lora): W_UK | W_UV per head */
 	coli_qmat o;                 /* (H, heads*v) */
+	/* DSA lightning indexer, layers that run their own (has_indexer) */
+	int has_indexer;
+	coli_qmat idx_wq_b;          /* (index_heads*index_dim, q_lora) */
+	coli_qmat idx_wk;            /* (index_dim, H) */
+	const float *idx_k_norm;     /* (index_dim) LayerNorm weight */
+	const float *idx_k_bias;     /* (index_dim) LayerNorm bias */
+	coli_qmat idx_w;             /* (index_heads, H) weights_proj, f32 */
 	/* dense FFN (layers < first_k_dense_replace) */
 	coli_qmat gate, up, down;    /* (I,H) (I,H) (H,I) */
 	/* MoE */
@@ -93,6 +100,8 @@ typedef struct coli_model {
 	float softmax_scale;         /* qk_head_dim^-0.5 * mscale^2 */
 } coli_model;
 
+
+
 int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out, coli_err *err);
 void coli_model_free(coli_model *m);
 
@@ -106,7 +115,8 @@ typedef struct coli_routing {
 /* Where forward time went, accumulated over calls (seconds). The expert
  * store reports the part of `moe` spent waiting for the disk. */
 typedef struct coli_timing {
-	double attention;
+	double attention;            /* includes the indexer's part */
+	double indexer;              /* DSA indexer: products, scores, selection */
 	double moe;                  /* routing, expert fetch + matmuls, shared */
 	double dense_ffn;
 	double other;                /* embedding, final norm, lm_head */
@@ -162,6 +172,10 @@ const coli_routing *coli_state_routing(const coli_state *s);
 /* The state's own sequence (what coli_forward appends to). */
 coli_seq *coli_state_seq(coli_state *s);
 const coli_timing *coli_state_timing(const coli_state *s);
+/* DSA models: how many keys layer `layer` let the last evaluated row
+ * attend to (*kept) out of its context (*context); 0/0 before any step.
+ * -1 when the model has no indexer. */
+int coli_state_index_stats(const coli_state *s, int layer, int *kept, int *context);
 
 /* Run tokens[0..n) at positions pos..pos+n, appending to the KV cache.
  * logits: NULL, or (n, vocab) when all_logits, else (vocab) for the last

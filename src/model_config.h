@@ -13,8 +13,11 @@
 
 enum coli_rope_kind { COLI_ROPE_DEFAULT = 0, COLI_ROPE_YARN = 1 };
 
+/* Most main layers a config may declare (hf_config_validate). */
+#define COLI_MAX_LAYERS 4096
+
 typedef struct coli_config {
-	char model_type[32];         /* "deepseek_v3", "kimi_k2", "glm_moe_dsa" */
+	char model_type[32];         /* "deepseek_v3", "kimi_k2", "glm_moe_dsa", "deepseek_v32" */
 	int vocab_size;
 	int hidden_size;             /* H */
 	int intermediate_size;       /* dense FFN width */
@@ -64,11 +67,22 @@ typedef struct coli_config {
 	int bos_token_id;            /* -1 when absent */
 	int eos_token_ids[8];        /* eos_token_id may be an int or a list */
 	int n_eos_token_ids;
-	/* GLM-5 DSA lightning indexer; 0 when absent. Below index_topk tokens
-	 * of context it selects every key, so attention equals dense MLA. */
+	/* DSA lightning indexer (glm_moe_dsa, deepseek_v32); index_topk 0 when
+	 * the model has none. Each query attends to the index_topk earlier
+	 * keys the indexer scores highest; below index_topk tokens of context
+	 * that is every key, so attention equals dense MLA. */
 	int index_topk;
 	int index_head_dim;
 	int index_n_heads;
+	/* rope pairing of the index heads' rope part: interleaved pairs
+	 * (GLM-5 ships true) or NeoX halves (false, the default) */
+	bool indexer_rope_interleave;
+	int index_topk_freq;         /* inputs of the derived schedule (1, 2) */
+	int index_skip_topk_offset;
+	/* per main layer: 'F' runs its own indexer, 'S' reuses the selection
+	 * of the nearest earlier 'F' layer; "" without an indexer. MTP layers
+	 * always run their own (colitop-model(5)). */
+	char index_types[COLI_MAX_LAYERS + 1];
 } coli_config;
 
 /* Derived sizes. */
@@ -76,10 +90,26 @@ static inline int coli_config_qk_head_dim(const coli_config *c)
 {
 	return c->qk_nope_head_dim + c->qk_rope_head_dim;
 }
-/* Numbers per token per layer in the compressed KV cache. */
-static inline int coli_config_kv_width(const coli_config *c)
+static inline bool coli_config_has_indexer(const coli_config *c)
+{
+	return c->index_topk > 0;
+}
+/* Whether layer l (main or MTP) runs its own indexer. */
+static inline bool coli_config_layer_index_full(const coli_config *c, int layer)
+{
+	return c->index_topk > 0 && (layer >= c->num_hidden_layers || c->index_types[layer] == 'F');
+}
+/* Numbers of a cached row attention reads: normalized latent | roped key. */
+static inline int coli_config_attn_width(const coli_config *c)
 {
 	return c->kv_lora_rank + c->qk_rope_head_dim;
+}
+/* Numbers per token per layer in the compressed KV cache: the attention
+ * part, then (models with an indexer) the token's index key. Every layer
+ * has the same row width; a shared layer's index part stays zero. */
+static inline int coli_config_kv_width(const coli_config *c)
+{
+	return coli_config_attn_width(c) + (c->index_topk > 0 ? c->index_head_dim : 0);
 }
 static inline bool coli_config_layer_is_moe(const coli_config *c, int layer)
 {

@@ -139,6 +139,20 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 	s->qcat = zalloc(nh * (size_t)coli_config_kv_width(c), sizeof(float), &failed);
 	s->qb_xsum = zalloc(B * (size_t)(c->q_lora_rank / COLI_QK + 1), sizeof(float), &failed);
 	s->scores = zalloc(nh * (size_t)max_ctx, sizeof(float), &failed);
+	if (coli_config_has_indexer(c)) {
+		const size_t IH = (size_t)c->index_n_heads, ID = (size_t)c->index_head_dim;
+		s->isel_cap = c->index_topk < max_ctx ? c->index_topk : max_ctx;
+		s->idx_q = zalloc(B * IH * ID, sizeof(float), &failed);
+		s->idx_k = zalloc(B * ID, sizeof(float), &failed);
+		s->idx_w = zalloc(B * IH, sizeof(float), &failed);
+		s->idx_scores = zalloc((size_t)max_ctx, sizeof(float), &failed);
+		s->idx_order = zalloc((size_t)max_ctx, sizeof(int), &failed);
+		s->idx_mark = zalloc((size_t)max_ctx, 1, &failed);
+		s->isel = zalloc(B * (size_t)s->isel_cap, sizeof(int), &failed);
+		s->isel_n = zalloc(B, sizeof(int), &failed);
+		s->idx_kept = zalloc((size_t)s->n_layers, sizeof(int), &failed);
+		s->idx_context = zalloc((size_t)s->n_layers, sizeof(int), &failed);
+	}
 	s->ffn_a = zalloc(B * ffn, sizeof(float), &failed);
 	s->ffn_b = zalloc(B * ffn, sizeof(float), &failed);
 	s->ffn_out = zalloc(B * H, sizeof(float), &failed);
@@ -206,7 +220,8 @@ void coli_state_free(coli_state *s)
 			 s->router_logits, s->sel, s->sel_w, s->moe_out, s->union_experts,
 			 s->tok_slot, s->exp_in, s->exp_a, s->exp_b, s->exp_out, (void *)s->recs,
 			 s->predict, s->pred_scores, s->route_tmp, s->route_taken, s->expert_rows, s->pred_w, s->logits_h, s->mtp_cat, s->routing.experts,
-			 s->routing.weights };
+			 s->routing.weights, s->idx_q, s->idx_k, s->idx_w, s->idx_scores, s->idx_order, s->idx_mark,
+			 s->isel, s->isel_n, s->idx_kept, s->idx_context };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	coli_q8act_free(&s->q8act);
@@ -221,6 +236,15 @@ int coli_state_capacity(const coli_state *s) { return s->own->cap; }
 coli_seq *coli_state_seq(coli_state *s) { return s->own; }
 const coli_routing *coli_state_routing(const coli_state *s) { return &s->routing; }
 const coli_timing *coli_state_timing(const coli_state *s) { return &s->timing; }
+
+int coli_state_index_stats(const coli_state *s, int layer, int *kept, int *context)
+{
+	if (!s->idx_kept || layer < 0 || layer >= s->n_layers)
+		return -1;
+	*kept = s->idx_kept[layer];
+	*context = s->idx_context[layer];
+	return 0;
+}
 const float *coli_state_hidden(const coli_state *s, int row)
 {
 	return s->logits_h + (size_t)row * (size_t)s->hidden;

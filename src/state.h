@@ -45,6 +45,20 @@ struct coli_state {
 	float *qcat;            /* (heads, kv_width) a head's [absorbed q_nope; q_rope] */
 	float *qb_xsum;         /* (B, q_lora / 64) block sums of q_b's input */
 	float *scores;          /* (heads, cap) */
+	/* DSA indexer (models with index_topk > 0) */
+	float *idx_q;           /* (B, index_heads * index_dim) index queries */
+	float *idx_k;           /* (B, index_dim) wk x, before its LayerNorm */
+	float *idx_w;           /* (B, index_heads) head weights */
+	float *idx_scores;      /* (cap) one row's score of every key */
+	int *idx_order;         /* (cap) positions being selected */
+	unsigned char *idx_mark; /* (cap) selected flags */
+	int isel_cap;           /* min(index_topk, cap) */
+	int *isel;              /* (B, isel_cap) selected positions, ascending,
+	                         * in force for the current and following
+	                         * shared layers */
+	int *isel_n;            /* (B) count, or -1: every key (dense) */
+	int *idx_kept;          /* (layers) keys kept for the last row */
+	int *idx_context;       /* (layers) keys in its context */
 	float *ffn_a, *ffn_b;   /* (B, max FFN width) */
 	float *ffn_out;         /* (B, H) */
 	float *router_logits;   /* (B, E) */

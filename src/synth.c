@@ -51,6 +51,46 @@ void synth_set_yarn(synth_opts *o, bool on)
 	c->rope_mscale_all_dim = 1.0;
 }
 
+void synth_set_index_topk(synth_opts *o, int k)
+{
+	coli_config *c = &o->cfg;
+	c->index_topk = k;
+	o->indexer = k > 0;
+	if (k <= 0) {
+		if (!strcmp(c->model_type, "deepseek_v32"))
+			strcpy(c->model_type, "deepseek_v3");
+		c->index_head_dim = c->index_n_heads = 0;
+		return;
+	}
+	if (strcmp(c->model_type, "glm_moe_dsa"))
+		strcpy(c->model_type, "deepseek_v32");
+	if (c->index_n_heads <= 0) {
+		c->index_n_heads = 4;
+		c->index_head_dim = 2 * c->qk_rope_head_dim;
+	}
+	if (!c->index_topk_freq) {
+		c->index_topk_freq = 1;
+		c->index_skip_topk_offset = 2;
+	}
+}
+
+void synth_resolve_index(synth_opts *o)
+{
+	coli_config *c = &o->cfg;
+	const int L = c->num_hidden_layers;
+	if (c->index_topk <= 0 || L > COLI_MAX_LAYERS) {
+		c->index_types[0] = '\0';
+		return;
+	}
+	if (o->index_schedule == SYNTH_INDEX_DERIVED) {
+		for (int i = 0; i < L; i++) {
+			int k = i - c->index_skip_topk_offset + 1;
+			c->index_types[i] = (k > 0 ? k : 0) % (c->index_topk_freq > 0 ? c->index_topk_freq : 1) ? 'S' : 'F';
+		}
+	}
+	c->index_types[L] = '\0';
+}
+
 int synth_preset(const char *name, synth_opts *o, coli_err *err)
 {
 	memset(o, 0, sizeof(*o));
@@ -103,10 +143,10 @@ int synth_preset(const char *name, synth_opts *o, coli_err *err)
 		c->rope_theta = 1000000.0;
 		c->max_position_embeddings = 202752;
 		c->num_nextn_predict_layers = 0;
-		c->index_topk = 2048;
 		c->index_head_dim = 128;
 		c->index_n_heads = 32;
-		o->indexer = true;
+		c->indexer_rope_interleave = true;
+		synth_set_index_topk(o, 2048);
 		o->dtype = ST_BF16;
 		synth_set_yarn(o, false);
 	} else if (!strcmp(name, "glm5-tiny")) {
@@ -135,10 +175,10 @@ int synth_preset(const char *name, synth_opts *o, coli_err *err)
 		c->rope_theta = 1000000.0;
 		c->max_position_embeddings = 202752;
 		c->num_nextn_predict_layers = 1;
-		c->index_topk = 2048;
 		c->index_head_dim = 32;
 		c->index_n_heads = 4;
-		o->indexer = true;
+		c->indexer_rope_interleave = true;
+		synth_set_index_topk(o, 2048);
 		o->dtype = ST_F32;
 		synth_set_yarn(o, false);
 	} else if (!strcmp(name, "dsv3-slice")) {
@@ -170,6 +210,7 @@ int synth_preset(const char *name, synth_opts *o, coli_err *err)
 	c->num_key_value_heads = c->num_attention_heads;
 	c->attn_norm_eps = c->rms_norm_eps;
 	snprintf(o->preset, sizeof(o->preset), "%s", name);
+	synth_resolve_index(o);
 	return 0;
 }
 
@@ -224,6 +265,13 @@ int synth_check(const synth_opts *o, coli_err *err)
 				    (long long)n_t, 1 << 22);
 	if (c->qk_rope_head_dim % 2 || c->qk_rope_head_dim < 2)
 		return coli_err_set(err, -EINVAL, "qk_rope_head_dim: %d must be even", c->qk_rope_head_dim);
+	if (c->index_topk > 0) {
+		if (!c->q_lora_rank)
+			return coli_err_set(err, -EINVAL, "--index-topk: the DSA indexer needs --q-lora > 0");
+		if ((int)strlen(c->index_types) != c->num_hidden_layers || c->index_types[0] != 'F')
+			return coli_err_set(err, -EINVAL, "--indexer-types: %d entries of F/S starting with F expected",
+					    c->num_hidden_layers);
+	}
 	return 0;
 }
 
@@ -240,13 +288,38 @@ static json_t *synth_real(float f)
 	return json_real(strtod(b, NULL));
 }
 
+/* The indexer's keys; the schedule in the form the options chose (GLM-5.2
+ * ships an indexer_types list; DeepSeek-V3.2 none, i.e. all full). */
+static void synth_index_json(const synth_opts *o, json_t *j)
+{
+	const coli_config *c = &o->cfg;
+	json_object_set_new(j, "index_topk", json_integer(c->index_topk));
+	json_object_set_new(j, "index_head_dim", json_integer(c->index_head_dim));
+	json_object_set_new(j, "index_n_heads", json_integer(c->index_n_heads));
+	if (c->indexer_rope_interleave)
+		json_object_set_new(j, "indexer_rope_interleave", json_true());
+	if (o->index_schedule == SYNTH_INDEX_TYPES) {
+		json_t *a = json_array();
+		for (int i = 0; c->index_types[i]; i++)
+			json_array_append_new(a, json_string(c->index_types[i] == 'F' ? "full" : "shared"));
+		json_object_set_new(j, "indexer_types", a);
+	} else if (o->index_schedule == SYNTH_INDEX_PATTERN) {
+		json_object_set_new(j, "index_topk_pattern", json_string(c->index_types));
+	} else if (c->index_topk_freq != 1 || c->index_skip_topk_offset != 2) {
+		json_object_set_new(j, "index_topk_freq", json_integer(c->index_topk_freq));
+		json_object_set_new(j, "index_skip_topk_offset", json_integer(c->index_skip_topk_offset));
+	}
+}
+
 static json_t *synth_config_json(const synth_opts *o)
 {
 	const coli_config *c = &o->cfg;
 	bool glm = !strcmp(c->model_type, "glm_moe_dsa");
+	bool v32 = !strcmp(c->model_type, "deepseek_v32");
 	json_t *j = json_object();
 	json_t *arch = json_array();
-	json_array_append_new(arch, json_string(glm ? "GlmMoeDsaForCausalLM" : "DeepseekV3ForCausalLM"));
+	json_array_append_new(arch, json_string(glm ? "GlmMoeDsaForCausalLM" : v32 ? "DeepseekV32ForCausalLM"
+									   : "DeepseekV3ForCausalLM"));
 	json_object_set_new(j, "architectures", arch);
 	json_object_set_new(j, "model_type", json_string(c->model_type));
 	json_object_set_new(j, "vocab_size", json_integer(c->vocab_size));
@@ -301,11 +374,9 @@ static json_t *synth_config_json(const synth_opts *o)
 		json_object_set_new(rp, "rope_type", json_string("default"));
 		json_object_set_new(j, "rope_parameters", rp);
 		json_object_set_new(j, "rope_interleave", json_boolean(c->rope_interleave));
-		json_object_set_new(j, "indexer_rope_interleave", json_true());
-		json_object_set_new(j, "index_topk", json_integer(c->index_topk));
-		json_object_set_new(j, "index_head_dim", json_integer(c->index_head_dim));
-		json_object_set_new(j, "index_n_heads", json_integer(c->index_n_heads));
 	}
+	if (glm || v32)
+		synth_index_json(o, j);
 	if (!glm && !c->rope_interleave)
 		json_object_set_new(j, "rope_interleave", json_false());
 	json_object_set_new(j, "attention_bias", json_false());

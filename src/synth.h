@@ -29,9 +29,25 @@ typedef struct synth_opts {
 	uint64_t seed;
 	int dtype;           /* ST_F32, ST_BF16, ST_F16 or ST_F8_E4M3 */
 	int n_shards;        /* 1 = model.safetensors */
-	bool indexer;        /* write GLM-5 DSA indexer weights (glm_moe_dsa) */
+	bool indexer;        /* write DSA indexer weights (glm_moe_dsa, deepseek_v32) */
+	bool shared_indexer_weights; /* also in shared layers (unused there) */
+	int index_schedule;  /* how config.json states cfg.index_types:
+	                      * enum synth_index_schedule */
 	bool dry_run;        /* config + tokenizer only, no weights */
 } synth_opts;
+
+enum synth_index_schedule {
+	SYNTH_INDEX_DERIVED = 0,  /* index_topk_freq / index_skip_topk_offset */
+	SYNTH_INDEX_TYPES = 1,    /* an explicit indexer_types list */
+	SYNTH_INDEX_PATTERN = 2,  /* an index_topk_pattern string */
+};
+
+/* Make the model a DSA one with index_topk k (a deepseek_v3 base becomes
+ * deepseek_v32 with a small indexer), or drop the indexer (k = 0). */
+void synth_set_index_topk(synth_opts *o, int k);
+/* Resolve cfg.index_types from the schedule options (derived ones from
+ * index_topk_freq / index_skip_topk_offset). */
+void synth_resolve_index(synth_opts *o);
 
 /* Fill `o` with a preset's defaults (seed 0, its default dtype, 1 shard). */
 int synth_preset(const char *name, synth_opts *o, coli_err *err);

@@ -182,7 +182,10 @@ static void synth_layer(synth_list *L, int i)
 	synth_norm(L, c->kv_lora_rank, q, "kv_a_layernorm");
 	synth_linear(L, true, nh * (c->qk_nope_head_dim + c->v_head_dim), c->kv_lora_rank, q, "kv_b_proj");
 	synth_linear(L, true, H, nh * c->v_head_dim, q, "o_proj");
-	if (L->o->indexer && c->q_lora_rank && c->index_n_heads > 0) {
+	/* shared layers reuse an earlier layer's selection: GLM-5.2 stores no
+	 * indexer there, other checkpoints may (--shared-indexer-weights) */
+	if (L->o->indexer && c->q_lora_rank && c->index_n_heads > 0 &&
+	    (coli_config_layer_index_full(c, i) || L->o->shared_indexer_weights)) {
 		snprintf(q, sizeof(q), "%sself_attn.indexer.", p);
 		synth_linear(L, true, (int64_t)c->index_n_heads * c->index_head_dim, c->q_lora_rank, q, "wq_b");
 		synth_linear(L, true, c->index_head_dim, H, q, "wk");

@@ -32,8 +32,19 @@ Choices where public implementations differ (see doc/DESIGN):
   when mscale_all_dim is set. DeepSeek's own inference code applies YaRN
   only when its max_seq_len exceeds the original context; we always apply
   it, as transformers does.
-- The GLM-5 DSA indexer selects every key below index_topk tokens of
-  context, so it is not evaluated (sequences here are far shorter).
+- The DSA lightning indexer (GLM-5 glm_moe_dsa, DeepSeek-V3.2
+  deepseek_v32) follows transformers' GlmMoeDsa semantics in float64: no
+  Hadamard rotation (orthogonal, scores unchanged) and no fp8 rounding of
+  q/k (the public kernels' precision shortcut). Index heads are laid out
+  [rope | nope]; the rope half uses interleaved pairs when
+  indexer_rope_interleave is true, NeoX halves otherwise (the default).
+  Ties between equal scores keep the earlier position. Layers are "full"
+  or "shared" (indexer_types, else index_topk_pattern F/S, else full iff
+  max(i - index_skip_topk_offset + 1, 0) % index_topk_freq == 0); a shared
+  layer reuses the selection of the nearest earlier full layer. The MTP
+  layer runs its own indexer over its own keys (its weights are stored in
+  GLM-5's checkpoints; index_share_for_mtp_iteration concerns chained
+  draft iterations, which this reference does not model).
 """
 
 import json
@@ -167,6 +178,31 @@ class Config:
         self.rope_scaling = rs
         if g("scoring_func", "sigmoid") != "sigmoid":
             raise ValueError("only sigmoid scoring is supported")
+        self.index_topk = g("index_topk") or 0
+        self.ihd = g("index_head_dim") or 0
+        self.inh = g("index_n_heads") or 0
+        self.idx_interleave = bool(g("indexer_rope_interleave", False))
+        self.index_full = [True] * self.L
+        if self.index_topk > 0:
+            types = g("indexer_types")
+            pat = g("index_topk_pattern")
+            if types is not None:
+                for t in types:
+                    if t not in ("full", "shared"):
+                        raise ValueError("indexer_types entry %r" % t)
+                self.index_full = [t == "full" for t in types[:self.L]]
+            elif pat is not None:
+                self.index_full = [ch in ("F", "f") for ch in list(pat)[:self.L]]
+            else:
+                freq = g("index_topk_freq", 1) or 1
+                off = g("index_skip_topk_offset", 2)
+                self.index_full = [max(i - off + 1, 0) % freq == 0 for i in range(self.L)]
+            if len(self.index_full) != self.L or not self.index_full[0]:
+                raise ValueError("indexer schedule must cover every layer and start with a full layer")
+
+    def layer_index_full(self, i):
+        """Whether layer i runs its own indexer (MTP layers always do)."""
+        return i >= self.L or self.index_full[i]
 
     def is_moe(self, i):
         return self.E > 0 and i >= self.first_dense and i % self.moe_freq == 0
@@ -208,6 +244,21 @@ def rope_tables(cfg, positions):
             scale = scale * m * m
     ang = np.outer(np.asarray(positions, dtype=np.float64), inv)
     return np.cos(ang) * att, np.sin(ang) * att, scale
+
+
+def layer_norm(x, w, b, eps):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def topk_select(score, t, k):
+    """Positions (ascending) of the k highest scores among 0..t; ties keep
+    the earlier position."""
+    if t + 1 <= k:
+        return np.arange(t + 1)
+    order = np.argsort(-score[:t + 1], kind="stable")[:k]
+    return np.sort(order)
 
 
 def apply_rope(x, cos, sin, interleave):
@@ -258,15 +309,64 @@ class Model:
 
     # ---- blocks ----
 
+    def _qr(self, p, h):
+        c = self.cfg
+        return rms_norm(h @ self.w(p + "q_a_proj.weight").T, self.w(p + "q_a_layernorm.weight"), c.attn_eps)
+
     def _q(self, p, h):
         c = self.cfg
         if c.q_lora:
-            qa = rms_norm(h @ self.w(p + "q_a_proj.weight").T, self.w(p + "q_a_layernorm.weight"), c.attn_eps)
-            q = qa @ self.w(p + "q_b_proj.weight").T
+            q = self._qr(p, h) @ self.w(p + "q_b_proj.weight").T
         else:
             q = h @ self.w(p + "q_proj.weight").T
         q = q.reshape(h.shape[0], c.nh, c.nope + c.rope)
         return q[..., :c.nope], q[..., c.nope:]
+
+    # ---- DSA lightning indexer ----
+
+    def index_keys(self, p, h, cos, sin):
+        """One index key per token [T, ihd]: LayerNorm(wk h), rope half first."""
+        c = self.cfg
+        ip = p + "indexer."
+        k = layer_norm(h @ self.w(ip + "wk.weight").T, self.w(ip + "k_norm.weight"),
+                       self.w(ip + "k_norm.bias"), 1e-6)
+        k[:, :c.rope] = apply_rope(k[:, :c.rope], cos, sin, c.idx_interleave)
+        return k
+
+    def index_queries(self, p, h, cos, sin):
+        """Index queries [T, inh, ihd] and head weights [T, inh]."""
+        c = self.cfg
+        ip = p + "indexer."
+        q = (self._qr(p, h) @ self.w(ip + "wq_b.weight").T).reshape(h.shape[0], c.inh, c.ihd)
+        q[..., :c.rope] = apply_rope(q[..., :c.rope], cos, sin, c.idx_interleave)
+        w = (h @ self.w(ip + "weights_proj.weight").T) * c.inh ** -0.5
+        return q, w
+
+    def index_scores(self, q, w, K):
+        """score[j] = sum_h w_h relu(ihd^-0.5 q_h . K_j) for q [inh, ihd]."""
+        d = (K @ q.T) * self.cfg.ihd ** -0.5  # [S, inh]
+        return np.maximum(d, 0.0) @ w
+
+    def index_select(self, i, p, h, positions, cos, sin, sel):
+        """Selections (ascending positions) for every row of a full causal
+        pass at layer i: computed when the layer is full, else the
+        previous full layer's `sel`. None when the model has no indexer."""
+        c = self.cfg
+        if c.index_topk <= 0:
+            return None
+        if not c.layer_index_full(i):
+            return sel
+        K = self.index_keys(p, h, cos, sin)
+        q, w = self.index_queries(p, h, cos, sin)
+        T = h.shape[0]
+        self.stats.setdefault("index_sparse_rows", 0)
+        out = []
+        for t in range(T):
+            sc = self.index_scores(q[t], w[t], K[:t + 1])
+            out.append(topk_select(sc, t, c.index_topk))
+            if t + 1 > c.index_topk:
+                self.stats["index_sparse_rows"] += 1
+        return out
 
     def _kv_latent(self, p, h):
         c = self.cfg
@@ -274,12 +374,15 @@ class Model:
         lat = rms_norm(ckv[:, :c.kv_lora], self.w(p + "kv_a_layernorm.weight"), c.attn_eps)
         return lat, ckv[:, c.kv_lora:]
 
-    def attention(self, i, h, positions):
-        """Full causal MLA over the sequence h [T, H]."""
+    def attention(self, i, h, positions, sel=None):
+        """Full causal MLA over the sequence h [T, H]; with an indexer,
+        each row attends only to its selected keys. Returns the output and
+        the selection in force after this layer."""
         c = self.cfg
         p = "model.layers.%d.self_attn." % i
         T = h.shape[0]
         cos, sin, scale = rope_tables(c, positions)
+        sel = self.index_select(i, p, h, positions, cos, sin, sel)
         q_nope, q_pe = self._q(p, h)
         lat, k_pe = self._kv_latent(p, h)
         kv = (lat @ self.w(p + "kv_b_proj.weight").T).reshape(T, c.nh, c.nope + c.vdim)
@@ -289,12 +392,16 @@ class Model:
         s = np.einsum("thd,shd->hts", q_nope, k_nope) + np.einsum("thd,sd->hts", q_pe, k_pe)
         s = s * scale
         mask = np.triu(np.ones((T, T), dtype=bool), 1)
+        if sel is not None:
+            mask = np.ones((T, T), dtype=bool)
+            for t in range(T):
+                mask[t, sel[t]] = False
         s[:, mask] = -np.inf
         s = s - s.max(axis=-1, keepdims=True)
         pr = np.exp(s)
         pr /= pr.sum(axis=-1, keepdims=True)
         o = np.einsum("hts,shd->thd", pr, v).reshape(T, c.nh * c.vdim)
-        return o @ self.w(p + "o_proj.weight").T
+        return o @ self.w(p + "o_proj.weight").T, sel
 
     def mlp(self, p, h):
         g = h @ self.w(p + "gate_proj.weight").T
@@ -371,9 +478,11 @@ class Model:
         c = self.cfg
         x = self.w("model.embed_tokens.weight")[np.asarray(tokens)]
         pos = np.arange(len(tokens))
+        sel = None
         for i in range(c.L):
             pre = "model.layers.%d." % i
-            x = x + self.attention(i, rms_norm(x, self.w(pre + "input_layernorm.weight"), c.eps), pos)
+            a, sel = self.attention(i, rms_norm(x, self.w(pre + "input_layernorm.weight"), c.eps), pos, sel)
+            x = x + a
             x = x + self.ffn(i, rms_norm(x, self.w(pre + "post_attention_layernorm.weight"), c.eps))
         return rms_norm(x, self.w("model.norm.weight"), c.eps)
 
@@ -401,7 +510,7 @@ class Model:
                             rms_norm(h, self.w(pre + "hnorm.weight"), c.eps)], axis=-1)
         x = x @ self.w(pre + "eh_proj.weight").T
         pos = np.arange(T - 1)
-        x = x + self.attention(li, rms_norm(x, self.w(pre + "input_layernorm.weight"), c.eps), pos)
+        x = x + self.attention(li, rms_norm(x, self.w(pre + "input_layernorm.weight"), c.eps), pos)[0]
         x = x + self.ffn(li, rms_norm(x, self.w(pre + "post_attention_layernorm.weight"), c.eps))
         x = rms_norm(x, self.w(pre + "shared_head.norm.weight"), c.eps)
         return x @ self.w(pre + "shared_head.head.weight").T
@@ -413,11 +522,12 @@ class Model:
         latent space by kv_b_proj's key half, the attention output is
         mapped out by its value half. Must equal forward()."""
         c = self.cfg
-        cache = [([], []) for _ in range(c.L)]
+        cache = [([], [], []) for _ in range(c.L)]
         rows = []
         for t, tok in enumerate(tokens):
             x = self.w("model.embed_tokens.weight")[[tok]]
             cos, sin, scale = rope_tables(c, [t])
+            sel = None
             for i in range(c.L):
                 pre = "model.layers.%d." % i
                 p = pre + "self_attn."
@@ -426,8 +536,15 @@ class Model:
                 lat, k_pe = self._kv_latent(p, h)
                 cache[i][0].append(lat[0])
                 cache[i][1].append(apply_rope(k_pe, cos, sin, c.interleave)[0])
-                C = np.stack(cache[i][0])  # [S, kv_lora]
-                K = np.stack(cache[i][1])  # [S, rope]
+                if c.index_topk > 0 and c.layer_index_full(i):
+                    # the index key is part of the cache: one per token
+                    cache[i][2].append(self.index_keys(p, h, cos, sin)[0])
+                    iq, iw = self.index_queries(p, h, cos, sin)
+                    sc = self.index_scores(iq[0], iw[0], np.stack(cache[i][2]))
+                    sel = topk_select(sc, t, c.index_topk)
+                keep = np.arange(t + 1) if sel is None else sel
+                C = np.stack(cache[i][0])[keep]  # [S, kv_lora]
+                K = np.stack(cache[i][1])[keep]  # [S, rope]
                 wkv = self.w(p + "kv_b_proj.weight").reshape(c.nh, c.nope + c.vdim, c.kv_lora)
                 w_uk, w_uv = wkv[:, :c.nope, :], wkv[:, c.nope:, :]
                 q_abs = np.einsum("hd,hdl->hl", q_nope[0], w_uk)
