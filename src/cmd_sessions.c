@@ -163,12 +163,13 @@ static int do_show(const char *kvdir, const char *name, const char *fp, int json
 				"type", r->type == KV_REC_DATA ? "data" : "truncate",
 				"first", (int)r->first, "n", (int)r->n, "live", (int)r->live));
 		}
-		print_json(json_pack("{s:s, s:s, s:i, s:s, s:o, s:I, s:I, s:i, s:i, s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:I, s:f, s:o}",
+		print_json(json_pack("{s:s, s:s, s:i, s:s, s:o, s:I, s:I, s:i, s:i, s:i, s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:I, s:f, s:o}",
 			"name", name, "path", path, "version", (int)rep.hdr.version,
 			"fingerprint", rep.hdr.fingerprint,
 			"model_match", fp ? json_boolean(!strcmp(fp, rep.hdr.fingerprint)) : json_null(),
 			"created", (json_int_t)rep.hdr.created, "mtime", (json_int_t)mtime,
-			"layers", (int)rep.hdr.n_layers, "width", (int)rep.hdr.width, "elem", "f32",
+			"layers", (int)rep.hdr.n_layers, "width", (int)rep.hdr.width,
+			"index_width", (int)rep.hdr.index_width, "elem", "f32",
 			"tokens", rep.n_tokens, "bytes", (json_int_t)rep.file_bytes,
 			"valid_bytes", (json_int_t)rep.valid_bytes, "dead_bytes", (json_int_t)dead,
 			"status", status_name(rep.status),
@@ -182,7 +183,10 @@ static int do_show(const char *kvdir, const char *name, const char *fp, int json
 		printf("session      %s\nfile         %s\nformat       version %u, f32\n", name, path, rep.hdr.version);
 		printf("model        %s%s\n", rep.hdr.fingerprint,
 		       fp ? (strcmp(fp, rep.hdr.fingerprint) ? " (another model)" : " (this model)") : "");
-		printf("shape        %u layers x %u numbers per token\n", rep.hdr.n_layers, rep.hdr.width);
+		printf("shape        %u layers x %u numbers per token", rep.hdr.n_layers, rep.hdr.width);
+		if (rep.hdr.index_width)
+			printf(" (the last %u: DSA indexer key)", rep.hdr.index_width);
+		printf("\n");
 		printf("tokens       %d\nsize         %s (%" PRIu64 " bytes, %" PRIu64 " no longer in the history)\n",
 		       rep.n_tokens, sz, rep.file_bytes, dead);
 		printf("per token    %" PRIu64 " bytes of KV by the config; %.0f bytes on disk\n", cfg_bpt, disk_bpt);

@@ -54,7 +54,8 @@ int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_
 	rc = kv_session_open(e->kv_dir, name, fp, L, W, KV_OPEN_NO_ROWS, &sl->sess, &l, err);
 	if (rc == -ENOENT) {
 		coli_err_clear(err);
-		rc = kv_session_create(e->kv_dir, name, fp, L, W, 0, &sl->sess, err);
+		rc = kv_session_create_indexed(e->kv_dir, name, fp, L, W, W - coli_config_attn_width(c), 0,
+					       &sl->sess, err);
 		if (rc)
 			return coli_err_wrap(err, "session %s", name);
 		/* a new session starts from an empty context */

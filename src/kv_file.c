@@ -1,19 +1,23 @@
 /* kv_file.c - the .kv session format: writer, loader, inspector.
  *
- * FORMAT (version 1; all integers little-endian; see also colitop-kv(5))
+ * FORMAT (version 2; all integers little-endian; see also colitop-kv(5))
  *
  *   Header, 128 bytes at offset 0:
  *     0   8  magic "COLIKV\0\1"
- *     8   4  u32 format version (1); readers refuse newer versions
+ *     8   4  u32 format version (2); readers refuse newer versions and
+ *            read version 1 (which has no index width: 0)
  *    12   4  u32 header size (128); records start here
  *    16  64  model fingerprint: 64 lowercase hex chars, the sha256 of the
  *            container's manifest.json (no NUL)
  *    80   4  u32 n_layers
- *    84   4  u32 width W (kv_lora_rank + qk_rope_head_dim)
+ *    84   4  u32 width W (kv_lora_rank + qk_rope_head_dim + I)
  *    88   4  u32 element type (0 = float32)
  *    92   4  u32 flags (0; reserved)
  *    96   8  i64 created, unix seconds
- *   104  20  reserved, zero
+ *   104   4  u32 index width I (version 2): the last I numbers of each
+ *            row are the token's DSA indexer key (0: no indexer; shared
+ *            indexer layers keep zeros there)
+ *   108  16  reserved, zero
  *   124   4  u32 CRC32C of bytes 0..123
  *
  *   Records, back to back from the header size to the end of the file:
@@ -154,6 +158,7 @@ void kv_fmt_header_encode(unsigned char b[KV_HDR_SIZE], const kv_header *h)
 	kv_put_u32(b + 88, h->elem_type);
 	kv_put_u32(b + 96, (uint32_t)((uint64_t)h->created & 0xffffffffu));
 	kv_put_u32(b + 100, (uint32_t)((uint64_t)h->created >> 32));
+	kv_put_u32(b + 104, h->index_width);
 	kv_put_u32(b + 124, crc32c_update(0, b, 124));
 }
 
@@ -182,8 +187,10 @@ int kv_fmt_header_read(int fd, const char *path, uint64_t size, kv_header *h, co
 	h->width = kv_get_u32(b + 84);
 	h->elem_type = kv_get_u32(b + 88);
 	h->created = (int64_t)((uint64_t)kv_get_u32(b + 96) | (uint64_t)kv_get_u32(b + 100) << 32);
+	h->index_width = h->version >= 2 ? kv_get_u32(b + 104) : 0;
 	if (h->version == 0 || h->header_size != KV_HDR_SIZE || h->n_layers == 0 ||
 	    h->n_layers > 4096 || h->width == 0 || h->width > (1u << 20) || h->elem_type != 0 ||
+	    h->index_width >= h->width ||
 	    !kv_fmt_fingerprint_ok(h->fingerprint))
 		return coli_err_set(err, -EBADMSG, "%s: header fields out of range", path);
 	return 0;

@@ -2,7 +2,8 @@
  *
  * A session is the token ids of one sequence plus, for every token and
  * every layer, W = kv_lora_rank + qk_rope_head_dim float32 numbers (MLA's
- * normalized compressed latent followed by the roped key). The file is a
+ * normalized compressed latent followed by the roped key), plus, for DSA
+ * models, the token's index_head_dim-number indexer key. The file is a
  * checksummed header followed by append-only records; the byte layout is
  * specified at the top of kv_file.c and in colitop-kv(5).
  *
@@ -38,7 +39,7 @@
 
 #include "coli_err.h"
 
-#define KV_FORMAT_VERSION 1u
+#define KV_FORMAT_VERSION 2u  /* 2: the header records the DSA index width */
 #define KV_FINGERPRINT_LEN 64   /* hex sha256 of the container manifest */
 #define KV_NAME_MAX 64
 
@@ -70,6 +71,12 @@ void kv_loaded_free(kv_loaded *l);
  * `fingerprint` is 64 hex chars. */
 int kv_session_create(const char *dir, const char *name, const char *fingerprint,
 		      int n_layers, int width, int flags, kv_session **out, coli_err *err);
+
+/* The same for a model whose rows end with an index_width-number DSA
+ * indexer key (recorded in the header; kv_session_create passes 0). */
+int kv_session_create_indexed(const char *dir, const char *name, const char *fingerprint,
+			      int n_layers, int width, int index_width, int flags, kv_session **out,
+			      coli_err *err);
 
 /* Open an existing session and load it up to its last complete record.
  * expected_fingerprint / n_layers / width: refused (-ESTALE / -EINVAL) on
@@ -138,6 +145,7 @@ typedef struct kv_header {
 	uint32_t width;
 	uint32_t elem_type;   /* 0 = float32 */
 	int64_t created;      /* unix seconds */
+	uint32_t index_width; /* trailing DSA index key numbers per row (0 in version 1) */
 } kv_header;
 
 typedef struct kv_record_info {

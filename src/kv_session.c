@@ -128,13 +128,21 @@ static void live_truncate(kv_session *s, uint32_t keep)
 int kv_session_create(const char *dir, const char *name, const char *fingerprint,
 		      int n_layers, int width, int flags, kv_session **out, coli_err *err)
 {
+	return kv_session_create_indexed(dir, name, fingerprint, n_layers, width, 0, flags, out, err);
+}
+
+int kv_session_create_indexed(const char *dir, const char *name, const char *fingerprint,
+			      int n_layers, int width, int index_width, int flags, kv_session **out,
+			      coli_err *err)
+{
 	kv_session *s = NULL;
 	char tmp[PATH_MAX + 32];
 	int rc, tfd = -1;
 	*out = NULL;
 	if (!kv_fmt_fingerprint_ok(fingerprint))
 		return coli_err_set(err, -EINVAL, "session %s: model fingerprint must be 64 lowercase hex chars", name);
-	if (n_layers <= 0 || width <= 0 || n_layers > 4096 || width > (1 << 20))
+	if (n_layers <= 0 || width <= 0 || n_layers > 4096 || width > (1 << 20) || index_width < 0 ||
+	    index_width >= width)
 		return coli_err_set(err, -EINVAL, "session %s: bad shape %d layers x %d", name, n_layers, width);
 	if ((rc = session_new(dir, name, flags, &s, err)) < 0)
 		return rc;
@@ -153,7 +161,7 @@ int kv_session_create(const char *dir, const char *name, const char *fingerprint
 	}
 	kv_header h = { .version = KV_FORMAT_VERSION, .header_size = KV_HDR_SIZE,
 			.n_layers = (uint32_t)n_layers, .width = (uint32_t)width,
-			.created = (int64_t)time(NULL) };
+			.created = (int64_t)time(NULL), .index_width = (uint32_t)index_width };
 	memcpy(h.fingerprint, fingerprint, KV_FINGERPRINT_LEN + 1);
 	unsigned char b[KV_HDR_SIZE];
 	kv_fmt_header_encode(b, &h);
@@ -250,6 +258,12 @@ int kv_session_open(const char *dir, const char *name, const char *expected_fing
 	if (expected_fingerprint && strcmp(expected_fingerprint, h.fingerprint)) {
 		rc = coli_err_set(err, -ESTALE, "%s: made by another model (fingerprint %.12s, this model %.12s)",
 				  s->path, h.fingerprint, expected_fingerprint);
+		goto out;
+	}
+	if (h.version < 2 && width > 0 && (uint32_t)width > h.width && (n_layers <= 0 || (uint32_t)n_layers == h.n_layers)) {
+		rc = coli_err_set(err, -EINVAL, "%s: KV format %u has no DSA indexer keys, which this model's KV "
+				  "rows need (%d numbers, the file %u): re-create the session", s->path, h.version,
+				  width, h.width);
 		goto out;
 	}
 	if ((n_layers > 0 && (uint32_t)n_layers != h.n_layers) || (width > 0 && (uint32_t)width != h.width)) {

@@ -244,18 +244,30 @@ static void test_header(void)
 		orig[i] ^= 0x10;
 	}
 	/* a future version with a valid checksum is refused by version */
-	orig[8] = 2;
+	orig[8] = KV_FORMAT_VERSION + 1;
 	uint32_t c = crc32c_update(0, orig, 124);
 	memcpy(orig + 124, &c, 4);
 	spit(orig, size);
 	CHECK_RC(reopen(&n, &err), -EPROTONOSUPPORT);
 	CHECK(strstr(err.msg, "newer") != NULL);
 	CHECK(file_size() == size);
+	/* version 1 (no index width field) still loads for a model without
+	 * an indexer; a DSA model, whose rows are wider, is told why not */
 	orig[8] = 1;
+	orig[104] = 5; /* not read in version 1 */
 	c = crc32c_update(0, orig, 124);
 	memcpy(orig + 124, &c, 4);
 	spit(orig, size);
 	CHECK_RC(reopen(&n, &err), 0);
+	{
+		kv_session *s1;
+		CHECK_RC(kv_session_open(dir, "s", FP_A, L, W + 4, 0, &s1, NULL, &err), -EINVAL);
+		CHECK(strstr(err.msg, "no DSA indexer keys") != NULL);
+	}
+	orig[104] = 0;
+	c = crc32c_update(0, orig, 124);
+	memcpy(orig + 124, &c, 4);
+	spit(orig, size);
 	/* another model, another shape: refused, untouched */
 	kv_session *s;
 	digest(before);
