@@ -3,7 +3,7 @@
 # reference: draft logits of an f32 container agree within 1e-4 of the
 # largest logit at every position; an int8 head (the default) reports its
 # agreement; a model without MTP refuses clearly; coli bench --mtp reports
-# an acceptance rate.
+# an acceptance rate; a DSA model's MTP layer (its own indexer) agrees too.
 set -u
 : "${COLI:?}"
 PY=${PYTHON3:-/usr/bin/python3}
@@ -45,4 +45,22 @@ if "$COLI" logits "$tmp/nomtp" --tokens 1,2,3 --mtp >/dev/null 2>"$tmp/err"; the
 	echo "FAIL: --mtp accepted on a model without MTP"; exit 1
 fi
 grep -q "no MTP module" "$tmp/err" || { echo "FAIL: unclear: $(cat "$tmp/err")"; exit 1; }
+# DSA: the MTP layer runs its own indexer over its own keys (index_topk 5
+# over 32 positions, so most draft rows attend to a selection).
+"$COLI" synth "$tmp/hfd" --preset glm5-tiny --seed 19 --index-topk 5 --indexer-types FS --layers 2 >/dev/null || exit 1
+"$COLI" convert "$tmp/hfd" "$tmp/dsa" --quant f32 --mtp-quant f32 >/dev/null 2>&1 || exit 1
+toks=0,72,101,300,17,259,44,3,9,120,33,480,95,5,260,411,12,77,301,150,2,499,64,128,9,333,71,18,222,400,6,190
+"$PY" "$top_srcdir/tests/ref/ref_logits.py" "$tmp/hfd" --tokens $toks --mtp >"$tmp/refd.json" || exit 1
+"$COLI" logits "$tmp/dsa" --tokens $toks --mtp >"$tmp/dsa.json" || exit 1
+"$PY" - "$tmp" <<'PYEOF' || exit 1
+import json, sys
+import numpy as np
+d = sys.argv[1]
+ref = np.array(json.load(open(d + "/refd.json"))["logits"])
+got = np.array(json.load(open(d + "/dsa.json"))["logits"])
+assert ref.shape == got.shape and ref.shape[0] == 31, (ref.shape, got.shape)
+rel = np.abs(got - ref).max(axis=1) / np.abs(ref).max(axis=1)
+assert rel.max() <= 1e-4, rel
+print(json.dumps({"mtp_dsa_f32_worst_rel": float(rel.max())}))
+PYEOF
 echo "mtp: draft logits match the reference"

@@ -9,7 +9,8 @@
 # Variants: q LoRA on/off, YaRN on/off, n_group > 1 with topk_group <
 # n_group, a single group, 1088 experts in 68 groups, norm_topk_prob off
 # with routed_scaling_factor 1.7, two dense layers, sharded input, BF16 and
-# FP8 inputs, and the glm5-tiny preset (GLM-5 layout) in F32 and FP8.
+# FP8 inputs, the glm5-tiny preset (GLM-5 layout) in F32 and FP8, and DSA
+# indexer variants over 44 tokens (also: greedy chains of 8 tokens equal).
 set -u
 : "${COLI:?COLI must point to the built coli}"
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -20,15 +21,21 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 CMP="$top_srcdir/tests/ref/compare.py"
 TOKENS=0,72,101,300,17,259,511,42,7,130,64,200
+# 44 tokens: with index_topk 4-8 the indexer's selection decides most rows
+TOKENS_LONG=0,72,101,300,17,259,511,42,7,130,64,200,33,480,95,5,260,411,12,77,301,150,2,499,64,128,9,333,71,18,222,400,6,190,87,310,45,503,11,276,60,141,399,23
 failed=0
 
-run() { # name quant [--max-rel X] synth-flags...
+run() { # name quant [--max-rel X] [--long] synth-flags...
 	name=$1 quant=$2
 	shift 2
-	maxrel=
+	maxrel= toks=$TOKENS extra=
 	if [ "${1:-}" = --max-rel ]; then
 		maxrel="--max-rel $2"
 		shift 2
+	fi
+	if [ "${1:-}" = --long ]; then
+		toks=$TOKENS_LONG extra="--greedy 8"
+		shift
 	fi
 	hf="$tmp/hf-$name" out="$tmp/m-$name-$quant"
 	if [ ! -d "$hf" ]; then
@@ -41,8 +48,8 @@ run() { # name quant [--max-rel X] synth-flags...
 	fi
 	inc=
 	[ "$quant" = f32 ] && inc=--incremental
-	"$PY" "$CMP" --coli "$COLI" --hf "$hf" --model "$out" --tokens "$TOKENS" \
-		--quant "$quant" --name "$name" $inc $maxrel || failed=1
+	"$PY" "$CMP" --coli "$COLI" --hf "$hf" --model "$out" --tokens "$toks" \
+		--quant "$quant" --name "$name" $inc $maxrel $extra || failed=1
 	rm -rf "$out"
 }
 
@@ -64,6 +71,19 @@ run fp8 f32 --seed 20 --dtype fp8 --shards 2
 # transformers' 1e-6 instead moves these logits by ~1e-5.
 run glm5tiny f32 --max-rel 3e-6 --seed 21 --preset glm5-tiny
 run glm5tiny-fp8 f32 --seed 22 --preset glm5-tiny --dtype fp8
+# DSA lightning indexer with a small index_topk (4-8), so the selection
+# matters at most positions: both rope pairings, an explicit indexer_types
+# list, an index_topk_pattern, the freq/offset rule, shared layers with and
+# without stored indexer weights, YaRN, BF16 and FP8 inputs, the MTP layer
+# (converted with its own indexer).
+run dsa-glm f32 --long --seed 41 --preset glm5-tiny --index-topk 5
+run dsa-types f32 --long --seed 42 --preset glm5-tiny --index-topk 7 --layers 5 --indexer-types FSFSS
+run dsa-pattern f32 --long --seed 43 --preset glm5-tiny --index-topk 4 --layers 5 --index-pattern FFSSF \
+	--shared-indexer-weights --indexer-rope neox
+run dsa-freq f32 --long --seed 44 --index-topk 8 --layers 6 --index-freq 3 --index-offset 2 \
+	--indexer-rope interleave --dtype bf16
+run dsa-v32 f32 --long --seed 45 --index-topk 6 --layers 4 --indexer-types FSSS --shared-indexer-weights \
+	--dtype fp8
 run base int8
 run base int4-g64
 exit $failed

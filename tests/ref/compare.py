@@ -13,7 +13,9 @@ Thresholds:
   int4-g64   finite logits of the right shape (KL and top-1 printed)
 With --incremental, also `COLI logits ... --incremental` (one token at a
 time through the compressed KV cache) must equal coli's full pass within
-1e-5 relative at every position.
+1e-5 relative at every position. With --greedy N (f32), the reference
+extends the tokens greedily by N and coli's argmax must pick the same
+token at each of those N steps (so both greedy chains are equal).
 
 Prints one JSON line with the figures; exit 0 pass, 1 fail, 2 usage."""
 import argparse
@@ -64,6 +66,7 @@ def main():
     ap.add_argument("--quant", default="f32", choices=["f32", "int8", "int4-g64"])
     ap.add_argument("--incremental", action="store_true")
     ap.add_argument("--name", default="")
+    ap.add_argument("--greedy", type=int, default=0, help="greedy chain of N tokens must match (f32)")
     ap.add_argument("--max-rel", type=float, default=F32_REL,
                     help="f32 threshold (default %g); a tighter one can pin down choices such as "
                          "the attention-norm epsilon" % F32_REL)
@@ -111,6 +114,20 @@ def main():
             out["incremental_rel"] = float(irel.max())
             if not irel.max() <= INCR_REL:
                 problems.append("incremental differs from full pass by %.3g" % irel.max())
+    if a.greedy > 0:
+        chain = list(tokens)
+        for _ in range(a.greedy):
+            chain.append(int(m.forward(chain)[-1].argmax()))
+        try:
+            g = run_coli(a.coli, a.model, chain[:-1], False)
+        except (RuntimeError, OSError, ValueError, KeyError) as e:
+            g = None
+            problems.append(str(e))
+        if g is not None:
+            picks = g[len(tokens) - 1:].argmax(axis=-1).tolist()
+            out["greedy"] = chain[len(tokens):]
+            if picks != chain[len(tokens):]:
+                problems.append("greedy chain differs: coli %s, reference %s" % (picks, chain[len(tokens):]))
     out["result"] = "FAIL: " + "; ".join(problems) if problems else "PASS"
     print(json.dumps(out))
     return 1 if problems else 0
