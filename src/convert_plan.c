@@ -310,7 +310,7 @@ static int plan_layer(plan_ctx *c, convert_file *f, convert_file *shard, int L, 
 			continue;
 		if (tl > 10 && !strcmp(t->name + tl - 10, "_scale_inv"))
 			continue;
-		if (strstr(t->name, ".self_attn.indexer.")) {
+		if (coli_config_has_indexer(g) && strstr(t->name, ".self_attn.indexer.")) {
 			/* a shared layer's indexer is never run: not stored */
 			c->claimed[i] = 1;
 			c->n_indexer_skipped++;

@@ -29,6 +29,10 @@ typedef struct layer_rec {
 	_Atomic int experts[EXPERT_STATS_MAX_TOPK];
 	_Atomic uint32_t weights[EXPERT_STATS_MAX_TOPK];
 	_Atomic uint64_t hits, misses;
+	/* DSA indexer: keys the layer's selection kept for the latest row,
+	 * out of its context (one value each, relaxed: the pair may straddle
+	 * one update) */
+	_Atomic int index_kept, index_context;
 } layer_rec;
 
 typedef struct expert_rec {
@@ -279,6 +283,14 @@ void expert_stats_note_routing(expert_stats *st, int layer, const int *experts,
 	atomic_store_explicit(&l->seq, s + 2, memory_order_release);
 }
 
+void expert_stats_note_index(expert_stats *st, int layer, int kept, int context)
+{
+	if (layer < 0 || layer >= st->n_layers)
+		return;
+	atomic_store_explicit(&st->layers[layer].index_kept, kept, RLX);
+	atomic_store_explicit(&st->layers[layer].index_context, context, RLX);
+}
+
 static double ratio(uint64_t a, uint64_t b)
 {
 	return b ? (double)a / (double)b : 0.0;
@@ -367,6 +379,8 @@ int expert_stats_layer_get(const expert_stats *cst, int layer, expert_stats_laye
 	} while (1);
 	out->hits = atomic_load_explicit(&l->hits, RLX);
 	out->misses = atomic_load_explicit(&l->misses, RLX);
+	out->index_kept = atomic_load_explicit(&l->index_kept, RLX);
+	out->index_context = atomic_load_explicit(&l->index_context, RLX);
 	out->hit_rate = ratio(out->hits, out->hits + out->misses);
 	return 0;
 }

@@ -72,6 +72,9 @@ typedef struct expert_stats_layer {
 	float weights[EXPERT_STATS_MAX_TOPK];
 	uint64_t hits, misses;         /* cumulative for this layer */
 	double hit_rate;               /* valid when hits + misses > 0 */
+	/* DSA indexer: keys the latest row attended to, out of its context
+	 * (valid when index_context > 0; kept == context up to index_topk) */
+	int index_kept, index_context;
 } expert_stats_layer;
 
 typedef struct expert_stats_expert {
@@ -107,5 +110,6 @@ void expert_stats_note_wait(expert_stats *st, double seconds);
 void expert_stats_note_busy(expert_stats *st, double seconds);
 void expert_stats_note_routing(expert_stats *st, int layer, const int *experts,
 			       const float *weights, int n, int first_moe_layer);
+void expert_stats_note_index(expert_stats *st, int layer, int kept, int context);
 
 #endif

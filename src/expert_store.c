@@ -617,6 +617,12 @@ static int load_hot_set(expert_store *s, coli_err *err)
 	return 0;
 }
 
+void expert_store_note_index(expert_store *s, int layer, int kept, int context)
+{
+	if (s)
+		expert_stats_note_index(s->stats, layer, kept, context);
+}
+
 void expert_store_note_routing(expert_store *s, int layer, const int *experts,
 			       const float *weights, int n)
 {

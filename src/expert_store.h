@@ -109,6 +109,9 @@ int expert_store_ready(expert_store *s, int layer, int expert);
 void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n);
 
 /* Record routing of one token at a layer (for heat, telemetry). */
+/* The DSA indexer's kept/context key counts of a layer's latest row, for
+ * the statistics (engine thread). */
+void expert_store_note_index(expert_store *s, int layer, int kept, int context);
 void expert_store_note_routing(expert_store *s, int layer, const int *experts,
 			       const float *weights, int n);
 

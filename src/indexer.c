@@ -203,5 +203,5 @@ void indexer_note(const coli_model *m, coli_state *s, int l, int n)
 	const int t = s->row_pos[n - 1];
 	s->idx_kept[l] = s->isel_n[n - 1] < 0 ? t + 1 : s->isel_n[n - 1];
 	s->idx_context[l] = t + 1;
-	(void)m;
+	expert_store_note_index(m->store, l, s->idx_kept[l], s->idx_context[l]);
 }

@@ -3,6 +3,7 @@
  * hf_config_to_json, and refusals naming the key at fault. */
 #include "config.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -141,7 +142,30 @@ static void test_public(void)
 	CHECK(c.rope_kind == COLI_ROPE_DEFAULT && c.rope_theta == 1e6 && c.rms_norm_eps == 1e-5f);
 	CHECK(c.attn_norm_eps == 1e-5f);
 	CHECK(c.n_eos_token_ids == 3 && c.eos_token_ids[2] == 154829);
-	CHECK(warnings == 1 && strstr(last_warning, "index_topk") && strstr(last_warning, "2048"));
+	CHECK(warnings == 0);
+	/* no schedule keys: every layer runs its indexer; no
+	 * indexer_rope_interleave: NeoX halves */
+	CHECK(strlen(c.index_types) == 78 && strspn(c.index_types, "F") == 78 && !c.indexer_rope_interleave);
+	/* GLM-5.2's freq 4 / offset 3: layers 0, 1, 2, 6, 10, ..., 74 (21) */
+	{
+		json_t *j = json_loads(GLM5, 0, NULL);
+		json_object_set_new(j, "index_topk_freq", json_integer(4));
+		json_object_set_new(j, "index_skip_topk_offset", json_integer(3));
+		json_object_set_new(j, "indexer_rope_interleave", json_true());
+		CHECK(hf_config_from_json(j, &c, &err) == 0);
+		int full = 0;
+		for (int i = 0; i < 78; i++)
+			full += c.index_types[i] == 'F';
+		CHECK(full == 21 && !strncmp(c.index_types, "FFFSSSFSSSF", 11) && c.index_types[74] == 'F' &&
+		      c.index_types[77] == 'S' && c.indexer_rope_interleave);
+		json_object_set_new(j, "index_topk_pattern", json_string("FS"));
+		CHECK(hf_config_from_json(j, &c, &err) == -EINVAL && strstr(err.msg, "index_topk_pattern"));
+		json_object_set_new(j, "model_type", json_string("deepseek_v32"));
+		json_object_del(j, "index_topk_pattern");
+		CHECK(hf_config_from_json(j, &c, &err) == 0 && !strcmp(c.model_type, "deepseek_v32") &&
+		      c.index_topk == 2048);
+		json_decref(j);
+	}
 
 	roundtrip("deepseek_v3", DSV3);
 	roundtrip("kimi_k2", KIMI);
@@ -205,6 +229,10 @@ static void test_bad(void)
 	expect_bad(DSV3, "rms_norm_eps", "-1", "rms_norm_eps");
 	expect_bad(GLM5, "rope_parameters", "{\"rope_type\":\"linear\",\"rope_theta\":1}", "rope_parameters type 'linear'");
 	expect_bad(GLM5, "index_topk", "\"2048\"", "'index_topk'");
+	expect_bad(GLM5, "index_topk", "0", "index_topk = 0 must be positive");
+	expect_bad(GLM5, "index_topk", NULL, "index_topk = 0 must be positive");
+	expect_bad(GLM5, "indexer_types", "[\"full\"]", "indexer_types must list");
+	expect_bad(GLM5, "index_head_dim", "16", "index_head_dim = 16");
 
 	/* defaults: q_lora_rank null, n_group/topk_group null, scoring absent */
 	json_t *j = json_loads(DSV3, 0, NULL);

@@ -8,7 +8,7 @@ tests_core_sampler_test_LDADD = libcoli.a $(COLI_LIBS)
 tests_core_batch_test_SOURCES = tests/core_batch_test.c
 tests_core_batch_test_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/core_placement.sh tests/core_session_resume.sh tests/core_doctor.sh tests/core_batch.sh \
-	tests/core_parallel.sh tests/core_long_context.sh tests/core_mtp.sh
+	tests/core_parallel.sh tests/core_long_context.sh tests/core_mtp.sh tests/core_dsa.sh
 EXTRA_DIST += tests/test_skip.sh tests/tools_summary.sh
 TESTS += tests/tools_summary.sh
 check_PROGRAMS += tests/core_stalled_client
@@ -17,4 +17,4 @@ tests_core_stalled_client_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/core_stalled_client.sh
 EXTRA_DIST += tests/core_stalled_client.sh
 EXTRA_DIST += tests/core_placement.sh tests/core_session_resume.sh tests/core_doctor.sh tests/core_batch.sh \
-	tests/core_parallel.sh tests/core_long_context.sh tests/core_mtp.sh
+	tests/core_parallel.sh tests/core_long_context.sh tests/core_mtp.sh tests/core_dsa.sh

@@ -1,5 +1,6 @@
 /* tui_draw_monitor.c - the Routing pane (experts chosen for the latest
- * token per MoE layer, gate-weight bars, the shared expert) and the Expert
+ * token per MoE layer, gate-weight bars, the shared expert, and for DSA
+ * models the keys the indexer kept out of the context) and the Expert
  * map (layers x experts, folded to the width; colour = tier, brightness =
  * heat, reverse = routed in the current turn; optional affinity order). */
 #include "config.h"
@@ -58,6 +59,17 @@ void tui_draw_routing(tui_app *a, WINDOW *w)
 		snprintf(buf, sizeof buf, "L%0*d%s", lg & 7, l, a->has_shared ? " S" : "  ");
 		tui_draw_text(a, w, 1 + y, 1, inner, buf, tui_attr(TUI_R_TITLE));
 		int x = 1 + lg + 4;
+		/* DSA models: keys the indexer kept for the latest row out of
+		 * its context, right-aligned (kept == context up to index_topk) */
+		int right = wd - 1;
+		if (L->index_context > 0) {
+			char kb[32];
+			int kl = snprintf(kb, sizeof kb, " %d/%d", L->index_kept, L->index_context);
+			if (kl < inner / 3) {
+				right -= kl;
+				tui_draw_text(a, w, 1 + y, right, kl, kb, tui_attr(TUI_R_DIM));
+			}
+		}
 		if (L->n <= 0)
 			continue;
 		/* experts by descending gate weight; bars relative to the largest
@@ -77,14 +89,14 @@ void tui_draw_routing(tui_app *a, WINDOW *w)
 				idx[j] = idx[j - 1];
 				idx[j - 1] = t;
 			}
-		int room = inner - (x - 1);
+		int room = right - 1 - (x - 1);
 		int per = room / L->n;               /* columns per expert */
 		int bw = per - dg - 2;
 		if (bw < 1) {
 			/* too narrow for bars: ids only */
-			for (int i = 0; i < L->n && x + dg < wd - 1; i++) {
+			for (int i = 0; i < L->n && x + dg < right; i++) {
 				snprintf(buf, sizeof buf, "%*d", dg, L->experts[idx[i]]);
-				tui_draw_text(a, w, 1 + y, x, wd - 1 - x, buf, A_NORMAL);
+				tui_draw_text(a, w, 1 + y, x, right - x, buf, A_NORMAL);
 				x += dg + 1;
 			}
 			continue;
