@@ -30,3 +30,9 @@ check_PROGRAMS += tests/core_vec_ops
 TESTS += tests/core_vec_ops
 tests_core_vec_ops_SOURCES = tests/core_vec_ops.c tests/test_util.h
 tests_core_vec_ops_LDADD = libcoli.a $(COLI_LIBS)
+
+# DSA indexer decode figures (sparse vs dense MLA); bench/dsa_decode.sh runs it.
+noinst_PROGRAMS += bench/dsa_bench
+bench_dsa_bench_SOURCES = bench/dsa_bench.c
+bench_dsa_bench_LDADD = libcoli.a $(COLI_LIBS)
+EXTRA_DIST += bench/dsa_decode.sh
