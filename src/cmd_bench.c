@@ -361,6 +361,8 @@ int cmd_bench(int argc, char **argv)
 	json_t *split = json_object();
 	double per = 1000.0 / n_gen;
 	json_object_set_new(split, "attention_ms", json_real((tm->attention - tm_before.attention) * per));
+	/* DSA models: the indexer's part of attention_ms */
+	json_object_set_new(split, "indexer_ms", json_real((tm->indexer - tm_before.indexer) * per));
 	json_object_set_new(split, "moe_ms", json_real((tm->moe - tm_before.moe) * per));
 	json_object_set_new(split, "disk_wait_ms", json_real((after.wait_seconds - before.wait_seconds) * per));
 	json_object_set_new(split, "dense_ffn_ms", json_real((tm->dense_ffn - tm_before.dense_ffn) * per));

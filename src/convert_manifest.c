@@ -42,8 +42,8 @@ static json_t *quant_error(const convert_opts *o, const convert_plan *p)
 		}
 	json_t *qe = json_object();
 	/* norms and unknown tensors are f32: nothing to publish. */
-	for (int c = 0; c < CONVERT_CLS_NORMS; c++) {
-		if (!tot[c].n)
+	for (int c = 0; c < CONVERT_CLS_COUNT; c++) {
+		if (!tot[c].n || c == CONVERT_CLS_NORMS || c == CONVERT_CLS_OTHER)
 			continue;
 		int q = class_qtype(o, p, c);
 		json_t *e = json_pack("{s:s,s:f,s:I}", "qtype", coli_qtype_name(q), "rel_rms",

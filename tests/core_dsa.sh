@@ -5,8 +5,10 @@
 #   with the tokens of one uninterrupted run (index keys persisted, no
 #   re-prefill), also when the resumed turn keeps only 32 rows in RAM
 #   (--kv-ram: older rows and their index keys read back from the file);
-# - the uninterrupted run gives the same tokens with 1 thread, with
-#   prefill chunks of 5, and decoded beside another request (--parallel);
+# - the uninterrupted run gives the same tokens with 1 thread and with
+#   prefill chunks of 5 (also with --act-quant q8);
+# - the converted indexer: class "indexer" in quant_error, shared layer's
+#   tensors left out;
 # - bad input, each one line naming the field or tensor: index_topk <= 0,
 #   an unknown indexer_types entry, a full layer without indexer weights
 #   (at convert, and at open of a container whose schedule was edited),
@@ -20,6 +22,22 @@ export COLI_CACHE_DIR="$tmp/cache"
 fail=0
 "$COLI" synth "$tmp/hf" --preset tiny --seed 7 --layers 3 --index-topk 6 --indexer-types FSF >/dev/null || exit 1
 "$COLI" convert "$tmp/hf" "$tmp/m" --quant int8 >/dev/null 2>&1 || exit 1
+# indexer weights: quantized like attention (class "indexer" published),
+# weights_proj and k_norm exact, nothing stored for the shared layer 1
+"$PY" - "$tmp/m/manifest.json" <<'PYEOF' || fail=1
+import json, sys
+m = json.load(open(sys.argv[1]))
+qe = m["quant_error"]["indexer"]
+q = {t["name"]: t["qtype"] for t in m["tensors"]}
+p = "model.layers.%d.self_attn.indexer."
+ok = qe["qtype"] == "int8" and 0 < qe["rel_rms"] < 0.02
+ok = ok and q.get(p % 0 + "wq_b.weight") == "int8" and q.get(p % 2 + "wk.weight") == "int8"
+ok = ok and q.get(p % 2 + "weights_proj.weight") == "f32" and q.get(p % 0 + "k_norm.bias") == "f32"
+ok = ok and not [n for n in q if n.startswith(p % 1)]
+if not ok:
+    print("FAIL: indexer tensors in the manifest: %s" % qe)
+    sys.exit(1)
+PYEOF
 gen() { "$COLI" generate "$tmp/m" --ids --ignore-eos -n 12 "$@"; }
 p1=1,5,9,33,480,95,5,260,411,12,77,301,150,2,499,64,128,9,333,71
 t1=$(gen --tokens $p1 --session chat) || exit 1
@@ -39,6 +57,9 @@ u3=$(gen --tokens "$hist") || exit 1
 a=$(gen --tokens "$hist" --threads 1) || exit 1
 b=$(gen --tokens "$hist" --prefill-batch 5 --threads 2) || exit 1
 [ "$a" = "$u3" ] && [ "$b" = "$u3" ] || { echo "FAIL: threads/chunks changed the tokens: '$a' '$b' '$u3'"; fail=1; }
+a=$(gen --tokens "$hist" --threads 1 --act-quant q8) || exit 1
+b=$(gen --tokens "$hist" --prefill-batch 5 --threads 2 --act-quant q8) || exit 1
+[ "$a" = "$b" ] || { echo "FAIL: q8 activations: threads/chunks changed the tokens: '$a' '$b'"; fail=1; }
 "$COLI" sessions "$tmp/m" show chat >"$tmp/show" 2>&1 || { echo "FAIL: sessions show: $(cat "$tmp/show")"; fail=1; }
 grep -q "version 2" "$tmp/show" && grep -q "the last 64: DSA indexer key" "$tmp/show" ||
 	{ echo "FAIL: sessions show: $(cat "$tmp/show")"; fail=1; }
