@@ -147,10 +147,14 @@ static json_t *state_args(const convert_opts *o, const convert_plan *p)
 		json_int_t size = stat(f, &st) == 0 ? (json_int_t)st.st_size : -1;
 		json_array_append_new(files, json_pack("[s,I]", b ? b + 1 : f, size));
 	}
-	return json_pack("{s:s,s:s,s:s,s:s,s:i,s:o}", "quant", coli_qtype_name(o->quant),
-			 "mtp_quant", coli_qtype_name(o->mtp_quant), "embed_quant",
-			 coli_qtype_name(p->embed_qtype), "source_config_sha256", p->config_sha256,
-			 "source_tensors", p->ck->n_tensors, "source_files", files);
+	json_t *a = json_pack("{s:s,s:s,s:s,s:s,s:i,s:o}", "quant", coli_qtype_name(o->quant),
+			      "mtp_quant", coli_qtype_name(o->mtp_quant), "embed_quant",
+			      coli_qtype_name(p->embed_qtype), "source_config_sha256",
+			      p->config_sha256, "source_tensors", p->ck->n_tensors, "source_files",
+			      files);
+	if (a && o->source_id)
+		json_object_set_new(a, "source_id", json_string(o->source_id));
+	return a;
 }
 
 /* Load the previous run's state; *files gets the "files" object (new ref). */

@@ -43,6 +43,9 @@ typedef struct convert_opts {
 	                        * is written; remove the shards at the end */
 	const char *staging;   /* an entry of OUT that is not foreign (`coli pull`'s
 	                        * download directory), or NULL */
+	const char *source_id; /* identifies the source beyond its files' sizes
+	                        * (`coli pull`: the commit), recorded in the resume
+	                        * state; NULL for none */
 } convert_opts;
 
 /* Accumulated error of one class: sums over every element converted. */

@@ -873,7 +873,7 @@ void pull_opts_default(pull_opts *o)
 int pull_run(const pull_opts *o, pull_summary *sum, coli_err *err)
 {
 	pull_ctx c;
-	char pinned[64] = "", tmpdir[] = "/tmp/coli-pull-XXXXXX";
+	char pinned[64] = "", tmpdir[2048] = "/tmp/coli-pull-XXXXXX", plan_out[2100];
 	int rc, tmp_stage = 0;
 	memset(&c, 0, sizeof c);
 	memset(sum, 0, sizeof *sum);
@@ -889,14 +889,9 @@ int pull_run(const pull_opts *o, pull_summary *sum, coli_err *err)
 	if (o->dry_run) {
 		/* Headers only, in a scratch directory: sparse files take no space. */
 		const char *td = getenv("TMPDIR");
-		char *d;
-		if (td && *td && strlen(td) < 3000) {
-			static char buf[4096];
-			snprintf(buf, sizeof buf, "%s/coli-pull-XXXXXX", td);
-			d = mkdtemp(buf);
-		} else {
-			d = mkdtemp(tmpdir);
-		}
+		if (td && *td && strlen(td) < 1900)
+			snprintf(tmpdir, sizeof tmpdir, "%s/coli-pull-XXXXXX", td);
+		char *d = mkdtemp(tmpdir);
 		if (!d)
 			return coli_err_set(err, -errno, "mkdtemp: %s", strerror(errno));
 		snprintf(c.stage, sizeof c.stage, "%s", d);
@@ -922,8 +917,17 @@ int pull_run(const pull_opts *o, pull_summary *sum, coli_err *err)
 	if ((rc = hub_repo_info(&c.h, pinned[0] ? pinned : o->revision, &c.repo, err)) < 0)
 		goto out;
 	snprintf(sum->commit, sizeof sum->commit, "%s", c.repo.commit);
-	if (pinned[0])
+	if (pinned[0]) {
 		coli_info("resuming %s@%s at commit %s", o->repo, o->revision, pinned);
+	} else if (!o->dry_run) {
+		/* No pull to resume: nothing under .pull/ can be trusted (shards
+		 * of another commit may share names and sizes). */
+		nftw(c.stage, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		if (mkdir(c.stage, 0755) < 0) {
+			rc = coli_err_set(err, -errno, "%s: cannot create: %s", c.stage, strerror(errno));
+			goto out;
+		}
+	}
 	const hub_file *cfg = repo_file(&c.repo, "config.json");
 	if (!cfg) {
 		rc = coli_err_set(err, -ENOENT, "%s@%s: no config.json: not a model checkpoint",
@@ -950,13 +954,12 @@ int pull_run(const pull_opts *o, pull_summary *sum, coli_err *err)
 	c.co = o->conv;
 	c.co.src_dir = c.stage;
 	c.co.staging = STAGING;
+	c.co.source_id = c.repo.commit;
 	if (o->dry_run) {
 		/* Plan against the scratch directory; OUT is not touched. */
-		c.co.out_dir = c.stage;
 		c.co.staging = NULL;
-		char sub[4200];
-		snprintf(sub, sizeof sub, "%s/plan-out", c.stage);
-		c.co.out_dir = sub;
+		snprintf(plan_out, sizeof plan_out, "%s/plan-out", c.stage);
+		c.co.out_dir = plan_out;
 	}
 	if ((rc = convert_begin(&c.co, &c.cs, err)) < 0)
 		goto out;
