@@ -353,7 +353,8 @@ int convert_is_tokenizer_file(const char *name)
 {
 	static const char *const exact[] = { "special_tokens_map.json", "added_tokens.json",
 					     "vocab.json", "merges.txt", "chat_template.json",
-					     "chat_template.jinja", "generation_config.json", NULL };
+					     "chat_template.jinja", "generation_config.json",
+					     "tiktoken.model", NULL };
 	size_t n = strlen(name);
 	if (!strncmp(name, "tokenizer", 9))
 		return 1;

@@ -126,6 +126,23 @@ struct coli_tokenizer {
 
 enum { TOK_F_ADDED = 1, TOK_F_SPECIAL = 2 };
 
+/* tokenizer_load.c: pieces the tiktoken loader shares */
+/* Copy into the tokenizer's arena (freed with it). */
+char *tok_arena_dup(coli_tokenizer *t, const char *s, size_t len);
+/* text[id] = bytes (arena copy). */
+int tok_set_token(coli_tokenizer *t, int id, const char *bytes, size_t len);
+/* Append a pre-tokenizer step (takes p.re). */
+int tok_add_pretok(coli_tokenizer *t, tok_pretok p, const char *path, coli_err *err);
+/* bos/eos, additional special tokens and the chat template from
+ * tokenizer_config.json (absent file: nothing). */
+int tok_load_config(coli_tokenizer *t, const char *cfg_path, coli_err *err);
+
+/* tokenizer_tiktoken.c */
+/* Load DIR/tiktoken.model with DIR/tokenizer_config.json. */
+int tok_load_tiktoken(const char *model_path, coli_tokenizer **out, coli_err *err);
+/* "[A&&[^B]]" -> "(?:(?![B])[A])" for PCRE2; malloc'd, NULL + err. */
+char *tok_tiktoken_pattern_rewrite(const char *pat, coli_err *err);
+
 /* tokenizer_map.c */
 int tok_strmap_init(tok_strmap *m, uint32_t expect);
 void tok_strmap_free(tok_strmap *m);

@@ -80,7 +80,7 @@ static json_t *load_json(const char *path, size_t flags, json_error_t *je)
 /* Token strings live in large blocks freed together: a vocabulary is
  * hundreds of thousands of short strings and one malloc each is a good
  * part of the load time. */
-static char *arena_dup(coli_tokenizer *t, const char *s, size_t len)
+char *tok_arena_dup(coli_tokenizer *t, const char *s, size_t len)
 {
 	enum { BLOCK = 1 << 20 };
 	tok_arena *a = t->arena;
@@ -101,12 +101,12 @@ static char *arena_dup(coli_tokenizer *t, const char *s, size_t len)
 	return p;
 }
 
-static int set_token(coli_tokenizer *t, int id, const char *bytes, size_t len)
+int tok_set_token(coli_tokenizer *t, int id, const char *bytes, size_t len)
 {
 	if (id < 0 || id >= t->n_ids)
 		return -EINVAL;
 	/* a replaced string stays in the arena until the tokenizer is freed */
-	t->text[id] = arena_dup(t, bytes, len);
+	t->text[id] = tok_arena_dup(t, bytes, len);
 	if (!t->text[id])
 		return -ENOMEM;
 	memcpy(t->text[id], bytes, len);
@@ -150,11 +150,11 @@ static int load_vocab(coli_tokenizer *t, json_t *vocab, json_t *added, const cha
 		size_t kl = strlen(k), bl;
 		int rc;
 		if (kl < sizeof buf && bytelevel_to_bytes(k, kl, buf, &bl) == 0) {
-			if ((rc = set_token(t, id, buf, bl)) < 0)
+			if ((rc = tok_set_token(t, id, buf, bl)) < 0)
 				return coli_err_set(err, rc, "%s: vocab id %d out of range", path, id);
 			if (tok_strmap_put(&t->vocab, t->text[id], (uint32_t)bl, id) < 0)
 				return coli_err_set(err, -ENOMEM, "%s: out of memory", path);
-		} else if ((rc = set_token(t, id, k, kl)) < 0) {
+		} else if ((rc = tok_set_token(t, id, k, kl)) < 0) {
 			/* not in the byte alphabet: decodes as written (like the
 			 * reference's ByteLevel decoder fallback) */
 			return coli_err_set(err, rc, "%s: vocab id %d out of range", path, id);
@@ -164,7 +164,7 @@ static int load_vocab(coli_tokenizer *t, json_t *vocab, json_t *added, const cha
 	 * freed after loading) */
 	json_object_foreach(vocab, k, v) {
 		size_t kl = strlen(k);
-		char *dup = arena_dup(t, k, kl);
+		char *dup = tok_arena_dup(t, k, kl);
 		if (!dup || tok_strmap_put(&t->names, dup, (uint32_t)kl, (int)json_integer_value(v)) < 0)
 			return coli_err_set(err, -ENOMEM, "%s: out of memory", path);
 	}
@@ -286,12 +286,12 @@ static int load_added(coli_tokenizer *t, json_t *added, const char *path, coli_e
 			d->content = strdup(content);
 			d->len = strlen(content);
 		}
-		if (!d->content || set_token(t, d->id, content, strlen(content)) < 0)
+		if (!d->content || tok_set_token(t, d->id, content, strlen(content)) < 0)
 			return coli_err_set(err, -ENOMEM, "%s: out of memory", path);
 		t->flags[d->id] |= TOK_F_ADDED | (d->special ? TOK_F_SPECIAL : 0);
 		/* an added token naming an existing vocab entry takes it over,
 		 * as in the reference, which overwrites its map */
-		char *dup = arena_dup(t, content, strlen(content));
+		char *dup = tok_arena_dup(t, content, strlen(content));
 		if (!dup || tok_strmap_set(&t->names, dup, (uint32_t)strlen(dup), d->id) < 0)
 			return coli_err_set(err, -ENOMEM, "%s: out of memory", path);
 		tok_trie *tr = d->normalized ? &t->trie_norm : &t->trie_raw;
@@ -341,7 +341,7 @@ static int load_normalizer(coli_tokenizer *t, json_t *n, const char *path, coli_
 static const char gpt2_regex[] =
 	"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
-static int add_pretok(coli_tokenizer *t, tok_pretok p, const char *path, coli_err *err)
+int tok_add_pretok(coli_tokenizer *t, tok_pretok p, const char *path, coli_err *err)
 {
 	tok_pretok *np = realloc(t->pre, sizeof *np * (size_t)(t->n_pre + 1));
 	if (!np) {
@@ -395,7 +395,7 @@ static int load_pretok(coli_tokenizer *t, json_t *p, const char *path, int *byte
 		pt.re = tok_regex_compile(re ? re : lit, !re, err);
 		if (!pt.re)
 			return coli_err_wrap(err, "%s: Split pattern", path);
-		return add_pretok(t, pt, path, err);
+		return tok_add_pretok(t, pt, path, err);
 	}
 	if (!strcmp(type, "Digits")) {
 		pt.kind = TOK_PRE_SPLIT;
@@ -404,7 +404,7 @@ static int load_pretok(coli_tokenizer *t, json_t *p, const char *path, int *byte
 		pt.re = tok_regex_compile("[0-9]", 0, err);
 		if (!pt.re)
 			return coli_err_wrap(err, "%s: Digits", path);
-		return add_pretok(t, pt, path, err);
+		return tok_add_pretok(t, pt, path, err);
 	}
 	if (!strcmp(type, "ByteLevel")) {
 		pt.kind = TOK_PRE_BYTELEVEL;
@@ -415,7 +415,7 @@ static int load_pretok(coli_tokenizer *t, json_t *p, const char *path, int *byte
 				return coli_err_wrap(err, "%s: ByteLevel", path);
 		}
 		*bytelevel = 1;
-		return add_pretok(t, pt, path, err);
+		return tok_add_pretok(t, pt, path, err);
 	}
 	return coli_err_set(err, -ENOTSUP, "%s: pre_tokenizer %s is not supported", path, type);
 }
@@ -446,7 +446,7 @@ static const char *config_token(json_t *cfg, const char *key)
 	return jstr(v, "content");
 }
 
-static int load_config(coli_tokenizer *t, const char *cfg_path, coli_err *err)
+int tok_load_config(coli_tokenizer *t, const char *cfg_path, coli_err *err)
 {
 	struct stat st;
 	if (stat(cfg_path, &st) < 0)
@@ -510,7 +510,7 @@ int coli_tokenizer_load(const char *path, coli_tokenizer **out, coli_err *err)
 	t->dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
 	char cfg[4096];
 	snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", t->dir);
-	if ((rc = load_config(t, cfg, err)) < 0)
+	if ((rc = tok_load_config(t, cfg, err)) < 0)
 		goto fail;
 	json_decref(root);
 	*out = t;
@@ -534,11 +534,14 @@ int coli_tokenizer_load_dir(const char *dir, coli_tokenizer **out, coli_err *err
 	if (stat(p, &st) == 0)
 		return coli_tokenizer_load(p, out, err);
 	*out = NULL;
+	/* tiktoken format (Kimi-K2): tiktoken.model + tokenizer_config.json */
+	snprintf(p, sizeof p, "%s/tokenizer/tiktoken.model", dir);
+	if (stat(p, &st) == 0)
+		return tok_load_tiktoken(p, out, err);
 	snprintf(p, sizeof p, "%s/tiktoken.model", dir);
 	if (stat(p, &st) == 0)
-		return coli_err_set(err, -ENOTSUP, "%s: tiktoken.model tokenizers (Kimi-K2) are not supported; "
-				    "a tokenizer.json is needed", dir);
-	return coli_err_set(err, -ENOENT, "%s: no tokenizer/tokenizer.json or tokenizer.json", dir);
+		return tok_load_tiktoken(p, out, err);
+	return coli_err_set(err, -ENOENT, "%s: no tokenizer.json or tiktoken.model (in tokenizer/ or beside it)", dir);
 }
 
 void coli_tokenizer_free(coli_tokenizer *t)
