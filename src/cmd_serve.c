@@ -33,6 +33,8 @@ static void usage(FILE *f)
 		"  --max-queue N        queued requests before 503 (default 16; COLI_MAX_QUEUE)\n"
 		"  --max-body BYTES     request body limit (default 4M; COLI_MAX_BODY)\n"
 		"  --timeout S          idle connection timeout in seconds (default 30; COLI_HTTP_TIMEOUT)\n"
+		"  --request-timeout S  seconds a connection has to send a complete request\n"
+		"                       (default 30; COLI_REQUEST_TIMEOUT)\n"
 		"  --max-connections N  simultaneous connections (default 64; COLI_MAX_CONNECTIONS)\n"
 		"  --shutdown-grace S   on SIGTERM/SIGINT, seconds in-flight requests may take\n"
 		"                       before they are stopped (default 5; COLI_SHUTDOWN_GRACE)\n"
@@ -45,7 +47,7 @@ static void usage(FILE *f)
 
 struct serve_args {
 	const char *dir, *host, *key_env, *log_file;
-	long port, max_queue, timeout, max_conn;
+	long port, max_queue, timeout, max_conn, req_timeout;
 	double grace;
 	int64_t max_body;
 	int verbose, ignore_eos;
@@ -66,6 +68,9 @@ static int serve_env(struct serve_args *a, coli_err *err)
 		return -EINVAL;
 	if ((v = getenv("COLI_HTTP_TIMEOUT")) && *v &&
 	    cli_parse_int(v, "COLI_HTTP_TIMEOUT", 1, 86400, &a->timeout, err))
+		return -EINVAL;
+	if ((v = getenv("COLI_REQUEST_TIMEOUT")) && *v &&
+	    cli_parse_int(v, "COLI_REQUEST_TIMEOUT", 1, 86400, &a->req_timeout, err))
 		return -EINVAL;
 	if ((v = getenv("COLI_MAX_CONNECTIONS")) && *v &&
 	    cli_parse_int(v, "COLI_MAX_CONNECTIONS", 1, 100000, &a->max_conn, err))
@@ -144,7 +149,7 @@ int cmd_serve(int argc, char **argv)
 	coli_err err = { 0 };
 	coli_engine_flags fl;
 	struct serve_args a = { .host = "127.0.0.1", .port = 8080, .max_queue = 0,
-				.timeout = 30, .max_conn = 64, .max_body = 4 << 20, .grace = 5 };
+				.timeout = 30, .max_conn = 64, .max_body = 4 << 20, .grace = 5, .req_timeout = 30 };
 	coli_engine *e = NULL;
 	coli_server *srv = NULL;
 	log_file lf = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -179,6 +184,9 @@ int cmd_serve(int argc, char **argv)
 				goto usage_err;
 		} else if (!strcmp(s, "--timeout") && has) {
 			if (cli_parse_int(argv[++i], s, 1, 86400, &a.timeout, &err))
+				goto usage_err;
+		} else if (!strcmp(s, "--request-timeout") && has) {
+			if (cli_parse_int(argv[++i], s, 1, 86400, &a.req_timeout, &err))
 				goto usage_err;
 		} else if (!strcmp(s, "--max-connections") && has) {
 			if (cli_parse_int(argv[++i], s, 1, 100000, &a.max_conn, &err))
@@ -244,6 +252,7 @@ int cmd_serve(int argc, char **argv)
 	so.api_key = key;
 	so.max_body = (size_t)a.max_body;
 	so.timeout_s = (int)a.timeout;
+	so.request_timeout_s = (int)a.req_timeout;
 	so.max_connections = (int)a.max_conn;
 	so.shutdown_grace_ms = (int)(a.grace * 1000.0 + 0.5);
 	so.ignore_eos = a.ignore_eos;

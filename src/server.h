@@ -28,6 +28,9 @@ typedef struct coli_server_opts {
 	const char *api_key;       /* NULL/"" = no key; the value, never the env name */
 	size_t max_body;           /* request body limit in bytes; 0 = 4 MiB */
 	int timeout_s;             /* idle connection timeout (slow clients); 0 = 30 */
+	/* Time a connection has to deliver a complete request (headers and
+	 * body), however it trickles in; 0 = 30. See server_guard.c. */
+	int request_timeout_s;
 	int max_connections;       /* 0 = 64 */
 	/* On stop, in-flight requests get this long to finish before they are
 	 * cut short (each with a final error event, or a 503). */

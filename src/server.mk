@@ -4,7 +4,7 @@ libcoli_a_SOURCES += \
 	src/server.h src/server_internal.h \
 	src/server_util.c src/server_parse.c src/server_anthropic.c \
 	src/server_openai.c src/server_stop.c src/server_gen.c \
-	src/server_metrics.c src/server_handlers.c src/server_http.c \
+	src/server_metrics.c src/server_handlers.c src/server_http.c src/server_guard.c \
 	src/cmd_serve.c
 
 # Unit tests of the pure parts (parsing, formatting, stop strings, tools).
@@ -24,9 +24,10 @@ tests_server_test_gen_LDADD = libcoli.a $(COLI_LIBS)
 # @anthropic-ai/sdk from tests/node) plus a Python httpx client.
 # tests/server_load.py is a manual benchmark, not part of the suite.
 TESTS += tests/server_badinput.sh tests/server_sdk.sh tests/server_hardening.sh \
-	tests/server_protocol.sh tests/server_signals.sh
+	tests/server_protocol.sh tests/server_signals.sh tests/server_slowloris.sh
 EXTRA_DIST += tests/server_badinput.sh tests/server_sdk.sh tests/server_hardening.sh tests/server_common.sh \
 	tests/server_protocol.sh tests/server_protocol_cases.py tests/server_signals.sh tests/server_signals_clients.py \
+	tests/server_slowloris.sh tests/server_slowloris_clients.py \
 	tests/server_sdk.js tests/server_compare.py tests/server_load.py
 
 man_MANS += man/coli-serve.1

@@ -5,7 +5,9 @@
  * connection. A connection thread may then block while the engine works
  * (non-streamed answers) or inside the streaming content callback, which
  * keeps the code straight-line; the cost is one thread per open client,
- * bounded by --max-connections. Slow clients are cut by the idle timeout,
+ * bounded by --max-connections plus a small reserve. Clients that never
+ * complete their request are cut by the request deadline and the reserve
+ * (server_guard.c), silent ones by the idle timeout,
  * oversized URLs/headers by MHD's per-connection memory limit (414/431),
  * oversized bodies by max_body (413, checked against Content-Length before
  * reading and against the bytes as they arrive). */
@@ -43,6 +45,7 @@ void coli_server_opts_default(coli_server_opts *o)
 	o->port = 8080;
 	o->max_body = DEFAULT_MAX_BODY;
 	o->timeout_s = 30;
+	o->request_timeout_s = 30;
 	o->shutdown_grace_ms = 5000;
 	o->max_connections = 64;
 }
@@ -360,6 +363,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return MHD_NO;
 		*con_cls = cc;
 		atomic_fetch_add(&s->open_reqs, 1);
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		cc->watch = ci ? ci->socket_context : NULL;
 		return first_call(s, c, cc, url, method);
 	}
 	if (cc->done) {
@@ -383,6 +389,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return MHD_NO;
 		return MHD_YES;
 	}
+	srv_guard_serving(s->guard, cc->watch);
 	if (atomic_load(&s->stopping)) {
 		srv_error e;
 		srv_fail(&e, 503, "server_error", "shutting_down", NULL, "the server is shutting down");
@@ -408,11 +415,34 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		coli_debug("server: request ended early (code %d)", (int)toe);
 	if (cc) {
+		srv_guard_answered(s->guard, cc->watch);
 		srv_buf_free(&cc->body);
 		free(cc);
 		atomic_fetch_sub(&s->open_reqs, 1);
 	}
 	*con_cls = NULL;
+}
+
+/* Connections (not requests): the guard watches each from accept to close. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	coli_server *s = cls;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		*socket_context = srv_guard_open(s->guard, ci ? ci->connect_fd : -1);
+	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		srv_guard_close(s->guard, *socket_context);
+		*socket_context = NULL;
+	}
+}
+
+/* Connections accepted beyond --max-connections, each of which evicts the
+ * oldest connection still waiting for its request (server_guard.c). */
+static unsigned conn_reserve(int max_connections)
+{
+	return (unsigned)(max_connections / 8 + 4);
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -458,6 +488,7 @@ int coli_server_start(coli_engine *eng, const coli_server_opts *o, coli_server *
 	s->timeout_s = o->timeout_s > 0 ? o->timeout_s : 30;
 	s->max_connections = o->max_connections > 0 ? o->max_connections : 64;
 	s->grace_ms = o->shutdown_grace_ms > 0 ? o->shutdown_grace_ms : 0;
+	s->request_timeout_s = o->request_timeout_s > 0 ? o->request_timeout_s : 30;
 	s->ignore_eos = o->ignore_eos;
 	s->xstats = o->expert_stats ? o->expert_stats : coli_engine_expert_stats(eng);
 	s->started = (long long)time(NULL);
@@ -476,6 +507,11 @@ int coli_server_start(coli_engine *eng, const coli_server_opts *o, coli_server *
 			  "will answer 500, /v1/completions works", terr.msg);
 	}
 
+	int grc0 = srv_guard_start(&s->guard, s->max_connections, s->request_timeout_s, &s->metrics, err);
+	if (grc0) {
+		coli_server_stop(s);
+		return grc0;
+	}
 	const char *host = o->host && *o->host ? o->host : "127.0.0.1";
 	char port[16];
 	snprintf(port, sizeof port, "%d", o->port);
@@ -496,7 +532,9 @@ int coli_server_start(coli_engine *eng, const coli_server_opts *o, coli_server *
 	s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
 				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->timeout_s,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->max_connections,
+				MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned)s->max_connections + conn_reserve(s->max_connections),
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
@@ -585,6 +623,7 @@ void coli_server_stop(coli_server *s)
 		atomic_store(&s->stopping, 1);
 		MHD_stop_daemon(s->d);
 	}
+	srv_guard_stop(s->guard);
 	free(s->api_key);
 	free(s);
 }

@@ -9,7 +9,8 @@
  *   server_gen.c        one generation: submit, wait, cancel on disconnect
  *   server_handlers.c   the routes
  *   server_http.c       libmicrohttpd plumbing: routing, auth, CORS, limits
- *   server_metrics.c    Prometheus counters and histograms */
+ *   server_metrics.c    Prometheus counters and histograms
+ *   server_guard.c      request deadlines and the connection reserve */
 #ifndef COLI_SERVER_INTERNAL_H
 #define COLI_SERVER_INTERNAL_H
 
@@ -198,6 +199,7 @@ typedef struct srv_metrics {
 	_Atomic uint64_t tps_hist[SRV_TPS_BUCKETS + 1];
 	_Atomic uint64_t tps_sum_milli, tps_count;
 	_Atomic uint64_t cancelled, rejected_busy;
+	_Atomic uint64_t conn_timed_out, conn_evicted;   /* server_guard.c */
 	_Atomic int active_streams;
 } srv_metrics;
 
@@ -241,6 +243,22 @@ void srv_gen_free(srv_gen *g);
 void srv_gen_result(const srv_gen *g, const srv_request *r, const char *text, size_t len,
 		    srv_result *out);
 
+/* ---- request deadlines and the connection reserve (server_guard.c) ---- */
+typedef struct srv_guard srv_guard;
+typedef struct srv_watch srv_watch;
+
+/* soft_limit: connections before the oldest waiting one is evicted;
+ * timeout_s: time to deliver a complete request. */
+int srv_guard_start(srv_guard **out, int soft_limit, int timeout_s, srv_metrics *m, coli_err *err);
+void srv_guard_stop(srv_guard *g);
+/* A connection opened (fd: its socket); NULL when it cannot be watched. */
+srv_watch *srv_guard_open(srv_guard *g, int fd);
+void srv_guard_close(srv_guard *g, srv_watch *w);
+/* Its request is complete: no deadline while it is answered. */
+void srv_guard_serving(srv_guard *g, srv_watch *w);
+/* Its response ended: the deadline for the next request starts now. */
+void srv_guard_answered(srv_guard *g, srv_watch *w);
+
 /* ---- the server ---- */
 struct MHD_Daemon;
 struct MHD_Connection;
@@ -262,6 +280,8 @@ struct coli_server {
 	atomic_int draining;       /* no new connections or requests (503) */
 	atomic_int open_reqs;      /* requests between their headers and their end */
 	int grace_ms;              /* --shutdown-grace */
+	int request_timeout_s;     /* --request-timeout */
+	srv_guard *guard;
 	int ignore_eos;            /* --ignore-eos */
 	long long started;         /* unix time, for "created" of /v1/models */
 	srv_metrics metrics;
@@ -277,6 +297,7 @@ typedef struct srv_conn {
 	int too_big;
 	int is_get;                /* answered once the (empty) body is read */
 	int done;                  /* a response was queued */
+	srv_watch *watch;          /* the connection's deadline (may be NULL) */
 } srv_conn;
 
 /* Queue a response with the CORS headers and count it. Takes body (malloc'd). */

@@ -171,6 +171,12 @@ char *srv_metrics_render(const srv_metrics *m, int queue_len, const struct exper
 		LD(m->cancelled));
 	counter(&b, "coli_requests_rejected_busy_total", "Requests refused with 503 (queue full).",
 		LD(m->rejected_busy));
+	counter(&b, "coli_http_connections_timed_out_total",
+		"Connections closed for not sending a complete request within --request-timeout.",
+		LD(m->conn_timed_out));
+	counter(&b, "coli_http_connections_evicted_total",
+		"Connections waiting for their request closed to make room for a new one.",
+		LD(m->conn_evicted));
 	if (queue_len >= 0)
 		srv_buf_printf(&b, "# HELP coli_queue_length Requests waiting in the engine queue.\n"
 			       "# TYPE coli_queue_length gauge\ncoli_queue_length %d\n", queue_len);
