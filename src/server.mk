@@ -8,8 +8,10 @@ libcoli_a_SOURCES += \
 	src/cmd_serve.c
 
 # Unit tests of the pure parts (parsing, formatting, stop strings, tools).
-check_PROGRAMS += tests/server_test_parse tests/server_test_format tests/server_test_gen
-TESTS += tests/server_test_parse tests/server_test_format tests/server_test_gen
+check_PROGRAMS += tests/server_test_parse tests/server_test_format tests/server_test_gen \
+	tests/server_fuzz_corpus
+TESTS += tests/server_test_parse tests/server_test_format tests/server_test_gen \
+	tests/server_fuzz_corpus
 tests_server_test_parse_SOURCES = tests/server_test_parse.c
 tests_server_test_parse_LDADD = libcoli.a $(COLI_LIBS)
 tests_server_test_format_SOURCES = tests/server_test_format.c
@@ -18,17 +20,24 @@ tests_server_test_format_LDADD = libcoli.a $(COLI_LIBS)
 # points itself, so the real engine objects are not pulled from libcoli.a.
 tests_server_test_gen_SOURCES = tests/server_test_gen.c
 tests_server_test_gen_LDADD = libcoli.a $(COLI_LIBS)
+# The request fuzzer (tests/fuzz/fuzz_request.c, run by
+# tests/fuzz/run-fuzz-request.sh with clang) over its seed corpus.
+tests_server_fuzz_corpus_SOURCES = tests/server_fuzz_corpus.c tests/fuzz/fuzz_request.c
+tests_server_fuzz_corpus_LDADD = libcoli.a $(COLI_LIBS)
+EXTRA_DIST += tests/fuzz/run-fuzz-request.sh tests/fuzz/request.dict tests/fuzz/corpus-request
 
 # End to end against a live `coli serve` on a tiny synthesized model: the
 # curl bad-input battery, and the official SDKs (npm openai,
 # @anthropic-ai/sdk from tests/node) plus a Python httpx client.
-# tests/server_load.py is a manual benchmark, not part of the suite.
+# tests/server_load.py and bench/server_siege.sh (64 streams under a
+# slowloris attack) are manual benchmarks, not part of the suite.
 TESTS += tests/server_badinput.sh tests/server_sdk.sh tests/server_hardening.sh \
 	tests/server_protocol.sh tests/server_signals.sh tests/server_slowloris.sh
 EXTRA_DIST += tests/server_badinput.sh tests/server_sdk.sh tests/server_hardening.sh tests/server_common.sh \
 	tests/server_protocol.sh tests/server_protocol_cases.py tests/server_signals.sh tests/server_signals_clients.py \
 	tests/server_slowloris.sh tests/server_slowloris_clients.py \
-	tests/server_sdk.js tests/server_compare.py tests/server_load.py
+	tests/server_sdk.js tests/server_compare.py tests/server_load.py \
+	bench/server_siege.sh bench/server_siege.py
 
 man_MANS += man/coli-serve.1
 EXTRA_DIST += man/coli-serve.1.in

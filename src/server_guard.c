@@ -14,12 +14,15 @@
  *     answer can be confused with a reply to a request in flight) and is
  *     shut down.
  *  2. Reserve. libmicrohttpd accepts a few connections beyond
- *     --max-connections; when one of those extra connections opens, the
- *     oldest connection still waiting for its request is shut down (a
- *     legitimate client sends its request within milliseconds, so the
- *     oldest waiter is the slowest). Connections being answered are never
- *     evicted, so /health and new clients get through while slow clients
- *     come and go.
+ *     --max-connections; whenever more than --max-connections are live, the
+ *     oldest connections still waiting for their request are shut down
+ *     until the count is back at the limit (a legitimate client sends its
+ *     request within milliseconds, so the oldest waiter is the slowest).
+ *     Connections that never completed a request go first, idle kept-alive
+ *     ones only when there are none; connections being answered are never
+ *     evicted. The reserve so only holds connections being closed and the
+ *     newest arrival, and /health and new clients get through while slow
+ *     clients come and go.
  *
  * The guard keeps its own dup() of each socket: shutdown() acts on the
  * socket, not the descriptor, and our copy cannot be closed and reused under
@@ -58,7 +61,8 @@ struct srv_guard {
 	pthread_t thread;
 	int started, stop;
 	srv_watch *head, *tail;
-	int n;
+	int n;                         /* connections in the list */
+	int live;                      /* ... not yet cut */
 	int soft_limit;
 	double timeout_s;
 	srv_metrics *m;
@@ -94,6 +98,28 @@ static void cut(srv_watch *w, int status, const char *code, const char *msg)
 	w->phase = WATCH_CUT;
 }
 
+static void cut_counted(srv_guard *g, srv_watch *w, int status, const char *code, const char *msg)
+{
+	cut(w, status, code, msg);
+	g->live--;
+}
+
+/* The oldest connection other than self waiting for its request, preferring
+ * one that never completed a request; NULL when every other is answered. */
+static srv_watch *oldest_waiting(srv_guard *g, const srv_watch *self)
+{
+	srv_watch *kept = NULL;
+	for (srv_watch *o = g->head; o; o = o->next) {
+		if (o == self || o->phase != WATCH_REQUEST)
+			continue;
+		if (!o->served)
+			return o;
+		if (!kept)
+			kept = o;
+	}
+	return kept;
+}
+
 static void *watchdog(void *arg)
 {
 	srv_guard *g = arg;
@@ -110,8 +136,8 @@ static void *watchdog(void *arg)
 		double t = now_s();
 		for (srv_watch *w = g->head; w; w = w->next)
 			if (w->phase == WATCH_REQUEST && t - w->since > g->timeout_s) {
-				cut(w, 408, "request_timeout",
-				    "the request was not received in time (--request-timeout)");
+				cut_counted(g, w, 408, "request_timeout",
+					    "the request was not received in time (--request-timeout)");
 				atomic_fetch_add_explicit(&g->m->conn_timed_out, 1, memory_order_relaxed);
 				coli_debug("server: a connection did not send its request within %.0f s; closed",
 					   g->timeout_s);
@@ -185,17 +211,17 @@ srv_watch *srv_guard_open(srv_guard *g, int fd)
 		g->head = w;
 	g->tail = w;
 	g->n++;
-	if (g->n > g->soft_limit) {
-		/* a reserve slot was taken: make room by closing the oldest
-		 * connection still waiting for its request */
-		for (srv_watch *o = g->head; o && o != w; o = o->next)
-			if (o->phase == WATCH_REQUEST) {
-				cut(o, 503, "too_many_connections",
-				    "too many connections waiting for their request; the oldest was closed");
-				atomic_fetch_add_explicit(&g->m->conn_evicted, 1, memory_order_relaxed);
-				coli_debug("server: connection limit reached; closed the oldest waiting one");
-				break;
-			}
+	g->live++;
+	/* over the limit: make room by closing the oldest connections still
+	 * waiting for their request */
+	while (g->live > g->soft_limit) {
+		srv_watch *o = oldest_waiting(g, w);
+		if (!o)
+			break;   /* everyone else is being answered: w takes a reserve slot */
+		cut_counted(g, o, 503, "too_many_connections",
+			    "too many connections waiting for their request; the oldest was closed");
+		atomic_fetch_add_explicit(&g->m->conn_evicted, 1, memory_order_relaxed);
+		coli_debug("server: connection limit reached; closed the oldest waiting one");
 	}
 	pthread_mutex_unlock(&g->lock);
 	return w;
@@ -215,6 +241,8 @@ void srv_guard_close(srv_guard *g, srv_watch *w)
 	else
 		g->tail = w->prev;
 	g->n--;
+	if (w->phase != WATCH_CUT)
+		g->live--;
 	pthread_mutex_unlock(&g->lock);
 	close(w->fd);
 	free(w);

@@ -46,6 +46,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 if [ -x tests/fuzz/run-fuzz.sh ]; then
 	tests/fuzz/run-fuzz.sh "$top/build/fuzz" || status=1
 fi
+if [ -x tests/fuzz/run-fuzz-request.sh ]; then
+	tests/fuzz/run-fuzz-request.sh "$top/build/fuzz/request" || status=1
+fi
 if [ -f build/release/Makefile ]; then
 	(cd build/release && make -s distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror >distcheck.log 2>&1)
 	rc=$?

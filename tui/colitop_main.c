@@ -49,6 +49,8 @@ static void usage(FILE *f)
 		"  --max-tokens N       longest answer in tokens (default 256)\n"
 		"  --temperature T      sampling temperature, 0 = greedy (default 0)\n"
 		"  --ignore-eos         answers run to --max-tokens (benchmarks, tests)\n"
+		"  --shutdown-grace S   on quit, seconds HTTP requests in flight may take\n"
+		"                       before they are stopped (default 5; COLI_SHUTDOWN_GRACE)\n"
 		"  -h, --help           this help;  -V, --version  the version\n%s",
 		coli_engine_flags_help);
 }
@@ -56,7 +58,7 @@ static void usage(FILE *f)
 typedef struct args {
 	const char *model, *host, *key_env, *session;
 	long port, max_tokens;
-	double temperature;
+	double temperature, grace;
 	int no_server, ignore_eos;
 } args;
 
@@ -70,6 +72,9 @@ static int parse_env(args *a, coli_err *err)
 	if ((v = getenv("COLI_SESSION")) && *v)
 		a->session = v;
 	if ((v = getenv("COLI_PORT")) && *v && cli_parse_int(v, "COLI_PORT", 0, 65535, &a->port, err))
+		return -EINVAL;
+	if ((v = getenv("COLI_SHUTDOWN_GRACE")) && *v &&
+	    cli_parse_float(v, "COLI_SHUTDOWN_GRACE", 0, 86400, &a->grace, err))
 		return -EINVAL;
 	return 0;
 }
@@ -110,6 +115,9 @@ static int parse_args(int argc, char **argv, args *a, coli_engine_flags *fl, int
 			a->session = argv[++i];
 		} else if (!strcmp(s, "--max-tokens") && has) {
 			if (cli_parse_int(argv[++i], s, 1, 1 << 24, &a->max_tokens, err))
+				return -EINVAL;
+		} else if (!strcmp(s, "--shutdown-grace") && has) {
+			if (cli_parse_float(argv[++i], s, 0, 86400, &a->grace, err))
 				return -EINVAL;
 		} else if (!strcmp(s, "--temperature") && has) {
 			if (cli_parse_float(argv[++i], s, 0.0, 10.0, &a->temperature, err))
@@ -160,6 +168,7 @@ static void start_server(tui_app *a, coli_server **srv, const args *ar, const ch
 	so.port = (int)ar->port;
 	so.api_key = key;
 	so.model_dir = model_dir;
+	so.shutdown_grace_ms = (int)(ar->grace * 1000.0 + 0.5);
 	so.expert_stats = coli_engine_expert_stats(a->eng);
 	if (coli_server_start(a->eng, &so, srv, &err)) {
 		if (err.code == -EADDRINUSE)
@@ -216,7 +225,7 @@ int main(int argc, char **argv)
 	static tui_app app;   /* large (line editors); zeroed */
 	static tui_log log;
 	tui_app *a = &app;
-	args ar = { .host = "127.0.0.1", .port = 8080, .max_tokens = 256 };
+	args ar = { .host = "127.0.0.1", .port = 8080, .max_tokens = 256, .grace = 5 };
 	coli_engine_flags fl;
 	coli_err err = { 0 };
 	coli_server *srv = NULL;
