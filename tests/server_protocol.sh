@@ -5,8 +5,9 @@
 . "${top_srcdir:-.}/tests/server_common.sh"
 PYTHON3=${PYTHON3:-/usr/bin/python3}
 srv_setup
-# a context long enough that an uncancelled request would run for a while
-srv_start main --ctx 65536 --timeout 30
+# a context long enough that an uncancelled request would run for a while,
+# and no early end of sequence (Anthropic's API has no logit_bias to ban it)
+srv_start main --ctx 65536 --timeout 30 --ignore-eos
 "$PYTHON3" "${top_srcdir:-.}/tests/server_protocol_cases.py" "$BASE" || srv_fail "protocol cases failed"
 srv_stop
 if grep -q "LeakSanitizer\|runtime error" "$SRV_TMP/main.log"; then

@@ -204,6 +204,9 @@ bodies = {
     "/v1/completions": {"prompt": "hello", "max_tokens": 60000, "logit_bias": NO_EOS},
     "/v1/chat/completions": {"messages": [{"role": "user", "content": "hi"}],
                              "max_tokens": 60000, "logit_bias": NO_EOS},
+    # no logit_bias on Anthropic's API: the server runs with --ignore-eos
+    "/v1/messages": {"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                     "max_tokens": 60000},
 }
 before = metric("coli_requests_cancelled_total")
 for path, obj in bodies.items():
