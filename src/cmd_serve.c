@@ -38,7 +38,8 @@ static void usage(FILE *f)
 		"  --max-connections N  simultaneous connections (default 64; COLI_MAX_CONNECTIONS)\n"
 		"  --shutdown-grace S   on SIGTERM/SIGINT, seconds in-flight requests may take\n"
 		"                       before they are stopped (default 5; COLI_SHUTDOWN_GRACE)\n"
-		"  --ignore-eos         generate until max_tokens (benchmarks, tests)\n"
+		"  --ignore-eos         generate until max_tokens (benchmarks, tests;\n"
+		"                       COLI_IGNORE_EOS=1)\n"
 		"  --log-file PATH      append the log to PATH instead of stderr; SIGHUP reopens\n"
 		"                       it (COLI_LOG_FILE)\n"
 		"  -v, --verbose        log each refused request and ignored field (COLI_VERBOSE=1)\n%s",
@@ -82,6 +83,8 @@ static int serve_env(struct serve_args *a, coli_err *err)
 		return -EINVAL;
 	if ((v = getenv("COLI_LOG_FILE")) && *v)
 		a->log_file = v;
+	if ((v = getenv("COLI_IGNORE_EOS")) && !strcmp(v, "1"))
+		a->ignore_eos = 1;
 	if ((v = getenv("COLI_VERBOSE")) && !strcmp(v, "1"))
 		a->verbose = 1;
 	return 0;
