@@ -21,8 +21,8 @@ cp -r "$T/ck" "$T/src"
 COLI_CONVERT_FAIL_AFTER_FILES=6 "$COLI" convert "$T/src" "$T/out" --delete-source \
 	>/dev/null 2>"$T/err1"
 if [ -f "$T/out/manifest.json" ]; then
-	echo "SKIP: built without COLI_FAULT_INJECTION"
-	exit 77
+	. "${top_srcdir:-.}/tests/test_skip.sh"
+	test_skip "built without COLI_FAULT_INJECTION (configure --enable-fault-injection)"
 fi
 grep -q "$S1: converted, its data freed" "$T/err1" || fail "shard 1 not freed: $(cat "$T/err1")"
 [ "$(blocks "$T/src/$S1")" -lt 64 ] || fail "shard 1 still holds $(blocks "$T/src/$S1") KiB"

@@ -40,9 +40,9 @@ run_build() { # name configure-flags...
 	(cd "build/$name" && make -s -j"$jobs" check) || return 1
 }
 
-run_build release --enable-werror || status=1
+run_build release --enable-werror --enable-fault-injection || status=1
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	COLI_TEST_SANITIZED=1 run_build asan --enable-werror --enable-sanitizers || status=1
+	COLI_TEST_SANITIZED=1 run_build asan --enable-werror --enable-sanitizers --enable-fault-injection || status=1
 if [ -x tests/fuzz/run-fuzz.sh ]; then
 	tests/fuzz/run-fuzz.sh "$top/build/fuzz" || status=1
 fi
@@ -50,7 +50,7 @@ if [ -x tests/fuzz/run-fuzz-request.sh ]; then
 	tests/fuzz/run-fuzz-request.sh "$top/build/fuzz/request" || status=1
 fi
 if [ -f build/release/Makefile ]; then
-	(cd build/release && make -s distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror >distcheck.log 2>&1)
+	(cd build/release && make -s distcheck DISTCHECK_CONFIGURE_FLAGS="--enable-werror --enable-fault-injection" >distcheck.log 2>&1)
 	rc=$?
 else
 	rc=1
