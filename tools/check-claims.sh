@@ -1,0 +1,170 @@
+#!/bin/sh
+# check-claims.sh - run the commands behind README.md's Numbers table on
+# this machine and print each figure next to what the README says.
+#
+#   tools/check-claims.sh [--quick | --all] [--coli PATH] [--only NAME]
+#
+# --quick (the default) runs the checks that take seconds to a couple of
+# minutes on tiny models: ref (forward pass vs the numpy reference), mtp,
+# quant (quantization error), default (the shipped model's held-out loss
+# and MTP acceptance), kv (session resume vs re-prefill, bytes per token),
+# tiktoken (Kimi-format tokenizer vs js-tiktoken). --all adds the ones that
+# measure speed on this machine: kernels (int4 matvec bandwidth / triad),
+# tokenizer (throughput), http (tests/server_load.py) and idle (colitop's
+# idle CPU); the GLM-5 slice figures need bench/glm5_slice.sh (tens of
+# minutes and 40 GB of disk: run it by hand, see bench/README.md).
+# Output: one line per figure, "NAME: measured ... | README: ...".
+# Exit status 1 when a command failed.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+mode=quick coli=${COLI:-} only=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) mode=quick ;;
+	--all) mode=all ;;
+	--coli) coli=$2; shift ;;
+	--only) only=$2; shift ;;
+	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+	*) echo "check-claims.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+. "$top/bench/find_coli.sh"
+find_coli check-claims.sh
+builddir=$(cd "$(dirname "$coli")" && pwd)
+PY=${PYTHON3:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+
+readme() { # the README row whose first cell contains $1
+	grep -F "| $1" "$top/README.md" | head -n1 | sed 's/^| [^|]* | //; s/ |$//'
+}
+want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
+say() { # NAME MEASURED README-KEY
+	printf '%s: measured %s\n    README: %s\n' "$1" "$2" "$(readme "$3")"
+}
+failed() { echo "$1: FAILED ($2)"; status=1; }
+
+if want ref; then
+	if COLI=$coli top_srcdir=$top sh "$top/tests/ref_forward.sh" >"$tmp/ref.log" 2>&1; then
+		m=$("$PY" - "$tmp/ref.log" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+f32 = [r for r in rows if r["quant"] == "f32"]
+print("%d f32 variants, worst relative logit difference %.1e, incremental decode = full pass in %d of %d" % (
+    len({r["name"] for r in f32}), max(r["worst_rel"] for r in f32),
+    sum(1 for r in f32 if r.get("incremental_rel", 1) == 0.0), len(f32)))
+PY
+)
+		say ref "$m" "forward pass vs independent numpy reference"
+	else
+		failed ref "tests/ref_forward.sh; see its output"
+	fi
+fi
+
+if want mtp; then
+	if COLI=$coli top_srcdir=$top sh "$top/tests/core_mtp.sh" >"$tmp/mtp.log" 2>&1; then
+		m=$("$PY" -c 'import json,sys; [print("%.1e" % json.loads(l)["mtp_f32_worst_rel"]) for l in open(sys.argv[1]) if l.startswith("{\"mtp")]' "$tmp/mtp.log")
+		say mtp "worst relative difference $m" "MTP head vs reference"
+	else
+		failed mtp "tests/core_mtp.sh"
+	fi
+fi
+
+if want quant; then
+	if "$coli" synth "$tmp/q-hf" --preset glm5-tiny --seed 1 >/dev/null 2>&1 &&
+		"$coli" convert "$tmp/q-hf" "$tmp/q4" --quant int4-g64 >/dev/null 2>&1 &&
+		"$coli" convert "$tmp/q-hf" "$tmp/q8" --quant int8 >/dev/null 2>&1; then
+		m=$("$PY" - "$tmp/q4/manifest.json" "$tmp/q8/manifest.json" <<'PY'
+import json, sys
+def errs(p, qt):
+    q = json.load(open(p))["quant_error"]
+    return {k: (v["rel_rms"], v.get("rel_rms_sym_int4")) for k, v in q.items()
+            if isinstance(v, dict) and v.get("qtype") == qt}
+e4, e8 = errs(sys.argv[1], "int4-g64"), errs(sys.argv[2], "int8")
+a = [v[0] for v in e4.values()]
+s = [v[1] for v in e4.values() if v[1] is not None]
+b = [v[0] for v in e8.values()]
+txt = "int4-g64 %.3f-%.3f" % (min(a), max(a))
+if s:
+    txt += " (symmetric %.3f-%.3f)" % (min(s), max(s))
+txt += ", int8 %.4f-%.4f (rel. RMS by tensor class, glm5-tiny)" % (min(b), max(b))
+print(txt)
+PY
+)
+		say quant "$m" "quantization error"
+	else
+		failed quant "coli synth/convert"
+	fi
+fi
+
+if want default; then
+	model="$top/data/default-model"
+	if "$coli" perplexity "$model" "$top/data/eval/val.txt" >"$tmp/ppl" 2>&1 &&
+		"$coli" perplexity "$model" "$top/data/eval/val.txt" --mtp >"$tmp/mtp-ppl" 2>&1; then
+		loss=$(sed -n 's/^loss \([0-9.]*\) nats.*/\1/p' "$tmp/ppl" | head -n1)
+		acc=$(sed -n 's/^MTP draft acceptance \([0-9.]*\).*/\1/p' "$tmp/mtp-ppl" | head -n1)
+		say default "held-out loss $loss nats/token; MTP acceptance $acc" "default model"
+	else
+		failed default "coli perplexity"
+	fi
+fi
+
+if want kv; then
+	if m=$(sh "$top/bench/kv_resume.sh" --coli "$coli" --preset tiny --tokens 4000 2>/dev/null); then
+		say kv "$m" "KV session resume"
+	else
+		failed kv "bench/kv_resume.sh"
+	fi
+fi
+
+if want tiktoken; then
+	if COLI=$coli top_srcdir=$top sh "$top/tests/tokenizer_tiktoken.sh" >"$tmp/tt.log" 2>&1; then
+		say tiktoken "$(grep mismatches "$tmp/tt.log" | sed 's/^.*\///' | tr '\n' ';')" "tokenizer, Kimi-K2"
+	else
+		failed tiktoken "tests/tokenizer_tiktoken.sh"
+	fi
+fi
+
+[ $mode = all ] || exit $status
+
+if want kernels; then
+	if "$coli" bench "$top/data/default-model" --prompt 8 --gen 8 >"$tmp/bench.json" 2>/dev/null; then
+		m=$("$PY" - "$tmp/bench.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+k = d.get("kernels", {})
+print(json.dumps(k)[:400])
+PY
+)
+		say kernels "$m" "int4 matvec bandwidth"
+	else
+		failed kernels "coli bench"
+	fi
+fi
+
+if want tokenizer; then
+	if m=$(sh "$top/bench/tokenizer_bench.sh" 2>&1 | tail -n 3 | tr '\n' ' '); then
+		say tokenizer "$m" "tokenizer, DeepSeek-V3"
+	else
+		failed tokenizer "bench/tokenizer_bench.sh"
+	fi
+fi
+
+if want http; then
+	if m=$(COLI=$coli "$PY" "$top/tests/server_load.py" 2>&1 | tail -n 3 | tr '\n' ' '); then
+		say http "$m" "HTTP"
+	else
+		failed http "tests/server_load.py"
+	fi
+fi
+
+if want idle; then
+	if m=$(COLI=$coli sh "$top/tui/bench_colitop.sh" 2>&1 | tail -n 2 | tr '\n' ' '); then
+		say idle "$m" "colitop idle CPU"
+	else
+		failed idle "tui/bench_colitop.sh"
+	fi
+fi
+exit $status
