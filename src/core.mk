@@ -23,7 +23,7 @@ bin_PROGRAMS += coli
 coli_SOURCES = src/coli_main.c
 coli_LDADD = libcoli.a $(COLI_LIBS)
 
-EXTRA_DIST += tools/install-deps.sh tools/run.sh tools/test.sh tools/summarize-tests.sh .ci/run
+EXTRA_DIST += tools/install-deps.sh tools/run.sh tools/test.sh tools/summarize-tests.sh tools/check-claims.sh .ci/run
 
 # attention loops (vec_ops.h)
 check_PROGRAMS += tests/core_vec_ops
