@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cache_dir.h"
 #include "coli_log.h"
@@ -173,7 +175,7 @@ static int slot_count(const coli_engine *e)
 
 int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 {
-	int rc;
+	int rc, made_cache = 0, made_heat = 0;
 	coli_engine *e = calloc(1, sizeof *e);
 	if (!e)
 		return coli_err_set(err, -ENOMEM, "out of memory");
@@ -198,6 +200,10 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	snprintf(e->kv_dir, sizeof e->kv_dir, "%s/kv", e->cache_dir);
 	snprintf(e->heat_dir, sizeof e->heat_dir, "%s/hot-experts", e->cache_dir);
 	mo.store.heat_dir = e->heat_dir;
+	/* a failed open must leave nothing behind: remember what is ours */
+	struct stat st;
+	made_cache = stat(e->cache_dir, &st) != 0;
+	made_heat = stat(e->heat_dir, &st) != 0;
 	if (coli_mkdirs(e->heat_dir, err)) {
 		/* routing heat is an optimisation: run without persisting it */
 		coli_warn("%s; routing heat will not be saved", err->msg);
@@ -257,6 +263,11 @@ fail:
 	coli_state_free(e->state);
 	coli_tokenizer_free(e->tok);
 	coli_model_free(e->model);
+	/* only directories this call created, and only while empty */
+	if (made_heat)
+		rmdir(e->heat_dir);
+	if (made_cache)
+		rmdir(e->cache_dir);
 	free(e);
 	return rc;
 }

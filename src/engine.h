@@ -86,7 +86,8 @@ typedef struct coli_event {
 	int completion_tokens;
 	double ttft_ms;            /* DONE: time to first token */
 	double decode_tps;         /* DONE: decode tokens per second */
-	char message[512];         /* ERROR */
+	char message[512];         /* ERROR; DONE: non-empty when the answer is whole
+				    * but its session could not be written (disk full, EIO) */
 	int error_code;            /* ERROR: negative errno-style */
 } coli_event;
 

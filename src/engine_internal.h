@@ -41,6 +41,7 @@ typedef struct engine_slot {
 	/* persisted session bound to this slot (or NULL) */
 	kv_session *sess;
 	int sess_saved;          /* tokens of hist already in the file */
+	char save_err[256];      /* the last save's failure, "" after a good one */
 	/* the request being served */
 	int *prompt;             /* (ctx) effective prompt: history + new turn */
 	int n_prompt;

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cache_dir.h"
@@ -109,9 +110,12 @@ void engine_session_save(coli_engine *e, engine_slot *sl)
 		return;
 	coli_err err = { 0 };
 	const int L = e->model->cfg.num_hidden_layers, W = coli_config_kv_width(&e->model->cfg);
+	sl->save_err[0] = 0;
 	if (sl->sess_saved > sl->n_hist || sl->sess_saved < coli_seq_base(sl->seq)) {
-		if (kv_session_truncate_tokens(sl->sess, sl->n_hist, &err))
+		if (kv_session_truncate_tokens(sl->sess, sl->n_hist, &err)) {
 			coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
+			snprintf(sl->save_err, sizeof sl->save_err, "%.200s", err.msg);
+		}
 		sl->sess_saved = sl->n_hist;
 	}
 	int n = sl->n_hist - sl->sess_saved;
@@ -119,19 +123,25 @@ void engine_session_save(coli_engine *e, engine_slot *sl)
 		const float **rows = malloc(sizeof *rows * (size_t)(L > 0 ? L : 1));
 		if (!rows) {
 			coli_warn("session %s: not saved: out of memory", kv_session_name(sl->sess));
+			snprintf(sl->save_err, sizeof sl->save_err, "out of memory");
 			return;
 		}
 		/* unsaved rows are always in RAM: spilling saves first */
 		const int base = coli_seq_base(sl->seq);
 		for (int l = 0; l < L; l++)
 			rows[l] = coli_seq_kv(sl->seq, l) + (size_t)(sl->sess_saved - base) * W;
-		if (kv_session_append(sl->sess, sl->hist + sl->sess_saved, n, rows, &err))
+		if (kv_session_append(sl->sess, sl->hist + sl->sess_saved, n, rows, &err)) {
 			coli_warn("session %s: not persisted: %s", kv_session_name(sl->sess), err.msg);
+			snprintf(sl->save_err, sizeof sl->save_err, "%.200s", err.msg);
+		}
 		free(rows);
 		sl->sess_saved = sl->n_hist;
 	}
-	if (kv_session_sync(sl->sess, &err))
+	if (kv_session_sync(sl->sess, &err)) {
 		coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
+		if (!sl->save_err[0])
+			snprintf(sl->save_err, sizeof sl->save_err, "%.200s", err.msg);
+	}
 }
 
 void engine_session_unbind(coli_engine *e, engine_slot *sl)

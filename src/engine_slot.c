@@ -140,6 +140,8 @@ void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, i
 	ev.error_code = code;
 	if (msg)
 		snprintf(ev.message, sizeof ev.message, "%s", msg);
+	else if (kind == COLI_EV_DONE && sl->sess && sl->save_err[0])
+		snprintf(ev.message, sizeof ev.message, "%s", sl->save_err);
 	engine_request_finish(r, &ev);
 	sl->req = NULL;
 	sl->phase = SLOT_IDLE;
