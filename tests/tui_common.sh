@@ -38,7 +38,9 @@ tui_cleanup() {
 # tui_start COLS ROWS [colitop options...]: run colitop in a new session
 # of a fixed size ($TUI_ENV: extra VAR=value words for its environment). The pane's shell records colitop's exit status in
 # $TUI_TMP/exit.N and then sleeps, so the pane (and the tmux server) stay
-# up after colitop exits.
+# up after colitop exits. The terminal's state (stty -g) before colitop
+# starts and after it ends goes to $TUI_TMP/stty.N.before and .after
+# (tui_check_stty compares them).
 tui_start() {
 	cols=$1
 	rows=$2
@@ -50,8 +52,9 @@ tui_start() {
 	cmd="env LANG=C.UTF-8 LC_ALL=C.UTF-8 COLI_CACHE_DIR='$COLI_CACHE_DIR' $TUI_ENV '$COLITOP' --model '$TUI_MODEL' --threads 1"
 	for a in "$@"; do cmd="$cmd '$a'"; done
 	# the new session first: killing the last one would stop the server
+	TUI_STTY="$TUI_TMP/stty.$TUI_N"
 	tmux -L "$TUI_SOCK" -f /dev/null new-session -d -s "$TUI_T" -x "$cols" -y "$rows" \
-		"$cmd 2>'$TUI_TMP/stderr'; echo \$? >'$TUI_EXIT.tmp'; mv '$TUI_EXIT.tmp' '$TUI_EXIT'; exec sleep 600" ||
+		"stty -g >'$TUI_STTY.before'; $cmd 2>'$TUI_TMP/stderr'; echo \$? >'$TUI_EXIT.tmp'; stty -g >'$TUI_STTY.after'; mv '$TUI_EXIT.tmp' '$TUI_EXIT'; exec sleep 600" ||
 		tui_fail "tmux new-session"
 	tmux -L "$TUI_SOCK" set-option -t "$TUI_T" window-size manual >/dev/null 2>&1
 	[ -z "$old" ] || tmux -L "$TUI_SOCK" kill-session -t "$old" 2>/dev/null
@@ -101,13 +104,22 @@ tui_wait_exit() {
 	done
 }
 
+# tui_check_stty WHAT: after colitop exited, the terminal is exactly as
+# it was before it started (every termios flag and control character).
+tui_check_stty() {
+	[ -s "$TUI_STTY.before" ] && [ -s "$TUI_STTY.after" ] || tui_fail "$1: no stty record"
+	[ "$(cat "$TUI_STTY.before")" = "$(cat "$TUI_STTY.after")" ] ||
+		tui_fail "$1: terminal not restored: stty -g $(cat "$TUI_STTY.before") before, $(cat "$TUI_STTY.after") after"
+}
+
 tui_resize() {
 	tmux -L "$TUI_SOCK" resize-window -t "$TUI_T" -x "$1" -y "$2" || tui_fail "resize-window"
 }
 
 # tui_check_frames COLS ROWS: every row above the status line starts and
 # ends with a frame character at the exact width (a character drawn at the
-# wrong width, or a stale row, breaks this), and the status line is there.
+# wrong width, or a stale row, breaks this), the status line is there and
+# the F-key bar under it.
 tui_check_frames() {
 	tui_screen >"$TUI_TMP/screen"
 	"${PYTHON3:-/usr/bin/python3}" - "$TUI_TMP/screen" "$1" "$2" <<'PY' || tui_fail "frames broken at $1x$2"
@@ -122,7 +134,7 @@ def width(s):
         w += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
     return w
 bad = 0
-for y, line in enumerate(lines[:rows - 1]):
+for y, line in enumerate(lines[:rows - 2]):
     t = line.rstrip(" ")
     if not t or t[0] not in "\u250c\u2502\u2514" or t[-1] not in "\u2510\u2502\u2518":
         print("row %d: not framed: %r" % (y, line), file=sys.stderr)
@@ -130,8 +142,11 @@ for y, line in enumerate(lines[:rows - 1]):
     elif width(t) != cols and all(ord(c) < 0x300 or 0x2500 <= ord(c) < 0x2600 for c in t):
         print("row %d: width %d != %d" % (y, width(t), cols), file=sys.stderr)
         bad += 1
-if len(lines) < rows or "session" not in lines[rows - 1]:
+if len(lines) < rows or not lines[rows - 2].strip():
     print("no status line", file=sys.stderr)
+    bad += 1
+if len(lines) < rows or not lines[rows - 1].startswith("F1Help F2Zoom F3Sessions F4Pane F10Quit"):
+    print("no key bar", file=sys.stderr)
     bad += 1
 sys.exit(1 if bad else 0)
 PY

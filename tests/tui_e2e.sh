@@ -79,7 +79,7 @@ grep -q 'colitop: .*chat session e2e' "$TUI_TMP/stderr" || tui_fail "log lines n
 
 # restart on the same session: the transcript is back, the KV is reused
 tui_start 120 40 --no-server --session e2e --max-tokens 8 --ignore-eos
-tui_wait 'session e2e: [0-9]+ tokens on disk \(resumed' 60
+tui_wait 'session e2e: [0-9]+ tokens on disk +\(resumed' 60
 tui_screen | grep -q '> hello 中文 😀 there' || tui_fail "previous conversation not shown"
 tui_keys -l 'and again'
 tui_keys Enter

@@ -3,6 +3,7 @@
  * bars and sizes, colour-mode choice, affinity ordering, the log ring. */
 #include "config.h"
 
+#include <errno.h>
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,17 +47,18 @@ static void check_layout(int rows, int cols)
 		return;
 	}
 	CHECK(!l.too_small);
-	CHECK(l.status.y == rows - 1 && l.status.w == cols && l.status.h == 1);
+	CHECK(l.status.y == rows - 2 && l.status.w == cols && l.status.h == 1);
+	CHECK(l.keys.y == rows - 1 && l.keys.w == cols && l.keys.h == 1);
 	unsigned char *cover = calloc((size_t)rows * (size_t)cols, 1);
 	for (int p = 0; p < TUI_PANE_COUNT; p++) {
 		const tui_rect *r = &l.pane[p];
 		CHECK(r->h >= TUI_PANE_MIN_H && r->w >= 20);
-		CHECK(r->y >= 0 && r->x >= 0 && r->y + r->h <= rows - 1 && r->x + r->w <= cols);
+		CHECK(r->y >= 0 && r->x >= 0 && r->y + r->h <= rows - 2 && r->x + r->w <= cols);
 		for (int y = r->y; y < r->y + r->h && y < rows; y++)
 			for (int x = r->x; x < r->x + r->w && x < cols; x++)
 				cover[y * cols + x]++;
 	}
-	for (int y = 0; y < rows - 1; y++)
+	for (int y = 0; y < rows - 2; y++)
 		for (int x = 0; x < cols; x++)
 			if (cover[y * cols + x] != 1) {
 				fprintf(stderr, "layout %dx%d: cell (%d,%d) covered %d times\n", cols, rows, y, x,
@@ -71,13 +73,16 @@ static void check_layout(int rows, int cols)
 	/* hit testing agrees with the rectangles */
 	for (int p = 0; p < TUI_PANE_COUNT; p++)
 		CHECK(tui_layout_hit(&l, l.pane[p].y + l.pane[p].h / 2, l.pane[p].x + l.pane[p].w / 2) == p);
-	CHECK(tui_layout_hit(&l, rows - 1, 0) == -1);
+	CHECK(tui_layout_hit(&l, rows - 1, 0) == -1 && tui_layout_hit(&l, rows - 2, 0) == -1);
+	/* at 80x24 the Cache and Sessions panes get two lines inside */
+	if (rows == 24 && cols == 80)
+		CHECK(l.pane[TUI_PANE_CACHE].h >= 4 && l.pane[TUI_PANE_SESSIONS].h >= 4);
 	/* zoom: one pane over the whole pane area */
 	for (int z = 0; z < TUI_PANE_COUNT; z++) {
 		tui_layout lz;
 		tui_layout_compute(rows, cols, z, &lz);
 		for (int p = 0; p < TUI_PANE_COUNT; p++)
-			CHECK(p == z ? (lz.pane[p].h == rows - 1 && lz.pane[p].w == cols) : lz.pane[p].h == 0);
+			CHECK(p == z ? (lz.pane[p].h == rows - 2 && lz.pane[p].w == cols) : lz.pane[p].h == 0);
 	}
 }
 
@@ -96,34 +101,105 @@ static void test_layout(void)
 	CHECK_STR(tui_pane_name(TUI_PANE_EXPERTS), "Expert map");
 }
 
+/* The gap buffer against a plain string model: random inserts, moves
+ * and deletes must leave the same text and cursor. */
+static void test_edit_model(void)
+{
+	tui_edit e;
+	tui_edit_init(&e, 1 << 20);
+	char model[8192];
+	size_t mlen = 0, mcur = 0;
+	unsigned seed = 12345;
+	for (int step = 0; step < 20000; step++) {
+		seed = seed * 1103515245u + 12345u;
+		int r = (int)((seed >> 16) % 10);
+		if (r < 5 && mlen + 3 < sizeof model) {
+			char c[3] = { (char)('a' + (seed >> 8) % 26), '\n', 'z' };
+			size_t n = 1 + (seed >> 4) % 3;
+			CHECK(tui_edit_insert(&e, c, n) == 0);
+			memmove(model + mcur + n, model + mcur, mlen - mcur);
+			memcpy(model + mcur, c, n);
+			mlen += n;
+			mcur += n;
+		} else if (r == 5) {
+			tui_edit_op(&e, TUI_EDIT_LEFT);
+			mcur -= mcur > 0;
+		} else if (r == 6) {
+			tui_edit_op(&e, TUI_EDIT_RIGHT);
+			mcur += mcur < mlen;
+		} else if (r == 7 && mcur > 0) {
+			tui_edit_op(&e, TUI_EDIT_BACKSPACE);
+			memmove(model + mcur - 1, model + mcur, mlen - mcur);
+			mlen--;
+			mcur--;
+		} else if (r == 8 && mcur < mlen) {
+			tui_edit_op(&e, TUI_EDIT_DELETE);
+			memmove(model + mcur, model + mcur + 1, mlen - mcur - 1);
+			mlen--;
+		} else if (r == 9) {
+			size_t to = (seed >> 3) % (mlen + 1);
+			tui_edit_op(&e, TUI_EDIT_HOME);
+			for (size_t i = 0; i < to; i++)
+				tui_edit_op(&e, TUI_EDIT_RIGHT);
+			mcur = to;
+		}
+		CHECK(e.len == mlen && e.cur == mcur);
+		if (step % 997 == 0) {
+			model[mlen] = 0;
+			CHECK_STR(tui_edit_text(&e), model);
+		}
+	}
+	model[mlen] = 0;
+	CHECK_STR(tui_edit_text(&e), model);
+	size_t nl = 0;
+	for (size_t i = 0; i < mlen; i++)
+		nl += model[i] == '\n';
+	CHECK(tui_edit_lines(&e) == nl);
+	tui_edit_free(&e);
+	/* 100 KB typed one byte at a time in the middle of the text, then a
+	 * refusal past the limit that changes nothing */
+	tui_edit_init(&e, 200000);
+	tui_edit_insert(&e, "<>", 2);
+	tui_edit_op(&e, TUI_EDIT_LEFT);
+	for (int i = 0; i < 100000; i++)
+		CHECK(tui_edit_insert(&e, i % 100 == 99 ? "\n" : "x", 1) == 0);
+	CHECK(e.len == 100002 && e.cur == 100001 && tui_edit_lines(&e) == 1000);
+	static char big[100001];
+	memset(big, 'y', sizeof big - 1);
+	CHECK(tui_edit_insert(&e, big, sizeof big - 1) == -ENOSPC && e.len == 100002);
+	const char *t = tui_edit_text(&e);
+	CHECK(t[0] == '<' && t[100001] == '>' && t[100] == '\n' && t[100002] == 0);
+	tui_edit_free(&e);
+}
+
 static void test_edit(void)
 {
 	tui_edit e;
-	tui_edit_init(&e);
+	tui_edit_init(&e, 4096);
 	tui_edit_insert(&e, "hello world", 11);
 	tui_edit_op(&e, TUI_EDIT_HOME);
 	CHECK(e.cur == 0);
 	tui_edit_op(&e, TUI_EDIT_RIGHT);
 	tui_edit_insert(&e, "X", 1);
-	CHECK_STR(e.buf, "hXello world");
+	CHECK_STR(tui_edit_text(&e), "hXello world");
 	tui_edit_op(&e, TUI_EDIT_END);
 	tui_edit_op(&e, TUI_EDIT_KILL_WORD);        /* Ctrl-W */
-	CHECK_STR(e.buf, "hXello ");
+	CHECK_STR(tui_edit_text(&e), "hXello ");
 	tui_edit_op(&e, TUI_EDIT_KILL_WORD);
-	CHECK_STR(e.buf, "");
+	CHECK_STR(tui_edit_text(&e), "");
 	/* multi-byte characters move and delete as one */
 	tui_edit_insert(&e, "a\xe4\xb8\xad\xf0\x9f\x98\x80z", 9);   /* a中😀z */
 	tui_edit_op(&e, TUI_EDIT_LEFT);
 	tui_edit_op(&e, TUI_EDIT_LEFT);
 	CHECK(e.cur == 4);
 	tui_edit_op(&e, TUI_EDIT_BACKSPACE);
-	CHECK_STR(e.buf, "a\xf0\x9f\x98\x80z");
+	CHECK_STR(tui_edit_text(&e), "a\xf0\x9f\x98\x80z");
 	tui_edit_op(&e, TUI_EDIT_DELETE);
-	CHECK_STR(e.buf, "az");
+	CHECK_STR(tui_edit_text(&e), "az");
 	tui_edit_op(&e, TUI_EDIT_KILL_START);        /* Ctrl-U */
-	CHECK_STR(e.buf, "z");
+	CHECK_STR(tui_edit_text(&e), "z");
 	tui_edit_op(&e, TUI_EDIT_KILL_END);          /* Ctrl-K */
-	CHECK_STR(e.buf, "");
+	CHECK_STR(tui_edit_text(&e), "");
 	tui_edit_op(&e, TUI_EDIT_BACKSPACE);         /* harmless at 0 */
 	tui_edit_op(&e, TUI_EDIT_LEFT);
 	CHECK(e.cur == 0 && e.len == 0);
@@ -137,33 +213,45 @@ static void test_edit(void)
 	CHECK(e.len == 0);
 	tui_edit_insert(&e, "dra", 3);
 	tui_edit_op(&e, TUI_EDIT_HIST_PREV);
-	CHECK_STR(e.buf, "second");
+	CHECK_STR(tui_edit_text(&e), "second");
 	tui_edit_op(&e, TUI_EDIT_HIST_PREV);
-	CHECK_STR(e.buf, "first");
+	CHECK_STR(tui_edit_text(&e), "first");
 	tui_edit_op(&e, TUI_EDIT_HIST_PREV);         /* stays at the oldest */
-	CHECK_STR(e.buf, "first");
+	CHECK_STR(tui_edit_text(&e), "first");
 	tui_edit_op(&e, TUI_EDIT_HIST_NEXT);
 	tui_edit_op(&e, TUI_EDIT_HIST_NEXT);
-	CHECK_STR(e.buf, "dra");
+	CHECK_STR(tui_edit_text(&e), "dra");
 	/* the same line twice is remembered once */
 	free(tui_edit_take(&e));
 	tui_edit_insert(&e, "dra", 3);
 	free(tui_edit_take(&e));
 	CHECK(e.n_hist == 3);
-	/* full buffer refuses */
-	char big[TUI_EDIT_MAX];
+	/* past the limit refuses */
+	char big[4097];
 	memset(big, 'x', sizeof big);
-	CHECK(tui_edit_insert(&e, big, sizeof big) < 0);
+	CHECK(tui_edit_insert(&e, big, sizeof big) == -ENOSPC);
 	CHECK(e.len == 0);
-	/* horizontal view keeps the cursor inside the field */
+	CHECK(tui_edit_insert(&e, big, 4096) == 0);
+	free(tui_edit_take(&e));
+	/* the field keeps the cursor inside it */
+	char out[256];
 	tui_edit_insert(&e, "0123456789abcdef", 16);
-	size_t first;
-	int col;
-	tui_edit_view(&e, 10, 0, &first, &col);
-	CHECK(col <= 9 && first == 7 && col == 9);
+	int col = tui_edit_render(&e, 10, 0, "|", out, sizeof out);
+	CHECK(col == 9);
+	CHECK_STR(out, "789abcdef");
 	tui_edit_op(&e, TUI_EDIT_HOME);
-	tui_edit_view(&e, 10, 0, &first, &col);
-	CHECK(first == 0 && col == 0);
+	col = tui_edit_render(&e, 10, 0, "|", out, sizeof out);
+	CHECK(col == 0);
+	CHECK_STR(out, "0123456789");
+	/* newlines show as the glyph; a wide character is never cut */
+	free(tui_edit_take(&e));
+	tui_edit_insert(&e, "ab\ncd\xe4\xb8\xad", 8);
+	col = tui_edit_render(&e, 10, 0, "|", out, sizeof out);
+	CHECK_STR(out, "ab|cd\xe4\xb8\xad");
+	CHECK(col == 7);
+	tui_edit_op(&e, TUI_EDIT_HOME);
+	col = tui_edit_render(&e, 6, 0, "|", out, sizeof out);
+	CHECK_STR(out, "ab|cd");
 	tui_edit_free(&e);
 }
 
@@ -381,6 +469,7 @@ int main(void)
 	}
 	test_layout();
 	test_edit();
+	test_edit_model();
 	test_wrap();
 	test_format();
 	test_theme();

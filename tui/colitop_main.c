@@ -1,13 +1,17 @@
 /* colitop_main.c - `colitop`: the ncurses chat-and-monitor session.
  *
- * Order of things: parse flags; resolve the model and its cache dir; send
- * diagnostics to CACHE_DIR/logs/colitop.log and the Log pane (never to the
+ * Order of things: parse flags; save the terminal's state (before curses
+ * changes it: every exit path puts exactly this back); resolve the model
+ * (a Hugging Face checkpoint or a stray directory is explained, with the
+ * convert command); send diagnostics to the Log pane's ring (never to the
  * terminal curses owns); load the engine (a failure is printed on stderr
- * before the screen opens); start the HTTP server on the same engine (a
- * busy port is reported in the status line and colitop goes on without
- * it); then run the screen. Quitting cancels the answer in progress, saves
- * the chat session, restores the terminal, stops the server and the
- * engine, and replays the last log lines on stderr. */
+ * before the screen opens, and leaves nothing in the cache directory:
+ * CACHE_DIR/logs/colitop.log is created only once the model is open);
+ * start the HTTP server on the same engine (a busy port is reported in the
+ * status line and colitop goes on without it); then run the screen.
+ * Quitting cancels the answer in progress, saves the chat session,
+ * restores the terminal, stops the server and the engine, and replays the
+ * last log lines on stderr. */
 #include "config.h"
 
 #include <errno.h>
@@ -16,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -172,10 +177,13 @@ static void start_server(tui_app *a, coli_server **srv, const args *ar, const ch
 	so.expert_stats = coli_engine_expert_stats(a->eng);
 	if (coli_server_start(a->eng, &so, srv, &err)) {
 		if (err.code == -EADDRINUSE)
-			snprintf(a->server_note, sizeof a->server_note, "port %ld busy: no server", ar->port);
+			snprintf(a->server_note, sizeof a->server_note,
+				 "port %ld busy: no server (--port 0 picks a free one; --no-server)", ar->port);
 		else
 			snprintf(a->server_note, sizeof a->server_note, "no server: %.150s", err.msg);
-		tui_log_add(a->log, 2, "server: %s", err.msg);
+		tui_log_add(a->log, 2, "server: %s%s", err.msg,
+			    err.code == -EADDRINUSE ? " (start colitop with --port 0 to pick a free port, "
+						      "shown in the status line, or --no-server)" : "");
 		*srv = NULL;
 		return;
 	}
@@ -184,6 +192,40 @@ static void start_server(tui_app *a, coli_server **srv, const args *ar, const ch
 	snprintf(a->server_addr, sizeof a->server_addr, "http://%s%s%s:%d", v6 ? "[" : "", h, v6 ? "]" : "",
 		 coli_server_port(*srv));
 	tui_log_add(a->log, 1, "serving %s/v1", a->server_addr);
+}
+
+static int is_dir(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int has_file(const char *dir, const char *name)
+{
+	char p[4300];
+	struct stat st;
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Before anything is opened or created: is DIR a model container? A
+ * Hugging Face checkpoint (config.json beside safetensors) is the usual
+ * mistake; say so and give the command that converts it. */
+static int check_model_dir(const char *dir, coli_err *err)
+{
+	if (!is_dir(dir))
+		return coli_err_set(err, -ENOENT, "--model %s: no such directory", dir);
+	if (has_file(dir, "manifest.json"))
+		return 0;
+	if (has_file(dir, "config.json") &&
+	    (has_file(dir, "model.safetensors") || has_file(dir, "model.safetensors.index.json")))
+		return coli_err_set(err, -EINVAL,
+				    "%s is a Hugging Face checkpoint, not a colitop model container; "
+				    "convert it first:\n  coli convert %s %s-int4\n"
+				    "then run: colitop --model %s-int4", dir, dir, dir, dir);
+	return coli_err_set(err, -EINVAL,
+			    "%s is neither a colitop model container (no manifest.json) nor a Hugging "
+			    "Face checkpoint (no config.json with safetensors); see coli-convert(1)", dir);
 }
 
 static int session_tokens(const char *kv_dir, const char *name)
@@ -208,6 +250,13 @@ static int screen_open(SCREEN **scr, coli_err *err)
 	if (!*scr)
 		return coli_err_set(err, -ENOTTY, "cannot use the terminal (TERM=%s)", term ? term : "unset");
 	tui_signal_install();
+	/* bracketed paste: the terminal wraps a paste in ESC[200~ .. ESC[201~,
+	 * so a pasted block arrives as one text with its newlines, never as
+	 * lines sent one by one */
+	define_key("\033[200~", TUI_KEY_PASTE_BEGIN);
+	define_key("\033[201~", TUI_KEY_PASTE_END);
+	fputs("\033[?2004h", stdout);
+	fflush(stdout);
 	raw();
 	noecho();
 	nonl();
@@ -259,17 +308,19 @@ int main(int argc, char **argv)
 		status = EXIT_USAGE;
 		goto out;
 	}
-	if (coli_model_dir_resolve(ar.model, model_dir, sizeof model_dir, &err))
+	/* what the user's terminal was, before anything (curses included)
+	 * changes it */
+	tui_signal_save_tty();
+	if (coli_model_dir_resolve(ar.model, model_dir, sizeof model_dir, &err) ||
+	    check_model_dir(model_dir, &err))
 		goto fail;
 	if (fl.opts.cache_dir)
 		snprintf(cache_dir, sizeof cache_dir, "%s", fl.opts.cache_dir);
 	else if (coli_cache_dir(model_dir, cache_dir, sizeof cache_dir, &err))
 		goto fail;
-	snprintf(path, sizeof path, "%s/logs", cache_dir);
-	if (coli_mkdirs(path, &err))
-		goto fail;
-	snprintf(path, sizeof path, "%s/logs/colitop.log", cache_dir);
-	if (tui_log_init(&log, path)) {
+	/* the ring first: the log file is created once the model is open,
+	 * so a failed open leaves nothing in the cache directory */
+	if (tui_log_init(&log, NULL)) {
 		coli_err_set(&err, -ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -281,7 +332,16 @@ int main(int argc, char **argv)
 	fl.opts.model_dir = model_dir;
 	if (coli_engine_new(&fl.opts, &a->eng, &err))
 		goto fail;
+	snprintf(path, sizeof path, "%s/logs", cache_dir);
+	if (coli_mkdirs(path, &err)) {
+		tui_log_add(&log, 2, "%s (logging to the Log pane only)", err.msg);
+		coli_err_clear(&err);
+	} else {
+		snprintf(path, sizeof path, "%s/logs/colitop.log", cache_dir);
+		tui_log_open_file(&log, path);
+	}
 	snprintf(a->model_name, sizeof a->model_name, "%s", coli_engine_model_name(a->eng));
+	a->default_model = !(ar.model && *ar.model) && !(getenv("COLI_MODEL") && *getenv("COLI_MODEL"));
 	read_quant(model_dir, a->quant, sizeof a->quant);
 	/* the engine's cache dir is the truth for sessions (same rule as ours) */
 	snprintf(a->kv_dir, sizeof a->kv_dir, "%s/kv", coli_engine_cache_dir(a->eng));
@@ -314,8 +374,12 @@ int main(int argc, char **argv)
 		coli_err_clear(&err);
 	}
 	tui_log_add(&log, 1, "chat session %s%s (%d tokens on disk)", session, tok ? " resumed" : " new", tok);
-	tui_edit_init(&a->edit);
-	tui_edit_init(&a->prompt);
+	/* a whole document fits: the context's worth of text and more (a
+	 * token is rarely over 16 bytes); what does not fit is refused with a
+	 * message, never cut silently */
+	size_t in_max = (size_t)coli_engine_ctx(a->eng) * 16;
+	tui_edit_init(&a->edit, in_max > TUI_INPUT_MIN ? in_max : TUI_INPUT_MIN);
+	tui_edit_init(&a->prompt, KV_NAME_MAX);
 	const char *cs = nl_langinfo(CODESET);
 	a->ascii = !(cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8")));
 
@@ -332,8 +396,12 @@ out:
 		tui_chat_close(&a->chat);
 	if (screen) {
 		endwin();
-		tui_signal_restore_tty();
+		fputs("\033[?2004l", stdout);   /* bracketed paste off */
+		fflush(stdout);
 	}
+	/* exactly the state saved before curses (endwin restores its own
+	 * idea of it, which newterm took after changing the terminal) */
+	tui_signal_restore_tty();
 	if (scr)
 		delscreen(scr);
 	coli_server_stop(srv);

@@ -20,8 +20,9 @@ tests_tui_unit_CFLAGS = $(AM_CFLAGS) $(NCURSESW_CFLAGS) -I$(top_srcdir)/tui
 TESTS += tests/tui_unit
 
 # End-to-end tests in tmux (skip when tmux is missing).
-TESTS += tests/tui_e2e.sh tests/tui_server.sh
-EXTRA_DIST += tests/tui_e2e.sh tests/tui_server.sh tests/tui_common.sh tui/bench_colitop.sh
+TESTS += tests/tui_e2e.sh tests/tui_server.sh tests/tui_keys.sh
+EXTRA_DIST += tests/tui_e2e.sh tests/tui_server.sh tests/tui_keys.sh tests/tui_common.sh \
+	tui/bench_colitop.sh
 
 man_MANS += man/colitop.1
 EXTRA_DIST += man/colitop.1.in

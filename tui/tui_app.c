@@ -45,7 +45,9 @@ static void windows_free(tui_app *a)
 	}
 	if (a->status)
 		delwin(a->status);
-	a->status = NULL;
+	if (a->keys)
+		delwin(a->keys);
+	a->status = a->keys = NULL;
 }
 
 static void relayout(tui_app *a)
@@ -63,6 +65,7 @@ static void relayout(tui_app *a)
 				a->win[i] = newwin(r->h, r->w, r->y, r->x);
 		}
 		a->status = newwin(1, a->lay.status.w, a->lay.status.y, 0);
+		a->keys = newwin(1, a->lay.keys.w, a->lay.keys.y, 0);
 		if (!a->win[a->focus])
 			a->focus = TUI_PANE_CHAT;
 	}
@@ -97,6 +100,8 @@ static void draw(tui_app *a)
 	if (a->status && (a->dirty & TUI_DIRTY_STATUS)) {
 		tui_draw_status(a, a->status);
 		wnoutrefresh(a->status);
+		tui_draw_keys(a, a->keys);
+		wnoutrefresh(a->keys);
 	}
 	/* the chat goes last so the terminal cursor ends on its input line */
 	if (a->win[TUI_PANE_CHAT]) {
@@ -147,8 +152,10 @@ static void send_line(tui_app *a)
 	if (a->routed_turn)
 		memset(a->routed_turn, 0, (size_t)a->n_layers * (size_t)a->n_experts);
 	if (tui_chat_send(&a->chat, a->eng, &a->tpl, line, &a->gen, &err)) {
-		tui_chat_note(&a->chat, TUI_MSG_ERROR, "%s", err.msg);
+		/* nothing was sent: the text stays in the input to be cut down */
+		tui_app_message(a, "not sent: %s", err.msg);
 		tui_log_add(a->log, 3, "chat: %s", err.msg);
+		tui_edit_set(&a->edit, line);
 	}
 	free(line);
 	a->chat_scroll = 0;
@@ -183,7 +190,6 @@ static void chat_key(tui_app *a, int key, int is_char, const char *utf8)
 		send_line(a);
 		break;
 	case 27:
-	case 3:
 		tui_chat_stop(&a->chat);
 		break;
 	case KEY_PPAGE:
@@ -242,6 +248,61 @@ static void pane_key(tui_app *a, int key)
 	a->dirty |= 1u << a->focus;
 }
 
+/* Ctrl-C: stops an answer being generated; while idle the first one
+ * says how to quit and a second within 3 s quits (htop users expect
+ * Ctrl-C to end the program; a stray one in the middle of typing should
+ * not). */
+static void ctrl_c(tui_app *a)
+{
+	double now = tui_now();
+	if (tui_chat_busy(&a->chat)) {
+		tui_chat_stop(&a->chat);
+		a->ctrl_c_at = 0;
+		return;
+	}
+	if (a->ctrl_c_at > 0 && now - a->ctrl_c_at < 3.0) {
+		a->quit = 1;
+		return;
+	}
+	a->ctrl_c_at = now;
+	tui_app_message(a, "press Ctrl-C again to quit (or F10)");
+}
+
+/* One byte-or-character of a bracketed paste: everything is text, Enter
+ * included (a newline of the pasted block). */
+static void paste_char(tui_app *a, int is_char, int key, const char *utf8)
+{
+	char nl[2] = { '\n', 0 };
+	const char *t = is_char ? utf8 : (key == '\r' || key == '\n' || key == KEY_ENTER) ? nl
+				  : key == '\t' ? "\t" : NULL;
+	if (!t)
+		return;   /* other controls and function keys inside a paste are dropped */
+	size_t n = strlen(t);
+	if (a->prompt_kind) {
+		if (*t != '\n' && *t != '\t')
+			tui_edit_insert(&a->prompt, t, n);
+		a->dirty |= 1u << TUI_PANE_SESSIONS;
+		return;
+	}
+	/* a refusal is counted and said when the paste ends, never silent */
+	if (a->paste_refused || tui_edit_insert(&a->edit, t, n))
+		a->paste_refused += n;
+	else
+		a->paste_bytes += n;
+	a->dirty |= 1u << TUI_PANE_CHAT;
+}
+
+static void paste_end(tui_app *a)
+{
+	a->pasting = 0;
+	if (a->paste_refused)
+		tui_app_message(a, "paste: %zu bytes did not fit and were not inserted (the input holds %zu bytes)",
+				a->paste_refused, a->edit.max);
+	else if (a->paste_bytes)
+		tui_app_message(a, "pasted %zu bytes; Enter sends them as one message", a->paste_bytes);
+	a->paste_bytes = a->paste_refused = 0;
+}
+
 static void handle_key(tui_app *a, int rc, wint_t wch)
 {
 	int is_char = rc == OK;
@@ -253,6 +314,23 @@ static void handle_key(tui_app *a, int rc, wint_t wch)
 	} else if (is_char) {
 		is_char = 0;   /* a control character: handled as a key */
 	}
+	if (!is_char && key == TUI_KEY_PASTE_BEGIN) {
+		a->pasting = 1;
+		a->paste_bytes = a->paste_refused = 0;
+		if (!a->prompt_kind && a->focus != TUI_PANE_CHAT && a->win[TUI_PANE_CHAT]) {
+			a->focus = TUI_PANE_CHAT;   /* a paste is always meant for the input */
+			a->dirty = TUI_DIRTY_ALL;
+		}
+		return;
+	}
+	if (!is_char && key == TUI_KEY_PASTE_END) {
+		paste_end(a);
+		return;
+	}
+	if (a->pasting) {
+		paste_char(a, is_char, key, utf8);
+		return;
+	}
 	if (!is_char && key == KEY_RESIZE) {
 		relayout(a);
 		return;
@@ -261,13 +339,17 @@ static void handle_key(tui_app *a, int rc, wint_t wch)
 		a->quit = 1;
 		return;
 	}
+	if (!is_char && key == 3) {
+		ctrl_c(a);
+		return;
+	}
 	if (a->help) {   /* any key closes the help */
 		a->help = 0;
 		a->dirty = TUI_DIRTY_ALL;
 		return;
 	}
 	if (a->lay.too_small) {
-		if (key == 'q' || key == 3)
+		if (key == 'q')
 			a->quit = 1;
 		return;
 	}
@@ -282,6 +364,19 @@ static void handle_key(tui_app *a, int rc, wint_t wch)
 	if (!is_char && key == KEY_F(2)) {   /* zoom that works while typing */
 		a->zoom = a->zoom >= 0 ? -1 : a->focus;
 		relayout(a);
+		return;
+	}
+	if (!is_char && key == KEY_F(3)) {   /* the Sessions pane (again: back to Chat) */
+		a->focus = a->focus == TUI_PANE_SESSIONS ? TUI_PANE_CHAT : TUI_PANE_SESSIONS;
+		if (a->zoom >= 0) {
+			a->zoom = a->focus;
+			relayout(a);
+		}
+		a->dirty = TUI_DIRTY_ALL;
+		return;
+	}
+	if (!is_char && key == KEY_F(4)) {   /* next pane, like Tab */
+		focus_step(a, 1);
 		return;
 	}
 	if (!is_char && key == KEY_MOUSE) {
@@ -320,7 +415,7 @@ static void handle_key(tui_app *a, int rc, wint_t wch)
 	} else if (is_char && key == 'z') {
 		a->zoom = a->zoom >= 0 ? -1 : a->focus;
 		relayout(a);
-	} else if (key == 27 || key == 3) {
+	} else if (key == 27) {
 		tui_chat_stop(&a->chat);
 	} else {
 		pane_key(a, key);
@@ -369,8 +464,15 @@ int tui_app_run(tui_app *a)
 		draw(a);
 		wint_t wch;
 		int rc = wget_wch(stdscr, &wch);
-		if (rc != ERR)
+		if (rc == ERR)
+			continue;
+		handle_key(a, rc, wch);
+		/* take what else is already there before drawing again: a paste
+		 * or fast typing costs one frame, not one per character */
+		timeout(0);
+		for (int k = 0; k < 1 << 16 && !a->quit && (rc = wget_wch(stdscr, &wch)) != ERR; k++)
 			handle_key(a, rc, wch);
+		timeout(100);
 	}
 	windows_free(a);
 	return 0;

@@ -26,6 +26,12 @@
 #include "tui_log.h"
 
 #define TUI_HIST_SECONDS 120   /* sparkline history, one sample per second */
+/* Key codes colitop defines (define_key) for bracketed paste. */
+#define TUI_KEY_PASTE_BEGIN (KEY_MAX + 1)
+#define TUI_KEY_PASTE_END (KEY_MAX + 2)
+/* The chat input holds at least this many bytes (more when the context
+ * is long: 16 bytes per token of context). */
+#define TUI_INPUT_MIN ((size_t)1 << 20)
 #define TUI_DIRTY_STATUS (1u << TUI_PANE_COUNT)
 #define TUI_DIRTY_ALL ((1u << (TUI_PANE_COUNT + 1)) - 1)
 
@@ -47,15 +53,19 @@ typedef struct tui_app {
 	char model_name[256], quant[64], kv_dir[4200];
 	char server_addr[160];    /* "http://127.0.0.1:8080" or "" */
 	char server_note[200];    /* why there is no server */
+	int default_model;        /* running the embedded demo model */
 	tui_log *log;
 	/* screen */
 	int ascii;                /* locale is not UTF-8: ASCII glyphs */
 	tui_layout lay;
 	WINDOW *win[TUI_PANE_COUNT];
-	WINDOW *status;
+	WINDOW *status, *keys;
 	int focus, zoom, help;
 	unsigned dirty;
 	int quit;
+	double ctrl_c_at;         /* last Ctrl-C while idle: a second one quits */
+	int pasting;              /* between ESC[200~ and ESC[201~ */
+	size_t paste_bytes, paste_refused;
 	/* chat */
 	tui_chat chat;
 	tui_edit edit;
@@ -117,6 +127,7 @@ void tui_draw_io(tui_app *a, WINDOW *w);
 void tui_draw_sessions(tui_app *a, WINDOW *w);
 void tui_draw_log(tui_app *a, WINDOW *w);
 void tui_draw_status(tui_app *a, WINDOW *w);
+void tui_draw_keys(tui_app *a, WINDOW *w);
 void tui_draw_help(tui_app *a);
 void tui_draw_too_small(tui_app *a);
 

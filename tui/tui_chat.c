@@ -207,6 +207,9 @@ int tui_chat_poll(tui_chat *c)
 			c->completion_tokens = ev.completion_tokens;
 			/* the session now holds the prompt and (most of) the answer */
 			c->kv_tokens = ev.prompt_tokens + ev.completion_tokens;
+			/* a DONE with a message: the answer is whole but the session
+			 * file could not be written (disk full, I/O error) */
+			snprintf(c->save_err, sizeof c->save_err, "%.200s", ev.message);
 		} else {
 			c->last_finish = COLI_FINISH_ERROR;
 			msg_add(c, TUI_MSG_ERROR, ev.message, strlen(ev.message));
@@ -215,8 +218,11 @@ int tui_chat_poll(tui_chat *c)
 		c->req = NULL;
 		c->version++;
 		coli_err err = { 0 };
-		if (tui_chat_save(c, &err))
+		if (tui_chat_save(c, &err)) {
 			coli_warn("%s", err.msg);
+			if (!c->save_err[0])
+				snprintf(c->save_err, sizeof c->save_err, "%.200s", err.msg);
+		}
 	}
 	return changed;
 }

@@ -41,6 +41,8 @@ typedef struct tui_chat {
 	double t_submit, t_first;
 	int n_streamed;
 	unsigned version;        /* bumped on every visible change */
+	char save_err[256];      /* the session or its transcript could not be
+				  * written (disk full...); "" when the last save worked */
 } tui_chat;
 
 /* Bind to session NAME in kv_dir and load its transcript when present. */

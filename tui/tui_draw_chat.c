@@ -71,32 +71,51 @@ static int role_attr(int role)
 	}
 }
 
-static void draw_figures(tui_app *a, WINDOW *w, int y, int width)
+/* The figures of the turn as two parts that share one line when it is
+ * wide enough and take two lines otherwise (80x24 gives the chat 38
+ * columns): nothing is cut. Returns the lines used. */
+static int draw_figures(tui_app *a, WINDOW *w, int y, int width)
 {
 	const tui_chat *c = &a->chat;
-	char buf[256];
+	char p1[256], p2[256] = "", buf[520];
 	if (tui_chat_busy(c)) {
 		double t = tui_now();
 		if (!c->n_streamed) {
-			snprintf(buf, sizeof buf, "prefill... %.1f s  (Esc stops)", t - c->t_submit);
+			snprintf(p1, sizeof p1, "prefill... %.1f s", t - c->t_submit);
+			snprintf(p2, sizeof p2, "(Esc stops)");
 		} else {
 			double dt = t - c->t_first;
-			snprintf(buf, sizeof buf, "generating: %d tok, %.1f tok/s, TTFT %.0f ms  (Esc stops)",
-				 c->n_streamed, dt > 0 && c->n_streamed > 1 ? (c->n_streamed - 1) / dt : 0.0,
-				 (c->t_first - c->t_submit) * 1000.0);
+			snprintf(p1, sizeof p1, "generating: %d tok, %.1f tok/s", c->n_streamed,
+				 dt > 0 && c->n_streamed > 1 ? (c->n_streamed - 1) / dt : 0.0);
+			snprintf(p2, sizeof p2, "TTFT %.0f ms  (Esc stops)", (c->t_first - c->t_submit) * 1000.0);
 		}
 	} else if (c->have_stats) {
 		static const char *const fin[] = { "", "stop", "length", "cancelled", "error" };
-		snprintf(buf, sizeof buf, "%.1f tok/s  TTFT %.0f ms  %d tok  prompt %d (%d cached)  %s",
-			 c->tps, c->ttft_ms, c->completion_tokens, c->prompt_tokens, c->cached_tokens,
+		snprintf(p1, sizeof p1, "%.1f tok/s  TTFT %.0f ms  %d tok", c->tps, c->ttft_ms, c->completion_tokens);
+		snprintf(p2, sizeof p2, "prompt %d (%d cached)  %s", c->prompt_tokens, c->cached_tokens,
 			 fin[c->last_finish >= 0 && c->last_finish < 5 ? c->last_finish : 0]);
 	} else if (c->kv_tokens > 0) {
-		snprintf(buf, sizeof buf, "session %s: %d tokens on disk (resumed, no re-prefill)",
-			 c->session, c->kv_tokens);
+		snprintf(p1, sizeof p1, "session %s: %d tokens on disk", c->session, c->kv_tokens);
+		snprintf(p2, sizeof p2, "(resumed, no re-prefill)");
 	} else {
-		snprintf(buf, sizeof buf, "session %s (new)  Enter sends", c->session);
+		snprintf(p1, sizeof p1, "session %s (new)", c->session);
+		snprintf(p2, sizeof p2, "Enter sends");
 	}
-	tui_draw_text(a, w, y, 1, width, buf, tui_attr(TUI_R_DIM));
+	size_t nl = tui_edit_lines(&a->edit);
+	if (a->edit.len > (size_t)width || nl) {
+		/* a long or multi-line input: say how much is in it (the field
+		 * shows only the part around the cursor) */
+		snprintf(p2, sizeof p2, "input %zu lines, %zu bytes", nl + 1, a->edit.len);
+	}
+	int attr = tui_attr(TUI_R_DIM);
+	snprintf(buf, sizeof buf, "%s  %s", p1, p2);
+	if (tui_text_width(buf, strlen(buf), a->ascii) <= width) {
+		tui_draw_text(a, w, y + 1, 1, width, buf, attr);
+		return 1;
+	}
+	tui_draw_text(a, w, y, 1, width, p1, attr);
+	tui_draw_text(a, w, y + 1, 1, width, p2, attr);
+	return 2;
 }
 
 void tui_draw_chat(tui_app *a, WINDOW *w)
@@ -106,10 +125,28 @@ void tui_draw_chat(tui_app *a, WINDOW *w)
 	char extra[96];
 	snprintf(extra, sizeof extra, "%s%s", a->chat.session, tui_chat_busy(&a->chat) ? " *" : "");
 	tui_draw_box(a, w, TUI_PANE_CHAT, extra);
-	int inner = wd - 2, rows = h - 4;   /* figures line + input line */
-	if (inner < 4 || rows < 1)
+	int inner = wd - 2;
+	if (inner < 4 || h < 6)
 		return;
+	/* the figures take the one or two lines above the input line */
+	int fig = draw_figures(a, w, h - 4, inner);
+	int rows = h - 3 - fig;
 	const tui_chat *c = &a->chat;
+	if (!c->n && rows >= 2) {
+		/* first start: what this is and where the keys are */
+		char hint[512];
+		snprintf(hint, sizeof hint, "%s: type a message, Enter sends. F1 help, F10 quit.%s",
+			 a->model_name, a->default_model ? " This is the built-in 14M-parameter demo model "
+			 "trained on fortunes (try \"Tell me a fortune.\"), not an assistant: "
+			 "coli convert or coli pull gets a real one (see colitop(1))." : "");
+		tui_line ls[8];
+		int n = tui_wrap(hint, strlen(hint), inner - 2, a->ascii, ls, 8);
+		char b[512];
+		for (int i = 0; i < n && i < 8 && i < rows; i++) {
+			tui_text_fit(hint + ls[i].off, ls[i].len, inner - 2, a->ascii, b, sizeof b);
+			tui_draw_text(a, w, 1 + i, 2, inner - 2, b, tui_attr(TUI_R_DIM));
+		}
+	}
 	const int tw = inner - 2;           /* text is indented by 2 */
 	int total = 0;
 	for (int i = 0; i < c->n; i++)
@@ -158,13 +195,9 @@ void tui_draw_chat(tui_app *a, WINDOW *w)
 		snprintf(buf, sizeof buf, "[%d more below, PgDn]", a->chat_scroll);
 		tui_draw_text(a, w, rows, wd - 2 - (int)strlen(buf), (int)strlen(buf), buf, tui_attr(TUI_R_DIM));
 	}
-	draw_figures(a, w, h - 3, inner);
-	/* input line */
-	size_t from;
-	int col;
-	tui_edit_view(&a->edit, inner - 2, a->ascii, &from, &col);
+	/* input line: the part around the cursor; a newline shows as a glyph */
+	int col = tui_edit_render(&a->edit, inner - 2, a->ascii, a->ascii ? "|" : "\u21b5", buf, sizeof buf);
 	tui_draw_text(a, w, h - 2, 1, 2, ">", tui_attr(TUI_R_FOCUS));
-	tui_text_fit(a->edit.buf + from, a->edit.len - from, inner - 2, a->ascii, buf, sizeof buf);
 	mvwaddstr(w, h - 2, 3, buf);
 	wmove(w, h - 2, 3 + col);
 }

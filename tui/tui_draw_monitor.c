@@ -147,18 +147,22 @@ void tui_draw_experts(tui_app *a, WINDOW *w)
 		no_data(a, w, "n/a (no routed experts)");
 		return;
 	}
-	/* legend */
-	static const char *const tn[3] = { "disk", "cached", "pinned" };
+	/* legend: all four tiers (in flight = a read under way), most
+	 * resident first; the rest of the key when there is room */
+	static const char *const tn[4] = { "disk", "cached", "pinned", "in flight" };
+	static const int order[4] = { EXPERT_TIER_PINNED, EXPERT_TIER_CACHED, EXPERT_TIER_INFLIGHT,
+				      EXPERT_TIER_DISK };
 	int x = 1;
-	for (int t = 2; t >= 0 && x < wd - 10; t--) {
+	for (int i = 0; i < 4 && x < wd - 6; i++) {
+		int t = order[i];
 		char g[8];
 		int at = tui_cell_attr(t, 3, 0, a->ascii, g);
 		tui_draw_text(a, w, 1, x, 2, g, at);
 		tui_draw_text(a, w, 1, x + 1, wd - 2 - x, tn[t], tui_attr(TUI_R_DIM));
 		x += (int)strlen(tn[t]) + 2;
 	}
-	tui_draw_text(a, w, 1, x, wd - 1 - x, a->ascii ? "rev=routed  a:affinity" : "reverse=routed  a:affinity",
-		      tui_attr(TUI_R_DIM));
+	if (wd - 1 - x >= 14)
+		tui_draw_text(a, w, 1, x, wd - 1 - x, "reverse=routed", tui_attr(TUI_R_DIM));
 	int rows = h - 3;
 	int max_scroll = n_moe > rows ? n_moe - rows : 0;
 	if (a->experts_scroll > max_scroll)

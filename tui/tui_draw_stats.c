@@ -52,6 +52,8 @@ void tui_draw_cache(tui_app *a, WINDOW *w)
 	pct(p2, sizeof p2, s->hit_rate_10s_valid, s->hit_rate_10s);
 	snprintf(l1, sizeof l1, "hit rate %s  (10 s: %s)  loads/token %.2f", p1, p2,
 		 s->experts_loaded_per_token);
+	if ((int)strlen(l1) > inner)   /* 80 columns: the 10 s rate is the sparkline's */
+		snprintf(l1, sizeof l1, "hit rate %s  loads/token %.2f", p1, s->experts_loaded_per_token);
 	tui_draw_text(a, w, y++, 2, inner, l1, A_BOLD);
 	if (y < h - 1) {
 		double v[TUI_HIST_SECONDS];
@@ -121,6 +123,9 @@ void tui_draw_io(tui_app *a, WINDOW *w)
 	tui_fmt_bytes((double)s->bytes_read, b2, sizeof b2);
 	snprintf(line, sizeof line, "%s/token  %.0f reads/s  total %s  disk wait %.2f s",
 		 a->last_tokens ? b1 : "n/a", a->iops_1s, b2, s->wait_seconds);
+	if ((int)strlen(line) > inner)
+		snprintf(line, sizeof line, "%s/token  %.0f reads/s  wait %.1f s", a->last_tokens ? b1 : "n/a",
+			 a->iops_1s, s->wait_seconds);
 	tui_draw_text(a, w, y++, 2, inner, line, A_BOLD);
 	for (int d = 0; d < s->n_drives && d < EXPERT_STATS_MAX_DRIVES && y < h - 1; d++) {
 		const expert_stats_drive *dr = &s->drives[d];

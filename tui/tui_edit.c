@@ -2,22 +2,34 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tui_edit.h"
 #include "tui_text.h"
 
-void tui_edit_init(tui_edit *e)
+void tui_edit_init(tui_edit *e, size_t max)
 {
 	memset(e, 0, sizeof *e);
+	e->max = max;
 }
 
 void tui_edit_free(tui_edit *e)
 {
 	for (int i = 0; i < e->n_hist; i++)
 		free(e->hist[i]);
-	e->n_hist = 0;
+	free(e->buf);
+	free(e->draft);
+	size_t max = e->max;
+	memset(e, 0, sizeof *e);
+	e->max = max;
+}
+
+/* Byte i of the text (i < len). */
+static char at(const tui_edit *e, size_t i)
+{
+	return i < e->gap ? e->buf[i] : e->buf[i + (e->gap_end - e->gap)];
 }
 
 static int is_cont(char c)
@@ -25,31 +37,75 @@ static int is_cont(char c)
 	return ((unsigned char)c & 0xC0) == 0x80;
 }
 
-static size_t prev_cp(const tui_edit *e, size_t at)
+static size_t prev_cp(const tui_edit *e, size_t pos)
 {
-	if (at == 0)
+	if (pos == 0)
 		return 0;
-	at--;
-	while (at > 0 && is_cont(e->buf[at]))
-		at--;
-	return at;
+	pos--;
+	while (pos > 0 && is_cont(at(e, pos)))
+		pos--;
+	return pos;
 }
 
-static size_t next_cp(const tui_edit *e, size_t at)
+static size_t next_cp(const tui_edit *e, size_t pos)
 {
-	if (at >= e->len)
+	if (pos >= e->len)
 		return e->len;
-	at++;
-	while (at < e->len && is_cont(e->buf[at]))
-		at++;
-	return at;
+	pos++;
+	while (pos < e->len && is_cont(at(e, pos)))
+		pos++;
+	return pos;
+}
+
+/* Decode the code point at pos; returns its length in bytes. */
+static size_t cp_at(const tui_edit *e, size_t pos, uint32_t *cp)
+{
+	char tmp[4];
+	size_t n = 0;
+	for (; n < 4 && pos + n < e->len; n++)
+		tmp[n] = at(e, pos + n);
+	return tui_utf8_next(tmp, n, cp);
+}
+
+/* Move the gap so it starts at byte pos of the text. */
+static void gap_to(tui_edit *e, size_t pos)
+{
+	size_t gl = e->gap_end - e->gap;
+	if (pos < e->gap)
+		memmove(e->buf + pos + gl, e->buf + pos, e->gap - pos);
+	else if (pos > e->gap)
+		memmove(e->buf + e->gap, e->buf + e->gap_end, pos - e->gap);
+	e->gap = pos;
+	e->gap_end = pos + gl;
+}
+
+/* Make the gap at least n bytes (plus one for a NUL at the end). Growth
+ * doubles, so a long paste costs O(1) amortized per byte. */
+static int gap_reserve(tui_edit *e, size_t n)
+{
+	if (e->gap_end - e->gap >= n + 1)
+		return 0;
+	size_t cap = e->cap ? e->cap : 256;
+	while (cap - e->len < n + 1)
+		cap *= 2;
+	char *b = realloc(e->buf, cap);
+	if (!b)
+		return -ENOMEM;
+	size_t tail = e->cap - e->gap_end;
+	memmove(b + cap - tail, b + e->gap_end, tail);
+	e->buf = b;
+	e->gap_end = cap - tail;
+	e->cap = cap;
+	return 0;
 }
 
 static void cut(tui_edit *e, size_t from, size_t to)
 {
-	memmove(e->buf + from, e->buf + to, e->len - to);
+	if (to <= from)
+		return;
+	gap_to(e, from);
+	e->gap_end += to - from;
 	e->len -= to - from;
-	e->buf[e->len] = 0;
 	if (e->cur > to)
 		e->cur -= to - from;
 	else if (e->cur > from)
@@ -58,26 +114,44 @@ static void cut(tui_edit *e, size_t from, size_t to)
 
 int tui_edit_insert(tui_edit *e, const char *s, size_t n)
 {
-	if (e->len + n + 1 > TUI_EDIT_MAX)
+	if (e->len + n > e->max)
 		return -ENOSPC;
-	memmove(e->buf + e->cur + n, e->buf + e->cur, e->len - e->cur);
-	memcpy(e->buf + e->cur, s, n);
+	if (gap_reserve(e, n))
+		return -ENOMEM;
+	gap_to(e, e->cur);
+	memcpy(e->buf + e->gap, s, n);
+	e->gap += n;
 	e->len += n;
 	e->cur += n;
-	e->buf[e->len] = 0;
 	return 0;
 }
 
-void tui_edit_set(tui_edit *e, const char *s)
+const char *tui_edit_text(tui_edit *e)
 {
-	size_t n = strlen(s);
-	if (n >= TUI_EDIT_MAX)
-		n = TUI_EDIT_MAX - 1;
-	while (n > 0 && is_cont(s[n]))   /* never keep half a character */
+	if (gap_reserve(e, 0))
+		return NULL;
+	gap_to(e, e->len);
+	e->buf[e->len] = 0;
+	return e->buf;
+}
+
+size_t tui_edit_lines(const tui_edit *e)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < e->len; i++)
+		n += at(e, i) == '\n';
+	return n;
+}
+
+int tui_edit_set(tui_edit *e, const char *s)
+{
+	size_t all = strlen(s), n = all < e->max ? all : e->max;
+	while (n > 0 && n < all && is_cont(s[n]))   /* never keep half a character */
 		n--;
-	memcpy(e->buf, s, n);
-	e->buf[n] = 0;
-	e->len = e->cur = n;
+	e->len = e->cur = 0;
+	e->gap = 0;
+	e->gap_end = e->cap;
+	return tui_edit_insert(e, s, n);
 }
 
 static void history(tui_edit *e, int dir)
@@ -85,10 +159,21 @@ static void history(tui_edit *e, int dir)
 	int to = e->hist_pos + dir;
 	if (to < 0 || to > e->n_hist)
 		return;
-	if (e->hist_pos == e->n_hist)
-		memcpy(e->draft, e->buf, e->len + 1);
+	if (e->hist_pos == e->n_hist) {
+		const char *t = tui_edit_text(e);
+		char *d = t ? strdup(t) : NULL;
+		if (!d)
+			return;
+		free(e->draft);
+		e->draft = d;
+	}
 	e->hist_pos = to;
-	tui_edit_set(e, to == e->n_hist ? e->draft : e->hist[to]);
+	tui_edit_set(e, to == e->n_hist ? (e->draft ? e->draft : "") : e->hist[to]);
+}
+
+static int blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n';
 }
 
 void tui_edit_op(tui_edit *e, int op)
@@ -122,9 +207,9 @@ void tui_edit_op(tui_edit *e, int op)
 	case TUI_EDIT_KILL_WORD:
 		/* like a shell: skip blanks left of the cursor, then the word */
 		p = e->cur;
-		while (p > 0 && (e->buf[p - 1] == ' ' || e->buf[p - 1] == '\t'))
+		while (p > 0 && blank(at(e, p - 1)))
 			p--;
-		while (p > 0 && e->buf[p - 1] != ' ' && e->buf[p - 1] != '\t')
+		while (p > 0 && !blank(at(e, p - 1)))
 			p--;
 		cut(e, p, e->cur);
 		break;
@@ -141,10 +226,10 @@ void tui_edit_op(tui_edit *e, int op)
 
 char *tui_edit_take(tui_edit *e)
 {
-	char *line = malloc(e->len + 1);
+	const char *t = tui_edit_text(e);
+	char *line = t ? strdup(t) : NULL;
 	if (!line)
 		return NULL;
-	memcpy(line, e->buf, e->len + 1);
 	if (e->len && (!e->n_hist || strcmp(e->hist[e->n_hist - 1], line))) {
 		char *h = strdup(line);
 		if (h) {
@@ -157,20 +242,74 @@ char *tui_edit_take(tui_edit *e)
 		}
 	}
 	e->hist_pos = e->n_hist;
-	e->len = e->cur = 0;
-	e->buf[0] = 0;
-	e->draft[0] = 0;
+	e->len = e->cur = e->gap = 0;
+	e->gap_end = e->cap;
+	free(e->draft);
+	e->draft = NULL;
 	return line;
 }
 
-void tui_edit_view(const tui_edit *e, int width, int ascii, size_t *first, int *cursor_col)
+/* Columns a code point takes in the field: a newline shows as one glyph,
+ * other controls as a space. */
+static int field_width(uint32_t cp, int ascii)
 {
-	size_t f = 0;
+	if (cp == '\n' || cp == '\t' || cp < 0x20 || cp == 0x7f)
+		return 1;
+	return tui_cp_width(cp, ascii);
+}
+
+int tui_edit_render(const tui_edit *e, int width, int ascii, const char *nl_glyph, char *out, size_t cap)
+{
 	if (width < 1)
 		width = 1;
-	/* keep the cursor inside the field, on its last column at most */
-	while (f < e->cur && tui_text_width(e->buf + f, e->cur - f, ascii) > width - 1)
-		f = next_cp(e, f);
-	*first = f;
-	*cursor_col = tui_text_width(e->buf + f, e->cur - f, ascii);
+	/* first byte shown: walk left from the cursor while the text fits in
+	 * width - 1 columns (the cursor's own cell is the last) */
+	size_t f = e->cur;
+	int cols = 0;
+	while (f > 0) {
+		size_t p = prev_cp(e, f);
+		uint32_t cp;
+		cp_at(e, p, &cp);
+		int w = field_width(cp, ascii);
+		if (cols + w > width - 1)
+			break;
+		cols += w;
+		f = p;
+	}
+	int cursor = cols;
+	/* then the characters from there that fit in the field */
+	size_t o = 0, i = f;
+	cols = 0;
+	char tmp[8];
+	while (i < e->len && o + 8 < cap) {
+		uint32_t cp;
+		size_t k = cp_at(e, i, &cp);
+		int w = field_width(cp, ascii);
+		if (cols + w > width)
+			break;
+		size_t tn;
+		if (cp == '\n') {
+			tn = strlen(nl_glyph);
+			if (tn > sizeof tmp - 1)
+				tn = sizeof tmp - 1;
+			memcpy(tmp, nl_glyph, tn);
+		} else {
+			for (tn = 0; tn < k; tn++)
+				tmp[tn] = at(e, i + tn);
+		}
+		/* tui_text_fit does the replacing of controls and of what the
+		 * terminal cannot print; the widths agree with field_width */
+		char one[16];
+		tui_text_fit(tmp, tn, 2, ascii, one, sizeof one);
+		size_t on = strlen(one);
+		if (o + on + 1 > cap)
+			break;
+		memcpy(out + o, one, on);
+		o += on;
+		cols += w;
+		i += k;
+	}
+	if (cap)
+		out[o < cap ? o : cap - 1] = 0;
+	return cursor;
 }

@@ -14,9 +14,10 @@ const char *tui_pane_name(int id)
 }
 
 /* Split `total` rows among n panes in proportion to weights, each getting at
- * least TUI_PANE_MIN_H; the remainder goes to the first panes so the sum is
- * exact. Callers guarantee total >= n * TUI_PANE_MIN_H. */
-static void split(int total, const int *weights, int n, int *out)
+ * least TUI_PANE_MIN_H; the remainder goes round the panes in the order
+ * `prio` gives (NULL: first to last) so the sum is exact. Callers
+ * guarantee total >= n * TUI_PANE_MIN_H. */
+static void split(int total, const int *weights, const int *prio, int n, int *out)
 {
 	int wsum = 0, used = 0;
 	for (int i = 0; i < n; i++)
@@ -27,13 +28,14 @@ static void split(int total, const int *weights, int n, int *out)
 		used += out[i];
 	}
 	for (int i = 0; used < total; i = (i + 1) % n, used++)
-		out[i]++;
+		out[prio ? prio[i] : i]++;
 }
 
-static void column(tui_layout *l, const int *ids, const int *weights, int n, int x, int w, int h)
+static void column(tui_layout *l, const int *ids, const int *weights, const int *prio, int n, int x, int w,
+		   int h)
 {
 	int hs[TUI_PANE_COUNT];
-	split(h, weights, n, hs);
+	split(h, weights, prio, n, hs);
 	int y = 0;
 	for (int i = 0; i < n; i++) {
 		l->pane[ids[i]] = (tui_rect){ y, x, hs[i], w };
@@ -50,8 +52,9 @@ void tui_layout_compute(int rows, int cols, int zoom, tui_layout *l)
 		l->too_small = 1;
 		return;
 	}
-	l->status = (tui_rect){ rows - 1, 0, 1, cols };
-	int h = rows - 1;
+	l->status = (tui_rect){ rows - 2, 0, 1, cols };
+	l->keys = (tui_rect){ rows - 1, 0, 1, cols };
+	int h = rows - 2;
 	if (zoom >= 0 && zoom < TUI_PANE_COUNT) {
 		l->pane[zoom] = (tui_rect){ 0, 0, h, cols };
 		return;
@@ -61,17 +64,21 @@ void tui_layout_compute(int rows, int cols, int zoom, tui_layout *l)
 		l->pane[TUI_PANE_CHAT] = (tui_rect){ 0, 0, h, cw };
 		static const int mid[] = { TUI_PANE_ROUTING, TUI_PANE_EXPERTS };
 		static const int midw[] = { 1, 1 };
-		column(l, mid, midw, 2, cw, mw, h);
+		column(l, mid, midw, NULL, 2, cw, mw, h);
 		static const int right[] = { TUI_PANE_CACHE, TUI_PANE_IO, TUI_PANE_SESSIONS, TUI_PANE_LOG };
 		static const int rightw[] = { 3, 3, 2, 3 };
-		column(l, right, rightw, 4, cw + mw, rw, h);
+		column(l, right, rightw, NULL, 4, cw + mw, rw, h);
 	} else {
 		int cw = cols / 2;
 		l->pane[TUI_PANE_CHAT] = (tui_rect){ 0, 0, h, cw };
 		static const int right[] = { TUI_PANE_ROUTING, TUI_PANE_EXPERTS, TUI_PANE_CACHE,
 					     TUI_PANE_IO, TUI_PANE_SESSIONS, TUI_PANE_LOG };
 		static const int rightw[] = { 3, 3, 2, 2, 2, 2 };
-		column(l, right, rightw, 6, cw, cols - cw, h);
+		/* short terminals: the rows left over go first to the panes
+		 * whose figures need a second line (Cache: hit rate and its
+		 * sparkline; Sessions: a header and the current session) */
+		static const int prio[] = { 2, 4, 0, 1, 3, 5 };
+		column(l, right, rightw, prio, 6, cw, cols - cw, h);
 	}
 }
 

@@ -1,7 +1,7 @@
 /* tui_layout.h - terminal size -> pane rectangles (pure, unit-tested).
  *
- * The screen is the status line (last row) above which the panes tile the
- * whole area without overlap. Wide terminals (>= 160 columns) get three
+ * The screen is the key bar (last row, htop's F-key row), the status line
+ * above it, and above both the panes tiling the whole area without overlap. Wide terminals (>= 160 columns) get three
  * columns: Chat | Routing over Expert map | Cache, I/O, Sessions, Log.
  * Narrower ones get Chat on the left and the six monitors stacked on the
  * right. Below 80x24 the layout reports too_small and no pane is shown. */
@@ -32,6 +32,7 @@ typedef struct tui_layout {
 	int too_small;                 /* below TUI_MIN_COLS x TUI_MIN_ROWS */
 	tui_rect pane[TUI_PANE_COUNT];
 	tui_rect status;               /* one row */
+	tui_rect keys;                 /* one row: the F-key bar, always shown */
 } tui_layout;
 
 /* zoom: a pane id shown alone over the pane area, or -1. */

@@ -30,6 +30,35 @@ int tui_log_init(tui_log *l, const char *path)
 	return 0;
 }
 
+static void iso_now(char *out, size_t cap)
+{
+	time_t now = time(NULL);
+	struct tm g;
+	gmtime_r(&now, &g);
+	strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &g);
+}
+
+void tui_log_open_file(tui_log *l, const char *path)
+{
+	FILE *f = fopen(path, "a");
+	if (!f) {
+		tui_log_add(l, COLI_LOG_WARN, "log file %s: %s (logging to the Log pane only)", path,
+			    strerror(errno));
+		return;
+	}
+	char iso[32];
+	iso_now(iso, sizeof iso);
+	pthread_mutex_lock(&l->lock);
+	/* ring lines are "HH:MM:SS L message": the file has ISO stamps */
+	for (int i = 0; i < l->n; i++) {
+		const char *line = l->lines[(l->head + i) % TUI_LOG_LINES];
+		fprintf(f, "%s %s\n", iso, strlen(line) > 9 ? line + 9 : line);
+	}
+	fflush(f);
+	l->file = f;
+	pthread_mutex_unlock(&l->lock);
+}
+
 void tui_log_free(tui_log *l)
 {
 	if (!l->lines)
@@ -68,10 +97,8 @@ static void record(tui_log *l, int level, const char *msg)
 	snprintf(l->lines[slot], TUI_LOG_WIDTH, "%.10s %c %.280s", stamp, level_letter[level], flat);
 	l->levels[slot] = (unsigned char)level;
 	if (l->file) {
-		struct tm g;
 		char iso[32];
-		gmtime_r(&now, &g);
-		strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &g);
+		iso_now(iso, sizeof iso);
 		fprintf(l->file, "%s %c %s\n", iso, level_letter[level], flat);
 		fflush(l->file);
 	}

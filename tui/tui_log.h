@@ -29,6 +29,9 @@ typedef struct tui_log {
  * error: the ring still works and a line in it says why. */
 int tui_log_init(tui_log *l, const char *path);
 void tui_log_free(tui_log *l);
+/* Start appending to the file at path, beginning with the lines already in
+ * the ring (colitop creates its log file only once the model is open). */
+void tui_log_open_file(tui_log *l, const char *path);
 /* A coli_log_sink (opaque = the tui_log). */
 void tui_log_sink(void *opaque, int level, const char *line);
 /* Log from the TUI itself (printf-style, always recorded). */

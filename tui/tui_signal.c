@@ -20,7 +20,7 @@ static void on_stop(int sig)
 static void on_fatal(int sig)
 {
 	/* mouse off, normal screen, cursor on, attributes reset */
-	static const char seq[] = "\033[?1000l\033[?1006l\033[?1049l\033[?25h\033[0m\r\n";
+	static const char seq[] = "\033[?2004l\033[?1000l\033[?1006l\033[?1049l\033[?25h\033[0m\r\n";
 	if (have_tio)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tio);
 	ssize_t w = write(STDOUT_FILENO, seq, sizeof seq - 1);
@@ -29,10 +29,14 @@ static void on_fatal(int sig)
 	raise(sig);
 }
 
-void tui_signal_install(void)
+void tui_signal_save_tty(void)
 {
 	if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved_tio) == 0)
 		have_tio = 1;
+}
+
+void tui_signal_install(void)
+{
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sigemptyset(&sa.sa_mask);
@@ -58,5 +62,5 @@ int tui_signal_pending(void)
 void tui_signal_restore_tty(void)
 {
 	if (have_tio)
-		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tio);
+		tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_tio);
 }

@@ -4,13 +4,18 @@
  * one refresh and leaves through the normal path (cancel, save, endwin).
  * Fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) cannot go back
  * to the loop: their handler restores the termios saved before curses
- * started, leaves the alternate screen with async-signal-safe write(),
+ * started, turns bracketed paste and the mouse off and leaves the
+ * alternate screen with async-signal-safe write(),
  * then re-raises with the default action so the exit status and core are
  * what they would have been. SIGWINCH is left to curses (KEY_RESIZE). */
 #ifndef COLI_TUI_SIGNAL_H
 #define COLI_TUI_SIGNAL_H
 
-/* Save the terminal state and install the handlers (before initscr). */
+/* Save the terminal state as the user had it. Call before curses touches
+ * the terminal (newterm already changes it): what is saved here is what
+ * every exit path puts back. */
+void tui_signal_save_tty(void);
+/* Install the handlers (after tui_signal_save_tty). */
 void tui_signal_install(void);
 /* The stop signal received, or 0. */
 int tui_signal_pending(void);
