@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cache_dir.h"
@@ -119,8 +120,23 @@ static void *engine_main(void *arg)
 	int rr = 0;   /* round-robin start for prefill */
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
-		while (!e->stop && e->q_len == 0 && e->active == 0)
-			pthread_cond_wait(&e->cond, &e->lock);
+		while (!e->stop && e->q_len == 0 && e->active == 0) {
+			/* idle with expert reads still in flight (the warm start,
+			 * a last prefetch): take their completions as they land,
+			 * so the store's tiers say what is in RAM */
+			if (expert_store_poll(e->model->store) > 0) {
+				struct timespec ts;
+				clock_gettime(CLOCK_REALTIME, &ts);
+				ts.tv_nsec += 20 * 1000000L;
+				if (ts.tv_nsec >= 1000000000L) {
+					ts.tv_sec++;
+					ts.tv_nsec -= 1000000000L;
+				}
+				pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+			} else {
+				pthread_cond_wait(&e->cond, &e->lock);
+			}
+		}
 		int stopping = e->stop;
 		pthread_mutex_unlock(&e->lock);
 		if (stopping) {

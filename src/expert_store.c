@@ -426,6 +426,15 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 
 static void warm_topup(expert_store *s);
 
+int expert_store_poll(expert_store *s)
+{
+	if (!s)
+		return 0;
+	if (s->io_inflight > 0 && store_io_reap(s, 0) > 0)
+		store_update_resident(s);
+	return s->io_inflight;
+}
+
 void expert_store_release(expert_store *s, int layer)
 {
 	if (!s)

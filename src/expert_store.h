@@ -118,6 +118,14 @@ void expert_store_note_routing(expert_store *s, int layer, const int *experts,
 /* Telemetry block (expert_stats.h); lives as long as the store. */
 const expert_stats *expert_store_stats(const expert_store *s);
 
+/* Take the reads that have completed (never waits) so their experts leave
+ * the in-flight tier; returns how many reads are still in flight. The
+ * engine thread calls it while idle: completions are otherwise taken only
+ * by the next acquire or prefetch, and reads issued just before the engine
+ * went idle (the warm start at open, prefetches of a last step) would show
+ * as in flight for as long as it stays idle. Owner thread only. */
+int expert_store_poll(expert_store *s);
+
 /* Shared option parsing so every command spells the store's flags the same
  * way (see man/engine-options.inc):
  *   --expert-cache SIZE   (COLI_EXPERT_CACHE)   size_parse.h syntax, "auto"
