@@ -22,6 +22,18 @@
 typedef struct coli_server coli_server;
 struct expert_stats;
 
+/* One finished HTTP request, for a host program's log (colitop's Log
+ * pane). Called on a libmicrohttpd thread once the response is sent (a
+ * stream: once it ended); the pointers live only during the call. */
+typedef struct coli_server_event {
+	const char *client;        /* "127.0.0.1:54321", "[::1]:54321" */
+	const char *method, *url;
+	int status;                /* HTTP status sent; 0 when none was */
+	int completed;             /* 0: the client went away or the server stopped */
+	int prompt_tokens, completion_tokens;   /* 0 for routes that generate nothing */
+	double seconds;            /* from the request's arrival to its end */
+} coli_server_event;
+
 typedef struct coli_server_opts {
 	const char *host;          /* NULL = "127.0.0.1"; IPv4 or IPv6 literal, or a name */
 	int port;                  /* 0 = pick a free port (see coli_server_port) */
@@ -40,6 +52,9 @@ typedef struct coli_server_opts {
 	/* Expert-store telemetry for /metrics; NULL = the engine's own
 	 * (coli_engine_expert_stats). */
 	const struct expert_stats *expert_stats;
+	/* Told about every request when it ends; NULL = nobody. */
+	void (*on_event)(void *opaque, const coli_server_event *ev);
+	void *event_opaque;
 } coli_server_opts;
 
 void coli_server_opts_default(coli_server_opts *o);

@@ -138,6 +138,7 @@ enum { PH_HEAD = 0, PH_GEN, PH_TAIL, PH_END };
 
 typedef struct srv_stream {
 	coli_server *s;
+	srv_conn *cc;    /* lives until the request completes, after the stream */
 	srv_request req;
 	srv_gen gen;
 	srv_stream_ctx ctx;
@@ -172,6 +173,7 @@ static void stream_tail(srv_stream *st)
 		return;
 	}
 	srv_metrics_generation(&st->s->metrics, &res.usage, st->gen.ttft_ms, st->gen.tps);
+	st->cc->usage = res.usage;
 	if (st->anthropic) {
 		srv_anthropic_ev_block_stop(&st->out, 0);
 		for (int i = 0; i < res.n_calls; i++)
@@ -284,6 +286,7 @@ static int start_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, 
 	int ret = MHD_queue_response(c, 200, r);
 	MHD_destroy_response(r);
 	cc->done = 1;
+	cc->status = 200;
 	srv_metrics_request(&s->metrics, cc->route, 200);
 	return ret;
 }
@@ -312,6 +315,7 @@ static int answer_whole(coli_server *s, struct MHD_Connection *c, srv_conn *cc, 
 		srv_result res;
 		srv_gen_result(&st->gen, &st->req, text.p ? text.p : "", text.len, &res);
 		srv_metrics_generation(&s->metrics, &res.usage, st->gen.ttft_ms, st->gen.tps);
+		cc->usage = res.usage;
 		char *body = st->anthropic ? srv_anthropic_response(&st->ctx, &res)
 					   : srv_openai_response(&st->ctx, &res);
 		ret = srv_respond(s, c, cc, 200, "application/json", body);
@@ -344,6 +348,7 @@ int srv_handle_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
 	if (!st)
 		return MHD_NO;
 	st->s = s;
+	st->cc = cc;
 	st->anthropic = cc->anthropic;
 	if (parse_body(cc, &st->req, &e))
 		goto fail;

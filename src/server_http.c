@@ -90,6 +90,7 @@ int srv_respond(coli_server *s, struct MHD_Connection *c, srv_conn *cc, int stat
 	int ret = MHD_queue_response(c, (unsigned)status, r);
 	MHD_destroy_response(r);
 	cc->done = 1;
+	cc->status = status;
 	srv_metrics_request(&s->metrics, cc->route, status);
 	return ret;
 }
@@ -181,6 +182,7 @@ static int preflight(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
 	int ret = MHD_queue_response(c, 204, r);
 	MHD_destroy_response(r);
 	cc->done = 1;
+	cc->status = 204;
 	srv_metrics_request(&s->metrics, cc->route < 0 ? SRV_ROUTE_OTHER : cc->route, 204);
 	return ret;
 }
@@ -366,6 +368,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		const union MHD_ConnectionInfo *ci =
 			MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 		cc->watch = ci ? ci->socket_context : NULL;
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		cc->t0 = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+		snprintf(cc->method, sizeof cc->method, "%s", method);
+		snprintf(cc->url, sizeof cc->url, "%s", url);
 		return first_call(s, c, cc, url, method);
 	}
 	if (cc->done) {
@@ -406,14 +413,37 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return (enum MHD_Result)srv_handle_post(s, c, cc);
 }
 
+/* The host's request event: who asked what, the answer and its cost. */
+static void report(coli_server *s, struct MHD_Connection *c, const srv_conn *cc, int completed)
+{
+	char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "?", client[NI_MAXHOST + NI_MAXSERV + 4];
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	if (sa)
+		getnameinfo(sa, sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in),
+			    host, sizeof host, serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV);
+	int v6 = strchr(host, ':') != NULL;
+	snprintf(client, sizeof client, "%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", serv);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	coli_server_event ev = {
+		.client = client, .method = cc->method, .url = cc->url, .status = cc->status,
+		.completed = completed, .prompt_tokens = cc->usage.prompt,
+		.completion_tokens = cc->usage.completion,
+		.seconds = (double)ts.tv_sec + ts.tv_nsec * 1e-9 - cc->t0,
+	};
+	s->on_event(s->event_opaque, &ev);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
 	coli_server *s = cls;
-	(void)c;
 	srv_conn *cc = *con_cls;
 	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		coli_debug("server: request ended early (code %d)", (int)toe);
+	if (cc && s->on_event)
+		report(s, c, cc, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	if (cc) {
 		srv_guard_answered(s->guard, cc->watch);
 		srv_buf_free(&cc->body);
@@ -491,6 +521,8 @@ int coli_server_start(coli_engine *eng, const coli_server_opts *o, coli_server *
 	s->request_timeout_s = o->request_timeout_s > 0 ? o->request_timeout_s : 30;
 	s->ignore_eos = o->ignore_eos;
 	s->xstats = o->expert_stats ? o->expert_stats : coli_engine_expert_stats(eng);
+	s->on_event = o->on_event;
+	s->event_opaque = o->event_opaque;
 	s->started = (long long)time(NULL);
 	if (o->api_key && *o->api_key && !(s->api_key = strdup(o->api_key))) {
 		free(s);

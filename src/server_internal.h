@@ -283,6 +283,8 @@ struct coli_server {
 	int request_timeout_s;     /* --request-timeout */
 	srv_guard *guard;
 	int ignore_eos;            /* --ignore-eos */
+	void (*on_event)(void *opaque, const coli_server_event *ev);
+	void *event_opaque;
 	long long started;         /* unix time, for "created" of /v1/models */
 	srv_metrics metrics;
 };
@@ -298,6 +300,11 @@ typedef struct srv_conn {
 	int is_get;                /* answered once the (empty) body is read */
 	int done;                  /* a response was queued */
 	srv_watch *watch;          /* the connection's deadline (may be NULL) */
+	/* for the host's request event (coli_server_opts.on_event) */
+	double t0;                 /* arrival, CLOCK_MONOTONIC seconds */
+	int status;                /* the status queued */
+	srv_usage usage;           /* tokens of a generation */
+	char method[8], url[128];
 } srv_conn;
 
 /* Queue a response with the CORS headers and count it. Takes body (malloc'd). */

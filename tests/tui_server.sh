@@ -2,8 +2,11 @@
 # tui_server.sh - the HTTP endpoint inside a running colitop: while the
 # Chat pane is generating, curl gets /health, /v1/models, a chat completion
 # and /metrics (with the expert-store series) from the same engine, and the
-# chat answer still completes. Also: a busy port is reported in the status
-# line and colitop keeps running without a server.
+# chat answer still completes. Each external request gets a Log line
+# (client address, route, status, tokens, time) and the status line counts
+# external generations as "served" and the chat's turns apart. Also: a
+# busy port is reported in the status line and colitop keeps running
+# without a server.
 . "$top_srcdir/tests/tui_common.sh"
 tui_setup
 command -v curl >/dev/null 2>&1 || test_skip "curl missing"
@@ -31,6 +34,12 @@ echo "$out" | grep -q '"completion_tokens": *4' || tui_fail "usage wrong in: $ou
 curl -sf --max-time 30 "$BASE/metrics" >"$TUI_TMP/metrics" || tui_fail "/metrics"
 grep -q 'expert' "$TUI_TMP/metrics" || tui_fail "no expert series in /metrics"
 tui_wait "tok/s +TTFT [0-9]+ ms +$N tok" 120
+# one generation from outside, one chat turn: counted apart
+tui_wait "served 1 queue 0 chat 1" 30
+LOG="$COLI_CACHE_DIR/logs/colitop.log"
+grep -Eq 'HTTP 127\.0\.0\.1:[0-9]+ POST /v1/chat/completions 200: [0-9]+\+4 tokens, [0-9.]+ s' "$LOG" ||
+	tui_fail "no Log line for the chat completion"
+grep -Eq 'HTTP 127\.0\.0\.1:[0-9]+ GET /health 200' "$LOG" || tui_fail "no Log line for /health"
 
 # a second colitop on the same port: says so and keeps going
 FIRST=$TUI_T

@@ -69,7 +69,7 @@ with_tui() {
 		n=$((n + 1))
 		[ $n -lt 300 ] || { echo "colitop did not start" >&2; cat "$T/tui.err" >&2; exit 1; }
 		sleep 0.2
-		port=$(tmux -L "$SOCK" capture-pane -p -t b | sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\) queue.*/\1/p' | head -n1)
+		port=$(tmux -L "$SOCK" capture-pane -p -t b | sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\) served.*/\1/p' | head -n1)
 	done
 	# CPU of colitop's main (UI) thread while the engine decodes
 	pid=$(ps -o pid= --ppid "$(tmux -L "$SOCK" display-message -p -t b '#{pane_pid}')" | head -n1 | tr -d ' ')

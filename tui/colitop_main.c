@@ -151,6 +151,23 @@ static void read_quant(const char *model_dir, char *out, size_t cap)
 	json_decref(root);
 }
 
+/* libmicrohttpd thread: one Log line per external request; generation
+ * requests count as served (chat turns are counted apart). */
+static void on_server_event(void *opaque, const coli_server_event *ev)
+{
+	tui_app *a = opaque;
+	int gen = !strcmp(ev->method, "POST") && !strstr(ev->url, "count_tokens");
+	if (gen && ev->status == 200)
+		atomic_fetch_add_explicit(&a->served_ext, 1, memory_order_relaxed);
+	if (gen && ev->status == 200)
+		tui_log_add(a->log, 1, "HTTP %s %s %s %d: %d+%d tokens, %.2f s%s", ev->client, ev->method, ev->url,
+			    ev->status, ev->prompt_tokens, ev->completion_tokens, ev->seconds,
+			    ev->completed ? "" : " (client gone)");
+	else
+		tui_log_add(a->log, ev->status >= 500 ? 2 : 1, "HTTP %s %s %s %d, %.3f s%s", ev->client, ev->method,
+			    ev->url, ev->status, ev->seconds, ev->completed ? "" : " (client gone)");
+}
+
 static void start_server(tui_app *a, coli_server **srv, const args *ar, const char *model_dir)
 {
 	coli_err err = { 0 };
@@ -175,6 +192,8 @@ static void start_server(tui_app *a, coli_server **srv, const args *ar, const ch
 	so.model_dir = model_dir;
 	so.shutdown_grace_ms = (int)(ar->grace * 1000.0 + 0.5);
 	so.expert_stats = coli_engine_expert_stats(a->eng);
+	so.on_event = on_server_event;
+	so.event_opaque = a;
 	if (coli_server_start(a->eng, &so, srv, &err)) {
 		if (err.code == -EADDRINUSE)
 			snprintf(a->server_note, sizeof a->server_note,

@@ -13,6 +13,7 @@
 #define COLI_TUI_APP_H
 
 #include <curses.h>
+#include <stdatomic.h>
 
 #include "chat_template.h"
 #include "engine.h"
@@ -53,6 +54,7 @@ typedef struct tui_app {
 	char model_name[256], quant[64], kv_dir[4200];
 	char server_addr[160];    /* "http://127.0.0.1:8080" or "" */
 	char server_note[200];    /* why there is no server */
+	_Atomic unsigned long served_ext;   /* external generation requests (HTTP threads add) */
 	int default_model;        /* running the embedded demo model */
 	tui_log *log;
 	/* screen */

@@ -99,7 +99,9 @@ static int load_sidecar(tui_chat *c, coli_err *err)
 int tui_chat_open(tui_chat *c, const char *kv_dir, const char *session, int kv_tokens,
 		  coli_err *err)
 {
+	unsigned long turns = c->turns;
 	memset(c, 0, sizeof *c);
+	c->turns = turns;
 	snprintf(c->kv_dir, sizeof c->kv_dir, "%s", kv_dir);
 	int rc = kv_store_name_check(session, err);
 	if (rc)
@@ -197,6 +199,7 @@ int tui_chat_poll(tui_chat *c)
 			c->version++;
 			continue;
 		}
+		c->turns++;
 		if (ev.kind == COLI_EV_DONE) {
 			c->last_finish = ev.finish;
 			c->have_stats = 1;

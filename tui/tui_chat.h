@@ -41,6 +41,7 @@ typedef struct tui_chat {
 	double t_submit, t_first;
 	int n_streamed;
 	unsigned version;        /* bumped on every visible change */
+	unsigned long turns;     /* answers finished in this colitop (all sessions) */
 	char save_err[256];      /* the session or its transcript could not be
 				  * written (disk full...); "" when the last save worked */
 } tui_chat;

@@ -192,8 +192,9 @@ void tui_draw_status(tui_app *a, WINDOW *w)
 	else
 		snprintf(rss, sizeof rss, "n/a");
 	if (a->server_addr[0])
-		snprintf(srv, sizeof srv, "%s served %lu queue %d", a->server_addr, coli_engine_served(a->eng),
-			 coli_engine_queue_len(a->eng));
+		snprintf(srv, sizeof srv, "%s served %lu queue %d chat %lu", a->server_addr,
+			 atomic_load_explicit(&a->served_ext, memory_order_relaxed), coli_engine_queue_len(a->eng),
+			 a->chat.turns);
 	else
 		snprintf(srv, sizeof srv, "%s", a->server_note[0] ? a->server_note : "no server");
 	int at = tui_attr(TUI_R_STATUS);
