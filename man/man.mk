@@ -1,5 +1,7 @@
 # Man pages are generated from man/*.in so the version never drifts. Each
 # module adds its pages to man_MANS (generated name) and EXTRA_DIST (.in).
+# The pattern is written [@]VERSION[@]: configure substitutes a plain
+# @VERSION@ in this rule itself, which left every page showing @VERSION@.
 man_MANS += man/coli.1 man/coli-generate.1 man/coli-logits.1 man/coli-bench.1 man/coli-doctor.1
 EXTRA_DIST += man/coli.1.in man/coli-generate.1.in man/coli-logits.1.in man/coli-bench.1.in man/coli-doctor.1.in \
 	man/engine-options.inc
@@ -7,7 +9,7 @@ CLEANFILES += $(man_MANS)
 
 # engine-options.inc is the list of engine flags shared by every command
 # that runs the model; @ENGINE_OPTIONS@ in a page is replaced by it.
-man_subst = sed -e 's|@VERSION@|$(PACKAGE_VERSION)|g' \
+man_subst = sed -e 's|[@]VERSION[@]|$(PACKAGE_VERSION)|g' \
 	-e 's|@PKGDATADIR@|$(pkgdatadir)|g' \
 	-e '/@ENGINE_OPTIONS@/{r $(srcdir)/man/engine-options.inc' -e 'd;}'
 

@@ -20,4 +20,4 @@ man_MANS += man/coli-synth.1
 EXTRA_DIST += man/coli-synth.1.in
 CLEANFILES += man/coli-synth.1
 man/coli-synth.1: $(srcdir)/man/coli-synth.1.in
-	$(AM_V_GEN)mkdir -p man && sed -e 's|@VERSION@|$(PACKAGE_VERSION)|g' $(srcdir)/man/coli-synth.1.in > $@
+	$(AM_V_GEN)mkdir -p man && $(man_subst) $(srcdir)/man/coli-synth.1.in > $@
