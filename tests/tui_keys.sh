@@ -114,6 +114,22 @@ if [ -z "$COLI_TEST_SANITIZED" ]; then
 	done
 fi
 
+# ---- a full disk: the session's write error on the status line and in
+# the Sessions pane, not only in the Log (test builds inject ENOSPC into the
+# second KV write: the session's first append) ----
+if grep -q 'define COLI_FAULT_INJECTION 1' "$top_builddir/config.h"; then
+	TUI_ENV="COLI_FAULT_KV_WRITE=2" tui_start 120 40 --no-server --session full --max-tokens 4
+	tui_wait 'session full \(new\)' 60
+	tui_keys -l 'Tell me a fortune.'
+	tui_keys Enter
+	tui_wait '^ session full NOT SAVED: .*No space left on device' 60
+	tui_wait 'full NOT SAVED: .*No space' 10
+	[ "$(tui_screen | grep -c 'NOT SAVED')" -ge 2 ] || tui_fail "the Sessions pane does not show the write error"
+	tui_keys F10
+	tui_wait_exit 30
+	TUI_ENV=
+fi
+
 # ---- a Hugging Face checkpoint as the model: named, with the command ----
 rm -rf "$COLI_CACHE_DIR"
 TUI_MODEL="$TUI_TMP/hf"
