@@ -193,6 +193,28 @@ static char *read_line(chat *c)
 	return line;
 }
 
+/* On resuming a session at a terminal: the last turns as they were shown
+ * (user lines after the prompt, replies as they streamed), so the user
+ * sees where the conversation stands. */
+#define CHAT_TAIL_MESSAGES 6
+
+static void print_tail(const chat *c)
+{
+	int from = c->t.n > CHAT_TAIL_MESSAGES ? c->t.n - CHAT_TAIL_MESSAGES : 0;
+	if (from > 0)
+		printf("[... %d earlier messages]\n", from);
+	for (int i = from; i < c->t.n; i++) {
+		const coli_chat_msg *m = &c->t.msgs[i];
+		if (!strcmp(m->role, "user"))
+			printf("> %s\n", m->content);
+		else if (!strcmp(m->role, "assistant"))
+			printf("%s\n", m->content);
+		else
+			printf("[%s] %s\n", m->role, m->content);
+	}
+	fflush(stdout);
+}
+
 /* Session mode: the transcript and whether the session already has tokens. */
 static int open_session(chat *c, coli_err *err)
 {
@@ -214,15 +236,17 @@ static int open_session(chat *c, coli_err *err)
 	}
 	if (!c->has_history)
 		chat_transcript_truncate(&c->t, 0);
+	else if (c->tty_in)
+		print_tail(c);
 	return 0;
 }
 
 static int chat_loop(chat *c)
 {
 	coli_err err = { 0 };
-	int status = COLI_EXIT_OK;
+	int status = COLI_EXIT_OK, at_eof = 0;
 	char *line;
-	while ((line = read_line(c))) {
+	while ((line = read_line(c)) || !(at_eof = 1)) {
 		if (!strcmp(line, "/quit") || !strcmp(line, "/exit")) {
 			free(line);
 			break;
@@ -240,6 +264,12 @@ static int chat_loop(chat *c)
 			break;
 		}
 		free(line);
+	}
+	/* Ctrl-C or Ctrl-D at the prompt: the shell's prompt goes on a line
+	 * of its own, not after ours */
+	if (c->tty_in && at_eof) {
+		putchar('\n');
+		fflush(stdout);
 	}
 	return status;
 }
