@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "safetensors.h"
@@ -95,6 +96,41 @@ static const char *synth_find_preset(int argc, char **argv)
 			p = argv[i] + 9;
 	}
 	return p;
+}
+
+/* Progress on stderr: a line rewritten in place at a terminal, a line
+ * per tenth otherwise (logs, CI). */
+typedef struct synth_progress {
+	uint64_t bytes;
+	int tty, last_tenth;
+} synth_progress;
+
+static void on_progress(void *opaque, int done, int total)
+{
+	synth_progress *p = opaque;
+	int tenth = (int)((int64_t)done * 10 / (total > 0 ? total : 1));
+	double gb = (double)p->bytes * done / (total > 0 ? total : 1) / 1e9;
+	if (p->tty) {
+		fprintf(stderr, "\rcoli synth: %d/%d tensors, ~%.2f of %.2f GB", done, total, gb, (double)p->bytes / 1e9);
+		if (done == total)
+			fputc('\n', stderr);
+	} else if (tenth != p->last_tenth || done == total) {
+		fprintf(stderr, "coli synth: %d/%d tensors, ~%.2f of %.2f GB\n", done, total, gb, (double)p->bytes / 1e9);
+	}
+	p->last_tenth = tenth;
+}
+
+/* Before writing: the size, and how to make it smaller when it is large
+ * (the GLM-5 slice at full width is about 40 GB). A size beyond the free
+ * disk space is refused by synth_write itself. */
+static void say_size(const synth_opts *o, const char *out, int n_tensors, uint64_t bytes)
+{
+	const coli_config *c = &o->cfg;
+	fprintf(stderr, "coli synth: %s: %d tensors, %.2f GB (%d layers, %d experts, vocab %d)\n", out, n_tensors,
+		(double)bytes / 1e9, c->num_hidden_layers, c->n_routed_experts, c->vocab_size);
+	if (bytes > (uint64_t)4e9)
+		fprintf(stderr, "coli synth: that is large; --layers N, --experts N or --dtype fp8 shrink it "
+				"(--dry-run writes only config.json and the tokenizer)\n");
 }
 
 int cmd_synth(int argc, char **argv)
@@ -229,7 +265,19 @@ int cmd_synth(int argc, char **argv)
 	}
 	int n_tensors = 0;
 	uint64_t bytes = 0;
-	if (synth_plan(&o, &n_tensors, &bytes, &err) || synth_write(out, &o, &err)) {
+	if (synth_plan(&o, &n_tensors, &bytes, &err)) {
+		cli_errorf("synth", "%s", err.msg);
+		return COLI_EXIT_FAIL;
+	}
+	synth_progress pr = { .bytes = bytes, .tty = isatty(STDERR_FILENO), .last_tenth = 0 };
+	if (!o.dry_run) {
+		say_size(&o, out, n_tensors, bytes);
+		o.progress = on_progress;
+		o.progress_opaque = &pr;
+	}
+	if (synth_write(out, &o, &err)) {
+		if (pr.tty)
+			fputc('\n', stderr);
 		cli_errorf("synth", "%s", err.msg);
 		return COLI_EXIT_FAIL;
 	}

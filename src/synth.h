@@ -34,6 +34,10 @@ typedef struct synth_opts {
 	int index_schedule;  /* how config.json states cfg.index_types:
 	                      * enum synth_index_schedule */
 	bool dry_run;        /* config + tokenizer only, no weights */
+	/* Told after each tensor written (done of total); NULL = nobody. The
+	 * command prints progress with it; the library prints nothing. */
+	void (*progress)(void *opaque, int done, int total);
+	void *progress_opaque;
 } synth_opts;
 
 enum synth_index_schedule {

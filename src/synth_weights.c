@@ -351,6 +351,8 @@ int synth_weights_write(const char *out_dir, const synth_opts *o, coli_err *err)
 			goto out;
 		if (i % 256 == 255)
 			coli_debug("synth: %d/%d tensors written", i + 1, L.n);
+		if (o->progress)
+			o->progress(o->progress_opaque, i + 1, L.n);
 	}
 	rc = st_writer_finish(w, err);
 out:

@@ -55,6 +55,16 @@ rc=$?
 grep -q "GB needed" "$tmp/err" || fail "oversized model: $(cat "$tmp/err")"
 ls "$tmp/huge" 2>/dev/null | grep -q . && fail "oversized model wrote files"
 
+# Before writing: the size and, as it goes, progress (on standard error;
+# standard output keeps its one JSON line).
+"$COLI" synth "$tmp/small" --preset tiny >"$tmp/out" 2>"$tmp/err" || fail "tiny synth"
+grep -Eq "^coli synth: $tmp/small: [0-9]+ tensors, [0-9.]+ GB \([0-9]+ layers, [0-9]+ experts, vocab [0-9]+\)" "$tmp/err" ||
+	fail "no size estimate: $(cat "$tmp/err")"
+grep -Eq "^coli synth: ([0-9]+)/\1 tensors, ~[0-9.]+ of [0-9.]+ GB" "$tmp/err" || fail "no progress: $(cat "$tmp/err")"
+[ "$(wc -l <"$tmp/out")" -eq 1 ] || fail "stdout is not one JSON line"
+"$COLI" synth "$tmp/big" --preset glm5-slice --dry-run >/dev/null 2>"$tmp/err" || fail "dry run"
+[ -s "$tmp/err" ] && fail "a dry run printed: $(cat "$tmp/err")"
+
 "$COLI" synth --help >"$tmp/help" || fail "--help exit status"
 grep -q "usage: coli synth" "$tmp/help" || fail "--help text"
 
