@@ -169,5 +169,23 @@ tui_wait "port $(cat "$TUI_TMP/port") busy: no server \(--port 0 picks a free on
 tui_keys F10
 tui_wait_exit 30
 kill "$HOLDER" 2>/dev/null
+# ---- coli chat --session at a terminal: the earlier turns are shown
+# again on resume, and Ctrl-C at the prompt leaves the shell on a fresh line ----
+TUI_N=$((TUI_N + 1))
+OLD=$TUI_T
+TUI_T="t$TUI_N"
+TUI_EXIT="$TUI_TMP/exit.$TUI_N"
+printf 'first question\n' | env COLI_CACHE_DIR="$COLI_CACHE_DIR" "$COLI" chat "$TUI_MODEL" --threads 1 \
+	--session cli -n 4 >/dev/null 2>&1 || tui_fail "coli chat in a pipe"
+tmux -L "$TUI_SOCK" -f /dev/null new-session -d -s "$TUI_T" -x 100 -y 30 \
+	"trap : INT; env LANG=C.UTF-8 COLI_CACHE_DIR='$COLI_CACHE_DIR' '$COLI' chat '$TUI_MODEL' --threads 1 --session cli -n 4; echo \"exit=\$?\" >'$TUI_EXIT'; echo AFTER; exec sleep 600" ||
+	tui_fail "tmux new-session"
+tmux -L "$TUI_SOCK" kill-session -t "$OLD" 2>/dev/null
+tui_wait '^> first question' 60
+tui_wait '^> ?$' 30
+tui_keys C-c
+tui_wait_exit 30
+tui_wait '^AFTER' 10
+tui_screen | grep -q '> AFTER' && tui_fail "Ctrl-C left the cursor after the prompt"
 echo "tui_keys: ok"
 exit 0

@@ -22,7 +22,7 @@ TESTS += tests/tui_unit
 # End-to-end tests in tmux (skip when tmux is missing).
 TESTS += tests/tui_e2e.sh tests/tui_server.sh tests/tui_keys.sh
 EXTRA_DIST += tests/tui_e2e.sh tests/tui_server.sh tests/tui_keys.sh tests/tui_common.sh \
-	tui/bench_colitop.sh
+	tui/bench_colitop.sh tui/bench_keys.sh
 
 man_MANS += man/colitop.1
 EXTRA_DIST += man/colitop.1.in
