@@ -137,15 +137,16 @@ tui_start 100 30 --no-server
 tui_wait_exit 30
 [ "$(tui_status)" = 1 ] || tui_fail "exit status $(tui_status) for a Hugging Face checkpoint"
 tui_check_stty "fatal error"
-grep -q "is a Hugging Face checkpoint, not a colitop model container" "$TUI_TMP/stderr" ||
+grep -q "a Hugging Face checkpoint, not a colitop model container" "$TUI_TMP/stderr" ||
 	tui_fail "the checkpoint is not named as one"
-grep -q "coli convert $TUI_TMP/hf " "$TUI_TMP/stderr" || tui_fail "no convert command"
+grep -q "coli convert $TUI_TMP/hf OUT_DIR" "$TUI_TMP/stderr" || tui_fail "no convert command"
+[ ! -e "$COLI_CACHE_DIR" ] || tui_fail "a failed open left $(find "$COLI_CACHE_DIR") behind"
 # neither kind of directory
 mkdir "$TUI_TMP/empty"
 TUI_MODEL="$TUI_TMP/empty"
 tui_start 100 30 --no-server
 tui_wait_exit 30
-grep -q "is neither a colitop model container" "$TUI_TMP/stderr" || tui_fail "a stray directory is not explained"
+grep -q "neither a colitop model container" "$TUI_TMP/stderr" || tui_fail "a stray directory is not explained"
 # a container that fails to open: nothing is left in the cache directory
 mkdir "$TUI_TMP/broken"
 echo '{"format": "nonsense"}' >"$TUI_TMP/broken/manifest.json"

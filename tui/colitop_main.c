@@ -2,8 +2,8 @@
  *
  * Order of things: parse flags; save the terminal's state (before curses
  * changes it: every exit path puts exactly this back); resolve the model
- * (a Hugging Face checkpoint or a stray directory is explained, with the
- * convert command); send diagnostics to the Log pane's ring (never to the
+ * (a Hugging Face checkpoint or a stray directory is explained by the
+ * engine's open, with the convert command); send diagnostics to the Log pane's ring (never to the
  * terminal curses owns); load the engine (a failure is printed on stderr
  * before the screen opens, and leaves nothing in the cache directory:
  * CACHE_DIR/logs/colitop.log is created only once the model is open);
@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -213,40 +212,6 @@ static void start_server(tui_app *a, coli_server **srv, const args *ar, const ch
 	tui_log_add(a->log, 1, "serving %s/v1", a->server_addr);
 }
 
-static int is_dir(const char *p)
-{
-	struct stat st;
-	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int has_file(const char *dir, const char *name)
-{
-	char p[4300];
-	struct stat st;
-	snprintf(p, sizeof p, "%s/%s", dir, name);
-	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* Before anything is opened or created: is DIR a model container? A
- * Hugging Face checkpoint (config.json beside safetensors) is the usual
- * mistake; say so and give the command that converts it. */
-static int check_model_dir(const char *dir, coli_err *err)
-{
-	if (!is_dir(dir))
-		return coli_err_set(err, -ENOENT, "--model %s: no such directory", dir);
-	if (has_file(dir, "manifest.json"))
-		return 0;
-	if (has_file(dir, "config.json") &&
-	    (has_file(dir, "model.safetensors") || has_file(dir, "model.safetensors.index.json")))
-		return coli_err_set(err, -EINVAL,
-				    "%s is a Hugging Face checkpoint, not a colitop model container; "
-				    "convert it first:\n  coli convert %s %s-int4\n"
-				    "then run: colitop --model %s-int4", dir, dir, dir, dir);
-	return coli_err_set(err, -EINVAL,
-			    "%s is neither a colitop model container (no manifest.json) nor a Hugging "
-			    "Face checkpoint (no config.json with safetensors); see coli-convert(1)", dir);
-}
-
 static int session_tokens(const char *kv_dir, const char *name)
 {
 	kv_store_entry *list = NULL;
@@ -330,8 +295,9 @@ int main(int argc, char **argv)
 	/* what the user's terminal was, before anything (curses included)
 	 * changes it */
 	tui_signal_save_tty();
-	if (coli_model_dir_resolve(ar.model, model_dir, sizeof model_dir, &err) ||
-	    check_model_dir(model_dir, &err))
+	/* a Hugging Face checkpoint or a stray directory is explained by the
+	 * container open (coli_model_dir_explain), with the convert command */
+	if (coli_model_dir_resolve(ar.model, model_dir, sizeof model_dir, &err))
 		goto fail;
 	if (fl.opts.cache_dir)
 		snprintf(cache_dir, sizeof cache_dir, "%s", fl.opts.cache_dir);
