@@ -34,7 +34,8 @@ tui_screen >"$TUI_TMP/s80"
 grep -Eq '[0-9.]+ tok/s +TTFT [0-9]+ ms +12 tok' "$TUI_TMP/s80" || tui_fail "chat figures cut at 80x24"
 grep -Eq 'hit rate [0-9.]+% +loads/token [0-9.]+ ' "$TUI_TMP/s80" || tui_fail "Cache loads/token cut at 80x24"
 grep -Eq 'Sessions .* 1 on disk ' "$TUI_TMP/s80" || tui_fail "Sessions title cut at 80x24"
-grep -Eq '\* daily +[0-9]+ ' "$TUI_TMP/s80" || tui_fail "current session not visible at 80x24"
+grep -Eq '\* daily +[0-9]+ +[0-9.]+ [KMG]?i?B +[0-9]{2}:[0-9]{2} ' "$TUI_TMP/s80" ||
+	tui_fail "current session (with its time of day) not visible at 80x24"
 grep -q 'F1Help F2Zoom F3Sessions F4Pane F10Quit' "$TUI_TMP/s80" || tui_fail "no key bar after a turn"
 grep -q 'in flight' "$TUI_TMP/s80" || tui_fail "expert map legend lacks the in-flight state"
 tui_check_frames 80 24
@@ -167,6 +168,11 @@ i=0
 while [ ! -s "$TUI_TMP/port" ]; do i=$((i + 1)); [ $i -lt 100 ] || tui_fail "no port"; sleep 0.1; done
 tui_start 200 40 --port "$(cat "$TUI_TMP/port")"
 tui_wait "port $(cat "$TUI_TMP/port") busy: no server \(--port 0 picks a free one; --no-server\)" 60
+# the Log's line about it is longer than 80 columns: zoomed, it wraps
+tui_resize 80 24
+tui_keys F4 F4 F4 F4 F4 F4 F2
+tui_wait 'Log \(zoom\)'
+tui_wait 'or --no-server\)' 10
 tui_keys F10
 tui_wait_exit 30
 kill "$HOLDER" 2>/dev/null
