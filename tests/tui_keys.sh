@@ -21,6 +21,7 @@ tui_setup
 tui_start 80 24 --no-server --session daily --max-tokens 12 --ignore-eos
 tui_wait 'Sessions' 60
 tui_wait 'F1Help F2Zoom F3Sessions F4Pane F10Quit'
+tui_wait 'model: type a message, Enter'   # the first-start hint of an empty chat
 tui_check_frames 80 24
 # ? and q are text in the chat input (neither opens help nor quits)
 tui_keys -l 'why? quite q'

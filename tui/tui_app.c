@@ -314,6 +314,10 @@ static void handle_key(tui_app *a, int rc, wint_t wch)
 	} else if (is_char) {
 		is_char = 0;   /* a control character: handled as a key */
 	}
+	if (!is_char && key == KEY_RESIZE) {
+		relayout(a);
+		return;
+	}
 	if (!is_char && key == TUI_KEY_PASTE_BEGIN) {
 		a->pasting = 1;
 		a->paste_bytes = a->paste_refused = 0;
@@ -329,10 +333,6 @@ static void handle_key(tui_app *a, int rc, wint_t wch)
 	}
 	if (a->pasting) {
 		paste_char(a, is_char, key, utf8);
-		return;
-	}
-	if (!is_char && key == KEY_RESIZE) {
-		relayout(a);
 		return;
 	}
 	if (!is_char && key == KEY_F(10)) {
@@ -428,7 +428,7 @@ int tui_app_run(tui_app *a)
 	a->log_follow = 1;
 	relayout(a);
 	tui_sessions_refresh(a);
-	double t_sess = tui_now(), t_status = t_sess, t_busy = 0;
+	double t_sess = tui_now(), t_status = t_sess, t_busy = 0, t_key = 0;
 	unsigned chat_v = a->chat.version - 1;
 	while (!a->quit) {
 		int sig = tui_signal_pending();
@@ -464,8 +464,14 @@ int tui_app_run(tui_app *a)
 		draw(a);
 		wint_t wch;
 		int rc = wget_wch(stdscr, &wch);
-		if (rc == ERR)
+		if (rc == ERR) {
+			/* a paste whose end marker never came (a terminal that
+			 * lost it): after a second of silence keys are keys again */
+			if (a->pasting && now - t_key > 1.0)
+				paste_end(a);
 			continue;
+		}
+		t_key = now;
 		handle_key(a, rc, wch);
 		/* take what else is already there before drawing again: a paste
 		 * or fast typing costs one frame, not one per character */

@@ -135,10 +135,12 @@ void tui_draw_chat(tui_app *a, WINDOW *w)
 	if (!c->n && rows >= 2) {
 		/* first start: what this is and where the keys are */
 		char hint[512];
-		snprintf(hint, sizeof hint, "%s: type a message, Enter sends. F1 help, F10 quit.%s",
-			 a->model_name, a->default_model ? " This is the built-in 14M-parameter demo model "
-			 "trained on fortunes (try \"Tell me a fortune.\"), not an assistant: "
-			 "coli convert or coli pull gets a real one (see colitop(1))." : "");
+		if (a->default_model)
+			snprintf(hint, sizeof hint, "The built-in demo: a 14M-parameter model trained on fortunes, "
+				 "not an assistant. Try \"Tell me a fortune.\"  F1 help, F10 quit.");
+		else
+			snprintf(hint, sizeof hint, "%s: type a message, Enter sends.  F1 help, F10 quit.",
+				 a->model_name);
 		tui_line ls[8];
 		int n = tui_wrap(hint, strlen(hint), inner - 2, a->ascii, ls, 8);
 		char b[512];
