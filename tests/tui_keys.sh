@@ -130,6 +130,10 @@ if grep -q 'define COLI_FAULT_INJECTION 1' "$top_builddir/config.h"; then
 	tui_keys F10
 	tui_wait_exit 30
 	TUI_ENV=
+elif [ "${CI:-}" = true ]; then
+	tui_fail "built without --enable-fault-injection: the full-disk check cannot run"
+else
+	echo "note: built without --enable-fault-injection; the full-disk check was not run"
 fi
 
 # ---- a Hugging Face checkpoint as the model: named, with the command ----
