@@ -6,7 +6,8 @@ For --seconds: --clients streaming chat clients (each stream parsed strictly
 by tests/server_load.py's checker: SSE framing, one id, role first,
 finish_reason, usage, [DONE]) while --slow connections trickle one header
 line every --slow-period seconds and reconnect whenever the server closes
-them, and a prober asks GET /health every 0.5 s on a fresh connection.
+them (after --slow-period, as slowloris tools re-create their sockets), and
+a prober asks GET /health every 0.5 s on a fresh connection.
 
 Reports, as one JSON line: p50/p99 TTFT of the streams, request statuses,
 malformed streams, /health failures and p99 latency, how many slow
@@ -92,6 +93,7 @@ def main():
                 pass
             with lock:
                 slow_closed[0] += 1
+            time.sleep(a.slow_period)
 
     def prober():
         while time.monotonic() < deadline:

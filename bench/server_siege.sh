@@ -3,7 +3,8 @@
 # issue-20 load test: a tiny synthesized model served by `coli serve` with
 # its defaults (--max-connections 64, --request-timeout 30), 64 streaming
 # clients for 60 s plus 64 slowloris connections (a header line every 5 s)
-# and a /health prober; prints bench/server_siege.py's JSON line.
+# and a /health prober, after the same load without the attackers (the
+# baseline); prints both JSON lines of bench/server_siege.py and the ratios.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 COLI=${COLI:-$here/../build/dev/coli}
@@ -27,5 +28,19 @@ while [ ! -s "$work/url" ]; do
 	kill -0 $pid 2>/dev/null || { cat "$work/log"; exit 1; }
 	sleep 0.1
 done
-/usr/bin/python3 "$here/server_siege.py" --url "$(head -n1 "$work/url")" --pid $pid \
-	--seconds "$secs" --clients "$clients" --slow "$slow"
+# the same load without the attackers first: the baseline of the ratios
+url=$(head -n1 "$work/url")
+/usr/bin/python3 "$here/server_siege.py" --url "$url" --pid $pid --seconds "$secs" \
+	--clients "$clients" --slow 0 >"$work/base.json" || true
+/usr/bin/python3 "$here/server_siege.py" --url "$url" --pid $pid --seconds "$secs" \
+	--clients "$clients" --slow "$slow" >"$work/siege.json" || status=$?
+/usr/bin/python3 - "$work/base.json" "$work/siege.json" <<'PY'
+import json, sys
+base = json.loads(open(sys.argv[1]).readline())
+siege = json.loads(open(sys.argv[2]).readline())
+print(json.dumps({"baseline": base, "siege": siege, "ratios_siege_to_baseline": {
+    k: round(siege[k] / base[k], 2) if base.get(k) else None
+    for k in ("ttft_p50_ms", "ttft_p99_ms", "streams_ok", "rss_kb_end")}}))
+PY
+grep '^malformed' "$work/siege.json" || true
+exit ${status:-0}

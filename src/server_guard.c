@@ -14,15 +14,19 @@
  *     answer can be confused with a reply to a request in flight) and is
  *     shut down.
  *  2. Reserve. libmicrohttpd accepts a few connections beyond
- *     --max-connections; whenever more than --max-connections are live, the
- *     oldest connections still waiting for their request are shut down
- *     until the count is back at the limit (a legitimate client sends its
- *     request within milliseconds, so the oldest waiter is the slowest).
- *     Connections that never completed a request go first, idle kept-alive
- *     ones only when there are none; connections being answered are never
- *     evicted. The reserve so only holds connections being closed and the
- *     newest arrival, and /health and new clients get through while slow
- *     clients come and go.
+ *     --max-connections; whenever more than --max-connections are live (at
+ *     each new connection and at each watchdog tick), the oldest
+ *     connections that are still waiting for their first request and are
+ *     older than EVICT_AGE_S are shut down until the count is back at the
+ *     limit. A legitimate client sends its request within milliseconds, so
+ *     the oldest waiter is the slowest; the minimum age keeps a burst of
+ *     new connections from evicting a client that has just connected, and
+ *     keeps evicted attackers that reconnect from evicting each other in a
+ *     loop. Connections being answered and kept-alive connections between
+ *     requests (their clients have completed a request) are never evicted;
+ *     the deadline bounds those. So the reserve holds newcomers and
+ *     connections being closed, and /health and new clients get through
+ *     while slow clients come and go.
  *
  * The guard keeps its own dup() of each socket: shutdown() acts on the
  * socket, not the descriptor, and our copy cannot be closed and reused under
@@ -104,20 +108,20 @@ static void cut_counted(srv_guard *g, srv_watch *w, int status, const char *code
 	g->live--;
 }
 
-/* The oldest connection other than self waiting for its request, preferring
- * one that never completed a request; NULL when every other is answered. */
-static srv_watch *oldest_waiting(srv_guard *g, const srv_watch *self)
+#define EVICT_AGE_S 1.0
+
+/* Over the limit: close the oldest connections waiting for their first
+ * request for at least EVICT_AGE_S. Under the lock. */
+static void evict(srv_guard *g, double t)
 {
-	srv_watch *kept = NULL;
-	for (srv_watch *o = g->head; o; o = o->next) {
-		if (o == self || o->phase != WATCH_REQUEST)
+	for (srv_watch *o = g->head; o && g->live > g->soft_limit; o = o->next) {
+		if (o->phase != WATCH_REQUEST || o->served || t - o->since < EVICT_AGE_S)
 			continue;
-		if (!o->served)
-			return o;
-		if (!kept)
-			kept = o;
+		cut_counted(g, o, 503, "too_many_connections",
+			    "too many connections waiting for their request; the oldest was closed");
+		atomic_fetch_add_explicit(&g->m->conn_evicted, 1, memory_order_relaxed);
+		coli_debug("server: connection limit reached; closed the oldest waiting one");
 	}
-	return kept;
 }
 
 static void *watchdog(void *arg)
@@ -142,6 +146,7 @@ static void *watchdog(void *arg)
 				coli_debug("server: a connection did not send its request within %.0f s; closed",
 					   g->timeout_s);
 			}
+		evict(g, t);
 	}
 	pthread_mutex_unlock(&g->lock);
 	return NULL;
@@ -212,17 +217,9 @@ srv_watch *srv_guard_open(srv_guard *g, int fd)
 	g->tail = w;
 	g->n++;
 	g->live++;
-	/* over the limit: make room by closing the oldest connections still
-	 * waiting for their request */
-	while (g->live > g->soft_limit) {
-		srv_watch *o = oldest_waiting(g, w);
-		if (!o)
-			break;   /* everyone else is being answered: w takes a reserve slot */
-		cut_counted(g, o, 503, "too_many_connections",
-			    "too many connections waiting for their request; the oldest was closed");
-		atomic_fetch_add_explicit(&g->m->conn_evicted, 1, memory_order_relaxed);
-		coli_debug("server: connection limit reached; closed the oldest waiting one");
-	}
+	/* over the limit: make room; when nobody can be evicted, w takes a
+	 * reserve slot */
+	evict(g, w->since);
 	pthread_mutex_unlock(&g->lock);
 	return w;
 }

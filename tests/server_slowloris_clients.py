@@ -2,11 +2,13 @@
 """server_slowloris_clients.py BASE MAX_CONN - slow clients against a live
 `coli serve --max-connections MAX_CONN --request-timeout T` (issue 20).
 
-Twice MAX_CONN connections trickle header lines (one every 0.3 s, so the
-idle timeout never fires) and one trickles its body, while fresh clients
-ask for /health: every fresh client must be answered, and every slow
-connection must be closed by the server with a JSON 408 (its request
-deadline passed) or 503 (evicted to make room). A kept-alive connection
+MAX_CONN + 3 connections trickle header lines (one every 0.3 s, so the
+idle timeout never fires) and one trickles its body: with the server's
+reserve (MAX_CONN/8 + 4) that leaves one free slot. Once they are older
+than the server's minimum eviction age (1 s), fresh clients ask for
+/health: every fresh client must be answered, and every slow connection
+must be closed by the server with a JSON 408 (its request deadline passed)
+or 503 (evicted to make room). A kept-alive connection
 that trickles its second request is closed too. Bounded waits only: a
 regression fails, it does not hang."""
 import json
@@ -86,7 +88,7 @@ def health():
 
 results = {}
 threads = []
-n_slow = 2 * MAX_CONN
+n_slow = MAX_CONN + 3
 for k in range(n_slow):
     t = threading.Thread(target=trickle, args=(
         b"GET /health HTTP/1.1\r\nHost: x\r\n", [b"X-Slow: %d\r\n" % k], results, "hdr%d" % k))
@@ -98,7 +100,7 @@ t = threading.Thread(target=trickle, args=(
     b"Content-Length: 1000\r\n\r\n", [b" "], results, "body"))
 t.start()
 threads.append(t)
-time.sleep(0.5)
+time.sleep(1.5)
 
 # fresh clients while the slow ones hold their connections
 for i in range(20):
