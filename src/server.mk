@@ -32,8 +32,8 @@ EXTRA_DIST += tests/fuzz/run-fuzz-request.sh tests/fuzz/request.dict tests/fuzz/
 # tests/server_load.py and bench/server_siege.sh (64 streams under a
 # slowloris attack) are manual benchmarks, not part of the suite.
 TESTS += tests/server_badinput.sh tests/server_sdk.sh tests/server_hardening.sh \
-	tests/server_protocol.sh tests/server_signals.sh tests/server_slowloris.sh
-EXTRA_DIST += tests/server_badinput.sh tests/server_sdk.sh tests/server_hardening.sh tests/server_common.sh \
+	tests/server_protocol.sh tests/server_signals.sh tests/server_slowloris.sh tests/server_vocab.sh
+EXTRA_DIST += tests/server_vocab.sh tests/server_badinput.sh tests/server_sdk.sh tests/server_hardening.sh tests/server_common.sh \
 	tests/server_protocol.sh tests/server_protocol_cases.py tests/server_signals.sh tests/server_signals_clients.py \
 	tests/server_slowloris.sh tests/server_slowloris_clients.py \
 	tests/server_sdk.js tests/server_compare.py tests/server_load.py \

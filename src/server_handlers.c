@@ -69,9 +69,12 @@ static int build_prompt(coli_server *s, const srv_request *r, int **ids, int *n,
 	*ids = NULL;
 	*n = 0;
 	if (r->prompt_ids) {
-		int vocab = tok ? coli_tokenizer_vocab_size(tok) : 0;
+		/* The model's embedding rows bound the ids, not the tokenizer: a
+		 * padded vocab (vocab_size > tokenizer size) has rows the
+		 * tokenizer never emits, and a client may still send them. */
+		int vocab = coli_engine_config(s->eng)->vocab_size;
 		for (int i = 0; i < r->n_prompt_ids; i++)
-			if (vocab > 0 && r->prompt_ids[i] >= vocab)
+			if (r->prompt_ids[i] >= vocab)
 				return srv_fail(e, 400, "invalid_request_error", "invalid_value", "prompt",
 						"token id %d is outside the vocabulary (%d)",
 						r->prompt_ids[i], vocab);
