@@ -11,7 +11,10 @@ Counting rules (those of src/convert_plan.c and src/quant.h):
     lm_head, norms, routers BF16; the e_score_correction_bias f32.
   container: matrices int4-g64 (36 bytes per 64 columns), embed_tokens and
     lm_head int8 (68 bytes per 64), router, norms and biases f32, the MTP
-    layer at int8 (its experts too); GLM-5's DSA indexer f32.
+    layer at int8 (its experts too). GLM-5's DSA indexer: wq_b and wk like
+    attention (FP8 in the checkpoint), weights_proj and k_norm f32 (BF16 in
+    the checkpoint), in every layer (the schedule when the config names no
+    shared layers; shared layers would store none: an upper bound).
   MTP layer: the decoder layer plus eh_proj [H, 2H] and enorm/hnorm/
     shared_head.norm; DeepSeek-V3 also ships embed_tokens and shared_head.head
     inside it (counted, int8); GLM-5's (if any) are not counted.
@@ -50,20 +53,19 @@ def sizes(m):
     attn = [(QL, H), (NH * (NOPE + ROPE), QL), (KVL + ROPE, H),
             (NH * (NOPE + VH), KVL), (H, NH * VH)]
     attn_vec = QL + KVL + 2 * H              # q_a / kv_a layernorms, 2 layer norms
-    idx = [(IDX[0] * IDX[1], QL), (IDX[1], H), (IDX[0], H)] if IDX else []
-    idx_vec = 2 * IDX[1] if IDX else 0       # the indexer's k_norm weight and bias
+    idx = [(IDX[0] * IDX[1], QL), (IDX[1], H)] if IDX else []   # wq_b, wk
+    idx_f32 = IDX[0] * H + 2 * IDX[1] if IDX else 0             # weights_proj, k_norm
     dense_ffn = [(I, H), (I, H), (H, I)]
     shared = [(S * MI, H), (S * MI, H), (H, S * MI)]
     expert = [(MI, H), (MI, H), (H, MI)]
 
     def layer(moe, quant, ckpt):
-        mats = attn + (shared + expert * E if moe else dense_ffn)
-        c = sum(fp8(r, c_) for r, c_ in mats) + 2 * attn_vec + sum(4 * r * c_ for r, c_ in idx)
-        c += 4 * idx_vec
+        mats = attn + idx + (shared + expert * E if moe else dense_ffn)
+        c = sum(fp8(r, c_) for r, c_ in mats) + 2 * attn_vec + 2 * idx_f32
         if moe:
             c += 2 * E * H + 4 * E           # router BF16, bias f32
-        d = sum(quant(r, c_) for r, c_ in attn + (shared if moe else dense_ffn))
-        d += 4 * attn_vec + sum(4 * r * c_ for r, c_ in idx) + 4 * idx_vec
+        d = sum(quant(r, c_) for r, c_ in attn + idx + (shared if moe else dense_ffn))
+        d += 4 * attn_vec + 4 * idx_f32
         if moe:
             d += 4 * E * H + 4 * E
         x = sum(quant(r, c_) for r, c_ in expert) * E if moe else 0

@@ -15,6 +15,7 @@
 #    the token is never printed or written;
 #  - a branch that moves mid-pull: the pull stays on the commit it started;
 #  - a full disk stops with a clear message and the rerun completes;
+#  - a progress line on a terminal, plain lines otherwise;
 #  - --dry-run writes nothing; a HF checkpoint given as a model says so.
 set -u
 : "${COLI:?}" "${top_srcdir:?}"
@@ -88,6 +89,16 @@ n = json.load(open(sys.argv[1]))["source"]["name"]
 sys.exit(0 if re.fullmatch(r"org/tiny@[0-9a-f]{40}", n) else 1)
 EOF
 grep -q "sha256 verified" "$T/err.txt" || fail "no verification line"
+grep -q "$(printf '\r')" "$T/err.txt" && fail "progress redrawn (\\r) when not on a terminal"
+# On a terminal: one progress line redrawn (script(1) gives it a pty).
+if command -v script >/dev/null 2>&1; then
+	rm -rf "$T/tty"
+	script -qc "'$COLI' pull org/tiny '$T/tty'" /dev/null >"$T/tty.out" 2>&1 </dev/null ||
+		fail "pull on a terminal"
+	tr '\r' '\n' <"$T/tty.out" | grep -q "^.*shard 4/4 .*/s ETA .* files [0-9]*/12" ||
+		fail "no progress line on a terminal: $(tr '\r' '\n' <"$T/tty.out" | tail -3)"
+	same "$T/tty" "$T/ref" || fail "pull on a terminal differs"
+fi
 grep -q "range=bytes=" "$T/log" || fail "no Range requests"
 # Peak: measured by coli at the highest point of each shard step (after the
 # shard arrived and its files were written, before its tensors are freed).
@@ -115,12 +126,12 @@ echo "kill points drawn with seed $seed"
 pts=$("$PY" -c "import random; random.seed($seed); print(' '.join(str(random.randint(1, 65)) for _ in range($N)))")
 for p in $pts; do
 	rm -rf "$T/k"
-	COLI_PULL_FAIL_AT=$p "$COLI" pull org/tiny "$T/k" --quiet >/dev/null 2>&1
+	(COLI_PULL_FAIL_AT=$p "$COLI" pull org/tiny "$T/k" --quiet) >/dev/null 2>&1
 	rc=$?
 	if [ $rc -ne 0 ] && [ $rc -ne 137 ]; then fail "kill point $p: exit $rc"; fi
 	# a second kill a little further, then the finishing run
 	[ -f "$T/k/manifest.json" ] ||
-		COLI_PULL_FAIL_AT=$((p / 2 + 3)) "$COLI" pull org/tiny "$T/k" --quiet >/dev/null 2>&1
+		(COLI_PULL_FAIL_AT=$((p / 2 + 3)) "$COLI" pull org/tiny "$T/k" --quiet) >/dev/null 2>&1
 	[ -f "$T/k/manifest.json" ] || "$COLI" pull org/tiny "$T/k" --quiet >/dev/null 2>"$T/kerr" ||
 		{ cat "$T/kerr" >&2; fail "rerun after kill at point $p"; }
 	same "$T/k" "$T/ref" || fail "result after kill at point $p differs"
@@ -200,7 +211,7 @@ tail -1 "$T/rerr" | grep -q "server error 503.*after 6 tries" || fail "503: $(ta
 # ---- a branch that moves mid-pull: the commit it started on is kept ----
 hub --fault move:3
 rm -rf "$T/m"
-COLI_PULL_FAIL_AT=6 "$COLI" pull org/tiny "$T/m" --quiet >/dev/null 2>&1
+(COLI_PULL_FAIL_AT=6 "$COLI" pull org/tiny "$T/m" --quiet) >/dev/null 2>&1
 "$COLI" pull org/tiny "$T/m" >/dev/null 2>"$T/merr" || { cat "$T/merr" >&2; fail "moved branch"; }
 grep -q "resuming org/tiny@main at commit" "$T/merr" || fail "not resumed on the pinned commit"
 same "$T/m" "$T/ref" || fail "a moved branch mixed revisions"
