@@ -63,6 +63,22 @@ void coli_server_opts_default(coli_server_opts *o);
  * negative errno (bind failure: -EADDRINUSE etc.) with err filled. */
 int coli_server_start(coli_engine *e, const coli_server_opts *o, coli_server **out,
 		      coli_err *err);
+/* The same server without a listening socket, for answering requests
+ * in-process (coli batch): coli_server_answer is its only entry. Free it
+ * with coli_server_stop. */
+int coli_server_new_offline(coli_engine *e, const coli_server_opts *o, coli_server **out,
+			    coli_err *err);
+/* Answer one POST request body exactly as the HTTP route PATH (with or
+ * without /v1) answers it, except that it is never streamed ("stream" is
+ * ignored). Blocks until the generation ends; any thread, several at once
+ * (they are decoded together in the engine's slots). On 0, *status is the
+ * HTTP status and *body (malloc'd) the JSON the server would send, an error
+ * object for a 4xx/5xx. -ECANCELED after coli_server_interrupt, -ENOMEM. */
+int coli_server_answer(coli_server *s, const char *path, const char *body, size_t len,
+		       int *status, char **out);
+/* Cancel in-flight coli_server_answer calls (they return -ECANCELED) and
+ * refuse new ones; the server stays allocated. Safe from any thread. */
+void coli_server_interrupt(coli_server *s);
 /* The bound port (useful with port 0). */
 int coli_server_port(const coli_server *s);
 

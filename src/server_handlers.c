@@ -296,32 +296,33 @@ static int start_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, 
 
 /* ---- non-streamed ---- */
 
-static int answer_whole(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_stream *st)
+/* Wait for the whole answer and format it. 0: *body is the 200 answer;
+ * 1: e holds the error to answer; 2: the same for an answer cut short by
+ * the server stopping (503); -1: the client went away (nobody to answer).
+ * Frees st. */
+static int whole_answer(coli_server *s, srv_stream *st, srv_error *e, char **body)
 {
 	srv_buf text = { 0 };
-	int rc;
+	int rc, ret;
 	while ((rc = srv_gen_next(&st->gen, &text)) > 0)
 		;
-	int ret;
 	if (rc < 0) {
 		atomic_fetch_add(&s->metrics.cancelled, 1);
-		ret = MHD_NO;   /* client gone or stopping: nobody to answer */
+		ret = -1;
 	} else if (st->gen.finish == SRV_FINISH_SHUTDOWN) {
-		srv_error e;
-		srv_fail(&e, 503, "server_error", "shutting_down", NULL, SHUTDOWN_MSG);
-		ret = srv_respond_error(s, c, cc, &e);
+		srv_fail(e, 503, "server_error", "shutting_down", NULL, SHUTDOWN_MSG);
+		ret = 2;
 	} else if (st->gen.finish == SRV_FINISH_ERROR) {
-		srv_error e;
-		srv_fail(&e, 500, "server_error", NULL, NULL, "generation failed: %s", st->gen.errmsg);
-		ret = srv_respond_error(s, c, cc, &e);
+		srv_fail(e, 500, "server_error", NULL, NULL, "generation failed: %s", st->gen.errmsg);
+		ret = 1;
 	} else {
 		srv_result res;
 		srv_gen_result(&st->gen, &st->req, text.p ? text.p : "", text.len, &res);
 		srv_metrics_generation(&s->metrics, &res.usage, st->gen.ttft_ms, st->gen.tps);
-		cc->usage = res.usage;
-		char *body = st->anthropic ? srv_anthropic_response(&st->ctx, &res)
-					   : srv_openai_response(&st->ctx, &res);
-		ret = srv_respond(s, c, cc, 200, "application/json", body);
+		st->cc->usage = res.usage;
+		*body = st->anthropic ? srv_anthropic_response(&st->ctx, &res)
+				      : srv_openai_response(&st->ctx, &res);
+		ret = 0;
 	}
 	srv_buf_free(&text);
 	srv_gen_free(&st->gen);
@@ -330,76 +331,152 @@ static int answer_whole(coli_server *s, struct MHD_Connection *c, srv_conn *cc, 
 	return ret;
 }
 
-static int parse_body(srv_conn *cc, srv_request *r, srv_error *e)
+static int answer_whole(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_stream *st)
 {
-	const char *b = cc->body.p ? cc->body.p : "";
-	switch (cc->route) {
-	case SRV_ROUTE_CHAT: return srv_parse_chat(b, cc->body.len, r, e);
-	case SRV_ROUTE_COMPLETIONS: return srv_parse_completions(b, cc->body.len, r, e);
-	case SRV_ROUTE_MESSAGES: return srv_parse_messages(b, cc->body.len, 0, r, e);
-	case SRV_ROUTE_COUNT_TOKENS: return srv_parse_messages(b, cc->body.len, 1, r, e);
+	srv_error e;
+	char *body = NULL;
+	int rc = whole_answer(s, st, &e, &body);
+	if (rc < 0)
+		return MHD_NO;
+	if (rc > 0)
+		return srv_respond_error(s, c, cc, &e);
+	return srv_respond(s, c, cc, 200, "application/json", body);
+}
+
+static int parse_body(int route, const char *b, size_t len, srv_request *r, srv_error *e)
+{
+	switch (route) {
+	case SRV_ROUTE_CHAT: return srv_parse_chat(b, len, r, e);
+	case SRV_ROUTE_COMPLETIONS: return srv_parse_completions(b, len, r, e);
+	case SRV_ROUTE_MESSAGES: return srv_parse_messages(b, len, 0, r, e);
+	case SRV_ROUTE_COUNT_TOKENS: return srv_parse_messages(b, len, 1, r, e);
 	default:
 		return srv_fail(e, 404, "invalid_request_error", "unknown_url", NULL, "unknown URL");
 	}
 }
 
-int srv_handle_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
+/* Everything before the answer, shared by HTTP and coli_server_answer:
+ * parse, check the model, build the prompt, check the context, submit.
+ * 0: st->gen runs; 1: a count_tokens answer is in *body; -1: e filled.
+ * no_stream forces a whole answer (batch lines are never streamed). */
+static int prepare(coli_server *s, srv_conn *cc, const char *b, size_t len, int fd, int no_stream,
+		   srv_stream *st, char **body, srv_error *e)
 {
-	srv_error e = { 0 };
-	int *ids = NULL, n_ids = 0, ret;
-	srv_stream *st = calloc(1, sizeof *st);
-	if (!st)
-		return MHD_NO;
+	int *ids = NULL, n_ids = 0, rc = -1, route = cc->route;
+	int anthropic = route == SRV_ROUTE_MESSAGES || route == SRV_ROUTE_COUNT_TOKENS;
 	st->s = s;
 	st->cc = cc;
-	st->anthropic = cc->anthropic;
-	if (parse_body(cc, &st->req, &e))
-		goto fail;
-	if (!cc->anthropic && !model_accepted(s, st->req.model)) {
-		srv_fail(&e, 404, "invalid_request_error", "model_not_found", "model",
+	st->anthropic = anthropic;
+	if (parse_body(route, b, len, &st->req, e))
+		goto out;
+	if (no_stream)
+		st->req.stream = 0;
+	if (!anthropic && !model_accepted(s, st->req.model)) {
+		srv_fail(e, 404, "invalid_request_error", "model_not_found", "model",
 			 "the model '%s' does not exist (this server serves '%s')", st->req.model,
 			 s->model_id);
-		goto fail;
+		goto out;
 	}
-	if (build_prompt(s, &st->req, &ids, &n_ids, &e))
-		goto fail;
-	if (cc->route == SRV_ROUTE_COUNT_TOKENS) {
-		char *body = NULL;
-		if (asprintf(&body, "{\"input_tokens\":%d}", n_ids) < 0)
-			body = NULL;
-		ret = srv_respond(s, c, cc, 200, "application/json", body);
-		goto done;
+	if (build_prompt(s, &st->req, &ids, &n_ids, e))
+		goto out;
+	if (route == SRV_ROUTE_COUNT_TOKENS) {
+		if (asprintf(body, "{\"input_tokens\":%d}", n_ids) < 0)
+			*body = NULL;
+		rc = 1;
+		goto out;
 	}
 	int ctx = coli_engine_ctx(s->eng);
 	if (ctx > 0 && n_ids + 1 > ctx) {
-		srv_fail(&e, 400, "invalid_request_error", "context_length_exceeded", "messages",
+		srv_fail(e, 400, "invalid_request_error", "context_length_exceeded", "messages",
 			 "the prompt is %d tokens; this server's context is %d tokens", n_ids, ctx);
-		goto fail;
+		goto out;
 	}
 	srv_make_id(st->ctx.id, sizeof st->ctx.id,
-		    cc->anthropic ? "msg_" : cc->route == SRV_ROUTE_CHAT ? "chatcmpl-" : "cmpl-");
+		    anthropic ? "msg_" : route == SRV_ROUTE_CHAT ? "chatcmpl-" : "cmpl-");
 	st->ctx.created = (long long)time(NULL);
-	st->ctx.chat = cc->route == SRV_ROUTE_CHAT;
+	st->ctx.chat = route == SRV_ROUTE_CHAT;
 	/* Anthropic echoes the client's model name: cut on a character
 	 * boundary, or every event of the stream would fail to encode */
-	const char *mname = cc->anthropic && st->req.model ? st->req.model : s->model_id;
+	const char *mname = anthropic && st->req.model ? st->req.model : s->model_id;
 	srv_utf8_copy(st->ctx.model, sizeof st->ctx.model, mname, strlen(mname));
-	if (srv_gen_start(&st->gen, s->eng, ids, n_ids, &st->req, s->ignore_eos, client_fd(c),
-			  &s->stopping, &e)) {
-		if (e.status == 503)
+	if (srv_gen_start(&st->gen, s->eng, ids, n_ids, &st->req, s->ignore_eos, fd, &s->stopping,
+			  e)) {
+		if (e->status == 503)
 			atomic_fetch_add(&s->metrics.rejected_busy, 1);
-		goto fail;
+		goto out;
 	}
+	rc = 0;
+out:
 	free(ids);
-	if (st->req.stream)
-		return start_stream(s, c, cc, st);
-	return answer_whole(s, c, cc, st);
-fail:
-	ret = srv_respond_error(s, c, cc, &e);
-done:
-	free(ids);
+	return rc;
+}
+
+static void stream_discard(srv_stream *st)
+{
 	srv_gen_free(&st->gen);
 	srv_request_free(&st->req);
 	free(st);
-	return ret;
+}
+
+int srv_handle_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
+{
+	srv_error e = { 0 };
+	char *body = NULL;
+	srv_stream *st = calloc(1, sizeof *st);
+	if (!st)
+		return MHD_NO;
+	const char *b = cc->body.p ? cc->body.p : "";
+	int rc = prepare(s, cc, b, cc->body.len, client_fd(c), 0, st, &body, &e);
+	if (rc) {
+		stream_discard(st);
+		return rc > 0 ? srv_respond(s, c, cc, 200, "application/json", body)
+			      : srv_respond_error(s, c, cc, &e);
+	}
+	if (st->req.stream)
+		return start_stream(s, c, cc, st);
+	return answer_whole(s, c, cc, st);
+}
+
+int coli_server_answer(coli_server *s, const char *path, const char *body, size_t len,
+		       int *status, char **out)
+{
+	srv_error e = { 0 };
+	srv_conn cc = { 0 };
+	int post = 0, rc;
+	*out = NULL;
+	cc.route = srv_route_of(path, &cc, &post);
+	if (cc.route < 0 || !post) {
+		srv_fail(&e, cc.route < 0 ? 404 : 405, "invalid_request_error",
+			 cc.route < 0 ? "unknown_url" : "method_not_allowed", NULL,
+			 "%s: not a POST route of this server", path);
+		goto error;
+	}
+	srv_stream *st = calloc(1, sizeof *st);
+	if (!st)
+		return -ENOMEM;
+	rc = prepare(s, &cc, body, len, -1, 1, st, out, &e);
+	if (rc) {
+		stream_discard(st);
+		if (rc < 0)
+			goto error;
+	} else {
+		rc = whole_answer(s, st, &e, out);
+		/* stopped (coli_server_interrupt): no answer, the request is
+		 * to be run again, not answered with the 503 */
+		if (rc < 0 || rc == 2)
+			return -ECANCELED;
+		if (rc > 0)
+			goto error;
+	}
+	if (!*out)
+		return -ENOMEM;
+	*status = 200;
+	srv_metrics_request(&s->metrics, cc.route, 200);
+	return 0;
+error:
+	*status = e.status;
+	*out = cc.route == SRV_ROUTE_MESSAGES || cc.route == SRV_ROUTE_COUNT_TOKENS
+		       ? srv_anthropic_error_json(&e) : srv_openai_error_json(&e);
+	srv_metrics_request(&s->metrics, cc.route < 0 ? SRV_ROUTE_OTHER : cc.route, e.status);
+	return *out ? 0 : -ENOMEM;
 }

@@ -121,7 +121,7 @@ static const struct {
 
 /* Route of a URL (with or without /v1); -1 when unknown. wants_post tells
  * the method the route takes. */
-static int route_of(const char *url, srv_conn *cc, int *wants_post)
+int srv_route_of(const char *url, srv_conn *cc, int *wants_post)
 {
 	if (!strncmp(url, "/v1/", 4))
 		url += 3;
@@ -302,7 +302,7 @@ static enum MHD_Result first_call(coli_server *s, struct MHD_Connection *c, srv_
 {
 	srv_error e = { 0 };
 	int post = 0;
-	cc->route = route_of(url, cc, &post);
+	cc->route = srv_route_of(url, cc, &post);
 	cc->anthropic = cc->route == SRV_ROUTE_MESSAGES || cc->route == SRV_ROUTE_COUNT_TOKENS;
 	if (framing_check(c, &e))
 		return (enum MHD_Result)srv_respond_error(s, c, cc, &e);
@@ -501,8 +501,8 @@ static void model_names(coli_server *s, const coli_server_opts *o)
 	}
 }
 
-int coli_server_start(coli_engine *eng, const coli_server_opts *o, coli_server **out,
-		      coli_err *err)
+int coli_server_new_offline(coli_engine *eng, const coli_server_opts *o, coli_server **out,
+			    coli_err *err)
 {
 	coli_server_opts def;
 	if (!o) {
@@ -538,6 +538,28 @@ int coli_server_start(coli_engine *eng, const coli_server_opts *o, coli_server *
 		coli_warn("server: no chat template (%s); /v1/chat/completions and /v1/messages "
 			  "will answer 500, /v1/completions works", terr.msg);
 	}
+	*out = s;
+	return 0;
+}
+
+void coli_server_interrupt(coli_server *s)
+{
+	if (s)
+		atomic_store(&s->stopping, 1);
+}
+
+int coli_server_start(coli_engine *eng, const coli_server_opts *o, coli_server **out,
+		      coli_err *err)
+{
+	coli_server_opts def;
+	if (!o) {
+		coli_server_opts_default(&def);
+		o = &def;
+	}
+	coli_server *s = NULL;
+	int src = coli_server_new_offline(eng, o, &s, err);
+	if (src)
+		return src;
 
 	int grc0 = srv_guard_start(&s->guard, s->max_connections, s->request_timeout_s, &s->metrics, err);
 	if (grc0) {

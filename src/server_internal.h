@@ -312,6 +312,9 @@ int srv_respond(coli_server *s, struct MHD_Connection *c, srv_conn *cc, int stat
 		const char *content_type, char *body);
 int srv_respond_error(coli_server *s, struct MHD_Connection *c, srv_conn *cc, const srv_error *e);
 void srv_add_cors(void *mhd_response);
+/* Route of a URL path (with or without /v1), -1 when unknown; wants_post
+ * tells the method it takes; GET /models/ID fills cc->model_path. */
+int srv_route_of(const char *url, srv_conn *cc, int *wants_post);
 /* Route handlers (server_handlers.c); return an MHD_Result. */
 int srv_handle_get(coli_server *s, struct MHD_Connection *c, srv_conn *cc);
 int srv_handle_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc);

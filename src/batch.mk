@@ -1,0 +1,10 @@
+# src/batch.mk: owned by its module; appends to the lists in Makefile.am.
+# `coli batch` (Batch API lines through the server's own request code,
+# in-process) and, later, `coli compare`.
+libcoli_a_SOURCES += src/batch_io.h src/batch_io.c src/cmd_batch.c
+
+TESTS += tests/batch_run.sh
+EXTRA_DIST += tests/batch_run.sh tests/batch_mkinput.py
+
+man_MANS += man/coli-batch.1
+EXTRA_DIST += man/coli-batch.1.in
