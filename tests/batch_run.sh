@@ -12,7 +12,7 @@
 # Under COLI_TEST_SANITIZED=1: 40 requests and 3 kills.
 set -u
 . "$top_srcdir/tests/server_common.sh"
-[ -n "${COLI:-}" ] && [ -x "$COLI" ] || { echo "SKIP: \$COLI not built"; exit 77; }
+[ -n "${COLI:-}" ] && [ -x "$COLI" ] || srv_fail "\$COLI not built"
 PY=${PYTHON3:-python3}
 T=$(mktemp -d)
 PIDS= SRV_PIDS=
