@@ -1,6 +1,6 @@
 # src/batch.mk: owned by its module; appends to the lists in Makefile.am.
 # `coli batch` (Batch API lines through the server's own request code,
-# in-process) and, later, `coli compare`.
+# in-process).
 libcoli_a_SOURCES += src/batch_io.h src/batch_io.c src/cmd_batch.c
 
 TESTS += tests/batch_run.sh
@@ -8,3 +8,6 @@ EXTRA_DIST += tests/batch_run.sh tests/batch_mkinput.py
 
 man_MANS += man/coli-batch.1
 EXTRA_DIST += man/coli-batch.1.in
+
+# Benchmark (not in the suite): tok/s and disk bytes per token vs --parallel.
+EXTRA_DIST += bench/batch_parallel.sh

@@ -222,13 +222,15 @@ static void summary(batch_run *r, int skipped, double secs, coli_engine *e)
 	double hit, bytes;
 	int hv;
 	hit_and_bytes(e, &hit, &hv, &bytes);
+	char hr[16] = "n/a";
+	if (hv)
+		snprintf(hr, sizeof hr, "%.1f%%", 100 * hit);
 	fprintf(stderr,
 		"batch: %d answered (%d ok, %d errors), %d already in the output, %d left; "
 		"%lld prompt + %lld completion tokens in %.1f s (%.1f tok/s); "
-		"expert hit rate %s%.1f%s, %.1f MB read\n",
+		"expert hit rate %s, %.1f MB read\n",
 		r->n_written, r->n_ok, r->n_err, skipped, r->n_order - r->n_written, r->tok_prompt,
-		r->tok_completion, secs, secs > 0 ? r->tok_completion / secs : 0.0, hv ? "" : "n/a (",
-		hv ? 100 * hit : 0.0, hv ? "%" : ")", bytes / 1e6);
+		r->tok_completion, secs, secs > 0 ? r->tok_completion / secs : 0.0, hr, bytes / 1e6);
 }
 
 int cmd_batch(int argc, char **argv)

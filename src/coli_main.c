@@ -26,6 +26,7 @@ static const struct coli_command commands[] = {
 	{ "bench", cmd_bench, "prefill/decode speed, expert I/O, cache policy, kernel bandwidth (JSON)" },
 	{ "serve", cmd_serve, "OpenAI/Anthropic-compatible HTTP endpoint (headless)" },
 	{ "batch", cmd_batch, "OpenAI Batch API JSONL answered in-process, slots batched, resumable" },
+	{ "compare", cmd_compare, "local vs remote endpoint on the same prompts: TTFT, rates, JSON field diff" },
 	{ "sessions", cmd_sessions, "list, show, rm, rename, gc persisted KV sessions" },
 	{ "doctor", cmd_doctor, "read-only readiness checks of a model and this machine" },
 	{ "iobench", cmd_iobench, "random-read baseline of a drive at 4 KiB and expert size" },

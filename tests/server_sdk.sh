@@ -2,7 +2,7 @@
 # server_sdk.sh - end to end with the official clients: start `coli serve`
 # on a tiny synthesized model (free loopback port, API key from the
 # environment), run the npm `openai` and `@anthropic-ai/sdk` checks
-# (server_sdk.js) and the Python httpx client (server_compare.py).
+# (server_sdk.js) and the Python httpx client (server_httpx.py).
 . "${top_srcdir:-.}/tests/server_common.sh"
 PYTHON3=${PYTHON3:-/usr/bin/python3}
 NODE=${NODE:-node}
@@ -19,6 +19,6 @@ command -v "$NODE" >/dev/null 2>&1 || test_skip "node missing"
 rc=$?
 [ $rc = 77 ] && test_skip "the SDKs are not installed in tests/node (npm ci)"
 [ $rc = 0 ] || status=1
-"$PYTHON3" "$top_srcdir/tests/server_compare.py" --local "$URL" --key "$COLI_TEST_KEY" || status=1
+"$PYTHON3" "$top_srcdir/tests/server_httpx.py" "$URL" --key "$COLI_TEST_KEY" || status=1
 srv_stop
 exit $status

@@ -1,16 +1,12 @@
 #!/usr/bin/python3
-"""server_compare.py - a plain httpx client, the way a "local vs cloud"
-comparison script would talk to both: strict SSE parsing of OpenAI chat
-streams and Anthropic message streams, TTFT and chars/s per endpoint.
-
-In `make check` (via server_sdk.sh) only --local is given and the script
-asserts the local stream is well formed and equals the non-streamed greedy
-answer. With --remote URL (and --remote-key-env VAR, --remote-model M) it
-runs the same requests against another OpenAI-compatible endpoint and
-prints both side by side (no assertions about the remote)."""
+"""server_httpx.py URL [--key KEY] - a plain httpx client, the way
+third-party scripts talk to the endpoint: strict SSE parsing of an OpenAI
+chat stream (one id/created, role first, finish_reason once, usage chunk,
+[DONE]) and an Anthropic message stream (event order), and the streamed
+greedy answer equal to the non-streamed one. Run by server_sdk.sh.
+(The local-vs-remote comparison this script once printed is `coli compare`.)"""
 import argparse
 import json
-import os
 import sys
 import time
 
@@ -107,34 +103,21 @@ def anthropic_stream(client, base, headers):
     return text
 
 
-def run(name, url, key, model, max_tokens, strict):
-    headers = {"Authorization": "Bearer " + key} if key else {}
-    with httpx.Client(timeout=120) as client:
-        s = chat_stream(client, url, headers, model, max_tokens)
-        w = chat_whole(client, url, headers, model, max_tokens)
-        if strict:
-            assert s["text"] == w, "stream %r != whole %r" % (s["text"], w)
-            anthropic_stream(client, url[:-3] if url.endswith("/v1") else url, headers)
-    cps = len(s["text"]) / s["total"] if s["total"] > 0 else 0.0
-    ttft = "%.1f ms" % (s["ttft"] * 1000) if s["ttft"] is not None else "n/a"
-    print("%-8s ttft %-10s total %7.1f ms  %7.1f chars/s  %3d tokens  %r" %
-          (name, ttft, s["total"] * 1000, cps, s["usage"]["completion_tokens"], s["text"][:40]))
-
-
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--local", required=True)
+    ap.add_argument("url")
     ap.add_argument("--key", default="")
     ap.add_argument("--model", default="default")
-    ap.add_argument("--remote")
-    ap.add_argument("--remote-key-env", default="OPENAI_API_KEY")
-    ap.add_argument("--remote-model", default="gpt-4o-mini")
     ap.add_argument("--max-tokens", type=int, default=32)
     a = ap.parse_args()
-    run("local", a.local, a.key, a.model, a.max_tokens, True)
-    if a.remote:
-        run("remote", a.remote, os.environ.get(a.remote_key_env, ""), a.remote_model,
-            a.max_tokens, False)
+    headers = {"Authorization": "Bearer " + a.key} if a.key else {}
+    with httpx.Client(timeout=120) as client:
+        s = chat_stream(client, a.url, headers, a.model, a.max_tokens)
+        w = chat_whole(client, a.url, headers, a.model, a.max_tokens)
+        assert s["text"] == w, "stream %r != whole %r" % (s["text"], w)
+        anthropic_stream(client, a.url[:-3] if a.url.endswith("/v1") else a.url, headers)
+    print("httpx: chat stream == whole (%d tokens), anthropic stream well formed" %
+          s["usage"]["completion_tokens"])
     return 0
 
 

@@ -1,0 +1,19 @@
+# src/compare.mk: owned by its module; appends to the lists in Makefile.am.
+# `coli compare`: local vs remote endpoint, streamed with libcurl.
+libcoli_a_SOURCES += src/compare.h src/compare_prompts.c src/compare_client.c \
+	src/compare_metrics.c src/compare_json.c src/compare_format.c src/cmd_compare.c
+
+# Pure parts: JSON extraction and diff, SSE decoding, metrics parsing,
+# prompts, the output formats.
+check_PROGRAMS += tests/compare_test
+TESTS += tests/compare_test
+tests_compare_test_SOURCES = tests/compare_test.c
+tests_compare_test_LDADD = libcoli.a $(COLI_LIBS)
+
+# End to end: two coli serve (one with a key as the "remote") and a mock
+# endpoint that injects latency, 401, 404, malformed SSE and a cut stream.
+TESTS += tests/compare_run.sh
+EXTRA_DIST += tests/compare_run.sh tests/compare_mock.py
+
+man_MANS += man/coli-compare.1
+EXTRA_DIST += man/coli-compare.1.in
