@@ -358,7 +358,7 @@ static int parse_body(int route, const char *b, size_t len, srv_request *r, srv_
 /* Everything before the answer, shared by HTTP and coli_server_answer:
  * parse, check the model, build the prompt, check the context, submit.
  * 0: st->gen runs; 1: a count_tokens answer is in *body; -1: e filled.
- * no_stream forces a whole answer (batch lines are never streamed). */
+ * no_stream: an in-process whole answer (batch lines are never streamed). */
 static int prepare(coli_server *s, srv_conn *cc, const char *b, size_t len, int fd, int no_stream,
 		   srv_stream *st, char **body, srv_error *e)
 {
@@ -369,8 +369,10 @@ static int prepare(coli_server *s, srv_conn *cc, const char *b, size_t len, int 
 	st->anthropic = anthropic;
 	if (parse_body(route, b, len, &st->req, e))
 		goto out;
-	if (no_stream)
+	if (no_stream) {
 		st->req.stream = 0;
+		st->req.in_process = 1;
+	}
 	if (!anthropic && !model_accepted(s, st->req.model)) {
 		srv_fail(e, 404, "invalid_request_error", "model_not_found", "model",
 			 "the model '%s' does not exist (this server serves '%s')", st->req.model,

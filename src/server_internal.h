@@ -84,6 +84,9 @@ typedef struct srv_request {
 	int *bias_ids;             /* logit_bias token ids (checked < vocab at submit) */
 	float *bias;               /* ... and their biases, -100..100 */
 	int n_bias;
+	int in_process;            /* not from the body: set by coli_server_answer,
+	                            * whose own thread reads every event, so the
+	                            * engine waits for it rather than cancelling */
 } srv_request;
 
 void srv_request_free(srv_request *r);
