@@ -5,8 +5,9 @@
 #     (--parallel 1), greedy;
 #  2. a few bodies answered by `coli serve` over HTTP equal the batch
 #     bodies (same code path: only id/created and cached_tokens differ);
-#  3. kill -9 mid-run 10 times, then resume: every custom_id answered
-#     exactly once, with the same text as alone;
+#  3. SIGTERM then kill -9 mid-run, 10 times in all, then resume: every
+#     custom_id answered exactly once (no 503 line for the interrupted
+#     requests), with the same text as alone;
 #  4. a torn last line is cut, a bad line in the middle is refused, a
 #     repeated custom_id refuses the input, bad method/url become error lines.
 # Under COLI_TEST_SANITIZED=1: 40 requests and 3 kills.
@@ -114,8 +115,19 @@ while [ $k -lt $KILLS ]; do
 		sleep 0.01
 		i=$((i + 1))
 	done
-	kill -9 $pid 2>/dev/null
-	wait $pid 2>/dev/null
+	if [ $k = 0 ]; then
+		# the first one a polite SIGTERM: in-flight requests are dropped
+		# (not answered with the server's 503), exit 1, resumable
+		kill -TERM $pid 2>/dev/null
+		wait $pid
+		rc=$?
+		[ $rc = 1 ] || fail "SIGTERM: exit $rc, expected 1"
+		grep -q "interrupted by SIGTERM; rerun the same command to resume" "$T/k.log" ||
+			{ cat "$T/k.log"; fail "SIGTERM message"; }
+	else
+		kill -9 $pid 2>/dev/null
+		wait $pid 2>/dev/null
+	fi
 	k=$((k + 1))
 done
 [ "$(lines "$T/k.jsonl")" -lt $N ] || fail "the runs finished before $KILLS kills (kill loop too slow)"
