@@ -25,6 +25,7 @@
 #include "chat_template.h"
 #include "chat_transcript.h"
 #include "cli.h"
+#include "cli_json.h"
 #include "cli_util.h"
 #include "engine.h"
 #include "engine_flags.h"
@@ -42,8 +43,8 @@ static void usage(FILE *f)
 		"  --top-p P           nucleus sampling (default 1 = off)\n"
 		"  --seed S            sampling seed (default 0)\n"
 		"Lines on standard input are user turns; /reset forgets the conversation,\n"
-		"/quit or end of input (Ctrl-D) ends. Ctrl-C stops a reply.\n%s",
-		coli_engine_flags_help);
+		"/quit or end of input (Ctrl-D) ends. Ctrl-C stops a reply.\n%s%s",
+		cli_json_flags_help, coli_engine_flags_help);
 }
 
 static volatile sig_atomic_t interrupted;
@@ -284,6 +285,7 @@ int cmd_chat(int argc, char **argv)
 	c.gp.max_tokens = 1024;
 	const char *dir = NULL;
 	int status = COLI_EXIT_FAIL;
+	cli_json_flags jf = { 0 };
 	if (coli_engine_flags_init(&fl, &err)) {
 		cli_errorf("chat", "%s", err.msg);
 		return COLI_EXIT_USAGE;
@@ -293,6 +295,8 @@ int cmd_chat(int argc, char **argv)
 		int rr = coli_engine_flags_parse(&fl, argc, argv, &i, &err);
 		if (!rr)
 			rr = coli_gen_flags_parse(&c.gp, argc, argv, &i, &err);
+		if (!rr)
+			rr = cli_json_flags_parse(&jf, &c.gp, argc, argv, &i, &err);
 		if (rr < 0)
 			goto usage_err;
 		if (rr)
@@ -340,6 +344,7 @@ fail:
 out:
 	chat_transcript_free(&c.t);
 	coli_engine_free(c.e);
+	cli_json_flags_free(&jf);
 	coli_engine_flags_free(&fl);
 	return status;
 }

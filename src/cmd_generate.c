@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_json.h"
 #include "cli_util.h"
 #include "engine.h"
 #include "engine_flags.h"
@@ -28,8 +29,8 @@ static void usage(FILE *f)
 		"  --ignore-eos        keep generating past end-of-sequence\n"
 		"  --ids               print only the generated token ids, space separated\n"
 		"  --stats             print timing figures on stderr at the end\n"
-		"  --session NAME      continue the persisted KV session NAME\n%s",
-		coli_engine_flags_help);
+		"  --session NAME      continue the persisted KV session NAME\n%s%s",
+		cli_json_flags_help, coli_engine_flags_help);
 }
 
 static volatile sig_atomic_t interrupted;
@@ -52,6 +53,7 @@ int cmd_generate(int argc, char **argv)
 	int *ids = NULL, n_ids = 0;
 	coli_engine *e = NULL;
 	coli_request *r = NULL;
+	cli_json_flags jf = { 0 };
 	if (coli_engine_flags_init(&fl, &err)) {
 		cli_errorf("generate", "%s", err.msg);
 		return COLI_EXIT_USAGE;
@@ -61,6 +63,8 @@ int cmd_generate(int argc, char **argv)
 		int rr = coli_engine_flags_parse(&fl, argc, argv, &i, &err);
 		if (!rr)
 			rr = coli_gen_flags_parse(&gp, argc, argv, &i, &err);
+		if (!rr)
+			rr = cli_json_flags_parse(&jf, &gp, argc, argv, &i, &err);
 		if (rr < 0)
 			goto usage_err;
 		if (rr)
@@ -175,6 +179,7 @@ out:
 	coli_request_free(r);
 	coli_engine_free(e);
 	free(ids);
+	cli_json_flags_free(&jf);
 	coli_engine_flags_free(&fl);
 	return status;
 }

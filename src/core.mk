@@ -4,18 +4,20 @@ libcoli_a_SOURCES = \
 	src/coli_err.c src/coli_err.h \
 	src/coli_log.c src/coli_log.h \
 	src/model_config.h src/tokenizer.h src/chat_template.h \
-	src/cli.h src/cli_util.c src/cli_util.h \
+	src/cli.h src/cli_util.c src/cli_util.h src/cli_json.c src/cli_json.h \
 	src/model.c src/model.h \
 	src/state.c src/state.h \
 	src/forward.c src/forward_ops.h src/indexer.c src/indexer.h src/vec_ops.c src/vec_ops.h \
 	src/moe.c src/moe.h \
 	src/sampler.c src/sampler.h \
+	src/json_schema.c src/grammar.c src/grammar.h src/grammar_impl.h src/grammar_regex.c \
+	src/grammar_mask.c src/grammar_mask.h \
 	src/stop_match.c src/stop_match.h \
 	src/model_dir.c src/model_dir.h \
 	src/engine.c src/engine.h \
 	src/engine_request.c src/engine_request.h \
 	src/engine_flags.c src/engine_flags.h \
-	src/engine_session.c src/engine_slot.c src/engine_internal.h \
+	src/engine_session.c src/engine_slot.c src/engine_grammar.c src/engine_internal.h \
 	src/chat_transcript.c src/chat_transcript.h \
 	src/cmd_logits.c src/cmd_generate.c src/cmd_bench.c src/cmd_doctor.c
 

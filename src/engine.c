@@ -304,6 +304,7 @@ void coli_engine_free(coli_engine *e)
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
 	free(e->batch_logits);
+	grammar_vocab_free(e->gvocab);
 	free(e->queue);
 	coli_state_free(e->state);
 	coli_tokenizer_free(e->tok);

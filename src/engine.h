@@ -63,6 +63,12 @@ typedef struct coli_gen_params {
 	const int *bias_ids;
 	const float *bias;
 	int n_bias;
+	/* Structured output (grammar.h): the answer is constrained to a JSON
+	 * document valid under json_schema (JSON text, copied; compiled at
+	 * admission, a bad schema is an ERROR event), or to any JSON object
+	 * when json_object is set. The request ends when the document does. */
+	const char *json_schema;
+	int json_object;
 } coli_gen_params;
 
 void coli_gen_params_default(coli_gen_params *p);

@@ -10,6 +10,8 @@
 
 #include "engine.h"
 #include "engine_request.h"
+#include "grammar.h"
+#include "grammar_mask.h"
 #include "kv_file.h"
 #include "model.h"
 #include "sampler.h"
@@ -49,6 +51,10 @@ typedef struct engine_slot {
 	int cached;              /* prompt tokens reused without evaluation */
 	float *logits;           /* (vocab) */
 	coli_sampler sampler;
+	/* structured output of the request (NULL when unconstrained) */
+	coli_grammar *grammar;
+	grammar_matcher *gm;
+	uint64_t *mask;          /* (vocab/64) allowed tokens */
 	coli_detok det;
 	stop_match sm;
 	int produced, limit, pending;
@@ -71,6 +77,7 @@ struct coli_engine {
 	engine_slot slots[ENGINE_MAX_SLOTS];
 	int n_slots;
 	float *batch_logits;   /* (n_slots, vocab) */
+	grammar_vocab *gvocab; /* token bytes for grammar masks (first use) */
 	pthread_t thread;
 	pthread_mutex_t lock;  /* guards the queue, stop and active */
 	pthread_cond_t cond;
@@ -101,6 +108,12 @@ int engine_slot_spill_read(void *ctx, int layer, int first, int n, float *out);
 int engine_slot_make_room(coli_engine *e, engine_slot *sl, int n, coli_err *err);
 /* Finish with an event; the slot becomes idle. */
 void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, int code, const char *msg);
+
+/* engine_grammar.c: structured output of a slot's request */
+int engine_slot_grammar_begin(coli_engine *e, engine_slot *sl, const coli_gen_params *p, coli_err *err);
+/* Mask the slot's logits; returns the number of tokens allowed. */
+int engine_slot_grammar_mask(coli_engine *e, engine_slot *sl);
+void engine_slot_grammar_end(engine_slot *sl);
 
 /* engine_session.c */
 /* Bind the slot to session `name` (create it when absent): afterwards its

@@ -54,6 +54,9 @@ int engine_request_new(const int *prompt, int n, const coli_gen_params *p, coli_
 		r->params.bias = r->bias;
 		r->params.n_bias = p->n_bias;
 	}
+	if (p->json_schema && !(r->json_schema = strdup(p->json_schema)))
+		goto oom;
+	r->params.json_schema = r->json_schema;
 	atomic_init(&r->refs, 2);
 	atomic_init(&r->cancelled, 0);
 	pthread_mutex_init(&r->lock, NULL);
@@ -83,6 +86,7 @@ void engine_request_unref(coli_request *r)
 	free(r->session);
 	free(r->bias_ids);
 	free(r->bias);
+	free(r->json_schema);
 	free(r->prompt);
 	free(r);
 }

@@ -30,6 +30,7 @@ struct coli_request {
 	char *session;                 /* owned copy or NULL */
 	int *bias_ids;                 /* owned copies of params.bias_ids/bias */
 	float *bias;
+	char *json_schema;             /* owned copy or NULL */
 	double submit_time;            /* seconds, CLOCK_MONOTONIC */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

@@ -44,6 +44,9 @@ void engine_slot_free(engine_slot *sl)
 	free(sl->prompt);
 	free(sl->logits);
 	coli_sampler_free(&sl->sampler);
+	engine_slot_grammar_end(sl);
+	free(sl->mask);
+	sl->mask = NULL;
 	sl->seq = NULL;
 	sl->hist = sl->prompt = NULL;
 	sl->logits = NULL;
@@ -143,6 +146,7 @@ void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, i
 	else if (kind == COLI_EV_DONE && sl->sess && sl->save_err[0])
 		snprintf(ev.message, sizeof ev.message, "%s", sl->save_err);
 	engine_request_finish(r, &ev);
+	engine_slot_grammar_end(sl);
 	sl->req = NULL;
 	sl->phase = SLOT_IDLE;
 	sl->last_used = engine_now();
@@ -162,7 +166,15 @@ static int slot_take_token(coli_engine *e, engine_slot *sl)
 	/* logit_bias: sl->logits is this step's private copy */
 	for (int i = 0; i < p->n_bias; i++)
 		sl->logits[p->bias_ids[i]] += p->bias[i];
-	int tok = coli_sampler_sample(&sl->sampler, sl->logits);
+	int tok;
+	if (sl->grammar && engine_slot_grammar_mask(e, sl) == 0) {
+		/* nothing can continue the document: it is complete */
+		engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_STOP, 0, NULL);
+		return 1;
+	}
+	tok = coli_sampler_sample(&sl->sampler, sl->logits);
+	if (sl->grammar && grammar_mask_feed(e->gvocab, sl->gm, tok))
+		coli_warn("grammar: sampled token %d outside the mask", tok); /* invariant: never */
 	if (sl->produced == 0) {
 		sl->t_first = engine_now();
 		sl->ttft = (sl->t_first - r->submit_time) * 1000.0;
@@ -182,6 +194,8 @@ static int slot_take_token(coli_engine *e, engine_slot *sl)
 			reason = COLI_FINISH_STOP;
 		else if (atomic_load(&r->cancelled))
 			reason = COLI_FINISH_CANCELLED;
+		else if (sl->grammar && !grammar_matcher_can_continue(sl->gm))
+			reason = COLI_FINISH_STOP; /* the document is complete */
 		else if (sl->produced >= sl->limit || sl->n_hist + 1 > e->ctx)
 			reason = COLI_FINISH_LENGTH;
 	}
@@ -259,6 +273,10 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 	sl->at = k;
 	const coli_gen_params *p = &r->params;
 	coli_sampler_reset(&sl->sampler, p->temperature, p->top_p, p->seed);
+	if ((p->json_schema || p->json_object) && engine_slot_grammar_begin(e, sl, p, &err)) {
+		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
+		return -1;
+	}
 	coli_detok_init(&sl->det);
 	stop_match_init(&sl->sm, p->stop);
 	sl->limit = p->max_tokens > 0 ? p->max_tokens : e->ctx;

@@ -247,6 +247,14 @@ const char *coli_tokenizer_token_text(const coli_tokenizer *t, int id)
 	return id >= 0 && id < t->n_ids ? t->text[id] : NULL;
 }
 
+const uint8_t *coli_tokenizer_token_bytes(const coli_tokenizer *t, int id, size_t *len)
+{
+	if (id < 0 || id >= t->n_ids || !t->text[id] || (t->flags[id] & TOK_F_ADDED))
+		return NULL;
+	*len = t->text_len[id];
+	return (const uint8_t *)t->text[id];
+}
+
 const char *coli_tokenizer_chat_template(const coli_tokenizer *t)
 {
 	return t->chat_template;

@@ -57,6 +57,11 @@ size_t coli_detok_flush(coli_detok *d, char *out, size_t cap);
  * content), or NULL for an id outside the vocabulary. Owned by t. */
 const char *coli_tokenizer_token_text(const coli_tokenizer *t, int id);
 
+/* The bytes an ordinary token decodes to (may be part of a UTF-8
+ * character), or NULL for added/special tokens and ids outside the
+ * vocabulary. Owned by t. */
+const uint8_t *coli_tokenizer_token_bytes(const coli_tokenizer *t, int id, size_t *len);
+
 /* The raw chat template string from tokenizer_config.json, or NULL. */
 const char *coli_tokenizer_chat_template(const coli_tokenizer *t);
 

@@ -18,3 +18,10 @@ TESTS += tests/core_stalled_client.sh
 EXTRA_DIST += tests/core_stalled_client.sh
 EXTRA_DIST += tests/core_placement.sh tests/core_session_resume.sh tests/core_doctor.sh tests/core_batch.sh \
 	tests/core_parallel.sh tests/core_long_context.sh tests/core_mtp.sh tests/core_dsa.sh
+
+# Structured output: the schema grammar and its token mask
+check_PROGRAMS += tests/grammar_test
+TESTS += tests/grammar_test tests/grammar_fuzz.sh tests/grammar_conformance.sh
+EXTRA_DIST += tests/grammar_fuzz.sh tests/grammar_fuzz.py tests/grammar_conformance.sh tests/grammar_conformance.py
+tests_grammar_test_SOURCES = tests/grammar_test.c tests/test_util.h
+tests_grammar_test_LDADD = libcoli.a $(COLI_LIBS)

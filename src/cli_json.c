@@ -1,0 +1,87 @@
+/* cli_json.c - see cli_json.h. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_json.h"
+#include "grammar.h"
+
+const char cli_json_flags_help[] =
+	"  --json              answer with one JSON object (constrained decoding)\n"
+	"  --json-schema FILE  answer with a JSON document valid under the schema in FILE\n";
+
+static int read_all(const char *path, char **out, coli_err *err)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return coli_err_set(err, -errno, "--json-schema %s: cannot open", path);
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		n += fread(buf + n, 1, cap - n - 1, f);
+		if (n < cap - 1)
+			break;
+		if (cap >= (1u << 24)) {
+			free(buf);
+			fclose(f);
+			return coli_err_set(err, -EFBIG, "--json-schema %s: larger than 16 MiB", path);
+		}
+		char *nb = realloc(buf, cap * 2);
+		if (!nb) {
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		buf = nb;
+		cap *= 2;
+	}
+	int bad = ferror(f);
+	fclose(f);
+	if (!buf)
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	if (bad) {
+		free(buf);
+		return coli_err_set(err, -EIO, "--json-schema %s: read error", path);
+	}
+	buf[n] = 0;
+	*out = buf;
+	return 0;
+}
+
+int cli_json_flags_parse(cli_json_flags *f, coli_gen_params *p, int argc, char **argv, int *i, coli_err *err)
+{
+	const char *a = argv[*i];
+	if (!strcmp(a, "--json")) {
+		p->json_object = 1;
+		return 1;
+	}
+	if (strcmp(a, "--json-schema"))
+		return 0;
+	if (*i + 1 >= argc)
+		return coli_err_set(err, -EINVAL, "--json-schema needs a file");
+	const char *path = argv[++*i];
+	free(f->schema);
+	f->schema = NULL;
+	int rc = read_all(path, &f->schema, err);
+	if (rc)
+		return rc;
+	/* compile once here so a bad schema is a usage error naming it */
+	char what[600];
+	snprintf(what, sizeof what, "--json-schema %s", path);
+	coli_grammar *g = NULL;
+	rc = grammar_compile_schema(f->schema, strlen(f->schema), what, &g, err);
+	grammar_free(g);
+	if (rc)
+		return rc;
+	p->json_schema = f->schema;
+	return 1;
+}
+
+void cli_json_flags_free(cli_json_flags *f)
+{
+	free(f->schema);
+	f->schema = NULL;
+}

@@ -1,0 +1,110 @@
+/* grammar_impl.h - the compiled grammar and the matcher's frames (private to
+ * json_schema.c, grammar.c, grammar_regex.c and grammar_mask.c). */
+#ifndef COLI_GRAMMAR_IMPL_H
+#define COLI_GRAMMAR_IMPL_H
+
+#include <stdint.h>
+
+#include "grammar.h"
+
+/* A set of NFA states (or enum candidates). */
+typedef struct gbits {
+	uint64_t w[GRAMMAR_RE_STATES / 64];
+} gbits;
+
+static inline void gbits_set(gbits *b, int i) { b->w[i >> 6] |= 1ULL << (i & 63); }
+static inline int gbits_has(const gbits *b, int i) { return (int)(b->w[i >> 6] >> (i & 63)) & 1; }
+static inline int gbits_empty(const gbits *b)
+{
+	for (int i = 0; i < GRAMMAR_RE_STATES / 64; i++)
+		if (b->w[i])
+			return 0;
+	return 1;
+}
+
+/* A pattern as a Thompson NFA over ASCII bytes plus one symbol standing for
+ * every non-ASCII code point (GRE_NONASCII). Sets are kept closed under
+ * epsilon moves. */
+#define GRE_NONASCII 128
+typedef struct gre_state {
+	uint64_t cls[2];   /* ASCII bytes this state consumes */
+	uint8_t nonascii;  /* consumes any non-ASCII code point */
+	uint8_t consumes;  /* 0: an epsilon state */
+	int16_t next;      /* after consuming */
+	int16_t eps[2];    /* epsilon successors (-1 none) */
+} gre_state;
+
+typedef struct gregex {
+	int n;
+	int final;
+	gre_state *st;     /* (n) */
+	gbits *closure;    /* (n) epsilon closure of each state */
+	gbits start;       /* closure of the start state */
+} gregex;
+
+/* Compile the documented pattern subset (grammar_regex.c). Unanchored ends
+ * match anything, as JSON Schema's `pattern` searches. */
+int gregex_compile(const char *pattern, gregex *re, const char *what, coli_err *err);
+void gregex_free(gregex *re);
+/* out = the closed successor set of `in` on sym (0..127 or GRE_NONASCII);
+ * returns non-zero when out is not empty. */
+int gregex_step(const gregex *re, const gbits *in, int sym, gbits *out);
+
+enum gnode_kind { GN_OBJECT = 1, GN_ARRAY, GN_STRING, GN_NUMBER, GN_INTEGER, GN_LITS, GN_ANYOF };
+
+typedef struct gnode {
+	int kind;
+	/* GN_OBJECT: declared properties, the schema of other keys (-1: none) */
+	int n_props;
+	char **names;
+	uint32_t *name_len;
+	int *prop;
+	uint64_t required;
+	int additional;
+	/* GN_ARRAY: prefixItems, then `items` (-1: no more items) */
+	int n_prefix;
+	int *prefix;
+	int items;
+	int min_items, max_items;     /* max -1: unbounded */
+	/* GN_STRING: lengths in code points (max -1: unbounded), pattern */
+	int min_len, max_len;
+	int re;                       /* index in res, -1 none */
+	/* GN_LITS: compact JSON texts of the allowed values */
+	int n_lits;
+	char **lits;
+	uint32_t *lit_len;
+	/* GN_ANYOF */
+	int n_alts;
+	int *alts;
+} gnode;
+
+struct coli_grammar {
+	gnode *nodes;
+	int n_nodes, cap;
+	gregex *res;
+	int n_res, cap_res;
+	int root;
+	int any;          /* the node for "any JSON value", -1 until needed */
+};
+
+/* Frames: the matcher's stack entries (immutable once linked). */
+enum gframe_kind { GF_DOC = 1, GF_VALUE, GF_OBJ, GF_ARR, GF_STR, GF_NUM, GF_LIT };
+
+struct grammar_frame {
+	const grammar_frame *up;
+	gbits bits;        /* STR: NFA set; LIT: candidates; OBJ: w[0] key
+	                    * candidates, w[1] properties seen */
+	uint32_t count;    /* ARR items; STR code points; NUM digits */
+	uint16_t node;
+	uint16_t pos;      /* LIT byte position; OBJ key bytes / property */
+	uint8_t kind, stage, ws, esc;
+	uint8_t u8need, u8lo, u8hi, depth;
+};
+
+/* Add a node (zeroed, given kind); returns its index or -ENOMEM. */
+int grammar_node_add(coli_grammar *g, int kind);
+/* The node accepting any JSON value (built on first use). */
+int grammar_node_any(coli_grammar *g);
+coli_grammar *grammar_alloc(void);
+
+#endif
