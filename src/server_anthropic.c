@@ -182,6 +182,18 @@ static int a_tools(json_t *root, srv_request *r, srv_error *e)
 			json_object_set(fn, "description", desc);
 		json_array_append_new(out, json_pack("{s:s, s:o}", "type", "function", "function", fn));
 	}
+	if (json_is_string(ct) && !strcmp(json_string_value(ct), "tool")) {
+		/* a forced tool: its input is generated under input_schema */
+		json_t *name = json_object_get(choice, "name");
+		if (!json_is_string(name)) {
+			json_decref(out);
+			return a_bad(e, "tool_choice.name", "the name of a tool");
+		}
+		if (srv_force_tool(out, json_string_value(name), "tool_choice.name", r, e)) {
+			json_decref(out);
+			return -EINVAL;
+		}
+	}
 	if (json_array_size(out))
 		r->tools_json = json_dumps(out, JSON_COMPACT);
 	json_decref(out);

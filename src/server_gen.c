@@ -55,6 +55,11 @@ int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
 	p.bias_ids = r->bias_ids;
 	p.bias = r->bias;
 	p.n_bias = r->n_bias;
+	p.json_schema = r->json_schema;
+	p.json_object = r->json_object;
+	g->forced_tool = r->forced_tool;
+	if (g->forced_tool)
+		g->st.capturing = 1; /* the whole answer is the call's arguments */
 	coli_err cerr = { 0 };
 	int rc = coli_engine_submit(eng, ids, n_ids, &p, &g->req, &cerr);
 	if (rc == -EBUSY)
@@ -146,7 +151,17 @@ static void finish_from_done(srv_gen *g, const coli_event *ev, srv_buf *out)
 	case COLI_FINISH_ERROR: g->finish = SRV_FINISH_ERROR; break;
 	default: g->finish = SRV_FINISH_STOP;
 	}
-	if (g->st.capturing) {
+	if (g->forced_tool) {
+		g->calls = calloc(1, sizeof *g->calls);
+		if (g->calls) {
+			srv_make_id(g->calls->id, sizeof g->calls->id, "call_");
+			g->calls->name = strdup(g->forced_tool);
+			g->calls->arguments = strndup(g->st.markup.p ? g->st.markup.p : "", g->st.markup.len);
+			g->n_calls = 1;
+			if (g->finish == SRV_FINISH_STOP)
+				g->finish = SRV_FINISH_TOOL;
+		}
+	} else if (g->st.capturing) {
 		g->n_calls = srv_tools_parse(g->st.markup.p, g->st.markup.len, &g->calls);
 		if (g->n_calls > 0 && g->finish == SRV_FINISH_STOP)
 			g->finish = SRV_FINISH_TOOL;

@@ -87,6 +87,10 @@ typedef struct srv_request {
 	int in_process;            /* not from the body: set by coli_server_answer,
 	                            * whose own thread reads every event, so the
 	                            * engine waits for it rather than cancelling */
+	char *json_schema;         /* constrain the answer to this schema (JSON text) */
+	int json_object;           /* constrain the answer to a JSON object */
+	char *forced_tool;         /* the answer is this tool's arguments (json_schema
+	                            * holds its parameters) returned as its call */
 } srv_request;
 
 void srv_request_free(srv_request *r);
@@ -97,6 +101,10 @@ int srv_parse_sampling(struct json_t *root, srv_request *r, double max_temp, srv
 int srv_parse_stop(struct json_t *v, const char *param, srv_request *r, srv_error *e);
 /* Log (debug) the top-level fields not in the NULL-terminated known list. */
 void srv_log_ignored(struct json_t *root, const char *const *known);
+/* server_structured.c: response_format (OpenAI), and a forced tool looked
+ * up by name in an OpenAI-style tools array (param names the field). */
+int srv_parse_response_format(struct json_t *root, srv_request *r, srv_error *e);
+int srv_force_tool(struct json_t *tools, const char *name, const char *param, srv_request *r, srv_error *e);
 int srv_parse_chat(const char *body, size_t len, srv_request *r, srv_error *e);
 int srv_parse_completions(const char *body, size_t len, srv_request *r, srv_error *e);
 /* Anthropic /v1/messages; count_only for /v1/messages/count_tokens (max_tokens optional). */
@@ -231,6 +239,7 @@ typedef struct srv_gen {
 	int shutdown;              /* cancelled because the server stops */
 	srv_tool_call *calls;
 	int n_calls;
+	const char *forced_tool;   /* the whole answer is this tool's arguments */
 } srv_gen;
 
 /* Render/tokenize is done by the caller; this submits and initialises g.

@@ -30,6 +30,8 @@ void srv_request_free(srv_request *r)
 	}
 	free(r->msgs);
 	free(r->tools_json);
+	free(r->json_schema);
+	free(r->forced_tool);
 	free(r->prompt);
 	free(r->prompt_ids);
 	for (int i = 0; i < r->n_stop; i++)
@@ -299,6 +301,18 @@ static int parse_tools(json_t *root, srv_request *r, srv_error *e)
 	json_t *choice = json_object_get(root, "tool_choice");
 	if (json_is_string(choice) && !strcmp(json_string_value(choice), "none"))
 		return 0;
+	if (json_is_object(choice)) {
+		/* {"type":"function","function":{"name":...}}: the answer is that call */
+		json_t *name = json_object_get(json_object_get(choice, "function"), "name");
+		if (!json_is_string(name))
+			return bad_type(e, "tool_choice", "\"none\", \"auto\", \"required\" or "
+					"{\"type\":\"function\",\"function\":{\"name\":...}}");
+		if (r->json_schema || r->json_object)
+			return srv_fail(e, 400, "invalid_request_error", "invalid_value", "tool_choice",
+					"tool_choice naming a function and response_format together are not supported");
+		if (srv_force_tool(tools, json_string_value(name), "tool_choice.function.name", r, e))
+			return -EINVAL;
+	}
 	if (json_array_size(tools))
 		r->tools_json = json_dumps(tools, JSON_COMPACT);
 	return 0;
@@ -313,18 +327,6 @@ static int check_rejected(json_t *root, srv_error *e)
 		if (json_integer_value(v) != 1)
 			return srv_fail(e, 400, "invalid_request_error", "unsupported_value", "n",
 					"only n=1 is supported");
-	}
-	v = json_object_get(root, "response_format");
-	if (v && !json_is_null(v)) {
-		json_t *t = json_object_get(v, "type");
-		if (!json_is_object(v) || !json_is_string(t))
-			return bad_type(e, "response_format", "an object with a 'type'");
-		if (strcmp(json_string_value(t), "text"))
-			return srv_fail(e, 400, "invalid_request_error", "unsupported_value",
-					"response_format",
-					"response_format '%s' is not supported (only 'text'); "
-					"constrained JSON output is not implemented",
-					json_string_value(t));
 	}
 	v = json_object_get(root, "logprobs");
 	if (v && !json_is_null(v) && !json_is_false(v) &&
@@ -401,7 +403,7 @@ static int parse_logit_bias(json_t *root, srv_request *r, srv_error *e)
 
 static int parse_common(json_t *root, srv_request *r, srv_error *e)
 {
-	if (get_model(root, r, 0, e) || check_rejected(root, e) ||
+	if (get_model(root, r, 0, e) || check_rejected(root, e) || srv_parse_response_format(root, r, e) ||
 	    srv_parse_sampling(root, r, 2.0, e) || parse_stream_options(root, r, e) ||
 	    srv_parse_stop(json_object_get(root, "stop"), "stop", r, e) ||
 	    get_max_tokens(root, "max_tokens", &r->max_tokens, e) ||

@@ -90,7 +90,10 @@ t "role missing" 400 openai -H "$J" "$C" -d '{"messages":[{"content":"x"}]}'
 t "content number" 400 openai -H "$J" "$C" -d '{"messages":[{"role":"user","content":5}]}'
 t "image part" 400 openai -H "$J" "$C" -d '{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}'
 t "n=2" 400 openai -H "$J" "$C" -d "{$MSG,\"n\":2}"
-t "json_object format" 400 openai -H "$J" "$C" -d "{$MSG,\"response_format\":{\"type\":\"json_object\"}}"
+t "response_format yaml" 400 openai -H "$J" "$C" -d "{$MSG,\"response_format\":{\"type\":\"yaml\"}}"
+t "json_schema without schema" 400 openai -H "$J" "$C" -d "{$MSG,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\"}}}"
+t "json_schema invalid" 400 openai -H "$J" "$C" -d "{$MSG,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":7}}}}"
+t "json_schema keyword" 400 openai -H "$J" "$C" -d "{$MSG,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"not\":{}}}}}"
 t "temperature 5" 400 openai -H "$J" "$C" -d "{$MSG,\"temperature\":5}"
 t "max_tokens negative" 400 openai -H "$J" "$C" -d "{$MSG,\"max_tokens\":-1}"
 t "max_tokens string" 400 openai -H "$J" "$C" -d "{$MSG,\"max_tokens\":\"10\"}"

@@ -152,7 +152,8 @@ async function main() {
 		await expectStatus(400, OpenAI.BadRequestError, () =>
 			oai.chat.completions.create({ model: modelId, messages: msgs, n: 2 }));
 		await expectStatus(400, OpenAI.BadRequestError, () =>
-			oai.chat.completions.create({ model: modelId, messages: msgs, response_format: { type: 'json_object' } }));
+			oai.chat.completions.create({ model: modelId, messages: msgs,
+				response_format: { type: 'json_schema', json_schema: { name: 'x' } } }));
 		const e = await expectStatus(404, OpenAI.NotFoundError, () =>
 			oai.chat.completions.create({ model: 'gpt-9-imaginary', messages: msgs }));
 		assert.strictEqual(e.code, 'model_not_found');

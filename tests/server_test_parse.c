@@ -111,7 +111,17 @@ static void test_chat_bad(void)
 		{ "\"stream_options\":{\"include_usage\":1}", "include_usage" },
 		{ "\"stop\":5", "stop" },
 		{ "\"stop\":[1]", "stop" },
-		{ "\"response_format\":{\"type\":\"json_object\"}", "response_format" },
+		{ "\"response_format\":{\"type\":\"yaml\"}", "response_format.type" },
+		{ "\"response_format\":\"json\"", "response_format" },
+		{ "\"response_format\":{\"type\":\"json_schema\"}", "response_format.json_schema" },
+		{ "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"a\"}}",
+		  "response_format.json_schema.schema" },
+		{ "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"minimum\":1}}}",
+		  "response_format.json_schema.schema" },
+		{ "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"minimum\":1}}}",
+		  "minimum" },
+		{ "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
+		  "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"g\"}}", "tool_choice.function.name" },
 		{ "\"logprobs\":true", "logprobs" },
 		{ "\"tools\":{}", "tools" },
 		{ "\"tools\":[{\"type\":\"function\"}]", "tools" },
@@ -144,6 +154,38 @@ static void test_chat_bad(void)
 	deep[p] = '\0';
 	expect_fail(srv_parse_chat, deep, 400, NULL);
 	free(deep);
+}
+
+/* response_format and a forced tool reach the request as a schema */
+static void test_structured(void)
+{
+	srv_request r;
+	srv_error e = { 0 };
+	const char *b = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+			"\"response_format\":{\"type\":\"json_object\"}}";
+	CHECK(srv_parse_chat(b, strlen(b), &r, &e) == 0 && r.json_object && !r.json_schema);
+	srv_request_free(&r);
+	b = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":"
+	    "\"json_schema\",\"json_schema\":{\"name\":\"p\",\"strict\":true,\"schema\":{\"type\":\"integer\"}}}}";
+	CHECK(srv_parse_chat(b, strlen(b), &r, &e) == 0 && r.json_schema && strstr(r.json_schema, "integer"));
+	srv_request_free(&r);
+	b = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":\"function\","
+	    "\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\",\"properties\":{\"q\":"
+	    "{\"type\":\"string\"}}}}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}}";
+	CHECK(srv_parse_chat(b, strlen(b), &r, &e) == 0 && r.forced_tool && !strcmp(r.forced_tool, "f") &&
+	      r.json_schema && strstr(r.json_schema, "\"q\"") && r.tools_json);
+	srv_request_free(&r);
+	b = "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+	    "\"tools\":[{\"name\":\"t\",\"input_schema\":{\"type\":\"object\"}}],"
+	    "\"tool_choice\":{\"type\":\"tool\",\"name\":\"t\"}}";
+	CHECK(srv_parse_messages(b, strlen(b), 0, &r, &e) == 0 && r.forced_tool && r.json_schema);
+	srv_request_free(&r);
+	b = "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+	    "\"tools\":[{\"name\":\"t\",\"input_schema\":{\"type\":\"object\"}}],"
+	    "\"tool_choice\":{\"type\":\"tool\",\"name\":\"u\"}}";
+	CHECK(srv_parse_messages(b, strlen(b), 0, &r, &e) != 0 && e.status == 400 &&
+	      !strcmp(e.param, "tool_choice.name"));
+	srv_request_free(&r);
 }
 
 static void test_completions(void)
@@ -221,6 +263,7 @@ int main(void)
 {
 	test_chat_ok();
 	test_chat_bad();
+	test_structured();
 	test_completions();
 	test_messages();
 	if (failures)

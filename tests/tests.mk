@@ -21,7 +21,8 @@ EXTRA_DIST += tests/core_placement.sh tests/core_session_resume.sh tests/core_do
 
 # Structured output: the schema grammar and its token mask
 check_PROGRAMS += tests/grammar_test
-TESTS += tests/grammar_test tests/grammar_fuzz.sh tests/grammar_conformance.sh
-EXTRA_DIST += tests/grammar_fuzz.sh tests/grammar_fuzz.py tests/grammar_conformance.sh tests/grammar_conformance.py
+TESTS += tests/grammar_test tests/grammar_fuzz.sh tests/grammar_conformance.sh tests/server_structured.sh
+EXTRA_DIST += tests/grammar_fuzz.sh tests/grammar_fuzz_schemas.py tests/grammar_conformance.sh tests/grammar_conformance_check.py \
+	tests/server_structured.sh tests/server_structured_wire.py
 tests_grammar_test_SOURCES = tests/grammar_test.c tests/test_util.h
 tests_grammar_test_LDADD = libcoli.a $(COLI_LIBS)

@@ -4,12 +4,12 @@
 Each of the schemas below (nested objects, arrays of objects, enums, anyOf,
 $ref, optional fields, formats, patterns; extra keys are not allowed, as
 with OpenAI's strict mode, so that a document fits the token budget: open
-objects are covered by tests/grammar_fuzz.py) is given to `coli generate
+objects are covered by tests/grammar_fuzz_schemas.py) is given to `coli generate
 --json-schema` at temperature 0.8 with several seeds; every output must
 parse and validate under python3-jsonschema (an independent validator,
 formats checked). The same prompts without the constraint are run too: the
 unconstrained model must fail most of them, which shows the mask does the
-work. Usage: grammar_conformance.py COLI N_SCHEMAS SEEDS...
+work. Usage: grammar_conformance_check.py COLI N_SCHEMAS SEEDS...
 """
 import json
 import os

@@ -10,7 +10,7 @@ Two claims, checked with an independent validator (python3-jsonschema):
      schema (made here, independently, and checked by jsonschema first),
      written compactly and with spaces, are all accepted (keys and enum
      values as raw UTF-8: the documented limits).
-Usage: grammar_fuzz.py GRAMMAR_TEST N_SCHEMAS SEED
+Usage: grammar_fuzz_schemas.py GRAMMAR_TEST N_SCHEMAS SEED
 """
 import json
 import os
