@@ -133,6 +133,37 @@ static int utf8_cont(int c, grammar_frame *n)
 
 static void step(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out);
 
+/* Integer bounds, digit by digit: can a number whose text so far is
+ * sign + `d` digits of magnitude `mag` (d == 0: a lone '-'; zero: the text
+ * is "0" and takes no more digits) still end within [lo, hi]? */
+static int int_reachable(int neg, int64_t mag, int d, int zero, int64_t lo, int64_t hi)
+{
+	int64_t p10 = 1;
+	for (int k = 0; d + k <= 15; k++, p10 *= 10) {
+		if (k > 0 && zero)
+			break;
+		int64_t a, b; /* magnitudes with k more digits */
+		if (d == 0) {
+			if (k == 0)
+				continue;
+			a = k == 1 ? 0 : p10 / 10;
+			b = p10 - 1;
+		} else {
+			a = mag * p10;
+			b = mag * p10 + p10 - 1;
+		}
+		int64_t vlo = neg ? -b : a, vhi = neg ? -a : b;
+		if (vlo <= hi && vhi >= lo)
+			return 1;
+	}
+	return 0;
+}
+
+static int int_bounded(const gnode *n)
+{
+	return n->kind == GN_INTEGER && (n->min_int != INT64_MIN || n->max_int != INT64_MAX);
+}
+
 /* A value of `node` beginning with byte c, pushed on `up`. */
 static void start(grammar_matcher *m, int node, int c, const grammar_frame *up, grammar_state *out)
 {
@@ -162,9 +193,16 @@ static void start(grammar_matcher *m, int node, int c, const grammar_frame *up, 
 		return;
 	case GN_NUMBER:
 	case GN_INTEGER:
-		if ((c == '-' || (c >= '0' && c <= '9')) && (f = frame_new(m, GF_NUM, node, up))) {
+		if (c != '-' && (c < '0' || c > '9'))
+			return;
+		if (int_bounded(n) && !int_reachable(c == '-', c == '-' ? 0 : c - '0', c != '-', c == '0', n->min_int,
+						     n->max_int))
+			return;
+		if ((f = frame_new(m, GF_NUM, node, up))) {
 			f->stage = c == '-' ? N_SIGN : c == '0' ? N_ZERO : N_INT;
 			f->count = c >= '1' && c <= '9';
+			f->u8lo = c == '-';               /* negative */
+			f->bits.w[0] = c >= '1' && c <= '9' ? (uint64_t)(c - '0') : 0; /* magnitude */
 			emit(out, f);
 		}
 		return;
@@ -416,7 +454,8 @@ static void step_str(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 
 static void step_num(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out)
 {
-	const int isint = m->g->nodes[f->node].kind == GN_INTEGER;
+	const gnode *n = &m->g->nodes[f->node];
+	const int isint = n->kind == GN_INTEGER, bounded = int_bounded(n);
 	const int digit = c >= '0' && c <= '9';
 	int stage = -1, count = 0;
 	switch (f->stage) {
@@ -455,14 +494,27 @@ static void step_num(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 	default:
 		break;
 	}
+	int64_t mag = (int64_t)f->bits.w[0];
+	if (stage >= 0 && bounded) {
+		/* integers only reach N_ZERO / N_INT */
+		mag = stage == N_ZERO ? 0 : mag * 10 + (c - '0');
+		if (!int_reachable(f->u8lo, mag, count ? count : 1, stage == N_ZERO, n->min_int, n->max_int))
+			return;
+	}
 	if (stage >= 0) {
 		grammar_frame *k = frame_dup(m, f);
 		if (k) {
 			k->stage = (uint8_t)stage;
 			k->count = (uint32_t)count;
+			k->bits.w[0] = (uint64_t)mag;
 			emit(out, k);
 		}
 		return;
+	}
+	if (bounded && (f->stage == N_ZERO || f->stage == N_INT)) {
+		int64_t v = f->u8lo ? -mag : mag;
+		if (v < n->min_int || v > n->max_int)
+			return;
 	}
 	/* the number ends here: the byte belongs to the parent */
 	if (f->stage == N_ZERO || f->stage == N_INT || f->stage == N_FRAC || f->stage == N_EXP)

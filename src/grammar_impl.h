@@ -69,6 +69,9 @@ typedef struct gnode {
 	/* GN_STRING: lengths in code points (max -1: unbounded), pattern */
 	int min_len, max_len;
 	int re;                       /* index in res, -1 none */
+	/* GN_INTEGER: inclusive bounds (minimum/maximum, exclusive ones moved
+	 * to the next integer); INT64_MIN/INT64_MAX when absent */
+	int64_t min_int, max_int;
 	/* GN_LITS: compact JSON texts of the allowed values */
 	int n_lits;
 	char **lits;

@@ -20,6 +20,8 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,7 @@ static const char *const annotations[] = {
 static const char *const kw_object[] = { "properties", "required", "additionalProperties", NULL };
 static const char *const kw_array[] = { "items", "prefixItems", "minItems", "maxItems", NULL };
 static const char *const kw_string[] = { "minLength", "maxLength", "pattern", "format", NULL };
+static const char *const kw_numeric[] = { "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL };
 static const char *const kw_other[] = { "type", "enum", "const", "anyOf", "oneOf", "$ref", NULL };
 
 static int in_list(const char *const *l, const char *k)
@@ -86,6 +89,8 @@ int grammar_node_add(coli_grammar *g, int kind)
 	n->max_items = -1;
 	n->max_len = -1;
 	n->re = -1;
+	n->min_int = INT64_MIN;
+	n->max_int = INT64_MAX;
 	return g->n_nodes++;
 }
 
@@ -406,6 +411,39 @@ static int compile_string(cctx *c, json_t *s, const char *path, int node)
 	return 0;
 }
 
+/* Integer bounds. Generated integers have at most 15 digits, so bounds
+ * beyond +-1e15 (zod's safe-integer range) change nothing. Bounds on
+ * "number" are refused: the digit-by-digit check covers integers only. */
+static int compile_bounds(cctx *c, json_t *s, const char *path, int node, int integer)
+{
+	gnode *nd = &c->g->nodes[node];
+	for (int i = 0; kw_numeric[i]; i++) {
+		json_t *v = json_object_get(s, kw_numeric[i]);
+		if (!v)
+			continue;
+		if (!json_is_number(v))
+			return coli_err_set(c->err, -EINVAL, "%s.%s: must be a number", path, kw_numeric[i]);
+		if (!integer)
+			return coli_err_set(c->err, -EINVAL, "%s.%s: bounds are supported on integers only "
+					    "(type \"integer\")", path, kw_numeric[i]);
+		double x = json_number_value(v);
+		if (x > 9e18)
+			x = 9e18;
+		if (x < -9e18)
+			x = -9e18;
+		double lo = i == 0 ? ceil(x) : i == 2 ? floor(x) + 1 : -9e18;
+		double hi = i == 1 ? floor(x) : i == 3 ? ceil(x) - 1 : 9e18;
+		if (i == 0 || i == 2)
+			nd->min_int = (int64_t)lo > nd->min_int ? (int64_t)lo : nd->min_int;
+		else
+			nd->max_int = (int64_t)hi < nd->max_int ? (int64_t)hi : nd->max_int;
+	}
+	const int64_t cap = 999999999999999LL;
+	if (nd->min_int > nd->max_int || nd->min_int > cap || nd->max_int < -cap)
+		return coli_err_set(c->err, -EINVAL, "%s: no integer of at most 15 digits lies within the bounds", path);
+	return 0;
+}
+
 static int type_code(const char *t)
 {
 	static const char *const names[] = { "object", "array", "string", "number", "integer", "boolean", "null" };
@@ -426,6 +464,8 @@ static int compile_type(cctx *c, json_t *s, const char *path, int type)
 	case 0: rc = compile_object(c, s, path, node); break;
 	case 1: rc = compile_array(c, s, path, node); break;
 	case 2: rc = compile_string(c, s, path, node); break;
+	case 3: rc = compile_bounds(c, s, path, node, 0); break;
+	case 4: rc = compile_bounds(c, s, path, node, 1); break;
 	case 5:
 		if (lits_add(&c->g->nodes[node], "true") || lits_add(&c->g->nodes[node], "false"))
 			rc = oom(c);
@@ -454,7 +494,7 @@ static int compile_body(cctx *c, json_t *s, const char *path, int self)
 	json_t *v;
 	json_object_foreach(s, key, v) {
 		if (!in_list(annotations, key) && !in_list(kw_object, key) && !in_list(kw_array, key) &&
-		    !in_list(kw_string, key) && !in_list(kw_other, key))
+		    !in_list(kw_string, key) && !in_list(kw_other, key) && !in_list(kw_numeric, key))
 			return coli_err_set(c->err, -EINVAL, "%s: unsupported JSON Schema keyword \"%s\"", path, key);
 	}
 	gnode *nd = &c->g->nodes[self];
@@ -520,6 +560,8 @@ static int compile_body(cctx *c, json_t *s, const char *path, int self)
 			types[nt++] = 1;
 		if (has_any(s, kw_string))
 			types[nt++] = 2;
+		if (has_any(s, kw_numeric))
+			types[nt++] = 3;
 		if (!nt) {
 			int a = grammar_node_any(c->g);
 			return a < 0 ? oom(c) : alts_add(c->g, self, a) ? oom(c) : 0;

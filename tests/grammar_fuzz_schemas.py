@@ -88,6 +88,9 @@ def gen_schema(r, depth, defs):
         return {"$ref": "#/$defs/" + name}
     if k == "typelist":
         return {"type": ["string", "null"], "maxLength": 4}
+    if k == "integer" and r.random() < 0.5:
+        lo = r.choice([-1000, -7, 0, 1, 99])
+        return {"type": "integer", "minimum": lo, "maximum": lo + r.choice([0, 5, 1000, 10**6])}
     return {"type": k}
 
 
@@ -132,7 +135,7 @@ def gen_value(r, s, root):
     if t == "number":
         return r.choice([0, -3, 2.5, 1e-7, -0.125, 123456789])
     if t == "integer":
-        return r.randint(-10**9, 10**9)
+        return r.randint(s.get("minimum", -10**9), s.get("maximum", 10**9))
     if t == "boolean":
         return r.random() < 0.5
     if t == "null":

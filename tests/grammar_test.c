@@ -159,8 +159,26 @@ static void unit(void)
 	expect("{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}}", "{\"x\":1,\"yy\":2}", 1);
 	expect("{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}}", "{\"x\":true}", 0);
 	expect("{}", "[{\"a\":[1,\"b\",null,false]},-0.5]", 1);
+	/* integer bounds, digit by digit */
+	const char *rng = "{\"type\":\"integer\",\"minimum\":-5,\"maximum\":120}";
+	expect(rng, "120", 1);
+	expect(rng, "121", 0);
+	expect(rng, "1200", 0);
+	expect(rng, "-5", 1);
+	expect(rng, "-6", 0);
+	expect(rng, "-50", 0);
+	expect(rng, "-0", 1);
+	expect(rng, "99", 1);
+	expect("{\"type\":\"integer\",\"exclusiveMinimum\":0,\"exclusiveMaximum\":10.5}", "0", 0);
+	expect("{\"type\":\"integer\",\"exclusiveMinimum\":0,\"exclusiveMaximum\":10.5}", "10", 1);
+	expect("{\"type\":\"integer\",\"minimum\":100}", "99", 0);
+	expect("{\"type\":\"integer\",\"minimum\":100}", "100000", 1);
+	/* zod's int(): the safe-integer range */
+	expect("{\"type\":\"integer\",\"minimum\":-9007199254740991,\"maximum\":9007199254740991}", "-42", 1);
 	/* unsupported input names the keyword or field */
-	expect_error("{\"type\":\"integer\",\"minimum\":3}", "minimum");
+	expect_error("{\"type\":\"number\",\"minimum\":3}", "minimum");
+	expect_error("{\"type\":\"integer\",\"minimum\":3,\"maximum\":2}", "bounds");
+	expect_error("{\"type\":\"integer\",\"multipleOf\":3}", "multipleOf");
 	expect_error("{\"type\":\"object\",\"properties\":{\"a\":{\"not\":{}}}}", "properties.a: unsupported JSON Schema keyword \"not\"");
 	expect_error("{\"type\":\"string\",\"pattern\":\"(?=a)\"}", "pattern");
 	expect_error("{\"type\":\"string\",\"format\":\"email\"}", "format");
