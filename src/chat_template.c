@@ -461,7 +461,7 @@ static int render_chatml(const coli_chat_msg *msgs, int n, json_t *tools, int ag
 
 /* ---- GLM-4.5 / GLM-5 ---- */
 
-static int render_glm(const coli_chat_msg *msgs, int n, json_t *tools, int agp, sb *b,
+static int render_glm(const coli_chat_msg *msgs, int n, json_t *tools, int agp, int thinking, sb *b,
 		      coli_err *err)
 {
 	int rc = 0;
@@ -546,7 +546,7 @@ static int render_glm(const coli_chat_msg *msgs, int n, json_t *tools, int agp, 
 		}
 	}
 	if (agp)
-		sb_add(b, "<|assistant|><think>");
+		sb_add(b, thinking == 0 ? "<|assistant|></think>" : "<|assistant|><think>");
 	return rc;
 }
 
@@ -576,6 +576,7 @@ int coli_chat_template_detect(const coli_tokenizer *t, const char *model_type,
 {
 	const char *tx = coli_tokenizer_chat_template(t);
 	memset(out, 0, sizeof *out);
+	out->enable_thinking = -1;
 	out->bos_text = coli_tokenizer_token_text(t, coli_tokenizer_bos_id(t));
 	out->eos_text = coli_tokenizer_token_text(t, coli_tokenizer_eos_id(t));
 	if (!out->bos_text)
@@ -636,7 +637,7 @@ int coli_chat_render(const coli_chat_template *tpl, const coli_chat_msg *msgs, i
 		rc = render_deepseek(tpl, msgs, n, add_generation_prompt, 1, &b, err);
 		break;
 	case COLI_CHAT_GLM5:
-		rc = render_glm(msgs, n, tools, add_generation_prompt, &b, err);
+		rc = render_glm(msgs, n, tools, add_generation_prompt, tpl->enable_thinking, &b, err);
 		break;
 	case COLI_CHAT_CHATML:
 		rc = render_chatml(msgs, n, tools, add_generation_prompt, &b, err);
@@ -682,4 +683,12 @@ int coli_chat_render_turn(const coli_chat_template *tpl, const coli_chat_msg *ms
 	snprintf(*out, len, "%s%s", pre, body);
 	free(r);
 	return 0;
+}
+
+int coli_chat_opens_thinking(const char *prompt)
+{
+	size_t n = strlen(prompt);
+	while (n > 0 && (prompt[n - 1] == '\n' || prompt[n - 1] == ' '))
+		n--;
+	return n >= 7 && !memcmp(prompt + n - 7, "<think>", 7);
 }

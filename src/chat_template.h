@@ -37,7 +37,15 @@ typedef struct coli_chat_template {
 	int family;
 	const char *bos_text;  /* BOS as text, as the template writes it */
 	const char *eos_text;
+	/* chat_template_kwargs.enable_thinking: -1 as the template decides
+	 * (set by detect), 0 off, 1 on. GLM-5 opens "<think>" unless it is 0
+	 * (then "</think>"); the DeepSeek families let the model open it. */
+	int enable_thinking;
 } coli_chat_template;
+
+/* The rendered prompt leaves a thinking block open ("<think>" at its end):
+ * the answer begins with reasoning, until "</think>". */
+int coli_chat_opens_thinking(const char *prompt);
 
 /* Recognise the family of a tokenizer's template. */
 int coli_chat_template_detect(const coli_tokenizer *t, const char *model_type,

@@ -9,7 +9,7 @@ libcoli_a_SOURCES = \
 	src/state.c src/state.h \
 	src/forward.c src/forward_ops.h src/indexer.c src/indexer.h src/vec_ops.c src/vec_ops.h \
 	src/moe.c src/moe.h \
-	src/sampler.c src/sampler.h \
+	src/sampler.c src/sampler.h src/logprob.c \
 	src/json_schema.c src/grammar.c src/grammar.h src/grammar_impl.h src/grammar_regex.c \
 	src/grammar_mask.c src/grammar_mask.h \
 	src/stop_match.c src/stop_match.h \

@@ -69,7 +69,29 @@ typedef struct coli_gen_params {
 	 * when json_object is set. The request ends when the document does. */
 	const char *json_schema;
 	int json_object;
+	/* The prompt opened a thinking block: the constraint starts after the
+	 * model closes it with "</think>" (the reasoning is free text). */
+	int grammar_after_think;
+	/* Log-probabilities: with logprobs set, every TEXT event of a sampled
+	 * token carries its log-probability and its top_logprobs (0..20) most
+	 * likely alternatives: the log-softmax of the model's raw logits, before
+	 * logit_bias, temperature, top-p and the grammar mask. */
+	int logprobs;
+	int top_logprobs;
 } coli_gen_params;
+
+#define COLI_MAX_TOP_LOGPROBS 20
+
+typedef struct coli_logprob {
+	float logprob;             /* of the event's token */
+	int n_top;
+	int top_id[COLI_MAX_TOP_LOGPROBS];         /* most likely first */
+	float top_logprob[COLI_MAX_TOP_LOGPROBS];
+} coli_logprob;
+
+/* The log-sum-exp of logits[0..n) and the k most likely ids with their
+ * log-probabilities (ties: the lower id first). */
+float coli_logprob_top(const float *logits, int n, int k, coli_logprob *out);
 
 void coli_gen_params_default(coli_gen_params *p);
 
@@ -86,6 +108,9 @@ typedef struct coli_event {
 	int token;                 /* TEXT: the token id */
 	char text[1024];           /* TEXT: bytes (NUL-terminated) */
 	size_t text_len;
+	int has_logprob;           /* TEXT: lp is set (logprobs requested; such
+	                            * events are never merged) */
+	coli_logprob lp;
 	int finish;                /* DONE: enum coli_finish */
 	int prompt_tokens;         /* DONE: usage */
 	int cached_tokens;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coli_log.h"
 #include "engine_internal.h"
 
 int engine_slot_grammar_begin(coli_engine *e, engine_slot *sl, const coli_gen_params *p, coli_err *err)
@@ -35,6 +36,8 @@ int engine_slot_grammar_begin(coli_engine *e, engine_slot *sl, const coli_gen_pa
 		rc = grammar_compile_any_object(&sl->grammar, err);
 	if (!rc)
 		rc = grammar_matcher_new(sl->grammar, &sl->gm, err);
+	sl->think_wait = p->grammar_after_think;
+	memset(sl->think_tail, 0, sizeof sl->think_tail);
 	if (rc)
 		engine_slot_grammar_end(sl);
 	return rc;
@@ -54,4 +57,40 @@ void engine_slot_grammar_end(engine_slot *sl)
 	grammar_free(sl->grammar);
 	sl->gm = NULL;
 	sl->grammar = NULL;
+}
+
+int engine_slot_grammar_active(const engine_slot *sl)
+{
+	return sl->grammar && !sl->think_wait;
+}
+
+void engine_slot_grammar_take(coli_engine *e, engine_slot *sl, int tok)
+{
+	if (!sl->grammar)
+		return;
+	if (!sl->think_wait) {
+		if (grammar_mask_feed(e->gvocab, sl->gm, tok))
+			coli_warn("grammar: sampled token %d outside the mask", tok); /* invariant: never */
+		return;
+	}
+	/* "</think>" may be one added token or the tail of ordinary ones */
+	size_t n = 0;
+	const uint8_t *b = coli_tokenizer_token_bytes(e->tok, tok, &n);
+	if (!b) {
+		const char *text = coli_tokenizer_token_text(e->tok, tok);
+		b = (const uint8_t *)(text ? text : "");
+		n = strlen((const char *)b);
+	}
+	char buf[sizeof sl->think_tail + 256];
+	size_t k = strlen(sl->think_tail), m = n < 256 ? n : 256;
+	memcpy(buf, sl->think_tail, k);
+	memcpy(buf + k, b, m);
+	buf[k + m] = 0;
+	if (strstr(buf, "</think>")) {
+		sl->think_wait = 0;
+		return;
+	}
+	size_t keep = k + m < sizeof sl->think_tail - 1 ? k + m : sizeof sl->think_tail - 1;
+	memmove(sl->think_tail, buf + k + m - keep, keep);
+	sl->think_tail[keep] = 0;
 }

@@ -55,6 +55,8 @@ typedef struct engine_slot {
 	coli_grammar *grammar;
 	grammar_matcher *gm;
 	uint64_t *mask;          /* (vocab/64) allowed tokens */
+	int think_wait;          /* unconstrained until "</think>" */
+	char think_tail[8];      /* the last bytes generated, while waiting */
 	coli_detok det;
 	stop_match sm;
 	int produced, limit, pending;
@@ -114,6 +116,11 @@ int engine_slot_grammar_begin(coli_engine *e, engine_slot *sl, const coli_gen_pa
 /* Mask the slot's logits; returns the number of tokens allowed. */
 int engine_slot_grammar_mask(coli_engine *e, engine_slot *sl);
 void engine_slot_grammar_end(engine_slot *sl);
+/* The grammar is active for this step (not waiting for "</think>"). */
+int engine_slot_grammar_active(const engine_slot *sl);
+/* After a token is chosen: feed it to the grammar, or watch it for the end
+ * of the thinking block. */
+void engine_slot_grammar_take(coli_engine *e, engine_slot *sl, int tok);
 
 /* engine_session.c */
 /* Bind the slot to session `name` (create it when absent): afterwards its

@@ -93,9 +93,16 @@ void engine_request_unref(coli_request *r)
 
 void engine_request_push_text(coli_request *r, int token, const char *text, size_t len)
 {
+	engine_request_push_token(r, token, text, len, NULL);
+}
+
+void engine_request_push_token(coli_request *r, int token, const char *text, size_t len,
+			       const coli_logprob *lp)
+{
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
-		if (r->count > 0) {
+		/* a token with log-probabilities keeps its own event */
+		if (r->count > 0 && !lp) {
 			coli_event *tail = &r->ring[(r->head + r->count - 1) % COLI_REQ_RING];
 			if (r->count == COLI_REQ_RING && tail->text_len + len < sizeof tail->text) {
 				memcpy(tail->text + tail->text_len, text, len);
@@ -115,6 +122,10 @@ void engine_request_push_text(coli_request *r, int token, const char *text, size
 			memcpy(ev->text, text, len);
 			ev->text[len] = '\0';
 			ev->text_len = len;
+			if (lp) {
+				ev->has_logprob = 1;
+				ev->lp = *lp;
+			}
 			r->count++;
 			break;
 		}

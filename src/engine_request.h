@@ -45,6 +45,9 @@ int engine_request_new(const int *prompt, int n, const coli_gen_params *p, coli_
 void engine_request_unref(coli_request *r);
 /* Engine side: push text (merged when the ring is full). */
 void engine_request_push_text(coli_request *r, int token, const char *text, size_t len);
+/* The same for a token with its log-probabilities (lp may be NULL). */
+void engine_request_push_token(coli_request *r, int token, const char *text, size_t len,
+			       const coli_logprob *lp);
 void engine_request_finish(coli_request *r, const coli_event *ev);
 double engine_now(void);
 

@@ -163,18 +163,30 @@ static int slot_take_token(coli_engine *e, engine_slot *sl)
 {
 	coli_request *r = sl->req;
 	const coli_gen_params *p = &r->params;
+	coli_logprob lp;
+	float lse = 0.0f;
+	const int V = e->model->cfg.vocab_size;
+	if (p->logprobs)
+		lse = coli_logprob_top(sl->logits, V, p->top_logprobs, &lp);
 	/* logit_bias: sl->logits is this step's private copy */
 	for (int i = 0; i < p->n_bias; i++)
 		sl->logits[p->bias_ids[i]] += p->bias[i];
 	int tok;
-	if (sl->grammar && engine_slot_grammar_mask(e, sl) == 0) {
+	if (engine_slot_grammar_active(sl) && engine_slot_grammar_mask(e, sl) == 0) {
 		/* nothing can continue the document: it is complete */
 		engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_STOP, 0, NULL);
 		return 1;
 	}
 	tok = coli_sampler_sample(&sl->sampler, sl->logits);
-	if (sl->grammar && grammar_mask_feed(e->gvocab, sl->gm, tok))
-		coli_warn("grammar: sampled token %d outside the mask", tok); /* invariant: never */
+	engine_slot_grammar_take(e, sl, tok);
+	if (p->logprobs) {
+		/* the raw logit: the mask left an allowed token alone */
+		float raw = sl->logits[tok];
+		for (int i = 0; i < p->n_bias; i++)
+			if (p->bias_ids[i] == tok)
+				raw -= p->bias[i];
+		lp.logprob = raw - lse;
+	}
 	if (sl->produced == 0) {
 		sl->t_first = engine_now();
 		sl->ttft = (sl->t_first - r->submit_time) * 1000.0;
@@ -189,12 +201,12 @@ static int slot_take_token(coli_engine *e, engine_slot *sl)
 		size_t n = e->tok ? coli_detok_push(e->tok, &sl->det, tok, 1, piece, sizeof piece) : 0;
 		int hit = 0;
 		size_t m = stop_match_push(&sl->sm, piece, n, out, sizeof out, &hit);
-		engine_request_push_text(r, tok, out, m);
+		engine_request_push_token(r, tok, out, m, p->logprobs ? &lp : NULL);
 		if (hit)
 			reason = COLI_FINISH_STOP;
 		else if (atomic_load(&r->cancelled))
 			reason = COLI_FINISH_CANCELLED;
-		else if (sl->grammar && !grammar_matcher_can_continue(sl->gm))
+		else if (engine_slot_grammar_active(sl) && !grammar_matcher_can_continue(sl->gm))
 			reason = COLI_FINISH_STOP; /* the document is complete */
 		else if (sl->produced >= sl->limit || sl->n_hist + 1 > e->ctx)
 			reason = COLI_FINISH_LENGTH;

@@ -259,9 +259,23 @@ int srv_parse_messages(const char *body, size_t len, int count_only, srv_request
 		if (a_message(m, i, r, e))
 			goto out;
 	}
+	/* thinking: {"type":"enabled", "budget_tokens"} asks for thinking blocks;
+	 * otherwise the template is asked not to think */
+	json_t *th = json_object_get(root, "thinking");
+	r->enable_thinking = 0;
+	if (th && !json_is_null(th)) {
+		json_t *tt = json_object_get(th, "type");
+		if (!json_is_object(th) || !json_is_string(tt) ||
+		    (strcmp(json_string_value(tt), "enabled") && strcmp(json_string_value(tt), "disabled") &&
+		     strcmp(json_string_value(tt), "adaptive"))) {
+			a_bad(e, "thinking", "{\"type\":\"enabled\"|\"disabled\", ...}");
+			goto out;
+		}
+		r->show_thinking = r->enable_thinking = strcmp(json_string_value(tt), "disabled") != 0;
+	}
 	static const char *const known[] = {
 		"model", "max_tokens", "messages", "system", "stop_sequences", "temperature",
-		"top_p", "stream", "tools", "tool_choice", NULL,
+		"top_p", "stream", "tools", "tool_choice", "thinking", NULL,
 	};
 	srv_log_ignored(root, known);
 	rc = 0;
@@ -305,6 +319,9 @@ static json_t *tool_input(const srv_tool_call *c)
 char *srv_anthropic_response(const srv_stream_ctx *c, const srv_result *r)
 {
 	json_t *content = json_array();
+	if (r->reasoning && r->show_thinking)
+		json_array_append_new(content, json_pack("{s:s, s:s%, s:s}", "type", "thinking", "thinking",
+							 r->reasoning, r->reasoning_len, "signature", ""));
 	if (r->len || !r->n_calls)
 		json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text",
 							 r->text ? r->text : "", r->len));
@@ -350,6 +367,29 @@ int srv_anthropic_ev_block_start_text(srv_buf *b, int index)
 	return a_event(b, "content_block_start",
 		       json_pack("{s:s, s:i, s:{s:s, s:s}}", "type", "content_block_start", "index",
 				 index, "content_block", "type", "text", "text", ""));
+}
+
+int srv_anthropic_ev_block_start_thinking(srv_buf *b, int index)
+{
+	return a_event(b, "content_block_start",
+		       json_pack("{s:s, s:i, s:{s:s, s:s, s:s}}", "type", "content_block_start", "index", index,
+				 "content_block", "type", "thinking", "thinking", "", "signature", ""));
+}
+
+int srv_anthropic_ev_thinking(srv_buf *b, int index, const char *text, size_t len)
+{
+	return a_event(b, "content_block_delta",
+		       json_pack("{s:s, s:i, s:{s:s, s:s%}}", "type", "content_block_delta", "index", index,
+				 "delta", "type", "thinking_delta", "thinking", text, len));
+}
+
+int srv_anthropic_ev_signature(srv_buf *b, int index)
+{
+	/* local thinking is not signed; the empty signature keeps the block's
+	 * shape for clients that send it back */
+	return a_event(b, "content_block_delta",
+		       json_pack("{s:s, s:i, s:{s:s, s:s}}", "type", "content_block_delta", "index", index,
+				 "delta", "type", "signature_delta", "signature", ""));
 }
 
 int srv_anthropic_ev_ping(srv_buf *b)

@@ -57,7 +57,12 @@ int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
 	p.n_bias = r->n_bias;
 	p.json_schema = r->json_schema;
 	p.json_object = r->json_object;
+	p.grammar_after_think = r->think_open;
 	g->forced_tool = r->forced_tool;
+	g->think = r->api == SRV_API_CHAT || r->api == SRV_API_MESSAGES;
+	srv_think_init(&g->th, r->think_open);
+	p.logprobs = g->want_lp = r->logprobs;
+	p.top_logprobs = r->top_logprobs;
 	if (g->forced_tool)
 		g->st.capturing = 1; /* the whole answer is the call's arguments */
 	coli_err cerr = { 0 };
@@ -120,10 +125,17 @@ static int wait_event(srv_gen *g, coli_event *ev)
  * markup we need their text. End-of-sequence tokens are never shown. */
 static size_t special_text(srv_gen *g, const coli_event *ev, char *out, size_t cap)
 {
-	if (!g->st.tools || !g->tok || ev->token < 0 || !coli_tokenizer_is_special(g->tok, ev->token) ||
+	if (!g->tok || ev->token < 0 || !coli_tokenizer_is_special(g->tok, ev->token) ||
 	    ev->token == coli_tokenizer_eos_id(g->tok))
 		return 0;
 	const char *t = coli_tokenizer_token_text(g->tok, ev->token);
+	if (g->think && t && (!strcmp(t, "<think>") || !strcmp(t, "</think>"))) {
+		size_t n = strlen(t);
+		memcpy(out, t, n);
+		return n;
+	}
+	if (!g->st.tools)
+		return 0;
 	size_t n = t ? strlen(t) : 0;
 	if (!n || n >= cap || (!g->st.capturing && !strstr(t, "tool")))
 		return 0;
@@ -140,8 +152,17 @@ static void finish_from_done(srv_gen *g, const coli_event *ev, srv_buf *out)
 	/* The engine's count: after a stop string it may include the few
 	 * tokens generated before the cancellation took effect. */
 	g->usage.completion = ev->completion_tokens > 0 ? ev->completion_tokens : g->n_out;
+	g->usage.reasoning = g->reasoning_tokens;
 	if (g->finish == SRV_FINISH_STOP_SEQ)
 		return;
+	if (g->think) {
+		srv_buf_clear(&g->answer);
+		size_t before = g->reason_step.len;
+		srv_think_flush(&g->th, &g->reason_step, &g->answer);
+		srv_buf_add(&g->reason_all, g->reason_step.p + before, g->reason_step.len - before);
+		if (g->answer.len)
+			srv_stopper_push(&g->st, g->answer.p, g->answer.len, out);
+	}
 	srv_stopper_flush(&g->st, out);
 	switch (ev->finish) {
 	case COLI_FINISH_LENGTH: g->finish = SRV_FINISH_LENGTH; break;
@@ -177,6 +198,7 @@ int srv_gen_next(srv_gen *g, srv_buf *out)
 		return 0;
 	if (g->gone)
 		return -1;
+	srv_buf_clear(&g->reason_step);
 	coli_event ev;
 	g->idle = 0;
 	int w = wait_event(g, &ev);
@@ -190,12 +212,42 @@ int srv_gen_next(srv_gen *g, srv_buf *out)
 	switch (ev.kind) {
 	case COLI_EV_TEXT: {
 		g->n_out++;
+		if (g->want_lp && ev.has_logprob && ev.token >= 0) {
+			if (g->n_lp == g->cap_lp) {
+				int cap = g->cap_lp ? g->cap_lp * 2 : 64;
+				coli_logprob *l = realloc(g->lp, sizeof *l * (size_t)cap);
+				int *t = l ? realloc(g->lp_tok, sizeof *t * (size_t)cap) : NULL;
+				if (l)
+					g->lp = l;
+				if (t) {
+					g->lp_tok = t;
+					g->cap_lp = cap;
+				}
+			}
+			if (g->n_lp < g->cap_lp) {
+				g->lp[g->n_lp] = ev.lp;
+				g->lp_tok[g->n_lp++] = ev.token;
+			}
+		}
 		const char *text = ev.text;
 		size_t len = ev.text_len;
 		char sp[1024];
 		if (len == 0) {
 			len = special_text(g, &ev, sp, sizeof sp);
 			text = sp;
+		}
+		if (g->think && len) {
+			/* the reasoning goes aside; stop strings and tool
+			 * markup apply to the answer only */
+			g->reasoning_tokens += srv_think_inside(&g->th);
+			srv_buf_clear(&g->answer);
+			size_t before = g->reason_step.len;
+			srv_think_push(&g->th, text, len, &g->reason_step, &g->answer);
+			srv_buf_add(&g->reason_all, g->reason_step.p + before, g->reason_step.len - before);
+			text = g->answer.p ? g->answer.p : "";
+			len = g->answer.len;
+		} else if (g->think) {
+			g->reasoning_tokens += srv_think_inside(&g->th);
 		}
 		if (len && srv_stopper_push(&g->st, text, len, out)) {
 			/* A stop string: stop the engine, then collect the usage. */
@@ -247,6 +299,14 @@ void srv_gen_result(const srv_gen *g, const srv_request *r, const char *text, si
 	out->usage = g->usage;
 	out->calls = g->calls;
 	out->n_calls = g->n_calls;
+	out->want_lp = g->want_lp;
+	out->reasoning = g->reason_all.len ? g->reason_all.p : NULL;
+	out->reasoning_len = g->reason_all.len;
+	out->show_thinking = r->show_thinking;
+	out->lp = g->lp;
+	out->lp_tok = g->lp_tok;
+	out->n_lp = g->n_lp;
+	out->tok = g->tok;
 }
 
 void srv_gen_free(srv_gen *g)
@@ -256,5 +316,11 @@ void srv_gen_free(srv_gen *g)
 	coli_request_free(g->req);
 	srv_stopper_free(&g->st);
 	srv_tools_free(g->calls, g->n_calls);
+	free(g->lp);
+	free(g->lp_tok);
+	srv_think_free(&g->th);
+	srv_buf_free(&g->answer);
+	srv_buf_free(&g->reason_step);
+	srv_buf_free(&g->reason_all);
 	memset(g, 0, sizeof *g);
 }

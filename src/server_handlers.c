@@ -62,7 +62,7 @@ int srv_handle_get(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
 
 /* Prompt token ids of a request (chat template + tokenizer, or the
  * completions prompt). */
-static int build_prompt(coli_server *s, const srv_request *r, int **ids, int *n, srv_error *e)
+static int build_prompt(coli_server *s, srv_request *r, int **ids, int *n, srv_error *e)
 {
 	const coli_tokenizer *tok = coli_engine_tokenizer(s->eng);
 	coli_err cerr = { 0 };
@@ -96,9 +96,12 @@ static int build_prompt(coli_server *s, const srv_request *r, int **ids, int *n,
 		if (!s->tpl_ok)
 			return srv_fail(e, 500, "server_error", "no_chat_template", NULL,
 					"chat template unavailable: %s", s->tpl_err);
-		if (coli_chat_render(&s->tpl, r->msgs, r->n_msgs, r->tools_json, 1, &text, &cerr) < 0)
+		coli_chat_template tpl = s->tpl;
+		tpl.enable_thinking = r->enable_thinking;
+		if (coli_chat_render(&tpl, r->msgs, r->n_msgs, r->tools_json, 1, &text, &cerr) < 0)
 			return srv_fail(e, 400, "invalid_request_error", "invalid_messages", "messages",
 					"cannot render the conversation: %s", cerr.msg);
+		r->think_open = text && coli_chat_opens_thinking(text);
 	}
 	if (!text)
 		return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory");
@@ -149,7 +152,21 @@ typedef struct srv_stream {
 	int phase;
 	srv_buf out;     /* formatted bytes not yet handed to MHD */
 	srv_buf piece;   /* text of the latest step */
+	int block;       /* Anthropic: index of the open content block */
+	int thinking;    /* Anthropic: the open block is a thinking block */
 } srv_stream;
+
+/* Anthropic: close the thinking block and open the text block after it. */
+static void stream_end_thinking(srv_stream *st)
+{
+	if (!st->thinking)
+		return;
+	srv_anthropic_ev_signature(&st->out, st->block);
+	srv_anthropic_ev_block_stop(&st->out, st->block);
+	st->block++;
+	st->thinking = 0;
+	srv_anthropic_ev_block_start_text(&st->out, st->block);
+}
 
 static void stream_tail(srv_stream *st)
 {
@@ -178,9 +195,10 @@ static void stream_tail(srv_stream *st)
 	srv_metrics_generation(&st->s->metrics, &res.usage, st->gen.ttft_ms, st->gen.tps);
 	st->cc->usage = res.usage;
 	if (st->anthropic) {
-		srv_anthropic_ev_block_stop(&st->out, 0);
+		stream_end_thinking(st);
+		srv_anthropic_ev_block_stop(&st->out, st->block);
 		for (int i = 0; i < res.n_calls; i++)
-			srv_anthropic_ev_tool_use(&st->out, i + 1, &res.calls[i]);
+			srv_anthropic_ev_tool_use(&st->out, st->block + 1 + i, &res.calls[i]);
 		srv_anthropic_ev_delta(&st->out, &res);
 		srv_anthropic_ev_stop(&st->out);
 		return;
@@ -199,7 +217,14 @@ static int stream_step(srv_stream *st)
 		if (st->anthropic) {
 			srv_usage u = { .prompt = st->gen.n_prompt };
 			srv_anthropic_ev_start(&st->out, &st->ctx, &u);
-			srv_anthropic_ev_block_start_text(&st->out, 0);
+			if (st->req.show_thinking) {
+				/* thinking first (it may stay empty), then the text */
+				srv_anthropic_ev_block_start_thinking(&st->out, 0);
+				st->thinking = 1;
+			} else {
+				srv_anthropic_ev_block_start_text(&st->out, 0);
+			}
+			st->block = 0;
 			srv_anthropic_ev_ping(&st->out);
 		} else {
 			srv_openai_chunk_role(&st->out, &st->ctx);
@@ -220,9 +245,27 @@ static int stream_step(srv_stream *st)
 				srv_buf_puts(&st->out, ": keepalive\n\n");
 			return 0;
 		}
-		if (st->piece.len) {
+		if (st->gen.reason_step.len) {
+			if (!st->anthropic)
+				srv_openai_chunk_reasoning(&st->out, &st->ctx, st->gen.reason_step.p,
+							   st->gen.reason_step.len);
+			else if (st->thinking)
+				srv_anthropic_ev_thinking(&st->out, st->block, st->gen.reason_step.p,
+							  st->gen.reason_step.len);
+		}
+		if (st->anthropic && st->piece.len)
+			stream_end_thinking(st);
+		if (!st->anthropic && st->gen.want_lp && st->gen.n_lp > st->gen.lp_sent &&
+		    (st->piece.len || rc == 0)) {
+			/* the log-probabilities of the tokens since the last chunk */
+			srv_result res;
+			srv_gen_result(&st->gen, &st->req, "", 0, &res);
+			srv_openai_chunk_text_lp(&st->out, &st->ctx, st->piece.p ? st->piece.p : "", st->piece.len,
+						 &res, st->gen.lp_sent);
+			st->gen.lp_sent = st->gen.n_lp;
+		} else if (st->piece.len) {
 			if (st->anthropic)
-				srv_anthropic_ev_text(&st->out, 0, st->piece.p, st->piece.len);
+				srv_anthropic_ev_text(&st->out, st->block, st->piece.p, st->piece.len);
 			else
 				srv_openai_chunk_text(&st->out, &st->ctx, st->piece.p, st->piece.len);
 		}

@@ -91,6 +91,14 @@ typedef struct srv_request {
 	int json_object;           /* constrain the answer to a JSON object */
 	char *forced_tool;         /* the answer is this tool's arguments (json_schema
 	                            * holds its parameters) returned as its call */
+	int logprobs, top_logprobs;/* OpenAI logprobs (chat: logprobs + top_logprobs,
+	                            * completions: logprobs N) */
+	int enable_thinking;       /* -1 template default, 0 off, 1 on (OpenAI
+	                            * chat_template_kwargs.enable_thinking,
+	                            * Anthropic thinking.type) */
+	int show_thinking;         /* Anthropic: thinking blocks asked for */
+	int think_open;            /* set by the handler: the prompt opened a
+	                            * thinking block */
 } srv_request;
 
 void srv_request_free(srv_request *r);
@@ -104,6 +112,8 @@ void srv_log_ignored(struct json_t *root, const char *const *known);
 /* server_structured.c: response_format (OpenAI), and a forced tool looked
  * up by name in an OpenAI-style tools array (param names the field). */
 int srv_parse_response_format(struct json_t *root, srv_request *r, srv_error *e);
+/* chat: logprobs (boolean) + top_logprobs 0..20; completions: logprobs N. */
+int srv_parse_logprobs(struct json_t *root, int chat, srv_request *r, srv_error *e);
 int srv_force_tool(struct json_t *tools, const char *name, const char *param, srv_request *r, srv_error *e);
 int srv_parse_chat(const char *body, size_t len, srv_request *r, srv_error *e);
 int srv_parse_completions(const char *body, size_t len, srv_request *r, srv_error *e);
@@ -119,6 +129,7 @@ enum srv_finish {
 
 typedef struct srv_usage {
 	int prompt, completion, cached;
+	int reasoning;             /* of completion: tokens inside the thinking block */
 } srv_usage;
 
 typedef struct srv_tool_call {
@@ -135,6 +146,15 @@ typedef struct srv_result {
 	srv_usage usage;
 	srv_tool_call *calls;
 	int n_calls;
+	/* log-probabilities of the tokens (NULL unless requested) */
+	const coli_logprob *lp;
+	const int *lp_tok;         /* (n_lp) the token of each entry */
+	int n_lp;
+	const coli_tokenizer *tok; /* token ids -> bytes for the entries */
+	int want_lp;               /* logprobs were requested */
+	const char *reasoning;     /* the thinking, split out (may be NULL) */
+	size_t reasoning_len;
+	int show_thinking;         /* Anthropic: include thinking blocks */
 } srv_result;
 
 /* ---- stop strings and tool-call markup in the generated text ---- */
@@ -159,6 +179,23 @@ void srv_stopper_flush(srv_stopper *s, srv_buf *out);
 int srv_tools_parse(const char *markup, size_t len, srv_tool_call **calls);
 void srv_tools_free(srv_tool_call *calls, int n);
 
+/* ---- reasoning split out of the answer (server_think.c) ---- */
+typedef struct srv_think {
+	int state;
+	int seen;                  /* a thinking block was open at some point */
+	int skip_nl;               /* drop newlines at the start of the next part */
+	srv_buf held;              /* may be the start of a marker */
+} srv_think;
+
+/* open: the prompt left a thinking block open. */
+void srv_think_init(srv_think *t, int open);
+void srv_think_free(srv_think *t);
+/* Route generated text to the reasoning or the answer. */
+void srv_think_push(srv_think *t, const char *text, size_t len, srv_buf *reasoning, srv_buf *answer);
+void srv_think_flush(srv_think *t, srv_buf *reasoning, srv_buf *answer);
+/* Inside the thinking block now (the next token counts as reasoning). */
+int srv_think_inside(const srv_think *t);
+
 /* ---- formatting: OpenAI ---- */
 typedef struct srv_stream_ctx {
 	char id[64];
@@ -170,6 +207,14 @@ typedef struct srv_stream_ctx {
 char *srv_openai_response(const srv_stream_ctx *c, const srv_result *r);
 int srv_openai_chunk_role(srv_buf *b, const srv_stream_ctx *c);
 int srv_openai_chunk_text(srv_buf *b, const srv_stream_ctx *c, const char *text, size_t len);
+/* A chat chunk whose delta is reasoning_content. */
+int srv_openai_chunk_reasoning(srv_buf *b, const srv_stream_ctx *c, const char *text, size_t len);
+/* logprobs of entries [from, r->n_lp) of r (server_logprobs.c); for
+ * completions text_offset is the offset of entry `from` in the text. */
+struct json_t *srv_logprobs_json(const srv_result *r, int chat, int from, size_t text_offset);
+/* The same with the log-probabilities of entries [from, r->n_lp) of r. */
+int srv_openai_chunk_text_lp(srv_buf *b, const srv_stream_ctx *c, const char *text, size_t len,
+			     const srv_result *r, int from);
 int srv_openai_chunk_finish(srv_buf *b, const srv_stream_ctx *c, const srv_result *r);
 int srv_openai_chunk_usage(srv_buf *b, const srv_stream_ctx *c, const srv_usage *u);
 int srv_openai_chunk_error(srv_buf *b, const char *type, const char *message);
@@ -181,6 +226,9 @@ char *srv_openai_models_json(const char *model_id, long long created);
 /* ---- formatting: Anthropic ---- */
 char *srv_anthropic_response(const srv_stream_ctx *c, const srv_result *r);
 int srv_anthropic_ev_start(srv_buf *b, const srv_stream_ctx *c, const srv_usage *u);
+int srv_anthropic_ev_block_start_thinking(srv_buf *b, int index);
+int srv_anthropic_ev_thinking(srv_buf *b, int index, const char *text, size_t len);
+int srv_anthropic_ev_signature(srv_buf *b, int index);
 int srv_anthropic_ev_block_start_text(srv_buf *b, int index);
 int srv_anthropic_ev_ping(srv_buf *b);
 int srv_anthropic_ev_text(srv_buf *b, int index, const char *text, size_t len);
@@ -240,6 +288,18 @@ typedef struct srv_gen {
 	srv_tool_call *calls;
 	int n_calls;
 	const char *forced_tool;   /* the whole answer is this tool's arguments */
+	int want_lp;               /* collect log-probabilities */
+	coli_logprob *lp;          /* (cap_lp) one per sampled token */
+	int *lp_tok;
+	int n_lp, cap_lp;
+	int lp_sent;               /* entries already streamed */
+	/* reasoning split out of chat answers */
+	int think;                 /* split (chat routes) */
+	srv_think th;
+	srv_buf answer;            /* scratch: this piece's answer part */
+	srv_buf reason_step;       /* reasoning of the latest srv_gen_next */
+	srv_buf reason_all;        /* all the reasoning */
+	int reasoning_tokens;
 } srv_gen;
 
 /* Render/tokenize is done by the caller; this submits and initialises g.

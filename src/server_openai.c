@@ -27,10 +27,10 @@ const char *srv_finish_openai(int finish)
 
 static json_t *o_usage(const srv_usage *u)
 {
-	return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", u->prompt,
+	return json_pack("{s:i, s:i, s:i, s:{s:i}, s:{s:i}}", "prompt_tokens", u->prompt,
 			 "completion_tokens", u->completion, "total_tokens",
 			 u->prompt + u->completion, "prompt_tokens_details", "cached_tokens",
-			 u->cached);
+			 u->cached, "completion_tokens_details", "reasoning_tokens", u->reasoning);
 }
 
 static json_t *o_tool_calls(const srv_result *r, int with_index)
@@ -60,6 +60,8 @@ char *srv_openai_response(const srv_stream_ctx *c, const srv_result *r)
 	const char *text = r->text ? r->text : "";
 	if (c->chat) {
 		json_t *msg = json_pack("{s:s, s:s%}", "role", "assistant", "content", text, r->len);
+		if (r->reasoning)
+			json_object_set_new(msg, "reasoning_content", json_stringn(r->reasoning, r->reasoning_len));
 		if (r->n_calls) {
 			if (!r->len)
 				json_object_set_new(msg, "content", json_null());
@@ -71,6 +73,8 @@ char *srv_openai_response(const srv_stream_ctx *c, const srv_result *r)
 		choice = json_pack("{s:i, s:s%, s:n, s:s}", "index", 0, "text", text, r->len,
 				   "logprobs", "finish_reason", srv_finish_openai(r->finish));
 	}
+	if (r->want_lp)
+		json_object_set_new(choice, "logprobs", srv_logprobs_json(r, c->chat, 0, 0));
 	return dump(json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o, s:n}", "id", c->id, "object",
 			      c->chat ? "chat.completion" : "text_completion", "created",
 			      (json_int_t)c->created, "model", c->model, "choices", choice, "usage",
@@ -112,6 +116,29 @@ int srv_openai_chunk_text(srv_buf *b, const srv_stream_ctx *c, const char *text,
 {
 	json_t *d = c->chat ? json_pack("{s:s%}", "content", text, len) : json_stringn(text, len);
 	return o_chunk(b, c, o_choice(c, d, NULL), NULL);
+}
+
+int srv_openai_chunk_reasoning(srv_buf *b, const srv_stream_ctx *c, const char *text, size_t len)
+{
+	return o_chunk(b, c, o_choice(c, json_pack("{s:s%}", "reasoning_content", text, len), NULL), NULL);
+}
+
+int srv_openai_chunk_text_lp(srv_buf *b, const srv_stream_ctx *c, const char *text, size_t len,
+			     const srv_result *r, int from)
+{
+	json_t *d = c->chat ? json_pack("{s:s%}", "content", text, len) : json_stringn(text, len);
+	json_t *ch = o_choice(c, d, NULL);
+	/* completions: offsets continue from the entries already sent */
+	size_t off = 0;
+	for (int i = 0; !c->chat && i < from; i++) {
+		size_t n = 0;
+		const char *t = coli_tokenizer_token_text(r->tok, r->lp_tok[i]);
+		if (!coli_tokenizer_token_bytes(r->tok, r->lp_tok[i], &n))
+			n = t ? strlen(t) : 0;
+		off += n;
+	}
+	json_object_set_new(json_array_get(ch, 0), "logprobs", srv_logprobs_json(r, c->chat, from, off));
+	return o_chunk(b, c, ch, NULL);
 }
 
 int srv_openai_chunk_finish(srv_buf *b, const srv_stream_ctx *c, const srv_result *r)

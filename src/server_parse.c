@@ -45,6 +45,7 @@ static void request_init(srv_request *r, int api)
 {
 	memset(r, 0, sizeof *r);
 	r->api = api;
+	r->enable_thinking = -1;
 	r->temperature = 1.0;
 	r->top_p = 1.0;
 }
@@ -328,11 +329,6 @@ static int check_rejected(json_t *root, srv_error *e)
 			return srv_fail(e, 400, "invalid_request_error", "unsupported_value", "n",
 					"only n=1 is supported");
 	}
-	v = json_object_get(root, "logprobs");
-	if (v && !json_is_null(v) && !json_is_false(v) &&
-	    !(json_is_integer(v) && json_integer_value(v) == 0))
-		return srv_fail(e, 400, "invalid_request_error", "unsupported_value", "logprobs",
-				"logprobs are not supported");
 	v = json_object_get(root, "best_of");
 	if (json_is_integer(v) && json_integer_value(v) > 1)
 		return srv_fail(e, 400, "invalid_request_error", "unsupported_value", "best_of",
@@ -425,8 +421,18 @@ int srv_parse_chat(const char *body, size_t len, srv_request *r, srv_error *e)
 	if (srv_parse_load(body, len, &root, e))
 		return -EINVAL;
 	int rc = -EINVAL;
-	if (parse_common(root, r, e) || parse_tools(root, r, e))
+	if (parse_common(root, r, e) || srv_parse_logprobs(root, 1, r, e) || parse_tools(root, r, e))
 		goto out;
+	json_t *kw = json_object_get(root, "chat_template_kwargs");
+	if (kw && !json_is_null(kw)) {
+		json_t *et = json_object_get(kw, "enable_thinking");
+		if (!json_is_object(kw) || (et && !json_is_boolean(et) && !json_is_null(et))) {
+			bad_type(e, "chat_template_kwargs", "an object ({\"enable_thinking\": boolean})");
+			goto out;
+		}
+		if (json_is_boolean(et))
+			r->enable_thinking = json_is_true(et);
+	}
 	json_t *msgs = json_object_get(root, "messages");
 	if (!msgs) {
 		srv_fail(e, 400, "invalid_request_error", "missing_required_parameter", "messages",
@@ -503,7 +509,7 @@ int srv_parse_completions(const char *body, size_t len, srv_request *r, srv_erro
 	if (srv_parse_load(body, len, &root, e))
 		return -EINVAL;
 	int rc = -EINVAL;
-	if (parse_common(root, r, e))
+	if (parse_common(root, r, e) || srv_parse_logprobs(root, 0, r, e))
 		goto out;
 	json_t *p = json_object_get(root, "prompt");
 	if (!p) {

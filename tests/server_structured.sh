@@ -1,6 +1,7 @@
 #!/bin/sh
 # Structured output on the wire against `coli serve` on the default model
-# (tests/server_structured_wire.py, raw httpx + python3-jsonschema).
+# and log-probabilities (tests/server_structured_wire.py, raw httpx +
+# python3-jsonschema).
 . "${top_srcdir:-.}/tests/server_common.sh"
 . "${top_srcdir:-.}/tests/test_skip.sh"
 PYTHON3=${PYTHON3:-/usr/bin/python3}
@@ -11,5 +12,5 @@ SRV_PIDS=
 trap 'srv_cleanup' EXIT
 SRV_MODEL="${top_srcdir:-.}/data/default-model"
 srv_start main --ctx 1024
-$PYTHON3 "${top_srcdir:-.}/tests/server_structured_wire.py" "$BASE" || { tail -20 "$SRV_TMP/main.log"; exit 1; }
+$PYTHON3 "${top_srcdir:-.}/tests/server_structured_wire.py" "$BASE" "$COLI" "$SRV_MODEL" || { tail -20 "$SRV_TMP/main.log"; exit 1; }
 srv_stop

@@ -4,8 +4,14 @@ json_object / json_schema on chat and completions, streamed and not; a
 forced tool on OpenAI (tool_choice naming a function) and Anthropic
 (tool_choice {"type":"tool"}); bad schemas answered 400 naming the field,
 the server still serving. Every answer is checked by python3-jsonschema.
-Usage: server_structured.py BASE_URL"""
+Log-probabilities: the chat and completions shapes (token, logprob, bytes,
+top_logprobs; tokens/token_logprobs/top_logprobs/text_offset), streamed
+per chunk and equal to the whole answer's, and the values equal to the
+log-softmax of `coli logits` (an independent run of the model).
+Usage: server_structured_wire.py BASE_URL COLI MODEL_DIR"""
 import json
+import math
+import subprocess
 import sys
 
 import httpx
@@ -142,7 +148,7 @@ for stream in (False, True):
 # bad input: 400 naming the field, the server keeps serving
 BAD = [
     ({"type": "json_schema", "json_schema": {"name": "x"}}, "response_format.json_schema.schema"),
-    ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "integer", "minimum": 1}}},
+    ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "integer", "multipleOf": 3}}},
      "response_format.json_schema.schema"),
     ({"type": "json_schema"}, "response_format.json_schema"),
     ({"type": "yaml"}, "response_format.type"),
@@ -155,8 +161,8 @@ for rfb, param in BAD:
     err = r.json().get("error", {})
     check(err.get("param") == param, "bad %s: param %s, want %s" % (rfb, err.get("param"), param))
 r = c.post(BASE + "/v1/chat/completions", json={"messages": MSGS, "response_format": {
-    "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "integer", "minimum": 1}}}})
-check("minimum" in r.json()["error"]["message"], "the unsupported keyword is named: %s" % r.text)
+    "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "integer", "multipleOf": 3}}}})
+check("multipleOf" in r.json()["error"]["message"], "the unsupported keyword is named: %s" % r.text)
 r = c.post(BASE + "/v1/chat/completions", json={"messages": MSGS, "tools": tools,
                                                  "tool_choice": {"type": "function", "function": {"name": "nope"}}})
 check(r.status_code == 400 and r.json()["error"]["param"] == "tool_choice.function.name", "unknown tool: %s" % r.text)
@@ -165,6 +171,58 @@ r = c.post(BASE + "/v1/messages", headers=ah, json={
     "tool_choice": {"type": "tool", "name": "t"}})
 check(r.status_code == 400 and r.json().get("type") == "error" and "not" in r.json()["error"]["message"],
       "anthropic bad input_schema: %s" % r.text)
+# ---- log-probabilities ----
+COLI, MODEL = sys.argv[2], sys.argv[3]
+body = {"messages": MSGS, "max_tokens": 6, "temperature": 0.9, "seed": 11, "logprobs": True, "top_logprobs": 3}
+r = c.post(BASE + "/v1/chat/completions", json=body)
+check(r.status_code == 200, "chat logprobs status %d %s" % (r.status_code, r.text[:200]))
+ch = r.json()["choices"][0]
+content = ch["logprobs"]["content"]
+check(len(content) == r.json()["usage"]["completion_tokens"], "one entry per token")
+check("".join(bytes(e["bytes"]).decode("utf-8", "replace") for e in content) == ch["message"]["content"],
+      "entries' bytes spell the answer")
+for e in content:
+    check(set(e) == {"token", "logprob", "bytes", "top_logprobs"} and len(e["top_logprobs"]) == 3, "entry %s" % e)
+    lps = [t["logprob"] for t in e["top_logprobs"]]
+    check(lps == sorted(lps, reverse=True) and all(x <= 0 for x in lps) and e["logprob"] <= 0, "order %s" % lps)
+    check(e["logprob"] <= lps[0] + 1e-6, "chosen not above the best")
+    for t in e["top_logprobs"]:
+        if t["token"] == e["token"]:
+            check(abs(t["logprob"] - e["logprob"]) < 1e-5, "same token, same logprob")
+with c.stream("POST", BASE + "/v1/chat/completions", json=dict(body, stream=True)) as s_:
+    chunks = sse(s_)
+streamed = [e for k in chunks if k["choices"] and k["choices"][0].get("logprobs")
+            for e in k["choices"][0]["logprobs"]["content"]]
+check(streamed == content, "streamed logprobs == whole answer's")
+r = c.post(BASE + "/v1/chat/completions", json={"messages": MSGS, "max_tokens": 2, "logprobs": True})
+check(all(e["top_logprobs"] == [] for e in r.json()["choices"][0]["logprobs"]["content"]), "top_logprobs 0")
+r = c.post(BASE + "/v1/chat/completions", json={"messages": MSGS, "max_tokens": 2})
+check(r.json()["choices"][0]["logprobs"] is None, "no logprobs unless asked")
+
+# completions on token ids: the first token's log-probabilities against
+# the log-softmax of `coli logits` on the same ids (greedy: the top token)
+ids = [5, 17, 42, 9]
+r = c.post(BASE + "/v1/completions", json={"prompt": ids, "max_tokens": 3, "temperature": 0, "logprobs": 5})
+check(r.status_code == 200, "completions logprobs %d %s" % (r.status_code, r.text[:200]))
+lp = r.json()["choices"][0]["logprobs"]
+check(set(lp) == {"tokens", "token_logprobs", "top_logprobs", "text_offset"}, "completions shape %s" % lp)
+check(lp["text_offset"][0] == 0 and len(lp["tokens"]) == len(lp["token_logprobs"]) >= 1, "offsets %s" % lp)
+out = subprocess.run([COLI, "logits", MODEL, "--tokens", ",".join(map(str, ids))], capture_output=True, text=True)
+row = json.loads(out.stdout)["logits"][-1]
+mx = max(row)
+lse = mx + math.log(sum(math.exp(x - mx) for x in row))
+best = sorted(range(len(row)), key=lambda i: (-row[i], i))[:5]
+want = sorted((row[i] - lse for i in best), reverse=True)
+got = sorted(lp["top_logprobs"][0].values(), reverse=True)
+check(all(abs(a - b) < 1e-3 for a, b in zip(want, got)) and len(got) == 5,
+      "top logprobs vs coli logits: %s vs %s" % (got, want))
+check(abs(lp["token_logprobs"][0] - want[0]) < 1e-3, "greedy token is the most likely: %s" % lp["token_logprobs"])
+for bad, param in (({"logprobs": True, "top_logprobs": 21}, "top_logprobs"),
+                   ({"top_logprobs": 2}, "top_logprobs"), ({"logprobs": "yes"}, "logprobs")):
+    r = c.post(BASE + "/v1/chat/completions", json=dict({"messages": MSGS}, **bad))
+    check(r.status_code == 400 and r.json()["error"]["param"] == param, "bad %s: %s" % (bad, r.text[:200]))
+r = c.post(BASE + "/v1/completions", json={"prompt": "x", "logprobs": 99})
+check(r.status_code == 400 and r.json()["error"]["param"] == "logprobs", "completions logprobs 99: %s" % r.text)
 check(c.get(BASE + "/health").status_code == 200, "still serving")
 print("%d failures" % fails)
 sys.exit(1 if fails else 0)

@@ -290,7 +290,7 @@ static void test_metrics(void)
 	srv_metrics_request(m, SRV_ROUTE_CHAT, 200);
 	srv_metrics_request(m, SRV_ROUTE_CHAT, 200);
 	srv_metrics_request(m, SRV_ROUTE_MESSAGES, 418);
-	srv_usage u = { 10, 20, 5 };
+	srv_usage u = { 10, 20, 5, 0 };
 	srv_metrics_generation(m, &u, 120.0, 15.0);
 	char *t = srv_metrics_render(m, 3, NULL);
 	CHECK(t && strstr(t, "coli_http_requests_total{route=\"chat_completions\",code=\"200\"} 2\n"));

@@ -122,7 +122,10 @@ static void test_chat_bad(void)
 		  "minimum" },
 		{ "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
 		  "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"g\"}}", "tool_choice.function.name" },
-		{ "\"logprobs\":true", "logprobs" },
+		{ "\"logprobs\":\"yes\"", "logprobs" },
+		{ "\"logprobs\":true,\"top_logprobs\":21", "top_logprobs" },
+		{ "\"top_logprobs\":2", "top_logprobs" },
+		{ "\"chat_template_kwargs\":{\"enable_thinking\":\"no\"}", "chat_template_kwargs" },
 		{ "\"tools\":{}", "tools" },
 		{ "\"tools\":[{\"type\":\"function\"}]", "tools" },
 		{ "\"model\":7", "model" },

@@ -21,8 +21,19 @@ EXTRA_DIST += tests/core_placement.sh tests/core_session_resume.sh tests/core_do
 
 # Structured output: the schema grammar and its token mask
 check_PROGRAMS += tests/grammar_test
-TESTS += tests/grammar_test tests/grammar_fuzz.sh tests/grammar_conformance.sh tests/server_structured.sh
+TESTS += tests/grammar_test tests/grammar_fuzz.sh tests/grammar_conformance.sh tests/grammar_mask.sh \
+	tests/server_structured.sh tests/server_structured_sdk.sh tests/server_thinking.sh
 EXTRA_DIST += tests/grammar_fuzz.sh tests/grammar_fuzz_schemas.py tests/grammar_conformance.sh tests/grammar_conformance_check.py \
-	tests/server_structured.sh tests/server_structured_wire.py
+	tests/grammar_mask.sh tests/server_structured.sh tests/server_structured_wire.py tests/server_structured_sdk.sh \
+	tests/server_structured_sdk.js tests/server_thinking.sh tests/server_thinking_wire.py bench/grammar_mask.sh
 tests_grammar_test_SOURCES = tests/grammar_test.c tests/test_util.h
 tests_grammar_test_LDADD = libcoli.a $(COLI_LIBS)
+# reasoning split out of answers (server_think.c)
+check_PROGRAMS += tests/server_test_think
+TESTS += tests/server_test_think
+tests_server_test_think_SOURCES = tests/server_test_think.c
+tests_server_test_think_LDADD = libcoli.a $(COLI_LIBS)
+# mask cost per token (bench/grammar_mask.sh); built, never run by make check
+noinst_PROGRAMS += bench/grammar_bench
+bench_grammar_bench_SOURCES = bench/grammar_bench.c
+bench_grammar_bench_LDADD = libcoli.a $(COLI_LIBS)
