@@ -578,6 +578,19 @@ int grammar_advance(grammar_matcher *m, const grammar_state *in, int c, grammar_
 	return out->n;
 }
 
+int grammar_matcher_plain_text(const grammar_matcher *m)
+{
+	if (m->cur.n != 1)
+		return 0;
+	const grammar_frame *f = m->cur.top[0];
+	const gnode *n = &m->g->nodes[f->node];
+	if (f->u8need || f->esc)
+		return 0;
+	if (f->kind == GF_STR)
+		return n->re < 0 && n->max_len < 0;
+	return f->kind == GF_OBJ && f->stage == O_KEY && n->additional >= 0;
+}
+
 size_t grammar_scratch_mark(const grammar_matcher *m)
 {
 	return m->n_scratch;

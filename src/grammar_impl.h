@@ -104,6 +104,11 @@ struct grammar_frame {
 	uint8_t u8need, u8lo, u8hi, depth;
 };
 
+/* The state is one reading inside free text at a character boundary: a
+ * string without pattern or maxLength, or the key of an object that takes
+ * any key. Any run of ordinary characters (no '"', '\\', control byte)
+ * continues it (grammar_mask.c's fast path). */
+int grammar_matcher_plain_text(const grammar_matcher *m);
 /* Add a node (zeroed, given kind); returns its index or -ENOMEM. */
 int grammar_node_add(coli_grammar *g, int kind);
 /* The node accepting any JSON value (built on first use). */

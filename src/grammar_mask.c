@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar_impl.h"
 #include "grammar_mask.h"
 
 #define MASK_MAX_TOKEN 256  /* longer tokens are never allowed */
@@ -16,11 +17,21 @@ typedef struct vtok {
 	int id;
 } vtok;
 
+/* Inside a plain string (no pattern, no maxLength, no escape or UTF-8
+ * character under way) the answer for most tokens does not depend on the
+ * rest of the state: a token of ordinary characters stays in the string.
+ * Those are precomputed (str_plain); only the tokens that could close the
+ * string or start an escape (a '"', '\\' or control byte) are walked. This
+ * is where long answers spend most steps, and where every token is alive. */
 struct grammar_vocab {
 	int n_vocab;
 	int n;              /* ordinary tokens in the walk */
 	vtok *tok;          /* (n) sorted by bytes */
 	uint16_t *lcp;      /* (n) prefix shared with the previous entry */
+	uint64_t *str_plain;/* (n_vocab/64) tokens of ordinary string characters */
+	int n_str;          /* tokens to walk inside a plain string */
+	vtok *str_tok;      /* (n_str) sorted, with their own lcp */
+	uint16_t *str_lcp;
 	const coli_tokenizer *t;
 	int eos[8];
 	int n_eos;
@@ -36,6 +47,51 @@ static int cmp_tok(const void *a, const void *b)
 	if (x->len != y->len)
 		return x->len < y->len ? -1 : 1;
 	return x->id - y->id;
+}
+
+static void fill_lcp(const vtok *t, uint16_t *lcp, int n)
+{
+	for (int k = 1; k < n; k++) {
+		uint32_t l = 0, m = t[k].len < t[k - 1].len ? t[k].len : t[k - 1].len;
+		while (l < m && t[k].bytes[l] == t[k - 1].bytes[l])
+			l++;
+		lcp[k] = (uint16_t)l;
+	}
+}
+
+/* A token's bytes inside a string, from a character boundary: 1 ordinary
+ * characters only (a UTF-8 character may be left open at the end), 2 it
+ * holds a '"', '\\' or control byte (must be walked), 0 never valid. */
+static int str_class(const uint8_t *b, uint32_t n)
+{
+	int need = 0, special = 0;
+	uint8_t lo = 0x80, hi = 0xBF;
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t c = b[i];
+		if (need) {
+			if (c < lo || c > hi)
+				return special ? 2 : 0;
+			need--;
+			lo = 0x80;
+			hi = 0xBF;
+			continue;
+		}
+		if (c == '"' || c == '\\' || c < 0x20)
+			return 2; /* what follows depends on the state: walk it */
+		if (c < 0x80)
+			continue;
+		if (c >= 0xC2 && c <= 0xDF)
+			need = 1;
+		else if (c >= 0xE0 && c <= 0xEF)
+			need = 2;
+		else if (c >= 0xF0 && c <= 0xF4)
+			need = 3;
+		else
+			return 0;
+		lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+		hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+	}
+	return 1;
 }
 
 int grammar_vocab_new(const coli_tokenizer *t, int n_vocab, const int *eos, int n_eos, grammar_vocab **out,
@@ -63,12 +119,22 @@ int grammar_vocab_new(const coli_tokenizer *t, int n_vocab, const int *eos, int 
 		v->tok[v->n++] = (vtok){ b, (uint32_t)len, id };
 	}
 	qsort(v->tok, (size_t)v->n, sizeof *v->tok, cmp_tok);
-	for (int k = 1; k < v->n; k++) {
-		uint32_t l = 0, n = v->tok[k].len < v->tok[k - 1].len ? v->tok[k].len : v->tok[k - 1].len;
-		while (l < n && v->tok[k].bytes[l] == v->tok[k - 1].bytes[l])
-			l++;
-		v->lcp[k] = (uint16_t)l;
+	fill_lcp(v->tok, v->lcp, v->n);
+	v->str_plain = calloc((size_t)(n_vocab + 63) / 64, sizeof *v->str_plain);
+	v->str_tok = calloc((size_t)v->n + 1, sizeof *v->str_tok);
+	v->str_lcp = calloc((size_t)v->n + 1, sizeof *v->str_lcp);
+	if (!v->str_plain || !v->str_tok || !v->str_lcp) {
+		grammar_vocab_free(v);
+		return coli_err_set(err, -ENOMEM, "out of memory (grammar vocabulary)");
 	}
+	for (int k = 0; k < v->n; k++) {
+		int c = str_class(v->tok[k].bytes, v->tok[k].len);
+		if (c == 1)
+			v->str_plain[v->tok[k].id >> 6] |= 1ULL << (v->tok[k].id & 63);
+		else if (c == 2)
+			v->str_tok[v->n_str++] = v->tok[k];
+	}
+	fill_lcp(v->str_tok, v->str_lcp, v->n_str);
 	*out = v;
 	return 0;
 }
@@ -79,6 +145,9 @@ void grammar_vocab_free(grammar_vocab *v)
 		return;
 	free(v->tok);
 	free(v->lcp);
+	free(v->str_plain);
+	free(v->str_tok);
+	free(v->str_lcp);
 	free(v);
 }
 
@@ -87,18 +156,18 @@ int grammar_vocab_size(const grammar_vocab *v)
 	return v->n_vocab;
 }
 
-int grammar_mask_compute(const grammar_vocab *v, grammar_matcher *m, uint64_t *mask)
+/* Walk the sorted tokens tok[0..n) like a trie; set the allowed ones. */
+static int walk(const vtok *tok, const uint16_t *lcp, int n, grammar_matcher *m, uint64_t *mask)
 {
 	grammar_state st[MASK_MAX_TOKEN + 1];
 	size_t mark[MASK_MAX_TOKEN + 1];
 	const size_t base = grammar_scratch_mark(m);
-	memset(mask, 0, sizeof *mask * (size_t)((v->n_vocab + 63) / 64));
 	st[0] = *grammar_matcher_state(m);
 	int depth = 0, allowed = 0;
-	for (int k = 0; k < v->n;) {
-		const vtok *t = &v->tok[k];
+	for (int k = 0; k < n;) {
+		const vtok *t = &tok[k];
 		/* keep st[0..l]: mark[d] is where st[d + 1]'s frames begin */
-		int l = v->lcp[k] < depth ? v->lcp[k] : depth;
+		int l = lcp[k] < depth ? lcp[k] : depth;
 		if (l < depth)
 			grammar_scratch_release(m, mark[l]);
 		depth = l;
@@ -114,7 +183,7 @@ int grammar_mask_compute(const grammar_vocab *v, grammar_matcher *m, uint64_t *m
 		k++;
 		if (dead) {
 			/* every following token sharing the dead prefix is dead too */
-			while (k < v->n && v->lcp[k] > depth)
+			while (k < n && lcp[k] > depth)
 				k++;
 			grammar_scratch_release(m, mark[depth]);
 			continue;
@@ -123,6 +192,23 @@ int grammar_mask_compute(const grammar_vocab *v, grammar_matcher *m, uint64_t *m
 		allowed++;
 	}
 	grammar_scratch_release(m, base);
+	return allowed;
+}
+
+int grammar_mask_compute(const grammar_vocab *v, grammar_matcher *m, uint64_t *mask)
+{
+	const size_t words = (size_t)(v->n_vocab + 63) / 64;
+	int allowed;
+	if (grammar_matcher_plain_text(m)) {
+		memcpy(mask, v->str_plain, sizeof *mask * words);
+		allowed = 0;
+		for (size_t i = 0; i < words; i++)
+			allowed += __builtin_popcountll(mask[i]);
+		allowed += walk(v->str_tok, v->str_lcp, v->n_str, m, mask);
+	} else {
+		memset(mask, 0, sizeof *mask * words);
+		allowed = walk(v->tok, v->lcp, v->n, m, mask);
+	}
 	if (grammar_matcher_accepts(m)) {
 		for (int i = 0; i < v->n_eos; i++) {
 			mask[v->eos[i] >> 6] |= 1ULL << (v->eos[i] & 63);
