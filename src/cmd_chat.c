@@ -150,7 +150,11 @@ static int one_turn(chat *c, const char *line, coli_err *err)
 		return coli_err_set(err, -ENOMEM, "out of memory");
 	if (chat_transcript_add(&c->t, "user", line, strlen(line)))
 		return coli_err_set(err, -ENOMEM, "out of memory");
-	if ((rc = turn_text(c, line, &text, err)) ||
+	if (!(rc = turn_text(c, line, &text, err)))
+		/* a template that opens a thinking block: --json constrains the
+		 * answer after "</think>", not the thinking */
+		c->gp.grammar_after_think = coli_chat_opens_thinking(text);
+	if (rc ||
 	    (rc = coli_tokenizer_encode(coli_engine_tokenizer(c->e), text, strlen(text), &ids, &n, err)) ||
 	    (rc = run_turn(c, ids, (int)n, &reply, &finish, err))) {
 		chat_transcript_truncate(&c->t, mark);
