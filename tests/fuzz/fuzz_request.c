@@ -55,14 +55,15 @@ static void check_refusal(const srv_error *e)
 	free(a);
 }
 
+/* enable_thinking -1: as each template decides */
 static const coli_chat_template templates[] = {
 	{ COLI_CHAT_DEEPSEEK_V3, "<\xef\xbd\x9c" "begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
-	  "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>" },
-	{ COLI_CHAT_DEEPSEEK_R1, "<s>", "</s>" },
-	{ COLI_CHAT_GLM5, "[gMASK]<sop>", "<|endoftext|>" },
-	{ COLI_CHAT_DEFAULT_MODEL, "<s>", "</s>" },
-	{ COLI_CHAT_CHATML, "", "<|im_end|>" },
-	{ COLI_CHAT_LLAMA3, "<|begin_of_text|>", "<|eot_id|>" },
+	  "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", -1 },
+	{ COLI_CHAT_DEEPSEEK_R1, "<s>", "</s>", -1 },
+	{ COLI_CHAT_GLM5, "[gMASK]<sop>", "<|endoftext|>", -1 },
+	{ COLI_CHAT_DEFAULT_MODEL, "<s>", "</s>", -1 },
+	{ COLI_CHAT_CHATML, "", "<|im_end|>", -1 },
+	{ COLI_CHAT_LLAMA3, "<|begin_of_text|>", "<|eot_id|>", -1 },
 };
 
 static void check_accepted(const srv_request *r)
