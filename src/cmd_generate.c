@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "cli_json.h"
 #include "cli_util.h"
+#include "coli_log.h"
 #include "engine.h"
 #include "engine_flags.h"
 
@@ -28,7 +29,8 @@ static void usage(FILE *f)
 		"  --no-bos            do not prepend the BOS token to -p text\n"
 		"  --ignore-eos        keep generating past end-of-sequence\n"
 		"  --ids               print only the generated token ids, space separated\n"
-		"  --stats             print timing figures on stderr at the end\n"
+		"  --stats             print timing and drafting figures on stderr at the end\n"
+		"  -v, --verbose       log engine decisions (drafting on/off and why) on stderr\n"
 		"  --session NAME      continue the persisted KV session NAME\n%s%s",
 		cli_json_flags_help, coli_engine_flags_help);
 }
@@ -49,7 +51,7 @@ int cmd_generate(int argc, char **argv)
 	coli_gen_params_default(&gp);
 	gp.max_tokens = 128;
 	const char *dir = NULL, *prompt = NULL, *tokens_arg = NULL, *stops[9] = { 0 };
-	int n_stops = 0, ids_only = 0, no_bos = 0, stats = 0, status = COLI_EXIT_FAIL;
+	int n_stops = 0, ids_only = 0, no_bos = 0, stats = 0, verbose = 0, status = COLI_EXIT_FAIL;
 	int *ids = NULL, n_ids = 0;
 	coli_engine *e = NULL;
 	coli_request *r = NULL;
@@ -94,6 +96,9 @@ int cmd_generate(int argc, char **argv)
 			gp.ignore_eos = 1;
 		} else if (!strcmp(a, "--stats")) {
 			stats = 1;
+		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			verbose = 1;
+			coli_log_set_level(COLI_LOG_INFO);
 		} else if (a[0] != '-' && !dir) {
 			dir = a;
 		} else {
@@ -167,6 +172,17 @@ int cmd_generate(int argc, char **argv)
 	if (stats)
 		fprintf(stderr, "prompt %d tokens (%d cached), generated %d, ttft %.1f ms, %.2f tok/s\n",
 			ev.prompt_tokens, ev.cached_tokens, ev.completion_tokens, ev.ttft_ms, ev.decode_tps);
+	if (stats || verbose) {
+		coli_draft_stats ds;
+		coli_engine_draft_stats(e, &ds);
+		char mode[16];
+		if (ds.available)
+			fprintf(stderr, "draft %s: %llu drafted, %llu accepted (%.1f%%), %.2f tokens per forward; %s\n",
+				coli_draft_name(ds.mode, mode, sizeof mode), ds.drafted, ds.accepted,
+				100.0 * ds.acceptance, ds.tokens_per_forward, ds.reason);
+		else
+			fprintf(stderr, "draft %s\n", ds.reason);
+	}
 	status = COLI_EXIT_OK;
 	goto out;
 usage_err:

@@ -25,6 +25,7 @@
 
 #include "cache_dir.h"
 #include "coli_log.h"
+#include "engine_draft.h"
 #include "engine_internal.h"
 #include "kv_store.h"
 #include "model_dir.h"
@@ -208,6 +209,9 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	mo.threads = e->opts.threads;
 	mo.act_quant = e->opts.act_quant;
 	mo.store = e->opts.store;
+	/* the MTP module drafts unless drafting is off (a model without one
+	 * simply loads none) */
+	mo.mtp = e->opts.draft != COLI_DRAFT_OFF;
 	if (e->opts.cache_dir) {
 		snprintf(e->cache_dir, sizeof e->cache_dir, "%s", e->opts.cache_dir);
 	} else if ((rc = coli_cache_dir(e->model_dir, e->cache_dir, sizeof e->cache_dir, err))) {
@@ -244,7 +248,11 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	}
 	e->n_slots = slot_count(e);
 	int batch = e->n_slots > e->prefill_batch ? e->n_slots : e->prefill_batch;
+	if (e->model->n_mtp && batch < engine_draft_max_rows(e->n_slots))
+		batch = engine_draft_max_rows(e->n_slots);
 	if ((rc = coli_state_new(e->model, e->ctx, batch, &e->state, err)))
+		goto fail;
+	if ((rc = engine_draft_new(e, &e->draft, err)))
 		goto fail;
 	for (int i = 0; i < e->n_slots; i++)
 		e->slots[i].index = i;
@@ -276,6 +284,7 @@ fail:
 	kv_prefix_index_free(e->prefix_ix);
 	free(e->batch_logits);
 	free(e->queue);
+	engine_draft_free(e->draft);
 	coli_state_free(e->state);
 	coli_tokenizer_free(e->tok);
 	coli_model_free(e->model);
@@ -306,6 +315,7 @@ void coli_engine_free(coli_engine *e)
 	free(e->batch_logits);
 	grammar_vocab_free(e->gvocab);
 	free(e->queue);
+	engine_draft_free(e->draft);
 	coli_state_free(e->state);
 	coli_tokenizer_free(e->tok);
 	coli_model_free(e->model);
@@ -364,6 +374,13 @@ int coli_engine_submit(coli_engine *e, const int *prompt, int n_prompt, const co
 		if (p->bias_ids[i] < 0 || p->bias_ids[i] >= V)
 			return coli_err_set(err, -ERANGE, "logit_bias: token id %d is outside the vocabulary "
 					    "(0..%d)", p->bias_ids[i], V - 1);
+	if (p->draft > 0 && !e->draft)
+		return coli_err_set(err, -EINVAL, "draft %d: %s", p->draft,
+				    e->model->cfg.num_nextn_predict_layers > 0
+					    ? "drafting is off in this engine (--draft off)"
+					    : "the model has no MTP module to draft with");
+	if (p->draft > COLI_DRAFT_MAX || p->draft < COLI_DRAFT_OFF)
+		return coli_err_set(err, -EINVAL, "draft: expected auto, off or 1..%d", COLI_DRAFT_MAX);
 	coli_request *r;
 	int rc = engine_request_new(prompt, n_prompt, p, &r, err);
 	if (rc)

@@ -20,6 +20,17 @@
 typedef struct coli_engine coli_engine;
 typedef struct coli_request coli_request;
 
+/* MTP speculative decoding (engine_draft.c): a request or the engine
+ * drafts with the model's MTP module automatically (the default), never,
+ * or always N tokens ahead (1..COLI_DRAFT_MAX). COLI_DRAFT_UNSET in
+ * coli_gen_params means "as the engine", in coli_engine_opts "auto". */
+enum { COLI_DRAFT_UNSET = 0, COLI_DRAFT_AUTO = -1, COLI_DRAFT_OFF = -2 };
+#define COLI_DRAFT_MAX 4
+/* "auto" | "off" | "N" -> the value above; 0 or -EINVAL naming `what`. */
+int coli_draft_parse(const char *s, const char *what, int *out, coli_err *err);
+/* "auto", "off" or the number, into buf. */
+const char *coli_draft_name(int draft, char *buf, size_t size);
+
 typedef struct coli_engine_opts {
 	const char *model_dir;     /* NULL = $COLI_MODEL, then the default model */
 	const char *cache_dir;     /* NULL = default beside the model */
@@ -38,6 +49,8 @@ typedef struct coli_engine_opts {
 	                            * KV of a persisted session sharing its
 	                            * prefix (opt-in: cached-token counts then
 	                            * reveal saved text to any client) */
+	int draft;                 /* COLI_DRAFT_*, or N: MTP drafting (off
+	                            * also leaves the MTP module unloaded) */
 	expert_store_opts store;   /* expert cache, pinning, prefetch, I/O mode,
 	                            * mirrors (heat_dir and kv_bytes are set by
 	                            * the engine) */
@@ -78,6 +91,8 @@ typedef struct coli_gen_params {
 	 * logit_bias, temperature, top-p and the grammar mask. */
 	int logprobs;
 	int top_logprobs;
+	int draft;                 /* COLI_DRAFT_UNSET (the engine's), AUTO,
+	                            * OFF or N (an error on a model without MTP) */
 } coli_gen_params;
 
 #define COLI_MAX_TOP_LOGPROBS 20
@@ -152,6 +167,24 @@ void coli_request_free(coli_request *r);
 int coli_engine_queue_len(const coli_engine *e);
 /* Requests finished since start (any outcome). */
 unsigned long coli_engine_served(const coli_engine *e);
+
+/* Speculative decoding figures since start (any thread; lock-free,
+ * each field exact, a set may straddle one step). */
+typedef struct coli_draft_stats {
+	int available;             /* the model's MTP module is loaded */
+	int mode;                  /* the engine's COLI_DRAFT_* or N */
+	int on;                    /* drafting in the latest decode step */
+	int n;                     /* drafts per step then (0 = off) */
+	unsigned long long steps;      /* decode forwards (per slot) */
+	unsigned long long tokens;     /* tokens they produced */
+	unsigned long long drafted;    /* draft tokens verified */
+	unsigned long long accepted;   /* of which accepted */
+	double acceptance;         /* accepted / drafted (valid when drafted) */
+	double tokens_per_forward; /* tokens / steps (valid when steps) */
+	double predicted_gain;     /* auto: tokens/s with drafts / without */
+	char reason[160];          /* why auto drafts or not, in words */
+} coli_draft_stats;
+void coli_engine_draft_stats(const coli_engine *e, coli_draft_stats *out);
 
 /* The expert store's telemetry block (lives as long as the engine; any
  * thread may read it, see expert_stats.h). */

@@ -17,6 +17,8 @@ const char coli_engine_flags_help[] =
 	"  --prefill-batch N        prompt tokens evaluated per step (default 128)\n"
 	"  --act-quant f32|q8       matmul activations: exact f32 (default) or int8 (faster)\n"
 	"  --cache-dir DIR          sessions, expert heat and logs\n"
+	"  --draft auto|off|N       MTP speculative decoding (default auto: only\n"
+	"                           while it predicts a speed-up)\n"
 	"  --share-session-prefixes  requests without a session may reuse saved\n"
 	"                           sessions' KV (reveals their text; default off)\n"
 	"  --expert-cache SIZE      RAM for cached experts: 512MB, 8GB, 25%, 0, auto\n"
@@ -60,6 +62,8 @@ int coli_engine_flags_init(coli_engine_flags *f, coli_err *err)
 		f->opts.share_session_prefixes = strcmp(v, "0") != 0;
 	if ((v = getenv("COLI_CACHE_DIR")) && *v)
 		f->opts.cache_dir = v;
+	if ((v = getenv("COLI_DRAFT")) && *v && (rc = coli_draft_parse(v, "COLI_DRAFT", &f->opts.draft, err)))
+		return rc;
 	if ((v = getenv("COLI_ACT_QUANT")) && *v) {
 		if ((f->opts.act_quant = coli_act_quant_parse(v)) < 0)
 			return coli_err_set(err, -EINVAL, "COLI_ACT_QUANT: expected f32 or q8, got '%s'", v);
@@ -99,6 +103,16 @@ int coli_engine_flags_parse(coli_engine_flags *f, int argc, char **argv, int *i,
 		if (inline_val)
 			return coli_err_set(err, -EINVAL, "%s takes no value", flag);
 		f->opts.share_session_prefixes = flag[2] != 'n';
+		return 1;
+	}
+	if (!strcmp(flag, "--draft")) {
+		if (!val)
+			return coli_err_set(err, -EINVAL, "%s needs a value", flag);
+		int rc = coli_draft_parse(val, flag, &f->opts.draft, err);
+		if (rc)
+			return rc;
+		if (!inline_val)
+			++*i;
 		return 1;
 	}
 	if (!strcmp(flag, "--act-quant")) {

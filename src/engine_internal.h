@@ -61,6 +61,12 @@ typedef struct engine_slot {
 	stop_match sm;
 	int produced, limit, pending;
 	double t_first, ttft;
+	/* speculative decoding (engine_draft.c) */
+	int draft_mode;          /* this request's COLI_DRAFT_AUTO/OFF or N */
+	int n_draft;             /* drafts waiting for the next step */
+	int drafts[COLI_DRAFT_MAX];
+	float *draft_q;          /* (COLI_DRAFT_MAX, vocab) the distributions
+	                          * they were drawn from (sampling only) */
 } engine_slot;
 
 struct coli_engine {
@@ -91,6 +97,7 @@ struct coli_engine {
 	/* token histories of the session files, kept current incrementally,
 	 * created on first use (only with opts.share_session_prefixes) */
 	struct kv_prefix_index *prefix_ix;
+	struct engine_draft *draft; /* NULL: the model has no MTP module loaded */
 };
 
 /* engine_slot.c */
@@ -108,6 +115,14 @@ int engine_slot_spill_read(void *ctx, int layer, int first, int n, float *out);
 /* Make room in RAM for n more KV rows: spill the oldest rows to the
  * slot's session file (they are read back on demand). */
 int engine_slot_make_room(coli_engine *e, engine_slot *sl, int n, coli_err *err);
+/* Show a decoded token to the client (it becomes `pending`) and check the
+ * stop conditions: 0 to go on, else the enum coli_finish reason; then
+ * engine_slot_end finishes the slot (the caller first rewinds the
+ * sequence to hist, the tokens before `pending`). */
+int engine_slot_push_token(coli_engine *e, engine_slot *sl, int tok);
+/* Add the request's logit_bias to logits (vocab) before any choice. */
+void engine_slot_bias(const engine_slot *sl, float *logits);
+void engine_slot_end(coli_engine *e, engine_slot *sl, int reason);
 /* Finish with an event; the slot becomes idle. */
 void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, int code, const char *msg);
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "coli_log.h"
+#include "engine_draft.h"
 #include "engine_internal.h"
 
 int engine_slot_alloc(coli_engine *e, engine_slot *sl, coli_err *err)
@@ -30,7 +31,7 @@ int engine_slot_alloc(coli_engine *e, engine_slot *sl, coli_err *err)
 	sl->prompt = malloc(sizeof(int) * (size_t)e->ctx);
 	sl->logits = malloc(sizeof(float) * (size_t)V);
 	if (!sl->hist || !sl->prompt || !sl->logits ||
-	    coli_sampler_init(&sl->sampler, V, 0.0f, 1.0f, 0, err)) {
+	    engine_draft_slot_alloc(e, sl, err) || coli_sampler_init(&sl->sampler, V, 0.0f, 1.0f, 0, err)) {
 		engine_slot_free(sl);
 		return coli_err_set(err, -ENOMEM, "out of memory for a %d-token slot", e->ctx);
 	}
@@ -43,6 +44,8 @@ void engine_slot_free(engine_slot *sl)
 	free(sl->hist);
 	free(sl->prompt);
 	free(sl->logits);
+	free(sl->draft_q);
+	sl->draft_q = NULL;
 	coli_sampler_free(&sl->sampler);
 	engine_slot_grammar_end(sl);
 	free(sl->mask);
@@ -159,6 +162,68 @@ void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, i
 
 /* Sample from the slot's logits, show the token, decide whether to go on.
  * Returns 1 when the slot finished. */
+void engine_slot_bias(const engine_slot *sl, float *logits)
+{
+	const coli_gen_params *p = &sl->req->params;
+	for (int i = 0; i < p->n_bias; i++)
+		logits[p->bias_ids[i]] += p->bias[i];
+}
+
+static int push_token(coli_engine *e, engine_slot *sl, int tok, const coli_logprob *lp)
+{
+	coli_request *r = sl->req;
+	const coli_gen_params *p = &r->params;
+	if (sl->produced == 0) {
+		sl->t_first = engine_now();
+		sl->ttft = (sl->t_first - r->submit_time) * 1000.0;
+	}
+	sl->produced++;
+	sl->pending = tok;
+	int reason = 0;
+	char piece[1100], out[2200];
+	if (!p->ignore_eos && is_eos(e, tok)) {
+		reason = COLI_FINISH_STOP;
+	} else {
+		size_t n = e->tok ? coli_detok_push(e->tok, &sl->det, tok, 1, piece, sizeof piece) : 0;
+		int hit = 0;
+		size_t m = stop_match_push(&sl->sm, piece, n, out, sizeof out, &hit);
+		engine_request_push_token(r, tok, out, m, lp);
+		if (hit)
+			reason = COLI_FINISH_STOP;
+		else if (atomic_load(&r->cancelled))
+			reason = COLI_FINISH_CANCELLED;
+		else if (engine_slot_grammar_active(sl) && !grammar_matcher_can_continue(sl->gm))
+			reason = COLI_FINISH_STOP; /* the document is complete */
+		else if (sl->produced >= sl->limit || sl->n_hist + 1 > e->ctx)
+			reason = COLI_FINISH_LENGTH;
+	}
+	return reason;
+}
+
+int engine_slot_push_token(coli_engine *e, engine_slot *sl, int tok)
+{
+	return push_token(e, sl, tok, NULL);
+}
+
+void engine_slot_end(coli_engine *e, engine_slot *sl, int reason)
+{
+	char piece[1100], out[2200];
+	coli_request *r = sl->req;
+	if (reason != COLI_FINISH_STOP || !sl->sm.n_held) {
+		/* release what the decoder and the stop matcher still hold */
+		size_t n = e->tok ? coli_detok_flush(&sl->det, piece, sizeof piece) : 0;
+		int hit = 0;
+		size_t m = stop_match_push(&sl->sm, piece, n, out, sizeof out, &hit);
+		if (!hit)
+			m += stop_match_flush(&sl->sm, out + m, sizeof out - m);
+		if (m)
+			engine_request_push_text(r, -1, out, m);
+	}
+	engine_slot_finish(e, sl, COLI_EV_DONE, reason, 0, NULL);
+}
+
+/* Sample from the slot's logits, show the token, decide whether to go on.
+ * Returns 1 when the slot finished. */
 static int slot_take_token(coli_engine *e, engine_slot *sl)
 {
 	coli_request *r = sl->req;
@@ -169,8 +234,7 @@ static int slot_take_token(coli_engine *e, engine_slot *sl)
 	if (p->logprobs)
 		lse = coli_logprob_top(sl->logits, V, p->top_logprobs, &lp);
 	/* logit_bias: sl->logits is this step's private copy */
-	for (int i = 0; i < p->n_bias; i++)
-		sl->logits[p->bias_ids[i]] += p->bias[i];
+	engine_slot_bias(sl, sl->logits);
 	int tok;
 	if (engine_slot_grammar_active(sl) && engine_slot_grammar_mask(e, sl) == 0) {
 		/* nothing can continue the document: it is complete */
@@ -187,43 +251,10 @@ static int slot_take_token(coli_engine *e, engine_slot *sl)
 				raw -= p->bias[i];
 		lp.logprob = raw - lse;
 	}
-	if (sl->produced == 0) {
-		sl->t_first = engine_now();
-		sl->ttft = (sl->t_first - r->submit_time) * 1000.0;
-	}
-	sl->produced++;
-	sl->pending = tok;
-	int reason = 0;
-	char piece[1100], out[2200];
-	if (!p->ignore_eos && is_eos(e, tok)) {
-		reason = COLI_FINISH_STOP;
-	} else {
-		size_t n = e->tok ? coli_detok_push(e->tok, &sl->det, tok, 1, piece, sizeof piece) : 0;
-		int hit = 0;
-		size_t m = stop_match_push(&sl->sm, piece, n, out, sizeof out, &hit);
-		engine_request_push_token(r, tok, out, m, p->logprobs ? &lp : NULL);
-		if (hit)
-			reason = COLI_FINISH_STOP;
-		else if (atomic_load(&r->cancelled))
-			reason = COLI_FINISH_CANCELLED;
-		else if (engine_slot_grammar_active(sl) && !grammar_matcher_can_continue(sl->gm))
-			reason = COLI_FINISH_STOP; /* the document is complete */
-		else if (sl->produced >= sl->limit || sl->n_hist + 1 > e->ctx)
-			reason = COLI_FINISH_LENGTH;
-	}
+	int reason = push_token(e, sl, tok, p->logprobs ? &lp : NULL);
 	if (!reason)
 		return 0;
-	if (reason != COLI_FINISH_STOP || !sl->sm.n_held) {
-		/* release what the decoder and the stop matcher still hold */
-		size_t n = e->tok ? coli_detok_flush(&sl->det, piece, sizeof piece) : 0;
-		int hit = 0;
-		size_t m = stop_match_push(&sl->sm, piece, n, out, sizeof out, &hit);
-		if (!hit)
-			m += stop_match_flush(&sl->sm, out + m, sizeof out - m);
-		if (m)
-			engine_request_push_text(r, -1, out, m);
-	}
-	engine_slot_finish(e, sl, COLI_EV_DONE, reason, 0, NULL);
+	engine_slot_end(e, sl, reason);
 	return 1;
 }
 
@@ -292,6 +323,7 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 	coli_detok_init(&sl->det);
 	stop_match_init(&sl->sm, p->stop);
 	sl->limit = p->max_tokens > 0 ? p->max_tokens : e->ctx;
+	engine_draft_slot_start(e, sl);
 	sl->phase = SLOT_PREFILL;
 	return 0;
 }
@@ -308,11 +340,13 @@ void engine_slot_prefill(coli_engine *e, engine_slot *sl)
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 		return;
 	}
+	engine_draft_prefill_chunk(e, sl, sl->at, n);
 	sl->at += n;
 	if (sl->at < sl->n_prompt)
 		return;
 	sl->phase = SLOT_DECODE;
-	slot_take_token(e, sl);
+	if (!slot_take_token(e, sl))
+		engine_draft_first_token(e, sl);
 }
 
 /* One batched step over who[0..n). */
@@ -361,10 +395,10 @@ void engine_slots_decode(coli_engine *e)
 		}
 		/* a sequence with spilled rows reads them back alone */
 		if (coli_seq_base(sl->seq) > 0)
-			decode_batch(e, &sl, 1);
+			(e->draft ? engine_draft_decode : decode_batch)(e, &sl, 1);
 		else
 			who[n++] = sl;
 	}
 	if (n)
-		decode_batch(e, who, n);
+		(e->draft ? engine_draft_decode : decode_batch)(e, who, n);
 }

@@ -478,8 +478,63 @@ int coli_forward_seqs(coli_model *m, coli_state *s, coli_seq *const *seqs, const
 	return 0;
 }
 
+int coli_forward_rows(coli_model *m, coli_state *s, coli_seq *const *seqs, const int *counts,
+		      int n_seqs, const int *tokens, float *logits, coli_err *err)
+{
+	const coli_config *c = &m->cfg;
+	const int H = c->hidden_size;
+	int n = 0;
+	for (int i = 0; i < n_seqs; i++) {
+		const coli_seq *q = seqs[i];
+		const int k = counts[i];
+		if (k < 1 || n + k > s->max_batch)
+			return coli_err_set(err, -EINVAL, "a step of more than %d rows", s->max_batch);
+		if (q->pos - q->base + k > q->cap || q->pos + k > s->cap)
+			return coli_err_set(err, -E2BIG, "context is full: %d tokens + %d new", q->pos, k);
+		if (q->base > 0 && n_seqs > 1)
+			return coli_err_set(err, -EINVAL, "a sequence with spilled KV rows must be decoded alone");
+		for (int j = 0; j < i; j++)
+			if (seqs[j] == q)
+				return coli_err_set(err, -EINVAL, "a sequence appears twice in one step");
+		/* a sequence's rows are consecutive positions: the chunk writes
+		 * every row's KV before any attention reads it, as in prefill */
+		for (int b = 0; b < k; b++) {
+			s->row_seq[n + b] = seqs[i];
+			s->row_pos[n + b] = q->pos + b;
+		}
+		n += k;
+	}
+	if (n < 1)
+		return coli_err_set(err, -EINVAL, "nothing to evaluate");
+	const double t_call = now_s();
+	int rc = forward_chunk(m, s, tokens, n, err);
+	if (rc)
+		return rc;
+	for (int b = 0; b < n; b++)
+		fwd_rmsnorm(s->logits_h + (size_t)b * H, s->x + (size_t)b * H, m->final_norm, H, c->rms_norm_eps);
+	coli_model_matmul(m, s, &m->lm_head, s->logits_h, n, logits);
+	s->timing.total += now_s() - t_call;
+	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
+	return 0;
+}
+
+const float *coli_state_final_hidden(const coli_model *m, coli_state *s, int n)
+{
+	const coli_config *c = &m->cfg;
+	const int H = c->hidden_size;
+	for (int b = 0; b < n && b < s->max_batch; b++)
+		fwd_rmsnorm(s->logits_h + (size_t)b * H, s->x + (size_t)b * H, m->final_norm, H, c->rms_norm_eps);
+	return s->logits_h;
+}
+
 int coli_forward_mtp(coli_model *m, coli_state *s, coli_seq *q, const float *hidden, const int *next,
 		     int n, float *logits, coli_err *err)
+{
+	return coli_forward_mtp_tail(m, s, q, hidden, next, n, logits, n, err);
+}
+
+int coli_forward_mtp_tail(coli_model *m, coli_state *s, coli_seq *q, const float *hidden, const int *next,
+			  int n, float *logits, int n_logits, coli_err *err)
 {
 	const coli_config *c = &m->cfg;
 	const int H = c->hidden_size, L = c->num_hidden_layers;
@@ -517,9 +572,13 @@ int coli_forward_mtp(coli_model *m, coli_state *s, coli_seq *q, const float *hid
 	} else {
 		dense_ffn(m, s, L, n);
 	}
-	for (int b = 0; b < n; b++)
+	/* the head only for the rows whose drafts are wanted (prefill feeds
+	 * the module every prompt row but drafts from the last) */
+	const int h0 = n_logits < 0 ? 0 : n_logits > n ? 0 : n - n_logits;
+	for (int b = h0; b < n; b++)
 		fwd_rmsnorm(s->logits_h + (size_t)b * H, s->x + (size_t)b * H, t->head_norm, H, c->rms_norm_eps);
-	coli_model_matmul(m, s, &t->head, s->logits_h, n, logits);
+	if (h0 < n)
+		coli_model_matmul(m, s, &t->head, s->logits_h + (size_t)h0 * H, n - h0, logits);
 	q->mtp_pos += n;
 	s->timing.total += now_s() - t_call;
 	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;

@@ -273,7 +273,7 @@ int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out,
 	if (o->mtp && c->num_nextn_predict_layers > 0)
 		m->n_mtp = 1;
 	else if (o->mtp)
-		coli_warn("%s has no MTP module; --mtp ignored", dir);
+		coli_debug("%s has no MTP module; --mtp ignored", dir);
 	m->layers = calloc((size_t)(c->num_hidden_layers + m->n_mtp), sizeof *m->layers);
 	if (!m->layers) {
 		rc = coli_err_set(err, -ENOMEM, "out of memory");

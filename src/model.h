@@ -142,6 +142,17 @@ void coli_seq_free(coli_seq *q);
 int coli_seq_pos(const coli_seq *q);
 int coli_seq_capacity(const coli_seq *q);
 void coli_seq_rewind(coli_seq *q, int n);
+/* The MTP layer's positions (rows (hidden_i, token_i+1) for i < mtp_pos).
+ * coli_seq_rewind also rewinds them; rewind_mtp rewinds them alone (the
+ * speculative rows of chained drafts). mtp_skip zeroes the rows from
+ * mtp_pos up to n and sets mtp_pos = n: positions whose hidden state is
+ * gone (drafting was off, a restored session) become empty rows the MTP
+ * attention reads as zero keys, so later drafts can still run. Returns 0,
+ * or -EINVAL without an MTP layer, with spilled rows or beyond the
+ * capacity. main_layers: the model's num_hidden_layers. */
+int coli_seq_mtp_pos(const coli_seq *q);
+void coli_seq_rewind_mtp(coli_seq *q, int n);
+int coli_seq_mtp_skip(coli_seq *q, int n, int main_layers);
 /* (capacity, kv_lora+rope) rows of one layer in RAM: row r holds position
  * base + r, valid for base + r < pos. */
 float *coli_seq_kv(coli_seq *q, int layer);
@@ -193,9 +204,19 @@ int coli_forward_seq(coli_model *m, coli_state *s, coli_seq *q, const int *token
  * separate layer of the same sequence). logits (n, vocab). */
 int coli_forward_mtp(coli_model *m, coli_state *s, coli_seq *q, const float *hidden, const int *next,
 		     int n, float *logits, coli_err *err);
+/* The same with the head applied to the last n_logits rows only
+ * (0 <= n_logits <= n): logits (n_logits, vocab). Afterwards
+ * coli_state_hidden(s, row) for those rows is the module's own normed
+ * output state (what a chained draft feeds back as the hidden state). */
+int coli_forward_mtp_tail(coli_model *m, coli_state *s, coli_seq *q, const float *hidden, const int *next,
+			  int n, float *logits, int n_logits, coli_err *err);
 /* Normed final hidden state (H) of row `row` of the last forward call's
  * last chunk (all_logits) or of its last position (row 0, last-only). */
 const float *coli_state_hidden(const coli_state *s, int row);
+/* After a forward call of one chunk (n <= max_batch rows) without
+ * all_logits: the normed final hidden states of all its rows, (n, H),
+ * valid until the next forward call. */
+const float *coli_state_final_hidden(const coli_model *m, coli_state *s, int n);
 
 /* One decode step for n distinct sequences at once (n <= max_batch; a
  * sequence with spilled rows must be alone in its step):
@@ -204,5 +225,14 @@ const float *coli_state_hidden(const coli_state *s, int row);
  * each row equal what coli_forward gives that sequence alone. */
 int coli_forward_seqs(coli_model *m, coli_state *s, coli_seq *const *seqs, const int *tokens,
 		      int n, float *logits, coli_err *err);
+
+/* One step evaluating counts[i] consecutive new tokens on each of n_seqs
+ * distinct sequences (tokens: all rows, sequence by sequence; at most
+ * max_batch rows; a sequence with spilled rows must be alone): the
+ * speculative-decoding verify step. Every weight and routed expert is
+ * fetched once for all rows; logits (rows, vocab), and each row's logits
+ * equal those of evaluating its tokens one at a time. */
+int coli_forward_rows(coli_model *m, coli_state *s, coli_seq *const *seqs, const int *counts,
+		      int n_seqs, const int *tokens, float *logits, coli_err *err);
 
 #endif

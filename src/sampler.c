@@ -113,3 +113,73 @@ int coli_sampler_sample(coli_sampler *s, const float *logits)
 	}
 	return s->idx[last];
 }
+
+float coli_sampler_uniform(coli_sampler *s)
+{
+	return rng_uniform(s);
+}
+
+void coli_sampler_dist(coli_sampler *s, const float *logits, float *probs)
+{
+	const int n = s->vocab;
+	if (s->temperature <= 0.0f) {
+		for (int i = 0; i < n; i++)
+			probs[i] = 0.0f;
+		probs[coli_argmax(logits, n)] = 1.0f;
+		return;
+	}
+	const float mx = logits[coli_argmax(logits, n)];
+	double sum = 0.0;
+	for (int i = 0; i < n; i++) {
+		probs[i] = expf((logits[i] - mx) / s->temperature);
+		sum += probs[i];
+	}
+	for (int i = 0; i < n; i++)
+		probs[i] = (float)(probs[i] / sum);
+	if (s->top_p >= 1.0f)
+		return;
+	/* the nucleus as coli_sampler_sample chooses it, renormalized */
+	const float cutoff = (1.0f - s->top_p) / (float)(n > 1 ? n - 1 : 1);
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (probs[i] >= cutoff)
+			s->idx[m++] = i;
+	qsort_r(s->idx, (size_t)m, sizeof(int), cmp_prob_desc, probs);
+	float cum = 0.0f;
+	int last = m - 1;
+	for (int i = 0; i < m; i++) {
+		cum += probs[s->idx[i]];
+		if (cum > s->top_p) {
+			last = i;
+			break;
+		}
+	}
+	/* s->prob marks the kept tokens */
+	for (int i = 0; i < n; i++)
+		s->prob[i] = 0.0f;
+	for (int i = 0; i <= last; i++)
+		s->prob[s->idx[i]] = 1.0f;
+	for (int i = 0; i < n; i++)
+		probs[i] = s->prob[i] != 0.0f ? probs[i] / cum : 0.0f;
+}
+
+int coli_sampler_draw(coli_sampler *s, const float *probs)
+{
+	const int n = s->vocab;
+	double sum = 0.0;
+	int last = -1;
+	for (int i = 0; i < n; i++)
+		if (probs[i] > 0.0f) {
+			sum += probs[i];
+			last = i;
+		}
+	if (last < 0)
+		return coli_argmax(probs, n);
+	double target = (double)rng_uniform(s) * sum, acc = 0.0;
+	for (int i = 0; i < n; i++) {
+		acc += probs[i];
+		if (target < acc && probs[i] > 0.0f)
+			return i;
+	}
+	return last;
+}

@@ -24,4 +24,13 @@ void coli_sampler_free(coli_sampler *s);
 int coli_argmax(const float *logits, int n);
 int coli_sampler_sample(coli_sampler *s, const float *logits);
 
+/* For speculative sampling (engine_draft.c): the distribution sample()
+ * draws from (temperature, then the top-p nucleus renormalized; one-hot at
+ * the argmax when greedy) written to probs (vocab) without using the
+ * generator; a uniform number in [0, 1) from the generator; a draw from
+ * probs, which need not sum to 1 (normalized here; all zero: the argmax). */
+void coli_sampler_dist(coli_sampler *s, const float *logits, float *probs);
+float coli_sampler_uniform(coli_sampler *s);
+int coli_sampler_draw(coli_sampler *s, const float *probs);
+
 #endif

@@ -96,6 +96,28 @@ void coli_seq_rewind(coli_seq *q, int n)
 	}
 }
 
+int coli_seq_mtp_pos(const coli_seq *q) { return q->mtp_pos; }
+
+void coli_seq_rewind_mtp(coli_seq *q, int n)
+{
+	if (n >= 0 && q->mtp_pos > n)
+		q->mtp_pos = n;
+}
+
+int coli_seq_mtp_skip(coli_seq *q, int n, int main_layers)
+{
+	/* rows of the MTP layer are the last layer of the sequence */
+	if (q->n_layers <= main_layers || q->base > 0 || n > q->cap)
+		return -EINVAL;
+	if (n > q->mtp_pos) {
+		float *kv = q->kv[q->n_layers - 1];
+		memset(kv + (size_t)q->mtp_pos * q->kv_width, 0,
+		       sizeof(float) * (size_t)(n - q->mtp_pos) * q->kv_width);
+		q->mtp_pos = n;
+	}
+	return 0;
+}
+
 int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state **out,
 		   coli_err *err)
 {
