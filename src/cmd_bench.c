@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "bench_draft.h"
 #include "bench_kernels.h"
 #include "cache_dir.h"
 #include "cli.h"
@@ -39,6 +40,9 @@ static void usage(FILE *f)
 		"  --no-kernels        skip the kernel/memory bandwidth figures\n"
 		"  --kernel-seconds S  time for the kernel figures (default 3)\n"
 		"  --seed S            prompt token seed (default 1)\n"
+		"  --draft auto|N      also decode with MTP drafting and without, interleaved\n"
+		"                      in one engine: both rates, ratio, acceptance, tokens\n"
+		"                      per forward (\"draft\" in the output)\n"
 		"  (with --cache-dir DIR the routing heat is loaded from and saved to\n"
 		"   DIR/hot-experts, so a repeated run shows the learned pinned set)\n%s",
 		coli_engine_flags_help);
@@ -431,6 +435,18 @@ int cmd_bench(int argc, char **argv)
 			}
 			json_object_set_new(out, "io", ij);
 		}
+	}
+	/* --draft MODE: drafting against none, through the engine (the
+	 * model opened above is freed first: the engine loads its own) */
+	if (fl.opts.draft != COLI_DRAFT_UNSET && fl.opts.draft != COLI_DRAFT_OFF) {
+		coli_state_free(s);
+		s = NULL;
+		coli_model_free(m);
+		m = NULL;
+		json_t *dj = bench_draft_run(&fl.opts, dir, (int)n_prompt, (int)n_gen, fl.opts.draft, (uint64_t)seed, &err);
+		if (!dj)
+			goto fail;
+		json_object_set_new(out, "draft", dj);
 	}
 	long long hwm = vm_hwm_bytes();
 	json_object_set_new(out, "vm_hwm_bytes", hwm >= 0 ? json_integer(hwm) : json_null());

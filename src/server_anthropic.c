@@ -275,7 +275,7 @@ int srv_parse_messages(const char *body, size_t len, int count_only, srv_request
 	}
 	static const char *const known[] = {
 		"model", "max_tokens", "messages", "system", "stop_sequences", "temperature",
-		"top_p", "stream", "tools", "tool_choice", "thinking", NULL,
+		"top_p", "stream", "tools", "tool_choice", "thinking", "draft", NULL,
 	};
 	srv_log_ignored(root, known);
 	rc = 0;

@@ -65,8 +65,11 @@ int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
 	p.top_logprobs = r->top_logprobs;
 	if (g->forced_tool)
 		g->st.capturing = 1; /* the whole answer is the call's arguments */
+	p.draft = r->draft;
 	coli_err cerr = { 0 };
 	int rc = coli_engine_submit(eng, ids, n_ids, &p, &g->req, &cerr);
+	if (rc == -EINVAL && r->draft)
+		return srv_fail(e, 400, "invalid_request_error", "invalid_value", "draft", "%s", cerr.msg);
 	if (rc == -EBUSY)
 		return srv_fail(e, 503, "server_error", "queue_full", NULL,
 				"the request queue is full; retry later");

@@ -78,6 +78,7 @@ typedef struct srv_request {
 	double temperature, top_p;
 	uint64_t seed;
 	int has_seed;
+	int draft;                 /* extension "draft": COLI_DRAFT_* or N */
 	char *stop[SRV_MAX_STOP + 1]; /* NULL-terminated */
 	int n_stop;
 	int stream, include_usage;
@@ -267,6 +268,8 @@ void srv_metrics_request(srv_metrics *m, int route, int status);
 void srv_metrics_generation(srv_metrics *m, const srv_usage *u, double ttft_ms, double tps);
 /* Prometheus text exposition; caller frees. queue_len < 0 = unknown. */
 char *srv_metrics_render(const srv_metrics *m, int queue_len, const struct expert_stats *st);
+/* Append the speculative-decoding series to rendered text (consumed). */
+char *srv_metrics_with_draft(char *text, const coli_draft_stats *ds);
 
 /* ---- one generation against the engine ---- */
 typedef struct srv_gen {

@@ -195,3 +195,35 @@ char *srv_metrics_render(const srv_metrics *m, int queue_len, const struct exper
 	}
 	return b.p;
 }
+
+char *srv_metrics_with_draft(char *text, const coli_draft_stats *ds)
+{
+	if (!text || !ds)
+		return text;
+	srv_buf b = { 0 };
+	srv_buf_puts(&b, text);
+	free(text);
+	srv_buf_printf(&b, "# HELP coli_draft_enabled 1 while MTP drafting is on in the latest decode step.\n"
+		       "# TYPE coli_draft_enabled gauge\ncoli_draft_enabled %d\n", ds->on);
+	srv_buf_printf(&b, "# HELP coli_draft_tokens Draft tokens per step in the latest decode step (0: off).\n"
+		       "# TYPE coli_draft_tokens gauge\ncoli_draft_tokens %d\n", ds->n);
+	counter(&b, "coli_draft_forwards_total", "Decode forward passes (per request), with or without drafts.",
+		ds->steps);
+	counter(&b, "coli_draft_forward_tokens_total", "Tokens those forward passes produced.", ds->tokens);
+	counter(&b, "coli_draft_drafted_total", "MTP draft tokens verified.", ds->drafted);
+	counter(&b, "coli_draft_accepted_total", "Draft tokens accepted (the rest were rolled back).",
+		ds->accepted);
+	if (ds->drafted)
+		srv_buf_printf(&b, "# HELP coli_draft_acceptance_ratio Accepted / drafted since start.\n"
+			       "# TYPE coli_draft_acceptance_ratio gauge\ncoli_draft_acceptance_ratio %.6f\n",
+			       ds->acceptance);
+	if (ds->steps)
+		srv_buf_printf(&b, "# HELP coli_draft_tokens_per_forward Tokens per decode forward pass since start.\n"
+			       "# TYPE coli_draft_tokens_per_forward gauge\ncoli_draft_tokens_per_forward %.6f\n",
+			       ds->tokens_per_forward);
+	if (b.oom) {
+		srv_buf_free(&b);
+		return NULL;
+	}
+	return b.p;
+}

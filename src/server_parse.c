@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +105,22 @@ int srv_parse_sampling(json_t *root, srv_request *r, double max_temp, srv_error 
 			return bad_type(e, "seed", "an integer");
 		r->seed = (uint64_t)json_integer_value(v);
 		r->has_seed = 1;
+	}
+	/* extension: speculative decoding for this request ("auto", "off"
+	 * or a number of drafts; absent: the server's --draft) */
+	v = json_object_get(root, "draft");
+	if (v && !json_is_null(v)) {
+		char num[24];
+		const char *txt = json_is_string(v) ? json_string_value(v) : NULL;
+		if (json_is_integer(v)) {
+			snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+			txt = num;
+		}
+		coli_err derr = { 0 };
+		if (!txt)
+			return bad_type(e, "draft", "\"auto\", \"off\" or an integer");
+		if (coli_draft_parse(txt, "draft", &r->draft, &derr))
+			return srv_fail(e, 400, "invalid_request_error", "invalid_value", "draft", "%s", derr.msg);
 	}
 	v = json_object_get(root, "stream");
 	if (v && !json_is_null(v)) {
@@ -414,7 +431,7 @@ int srv_parse_chat(const char *body, size_t len, srv_request *r, srv_error *e)
 	static const char *const known[] = {
 		"model", "messages", "max_tokens", "max_completion_tokens", "temperature",
 		"top_p", "seed", "stop", "stream", "stream_options", "n", "response_format",
-		"tools", "tool_choice", "logprobs", "logit_bias", NULL,
+		"tools", "tool_choice", "logprobs", "logit_bias", "draft", NULL,
 	};
 	json_t *root;
 	request_init(r, SRV_API_CHAT);
@@ -502,7 +519,7 @@ int srv_parse_completions(const char *body, size_t len, srv_request *r, srv_erro
 {
 	static const char *const known[] = {
 		"model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop",
-		"stream", "stream_options", "n", "logprobs", "echo", "best_of", "logit_bias", NULL,
+		"stream", "stream_options", "n", "logprobs", "echo", "best_of", "logit_bias", "draft", NULL,
 	};
 	json_t *root;
 	request_init(r, SRV_API_COMPLETIONS);

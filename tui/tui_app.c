@@ -379,6 +379,13 @@ static void handle_key(tui_app *a, int rc, wint_t wch)
 		focus_step(a, 1);
 		return;
 	}
+	if ((!is_char && key == KEY_F(6)) || (is_char && key == 'm' && a->focus != TUI_PANE_CHAT)) {
+		/* MTP drafting for the next answers: auto <-> off */
+		a->gen.draft = a->gen.draft == COLI_DRAFT_OFF ? COLI_DRAFT_AUTO : COLI_DRAFT_OFF;
+		tui_app_message(a, "MTP drafting: %s", a->gen.draft == COLI_DRAFT_OFF ? "off" : "auto");
+		a->dirty = TUI_DIRTY_ALL;
+		return;
+	}
 	if (!is_char && key == KEY_MOUSE) {
 		MEVENT me;
 		if (getmouse(&me) == OK && (me.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON1_RELEASED))) {

@@ -101,6 +101,23 @@ static int draw_figures(tui_app *a, WINDOW *w, int y, int width)
 		snprintf(p1, sizeof p1, "session %s (new)", c->session);
 		snprintf(p2, sizeof p2, "Enter sends");
 	}
+	/* speculative decoding, where the model can draft: on, its acceptance
+	 * and tokens per forward pass, when that fits beside the rest (the
+	 * Cache pane always has the full figures and the reason) */
+	coli_draft_stats ds;
+	coli_engine_draft_stats(a->eng, &ds);
+	if (ds.available) {
+		char dr[96];
+		if (ds.drafted && a->gen.draft != COLI_DRAFT_OFF)
+			snprintf(dr, sizeof dr, "  draft %s %.0f%% x%.2f", ds.on ? "on" : "off", 100.0 * ds.acceptance,
+				 ds.tokens_per_forward);
+		else
+			snprintf(dr, sizeof dr, "  draft %s", a->gen.draft == COLI_DRAFT_OFF ? "off" : ds.on ? "on" : "auto");
+		size_t len = strlen(p2);
+		if (len + strlen(dr) < sizeof p2 &&
+		    tui_text_width(p2, len, a->ascii) + (int)strlen(dr) <= width)
+			memcpy(p2 + len, dr, strlen(dr) + 1);
+	}
 	size_t nl = tui_edit_lines(&a->edit);
 	if (a->edit.len > (size_t)width || nl) {
 		/* a long or multi-line input: say how much is in it (the field

@@ -269,6 +269,7 @@ static const char *const help_lines[] = {
 	"F4, Tab      next pane (S-Tab previous)  mouse click: focus",
 	"F10          quit    Ctrl-C stops an answer; idle, twice quits",
 	"Esc          stop the answer    Ctrl-L redraw",
+	"F6           MTP drafting auto / off (also m outside the chat input)",
 	"",
 	"Chat input   letters, ? and q are text; Enter sends; a paste",
 	"             (even many lines) becomes one message",

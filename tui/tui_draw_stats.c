@@ -74,6 +74,19 @@ void tui_draw_cache(tui_app *a, WINDOW *w)
 		resident_line(a, w, y++, "cached", s->resident_cached + s->resident_inflight, s->budget_cache,
 			      inner);
 	if (y < h - 1) {
+		/* MTP drafting: the decision and what it yields */
+		coli_draft_stats ds;
+		coli_engine_draft_stats(a->eng, &ds);
+		if (!ds.available)
+			snprintf(line, sizeof line, "draft %s", ds.reason);
+		else if (ds.drafted)
+			snprintf(line, sizeof line, "draft %s  accept %.0f%%  %.2f tok/fwd  %s",
+				 ds.on ? "on" : "off", 100.0 * ds.acceptance, ds.tokens_per_forward, ds.reason);
+		else
+			snprintf(line, sizeof line, "draft %s  accept n/a  %s", ds.on ? "on" : "off", ds.reason);
+		tui_draw_text(a, w, y++, 2, inner, line, A_NORMAL);
+	}
+	if (y < h - 1) {
 		pct(p1, sizeof p1, s->prefetch_valid, s->prefetch_precision);
 		pct(p2, sizeof p2, s->prefetch_valid, s->prefetch_recall);
 		snprintf(line, sizeof line, "prefetch precision %s  recall %s  (%llu issued)", p1, p2,
