@@ -186,7 +186,8 @@ static int slot_want(const coli_engine *e, const engine_slot *sl)
 {
 	if (!e->draft || sl->draft_mode == COLI_DRAFT_OFF || coli_seq_base(sl->seq) > 0)
 		return 0;
-	return sl->draft_mode > 0 ? sl->draft_mode : e->draft->au.on ? e->draft->au.n : 0;
+	const draft_auto *au = &e->draft->au;
+	return sl->draft_mode > 0 ? sl->draft_mode : au->on || au->probe ? au->n : 0;
 }
 
 /* Bring the MTP layer to `pos` rows: rewind speculative rows, or leave

@@ -16,7 +16,11 @@
  * (and kept while it exceeds 1.0, so the choice does not flap), with the
  * k that maximizes it. It is re-evaluated before every step: as the cache
  * warms the reads term shrinks; as the text changes the acceptance moves.
- * While off, acceptance is not measured and keeps its last value. */
+ * While off, one step in AUTO_PROBE_EVERY drafts anyway when the
+ * prediction is above AUTO_PROBE_ABOVE, so a verify step's cost and the
+ * acceptance are measured again (a single noisy early measurement cannot
+ * keep drafting off for good); a clear loss (reads from disk) never
+ * probes. */
 #include "config.h"
 
 #include <math.h>
@@ -32,6 +36,8 @@
 #define AUTO_ON 1.05
 #define AUTO_STAY 1.0
 #define AUTO_DEFAULT_BW 1.0e9  /* bytes/s before the drives were measured */
+#define AUTO_PROBE_EVERY 64    /* off: one drafting step this often ... */
+#define AUTO_PROBE_ABOVE 0.85  /* ... while the prediction is above this */
 
 void draft_auto_init(draft_auto *a)
 {
@@ -160,6 +166,14 @@ void draft_auto_decide(draft_auto *a, const draft_auto_io *io, int slots, int ma
 	a->on = on;
 	a->n = on ? best_k : 0;
 	a->gain = best;
+	a->probe = 0;
+	if (on || best <= AUTO_PROBE_ABOVE) {
+		a->since_probe = 0;
+	} else if (++a->since_probe >= AUTO_PROBE_EVERY) {
+		a->since_probe = 0;
+		a->probe = 1;
+		a->n = 1;
+	}
 	snprintf(a->reason, sizeof a->reason,
 		 "%s: %d draft%s predict %.2fx tokens/s (acceptance %.2f, step %.2f ms vs %.2f ms, "
 		 "extra expert reads %.2f ms at hit rate %.2f)",

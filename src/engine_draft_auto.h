@@ -21,7 +21,11 @@ typedef struct draft_auto {
 	 * ones before it were accepted) and accepted */
 	double tested[COLI_DRAFT_MAX], accepted[COLI_DRAFT_MAX];
 	int on;                      /* the current decision */
-	int n;                       /* drafts per step when on */
+	int n;                       /* drafts per step when on (or probing) */
+	int probe;                   /* off, but draft this one step to measure
+	                              * again (every AUTO_PROBE_EVERY steps while
+	                              * the prediction is not hopeless) */
+	int since_probe;
 	double gain;                 /* predicted tokens/s ratio of that choice */
 	char reason[160];
 } draft_auto;

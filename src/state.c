@@ -78,6 +78,8 @@ int coli_seq_set_window(coli_seq *q, int base, int pos, coli_err *err)
 		return coli_err_set(err, -EINVAL, "bad KV window %d..%d for %d RAM rows", base, pos, q->cap);
 	q->base = base;
 	q->pos = pos;
+	/* rows restored from outside (a session file) carry no MTP rows */
+	q->mtp_pos = 0;
 	return 0;
 }
 int coli_seq_capacity(const coli_seq *q) { return q->cap; }

@@ -7,8 +7,8 @@
  *     output byte and the token counts must be identical. Engine flags come from the environment
  *     (COLI_THREADS, COLI_EXPERT_CACHE, COLI_PARALLEL ...).
  *
- *   core_draft_test MODEL_DIR sample RUNS NTOK N
- *     RUNS requests sampled at temperature 1 (seeds 1..RUNS) without drafts
+ *   core_draft_test MODEL_DIR sample RUNS NTOK N TEMP
+ *     RUNS requests sampled at temperature TEMP (seeds 1..RUNS) without drafts
  *     and RUNS with N drafts; prints {"off": [[ids]...], "draft": [...],
  *     "drafted": D, "accepted": A} for a distribution test. Also checks
  *     that the same seed gives the same tokens twice with drafts. */
@@ -138,7 +138,7 @@ static int greedy(coli_engine *e, int ntok)
 	return bad;
 }
 
-static int sample(coli_engine *e, int runs, int ntok, int n)
+static int sample(coli_engine *e, int runs, int ntok, int n, float temp)
 {
 	coli_err err = { 0 };
 	out_buf *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
@@ -146,7 +146,7 @@ static int sample(coli_engine *e, int runs, int ntok, int n)
 	for (int pass = 0; pass < 2 && !bad; pass++) {
 		printf(pass ? "],\"draft\":[" : "{\"off\":[");
 		for (int s = 1; s <= runs && !bad; s++) {
-			bad = run(e, 0, pass ? n : COLI_DRAFT_OFF, ntok, 1.0f, (uint64_t)s, a, &err) != 0;
+			bad = run(e, 0, pass ? n : COLI_DRAFT_OFF, ntok, temp, (uint64_t)s, a, &err) != 0;
 			printf(s > 1 ? ",[" : "[");
 			for (int k = 0; k < a->n_ids; k++)
 				printf(k ? ",%d" : "%d", a->ids[k]);
@@ -158,7 +158,7 @@ static int sample(coli_engine *e, int runs, int ntok, int n)
 	printf("],\"drafted\":%llu,\"accepted\":%llu}\n", ds.drafted, ds.accepted);
 	/* reproducible: the same seed, the same tokens */
 	if (!bad)
-		bad = run(e, 0, n, ntok, 1.0f, 7, a, &err) || run(e, 0, n, ntok, 1.0f, 7, b, &err);
+		bad = run(e, 0, n, ntok, temp, 7, a, &err) || run(e, 0, n, ntok, temp, 7, b, &err);
 	if (!bad && (a->n_ids != b->n_ids || memcmp(a->ids, b->ids, sizeof(int) * (size_t)a->n_ids))) {
 		fprintf(stderr, "FAIL: seed 7 with drafts gave two different outputs\n");
 		bad = 1;
@@ -173,7 +173,7 @@ static int sample(coli_engine *e, int runs, int ntok, int n)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s MODEL_DIR greedy NTOK | sample RUNS NTOK N\n", argv[0]);
+		fprintf(stderr, "usage: %s MODEL_DIR greedy NTOK | sample RUNS NTOK N TEMP\n", argv[0]);
 		return 2;
 	}
 	coli_err err = { 0 };
@@ -194,7 +194,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[2], "greedy"))
 		bad = greedy(e, atoi(argv[3]));
 	else
-		bad = argc < 6 || sample(e, atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+		bad = argc < 7 || sample(e, atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), (float)atof(argv[6]));
 	coli_engine_free(e);
 	return bad;
 }

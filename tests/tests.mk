@@ -1,5 +1,5 @@
 # Core tests (forward pass helpers, engine pieces).
-check_PROGRAMS += tests/core_stop_match_test tests/core_sampler_test tests/core_batch_test tests/core_draft_test
+check_PROGRAMS += tests/core_stop_match_test tests/core_sampler_test tests/core_batch_test tests/core_draft_test tests/core_draft_auto_test
 TESTS += tests/core_stop_match_test tests/core_sampler_test
 tests_core_stop_match_test_SOURCES = tests/core_stop_match_test.c
 tests_core_stop_match_test_LDADD = libcoli.a $(COLI_LIBS)
@@ -9,7 +9,9 @@ tests_core_batch_test_SOURCES = tests/core_batch_test.c
 tests_core_batch_test_LDADD = libcoli.a $(COLI_LIBS)
 tests_core_draft_test_SOURCES = tests/core_draft_test.c
 tests_core_draft_test_LDADD = libcoli.a $(COLI_LIBS)
-TESTS += tests/core_draft.sh
+TESTS += tests/core_draft.sh tests/core_draft_auto_test
+tests_core_draft_auto_test_SOURCES = tests/core_draft_auto_test.c tests/test_util.h
+tests_core_draft_auto_test_LDADD = libcoli.a $(COLI_LIBS)
 EXTRA_DIST += tests/core_draft.sh
 TESTS += tests/core_placement.sh tests/core_session_resume.sh tests/core_doctor.sh tests/core_batch.sh \
 	tests/core_parallel.sh tests/core_long_context.sh tests/core_mtp.sh tests/core_dsa.sh
