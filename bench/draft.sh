@@ -10,8 +10,10 @@
 # 1. The default model, everything in RAM: --draft 1, 2, 3 and auto against
 #    off; tokens per forward pass and acceptance of the drafting requests.
 # 2. A GLM-5-shaped slice with an MTP layer (coli synth --preset glm5-slice
-#    --layers 3 --dense-layers 1 --experts 64 --dtype fp8 --vocab 4096
-#    --mtp 1, converted int4-g64 with the int8 MTP head), cold (experts
+#    --layers 2 --dense-layers 1 --experts 16 --dtype fp8 --vocab 4096
+#    --mtp 1: GLM-5.2's expert and attention shapes, 8 of 16 experts per
+#    token, 20 MiB int4 records; converted int4-g64 with the int8 MTP
+#    head; small enough to synthesize in minutes), cold (experts
 #    dropped from the page cache, O_DIRECT), a third of the experts cached,
 #    inside a memory cgroup (v1) limited to the resident weights (dense and
 #    MTP) + that third + 256 MiB: auto against off, and forced --draft 1
@@ -22,7 +24,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=/var/tmp/coli-draft-slice
-reuse=0 keep=0 gen=128 threads=0 slice=1
+reuse=0 keep=0 gen=128 threads=0 slice=1 n_exp=16
 coli=${COLI:-}
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -71,7 +73,7 @@ done
 # --- 2. GLM-5 slice with MTP, cold, a third cached, memory cgroup -----------
 if [ "$slice" = 1 ]; then
 	if [ ! -f "$model/manifest.json" ]; then
-		args="--preset glm5-slice --layers 3 --dense-layers 1 --experts 64 --dtype fp8 --vocab 4096 --mtp 1"
+		args="--preset glm5-slice --layers 2 --dense-layers 1 --experts $n_exp --dtype fp8 --vocab 4096 --mtp 1"
 		# shellcheck disable=SC2086
 		[ -f "$hf/config.json" ] || "$coli" synth "$hf" $args >/dev/null
 		"$coli" convert "$hf" "$model" --quant int4-g64 2>"$work/convert.log" >/dev/null
@@ -80,7 +82,7 @@ if [ "$slice" = 1 ]; then
 	shards=$(ls "$model"/experts/*.bin)
 	shard_bytes=$(stat -c %s "$(echo "$shards" | head -1)")
 	all=$(($(echo "$shards" | wc -l) * shard_bytes))
-	rec=$((shard_bytes / 64))
+	rec=$((shard_bytes / n_exp))
 	third=$((all / 3 / rec * rec))
 	resident=$("$py" -c 'import json,sys; m=json.load(open(sys.argv[1])); print(sum(t.get("nbytes",0) for t in m["tensors"].values()) if isinstance(m.get("tensors"),dict) else sum(t.get("nbytes",0) for t in m["tensors"]))' "$model/manifest.json")
 	limit=$((resident + third + 256 * 1024 * 1024))

@@ -445,6 +445,11 @@ void engine_draft_decode(coli_engine *e, engine_slot **who, int n)
 void coli_engine_draft_stats(const coli_engine *e, coli_draft_stats *o)
 {
 	memset(o, 0, sizeof *o);
+	if (!e) {
+		o->mode = COLI_DRAFT_OFF;
+		snprintf(o->reason, sizeof o->reason, "n/a");
+		return;
+	}
 	struct engine_draft *d = e->draft;
 	o->mode = e->opts.draft == COLI_DRAFT_UNSET ? COLI_DRAFT_AUTO : e->opts.draft;
 	if (!d) {
