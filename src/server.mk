@@ -42,3 +42,6 @@ EXTRA_DIST += tests/server_vocab.sh tests/server_badinput.sh tests/server_sdk.sh
 
 man_MANS += man/coli-serve.1
 EXTRA_DIST += man/coli-serve.1.in
+# The "draft" request field and the speculative-decoding metrics (issue 14).
+TESTS += tests/server_draft.sh
+EXTRA_DIST += tests/server_draft.sh
