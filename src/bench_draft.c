@@ -101,7 +101,6 @@ json_t *bench_draft_run(const coli_engine_opts *base, const char *dir, int n_pro
 	json_object_set_new(out, "accepted", json_integer((json_int_t)accepted));
 	json_object_set_new(out, "acceptance", drafted ? json_real((double)accepted / drafted) : json_null());
 	json_object_set_new(out, "tokens_per_forward", steps ? json_real((double)tokens / (double)steps) : json_null());
-	json_object_set_new(out, "drafting_on", json_boolean(s1.on));
 	json_object_set_new(out, "reason", json_string(s1.reason));
 done:
 	coli_engine_free(e);

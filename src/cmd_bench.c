@@ -443,6 +443,9 @@ int cmd_bench(int argc, char **argv)
 		s = NULL;
 		coli_model_free(m);
 		m = NULL;
+		/* --cold: the engine reads experts with O_DIRECT too */
+		if (cold && fl.opts.store.direct < 0)
+			fl.opts.store.direct = 1;
 		json_t *dj = bench_draft_run(&fl.opts, dir, (int)n_prompt, (int)n_gen, fl.opts.draft, (uint64_t)seed, &err);
 		if (!dj)
 			goto fail;
