@@ -113,9 +113,11 @@ static int draw_figures(tui_app *a, WINDOW *w, int y, int width)
 				 ds.tokens_per_forward);
 		else
 			snprintf(dr, sizeof dr, "  draft %s", a->gen.draft == COLI_DRAFT_OFF ? "off" : ds.on ? "on" : "auto");
+		/* only where the figures stay on the one line they had */
 		size_t len = strlen(p2);
 		if (len + strlen(dr) < sizeof p2 &&
-		    tui_text_width(p2, len, a->ascii) + (int)strlen(dr) <= width)
+		    tui_text_width(p1, strlen(p1), a->ascii) + 2 + tui_text_width(p2, len, a->ascii) +
+				    (int)strlen(dr) <= width)
 			memcpy(p2 + len, dr, strlen(dr) + 1);
 	}
 	size_t nl = tui_edit_lines(&a->edit);
