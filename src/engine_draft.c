@@ -411,15 +411,23 @@ void engine_draft_decode(coli_engine *e, engine_slot **who, int n)
 		engine_slot *sl = who[k];
 		const int kd = sl->n_draft, pos = sl->n_hist;
 		sl->hist[sl->n_hist++] = sl->pending;
-		int next;
-		int a = accept(e, sl, d->logits + (size_t)r0 * V, kd, &next);
-		atomic_fetch_add_explicit(&d->steps, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&d->drafted, (unsigned long long)kd, memory_order_relaxed);
-		atomic_fetch_add_explicit(&d->accepted, (unsigned long long)a, memory_order_relaxed);
-		if (kd)
-			draft_auto_note_accept(&d->au, a < kd ? a + 1 : kd, a);
+		int next, a = 0, done;
 		const int before = sl->produced;
-		int done = emit(e, sl, a, next);
+		atomic_fetch_add_explicit(&d->steps, 1, memory_order_relaxed);
+		if (!kd) {
+			/* no drafts: the slot's own sampling path (logit_bias,
+			 * grammar mask, log-probabilities), as without an MTP module */
+			sl->n_hist--;
+			memcpy(sl->logits, d->logits + (size_t)r0 * V, sizeof(float) * (size_t)V);
+			sl->hist[sl->n_hist++] = sl->pending;
+			done = engine_slot_take(e, sl);
+		} else {
+			a = accept(e, sl, d->logits + (size_t)r0 * V, kd, &next);
+			atomic_fetch_add_explicit(&d->drafted, (unsigned long long)kd, memory_order_relaxed);
+			atomic_fetch_add_explicit(&d->accepted, (unsigned long long)a, memory_order_relaxed);
+			draft_auto_note_accept(&d->au, a < kd ? a + 1 : kd, a);
+			done = emit(e, sl, a, next);
+		}
 		atomic_fetch_add_explicit(&d->tokens, (unsigned long long)(sl->produced - before),
 					  memory_order_relaxed);
 		sl->n_draft = 0;

@@ -123,6 +123,10 @@ int engine_slot_push_token(coli_engine *e, engine_slot *sl, int tok);
 /* Add the request's logit_bias to logits (vocab) before any choice. */
 void engine_slot_bias(const engine_slot *sl, float *logits);
 void engine_slot_end(coli_engine *e, engine_slot *sl, int reason);
+/* Sample the slot's next token from sl->logits (logit_bias, grammar mask,
+ * log-probabilities), show it, check the stop conditions; 1 when the
+ * slot finished. */
+int engine_slot_take(coli_engine *e, engine_slot *sl);
 /* Finish with an event; the slot becomes idle. */
 void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, int code, const char *msg);
 

@@ -224,7 +224,7 @@ void engine_slot_end(coli_engine *e, engine_slot *sl, int reason)
 
 /* Sample from the slot's logits, show the token, decide whether to go on.
  * Returns 1 when the slot finished. */
-static int slot_take_token(coli_engine *e, engine_slot *sl)
+int engine_slot_take(coli_engine *e, engine_slot *sl)
 {
 	coli_request *r = sl->req;
 	const coli_gen_params *p = &r->params;
@@ -345,7 +345,7 @@ void engine_slot_prefill(coli_engine *e, engine_slot *sl)
 	if (sl->at < sl->n_prompt)
 		return;
 	sl->phase = SLOT_DECODE;
-	if (!slot_take_token(e, sl))
+	if (!engine_slot_take(e, sl))
 		engine_draft_first_token(e, sl);
 }
 
@@ -372,7 +372,7 @@ static void decode_batch(coli_engine *e, engine_slot **who, int n)
 		engine_slot *sl = who[k];
 		sl->hist[sl->n_hist++] = sl->pending;
 		memcpy(sl->logits, e->batch_logits + (size_t)k * V, sizeof(float) * (size_t)V);
-		slot_take_token(e, sl);
+		engine_slot_take(e, sl);
 	}
 }
 
