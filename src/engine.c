@@ -312,6 +312,7 @@ void coli_engine_free(coli_engine *e)
 	}
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
+	kv_prefix_index_free(e->prefix_ix);
 	free(e->batch_logits);
 	grammar_vocab_free(e->gvocab);
 	free(e->queue);
