@@ -1,7 +1,9 @@
 /* server_test_gen.c - the generation driver (server_gen.c) over scripted
  * engine events: stop strings split across events, tool-call markup made of
- * special tokens, end-of-sequence never shown, errors, and the statuses for
- * a full queue or an over-long prompt.
+ * special tokens, end-of-sequence never shown, errors, a client that leaves
+ * while tokens keep coming (cancelled before the next token is taken), the
+ * server stopping mid-generation, and the statuses for a full queue or an
+ * over-long prompt.
  *
  * The engine and tokenizer entry points server_gen.c uses are defined here
  * (test-only script player), so libcoli.a's engine is not linked into this
@@ -12,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <sys/socket.h>
 
 #include "server_internal.h"
 
@@ -213,6 +218,38 @@ int main(void)
 	CHECK(srv_gen_next(&g, &out) == 1 && g.idle && !strcmp(out.p, "a"));
 	CHECK(srv_gen_next(&g, &out) == 1 && !g.idle && !strcmp(out.p, "ab"));
 	CHECK(srv_gen_next(&g, &out) == 0 && g.finish == SRV_FINISH_STOP);
+	srv_gen_free(&g);
+	srv_buf_free(&out);
+
+	/* the client leaves while the engine has tokens ready every time: the
+	 * socket is looked at before each token is taken, so the request is
+	 * cancelled at once (it used to be looked at only after a quiet 50 ms,
+	 * which a busy engine never has) */
+	coli_event s6[] = { text_ev(10, "a"), text_ev(11, "b"), text_ev(12, "c"),
+			    text_ev(13, "d"), done_ev(COLI_FINISH_STOP, 4) };
+	int sv[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	memset(&the_req, 0, sizeof the_req);
+	the_req.script = s6;
+	the_req.n = 5;
+	CHECK(srv_gen_start(&g, NULL, ids5, 5, &r, 0, sv[0], NULL, &e) == 0);
+	CHECK(srv_gen_next(&g, &out) == 1 && !strcmp(out.p, "a"));
+	close(sv[1]);
+	CHECK(srv_gen_next(&g, &out) == -1 && the_req.cancelled && the_req.at == 1);
+	srv_gen_free(&g);
+	srv_buf_free(&out);
+	close(sv[0]);
+
+	/* the server stops: the request is cancelled and read to its end, so
+	 * the client gets a final event (SRV_FINISH_SHUTDOWN), not a cut */
+	atomic_int stopping = 0;
+	memset(&the_req, 0, sizeof the_req);
+	the_req.script = s6;
+	the_req.n = 5;
+	CHECK(srv_gen_start(&g, NULL, ids5, 5, &r, 0, -1, &stopping, &e) == 0);
+	CHECK(srv_gen_next(&g, &out) == 1 && !strcmp(out.p, "a"));
+	atomic_store(&stopping, 1);
+	CHECK(srv_gen_next(&g, &out) == 0 && g.finish == SRV_FINISH_SHUTDOWN && the_req.cancelled);
 	srv_gen_free(&g);
 	srv_buf_free(&out);
 
