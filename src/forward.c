@@ -310,6 +310,8 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 		float *dst = s->row_seq[b]->kv[l] + (size_t)(t - s->row_seq[b]->base) * W;
 		fwd_rmsnorm(dst, src, w->kv_a_norm, L, c->attn_norm_eps);
 		memcpy(dst + L, src + L, sizeof(float) * R);
+		if (W > AW && !w->has_indexer) /* a shared layer stores no index key */
+			memset(dst + AW, 0, sizeof(float) * (size_t)(W - AW));
 		fwd_rope(dst + L, R, t, m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
 	}
 	/* spilled rows of this layer (only a sequence alone in its chunk
