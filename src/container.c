@@ -394,6 +394,13 @@ int coli_container_open(const char *dir, const coli_container_opts *opts,
 		coli_err_wrap(err, "%s: config", mpath);
 		goto fail;
 	}
+	/* a DSA container converted before the indexer ran stored neither
+	 * its schedule nor its rope pairing (and kept its weights f32) */
+	if (c->config.index_topk > 0 && !json_object_get(cfg, "indexer_types")) {
+		rc = coli_err_set(err, -EPROTONOSUPPORT, "%s: converted before the DSA indexer was supported "
+				  "(no indexer_types in its config): convert the checkpoint again", mpath);
+		goto fail;
+	}
 	if ((rc = manifest_get_obj(p->root, "quant", &quant, mpath, err)) < 0)
 		goto fail;
 	copy_name(c->quant_dense, sizeof c->quant_dense, quant, "dense");

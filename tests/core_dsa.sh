@@ -12,6 +12,7 @@
 # - bad input, each one line naming the field or tensor: index_topk <= 0,
 #   an unknown indexer_types entry, a full layer without indexer weights
 #   (at convert, and at open of a container whose schedule was edited),
+#   a container converted before the indexer ran (no schedule recorded),
 #   indexer shapes that disagree with the config.
 set -u
 : "${COLI:?}"
@@ -96,5 +97,11 @@ cp -r "$tmp/m" "$tmp/m6"
 	"$tmp/m6/manifest.json" || exit 1
 expect "open: full layer without weights" "tensor model.layers.1.self_attn.indexer.wq_b.weight is missing" \
 	"$COLI" logits "$tmp/m6" --tokens 1,2
+# a container converted before the indexer ran (no schedule recorded)
+cp -r "$tmp/m" "$tmp/m7"
+"$PY" -c 'import json,sys; p=sys.argv[1]; m=json.load(open(p)); del m["config"]["indexer_types"]; json.dump(m, open(p, "w"))' \
+	"$tmp/m7/manifest.json" || exit 1
+expect "open: container from before the indexer" "converted before the DSA indexer was supported" \
+	"$COLI" logits "$tmp/m7" --tokens 1,2
 [ $fail = 0 ] && echo "dsa: sessions past index_topk resume exactly; bad input refused in one line"
 exit $fail
