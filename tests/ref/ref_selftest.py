@@ -57,6 +57,7 @@ def check_incremental():
         "flat_routing": ["--groups", "1", "--topk-groups", "1", "--no-norm-topk", "--scaling", "1.7"],
         "groups8": ["--experts", "32", "--groups", "8", "--topk-groups", "3", "--topk", "6", "--seed", "5"],
         "sharded_mtp2": ["--shards", "4", "--mtp", "2", "--dense-layers", "2", "--seed", "9"],
+        "dsa_shared": ["--index-topk", "4", "--layers", "3", "--indexer-types", "FSF", "--seed", "10"],
     }
     for name, flags in variants.items():
         m = ref_model.Model(synth("inc_" + name, *flags))
