@@ -13,7 +13,8 @@
 #    int4-g64.
 # 2. per context: bench/dsa_bench MODEL CTX GEN THREADS fills the KV cache
 #    with CTX random rows (no prefill) and decodes GEN tokens with the
-#    indexer, then with it switched off (dense MLA); one JSON line each in
+#    indexer, then with it switched off (dense MLA), alternating, twice each
+#    (the faster run of each counts); one JSON line each in
 #    WORK/results.jsonl.
 # 3. prints per context dense/sparse (above 1: the sparse path is faster),
 #    the attention+indexer share of a token, and the first context where
