@@ -35,7 +35,7 @@ static void usage(FILE *f)
 		"usage: coli bench [DIR] [options] [engine options]\n"
 		"  --prompt N          prefill tokens (default 64)\n"
 		"  --gen N             decoded tokens (default 32)\n"
-		"  --cold              drop the experts from the page cache first\n"
+		"  --cold              drop the experts from the page cache first; implies --no-heat\n"
 		"  --iobench           measure the drive at the expert record size for the ceiling\n"
 		"  --no-kernels        skip the kernel/memory bandwidth figures\n"
 		"  --kernel-seconds S  time for the kernel figures (default 3)\n"
@@ -43,8 +43,9 @@ static void usage(FILE *f)
 		"  --draft auto|N      also decode with MTP drafting and without, interleaved\n"
 		"                      in one engine: both rates, ratio, acceptance, tokens\n"
 		"                      per forward (\"draft\" in the output)\n"
-		"  (with --cache-dir DIR the routing heat is loaded from and saved to\n"
-		"   DIR/hot-experts, so a repeated run shows the learned pinned set)\n%s",
+		"  (with --cache-dir DIR and without --no-heat the routing heat is loaded\n"
+		"   from and saved to DIR/hot-experts, so a repeated run shows the learned\n"
+		"   pinned set)\n%s",
 		coli_engine_flags_help);
 }
 
@@ -217,7 +218,9 @@ int cmd_bench(int argc, char **argv)
 	if (cold && mo.store.direct < 0)
 		mo.store.direct = 1;
 	mo.mtp = mtp;
-	if (fl.opts.cache_dir) {
+	if (cold)
+		fl.opts.no_heat = 1; /* a cold run must not warm-start from history */
+	if (fl.opts.cache_dir && !fl.opts.no_heat) {
 		/* heat persistence, as the engine does it (engine.c) */
 		snprintf(heat_dir, sizeof heat_dir, "%s/hot-experts", fl.opts.cache_dir);
 		if (coli_mkdirs(heat_dir, &err))

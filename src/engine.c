@@ -219,12 +219,14 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	}
 	snprintf(e->kv_dir, sizeof e->kv_dir, "%s/kv", e->cache_dir);
 	snprintf(e->heat_dir, sizeof e->heat_dir, "%s/hot-experts", e->cache_dir);
-	mo.store.heat_dir = e->heat_dir;
+	mo.store.heat_dir = e->opts.no_heat ? NULL : e->heat_dir;
 	/* a failed open must leave nothing behind: remember what is ours */
 	struct stat st;
 	made_cache = stat(e->cache_dir, &st) != 0;
-	made_heat = stat(e->heat_dir, &st) != 0;
-	if (coli_mkdirs(e->heat_dir, err)) {
+	made_heat = !e->opts.no_heat && stat(e->heat_dir, &st) != 0;
+	if (e->opts.no_heat) {
+		coli_info("routing heat off (--no-heat): no warm start, nothing saved");
+	} else if (coli_mkdirs(e->heat_dir, err)) {
 		/* routing heat is an optimisation: run without persisting it */
 		coli_warn("%s; routing heat will not be saved", err->msg);
 		coli_err_clear(err);

@@ -51,6 +51,10 @@ typedef struct coli_engine_opts {
 	                            * reveal saved text to any client) */
 	int draft;                 /* COLI_DRAFT_*, or N: MTP drafting (off
 	                            * also leaves the MTP module unloaded) */
+	int no_heat;               /* neither load nor save routing heat
+	                            * (CACHE_DIR/hot-experts): a run that must
+	                            * not warm-start from earlier runs' history
+	                            * nor leave any for later ones */
 	expert_store_opts store;   /* expert cache, pinning, prefetch, I/O mode,
 	                            * mirrors (heat_dir and kv_bytes are set by
 	                            * the engine) */

@@ -19,6 +19,7 @@ const char coli_engine_flags_help[] =
 	"  --cache-dir DIR          sessions, expert heat and logs\n"
 	"  --draft auto|off|N       MTP speculative decoding (default auto: only\n"
 	"                           while it predicts a speed-up)\n"
+	"  --no-heat                neither load nor save routing heat (no warm start)\n"
 	"  --share-session-prefixes  requests without a session may reuse saved\n"
 	"                           sessions' KV (reveals their text; default off)\n"
 	"  --expert-cache SIZE      RAM for cached experts: 512MB, 8GB, 25%, 0, auto\n"
@@ -60,6 +61,8 @@ int coli_engine_flags_init(coli_engine_flags *f, coli_err *err)
 		return rc;
 	if ((v = getenv("COLI_SHARE_SESSION_PREFIXES")) && *v)
 		f->opts.share_session_prefixes = strcmp(v, "0") != 0;
+	if ((v = getenv("COLI_NO_HEAT")) && *v)
+		f->opts.no_heat = strcmp(v, "0") != 0;
 	if ((v = getenv("COLI_CACHE_DIR")) && *v)
 		f->opts.cache_dir = v;
 	if ((v = getenv("COLI_DRAFT")) && *v && (rc = coli_draft_parse(v, "COLI_DRAFT", &f->opts.draft, err)))
@@ -113,6 +116,12 @@ int coli_engine_flags_parse(coli_engine_flags *f, int argc, char **argv, int *i,
 			return rc;
 		if (!inline_val)
 			++*i;
+		return 1;
+	}
+	if (!strcmp(flag, "--no-heat") || !strcmp(flag, "--heat")) {
+		if (inline_val)
+			return coli_err_set(err, -EINVAL, "%s takes no value", flag);
+		f->opts.no_heat = flag[2] == 'n';
 		return 1;
 	}
 	if (!strcmp(flag, "--act-quant")) {
