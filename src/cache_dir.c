@@ -10,6 +10,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "manifest.h"
+#include "sha256.h"
+
+/* Hex digits of the container fingerprint kept in the directory name: 48
+ * bits tell apart any models one user has side by side, and the name
+ * stays short enough to read in a listing. */
+#define CACHE_FP_CHARS 12
+
 /* Last path component of model_dir (resolved, so "." and "x/.." name the
  * real directory). Falls back to the literal path if it does not exist. */
 static void container_name(const char *model_dir, char *out, size_t cap)
@@ -35,6 +43,35 @@ static void container_name(const char *model_dir, char *out, size_t cap)
 	out[n] = '\0';
 }
 
+/* The container fingerprint (sha256 of manifest.json's bytes, as
+ * container.c computes it) of model_dir, or "" when it has no readable
+ * manifest (not a converted model: the name alone then). */
+static void container_fingerprint(const char *model_dir, char fp[65])
+{
+	char path[PATH_MAX], *bytes = NULL;
+	size_t len = 0;
+	coli_err e = { 0 };
+	fp[0] = '\0';
+	if (snprintf(path, sizeof path, "%s/manifest.json", model_dir) >= (int)sizeof path)
+		return;
+	if (manifest_read_file(path, &bytes, &len, &e) < 0)
+		return;
+	coli_sha256_hex(bytes, len, fp);
+	free(bytes);
+}
+
+int coli_cache_dir_name(const char *model_dir, char *out, size_t cap)
+{
+	char name[256], fp[65];
+	if (!model_dir || !*model_dir)
+		return snprintf(out, cap, "default");
+	container_name(model_dir, name, sizeof name);
+	container_fingerprint(model_dir, fp);
+	if (!fp[0])
+		return snprintf(out, cap, "%s", name);
+	return snprintf(out, cap, "%s-%.*s", name, CACHE_FP_CHARS, fp);
+}
+
 int coli_cache_dir(const char *model_dir, char *out, size_t cap, coli_err *err)
 {
 	const char *env = getenv("COLI_CACHE_DIR");
@@ -42,12 +79,9 @@ int coli_cache_dir(const char *model_dir, char *out, size_t cap, coli_err *err)
 	if (env && *env) {
 		n = snprintf(out, cap, "%s", env);
 	} else {
-		char name[256];
+		char name[300];
 		const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-		if (model_dir && *model_dir)
-			container_name(model_dir, name, sizeof name);
-		else
-			snprintf(name, sizeof name, "default");
+		coli_cache_dir_name(model_dir, name, sizeof name);
 		if (xdg && xdg[0] == '/')
 			n = snprintf(out, cap, "%s/colitop/%s", xdg, name);
 		else if (home && *home)

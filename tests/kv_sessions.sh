@@ -32,7 +32,8 @@ model="$tmp/models/glm-test"
 mkdir -p "$model"
 printf '{"format_version":1}\n' > "$model/manifest.json"
 fp=$(sha256sum "$model/manifest.json" | cut -c1-64)
-kv="$XDG_CACHE_HOME/colitop/glm-test/kv"
+cdir="$XDG_CACHE_HOME/colitop/glm-test-$(echo "$fp" | cut -c1-12)"
+kv="$cdir/kv"
 mkdir -p "$kv"
 
 # no sessions yet
@@ -57,10 +58,10 @@ jcheck "len(j['sessions']) == 3"
 # cache dir overrides
 COLI_CACHE_DIR="$tmp/elsewhere" expect 0 "$COLI" sessions "$model" --json list
 jcheck "j['sessions'] == [] and j['kv_dir'] == '$tmp/elsewhere/kv'"
-expect 0 "$COLI" sessions --cache-dir "$XDG_CACHE_HOME/colitop/glm-test" --json list
+expect 0 "$COLI" sessions --cache-dir "$cdir" --json list
 jcheck "len(j['sessions']) == 3"
 # an explicit cache dir needs no model, even with a stale COLI_MODEL
-COLI_MODEL="$tmp/gone" expect 0 "$COLI" sessions --cache-dir "$XDG_CACHE_HOME/colitop/glm-test" --json list
+COLI_MODEL="$tmp/gone" expect 0 "$COLI" sessions --cache-dir "$cdir" --json list
 jcheck "len(j['sessions']) == 3 and j['model_fingerprint'] is None"
 COLI_MODEL="$tmp/gone" expect 1 "$COLI" sessions list
 

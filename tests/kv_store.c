@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "cache_dir.h"
+#include "manifest.h"
+#include "sha256.h"
 #include "kv_store.h"
 #include "kv_test.h"
 
@@ -257,6 +259,25 @@ static void test_sizes_and_cache_dir(void)
 	setenv("HOME", dir, 1);
 	snprintf(want, sizeof want, "%s/.cache/colitop/%s", dir, strrchr(dir, '/') + 1);
 	CHECK(coli_cache_dir(dir, out, sizeof out, &err) == 0 && !strcmp(out, want));
+	/* two models named alike in different parents: the fingerprint of
+	 * their manifests tells them apart (name + first 12 hex digits) */
+	char m1[4200], m2[4200], fp[65];
+	snprintf(m1, sizeof m1, "%s/p1/glm", dir);
+	snprintf(m2, sizeof m2, "%s/p2/glm", dir);
+	CHECK(coli_mkdirs(m1, &err) == 0 && coli_mkdirs(m2, &err) == 0);
+	const char *man1 = "{\"format_version\":1,\"x\":1}\n", *man2 = "{\"format_version\":1,\"x\":2}\n";
+	snprintf(out, sizeof out, "%s/manifest.json", m1);
+	CHECK(manifest_write_atomic(out, man1, strlen(man1), &err) == 0);
+	snprintf(out, sizeof out, "%s/manifest.json", m2);
+	CHECK(manifest_write_atomic(out, man2, strlen(man2), &err) == 0);
+	setenv("XDG_CACHE_HOME", "/xdg", 1);
+	coli_sha256_hex(man1, strlen(man1), fp);
+	snprintf(want, sizeof want, "/xdg/colitop/glm-%.12s", fp);
+	CHECK(coli_cache_dir(m1, out, sizeof out, &err) == 0 && !strcmp(out, want));
+	coli_sha256_hex(man2, strlen(man2), fp);
+	snprintf(want, sizeof want, "/xdg/colitop/glm-%.12s", fp);
+	CHECK(coli_cache_dir(m2, out, sizeof out, &err) == 0 && !strcmp(out, want));
+	unsetenv("XDG_CACHE_HOME");
 	char small[8];
 	CHECK(coli_cache_dir("/m/glm", small, sizeof small, &err) == -ENAMETOOLONG);
 	snprintf(out, sizeof out, "%s/a/b/c/kv", dir);

@@ -43,6 +43,7 @@ tests_server_test_think_LDADD = libcoli.a $(COLI_LIBS)
 noinst_PROGRAMS += bench/grammar_bench
 bench_grammar_bench_SOURCES = bench/grammar_bench.c
 bench_grammar_bench_LDADD = libcoli.a $(COLI_LIBS)
-# --no-heat / COLI_NO_HEAT / bench --cold: no routing heat loaded or saved.
-TESTS += tests/engine_no_heat.sh
-EXTRA_DIST += tests/engine_no_heat.sh
+# --no-heat / COLI_NO_HEAT / bench --cold: no routing heat loaded or saved;
+# the default cache directory keyed by the container fingerprint.
+TESTS += tests/engine_no_heat.sh tests/engine_cache_dir.sh
+EXTRA_DIST += tests/engine_no_heat.sh tests/engine_cache_dir.sh
