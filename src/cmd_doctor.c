@@ -21,6 +21,8 @@
 #include "chat_template.h"
 #include "cli.h"
 #include "container.h"
+#include "expert_store.h"
+#include "expert_store_budget.h"
 #include "iobench.h"
 #include "kv_store.h"
 #include "model_dir.h"
@@ -159,6 +161,16 @@ static void check_memory(doctor *d, const coli_container *c)
 		       "for the cache: expect most experts from disk", b, a, e);
 	else
 		report(d, DOC_OK, "memory", "resident %s; %s available for the expert cache (experts: %s)", b, a, e);
+	/* what `--expert-cache auto` would get now, with the engine defaults
+	 * (--ctx 4096, automatic slots), term by term */
+	expert_store_opts o;
+	store_budget_terms t;
+	char line[512];
+	expert_store_opts_default(&o);
+	if (c->config.n_routed_experts > 0 && store_budget_measure(c, &o, &t) == 0) {
+		store_budget_explain(&t, line, sizeof line);
+		report(d, DOC_OK, "expert-budget", "automatic expert cache %s", line);
+	}
 }
 
 /* Transparent huge pages: the engine advises its weight buffers for them

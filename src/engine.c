@@ -27,6 +27,7 @@
 #include "coli_log.h"
 #include "engine_draft.h"
 #include "engine_internal.h"
+#include "expert_store_budget.h"
 #include "kv_store.h"
 #include "model_dir.h"
 
@@ -177,19 +178,9 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
-/* Slots: as many as asked (at most ENGINE_MAX_SLOTS); by default up to 4,
- * and only as many as keep their KV rows in RAM (--kv-ram per slot) within
- * a fixed 1 GiB. */
-static int slot_count(const coli_engine *e)
-{
-	if (e->opts.parallel > 0)
-		return e->opts.parallel < ENGINE_MAX_SLOTS ? e->opts.parallel : ENGINE_MAX_SLOTS;
-	const coli_config *c = &e->model->cfg;
-	double per = (double)c->num_hidden_layers * e->kv_ram * coli_config_kv_width(c) * sizeof(float);
-	int n = (int)((1ULL << 30) / (per > 1 ? per : 1));
-	return n < 1 ? 1 : n > 4 ? 4 : n;
-}
-
+/* Context, KV rows in RAM and slots come from coli_kv_plan
+ * (expert_store_budget.h), which the automatic expert budget also uses. */
+_Static_assert(ENGINE_DEFAULT_CTX == 4096 && ENGINE_MAX_SLOTS == 16, "coli_kv_plan's defaults");
 int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 {
 	int rc, made_cache = 0, made_heat = 0;
@@ -212,6 +203,9 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	/* the MTP module drafts unless drafting is off (a model without one
 	 * simply loads none) */
 	mo.mtp = e->opts.draft != COLI_DRAFT_OFF;
+	mo.store.kv_ctx = e->opts.ctx;
+	mo.store.kv_ram = e->opts.kv_ram;
+	mo.store.kv_parallel = e->opts.parallel;
 	if (e->opts.cache_dir) {
 		snprintf(e->cache_dir, sizeof e->cache_dir, "%s", e->opts.cache_dir);
 	} else if ((rc = coli_cache_dir(e->model_dir, e->cache_dir, sizeof e->cache_dir, err))) {
@@ -237,18 +231,15 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	if ((rc = coli_tokenizer_load_dir(e->model_dir, &e->tok, err)))
 		goto fail;
 	const coli_config *c = &e->model->cfg;
-	e->ctx = e->opts.ctx > 0 ? e->opts.ctx : ENGINE_DEFAULT_CTX;
-	if (c->max_position_embeddings > 0 && e->ctx > c->max_position_embeddings)
-		e->ctx = c->max_position_embeddings;
+	/* the same plan the expert store's automatic budget subtracted */
+	coli_kv_plan(c, e->opts.ctx, e->opts.kv_ram, e->opts.parallel, &e->ctx, &e->kv_ram, &e->n_slots);
 	e->prefill_batch = e->opts.prefill_batch > 0 ? e->opts.prefill_batch : ENGINE_PREFILL_BATCH;
-	e->kv_ram = e->opts.kv_ram > 0 && e->opts.kv_ram < e->ctx ? e->opts.kv_ram : e->ctx;
 	if (e->kv_ram < e->ctx && e->prefill_batch > e->kv_ram / 2)
 		e->prefill_batch = e->kv_ram / 2;   /* a chunk must fit beside what stays in RAM */
 	if (e->kv_ram < 32 && e->kv_ram < e->ctx) {
 		rc = coli_err_set(err, -EINVAL, "--kv-ram must be at least 32 tokens");
 		goto fail;
 	}
-	e->n_slots = slot_count(e);
 	int batch = e->n_slots > e->prefill_batch ? e->n_slots : e->prefill_batch;
 	if (e->model->n_mtp && batch < engine_draft_max_rows(e->n_slots))
 		batch = engine_draft_max_rows(e->n_slots);

@@ -49,8 +49,11 @@ typedef struct expert_store_opts {
 	int policy;              /* enum expert_policy; -1 = default (measured) */
 	int max_batch;           /* experts per acquire call; 0 = top_k
 	                          * (2 x top_k before expert_store_request) */
-	int64_t kv_bytes;        /* KV budget subtracted by the automatic cache
-	                          * budget; -1 = default (1 GiB) */
+	int64_t kv_bytes;        /* KV subtracted by the automatic cache
+	                          * budget; -1 = coli_kv_plan of the three
+	                          * below (what the engine will allocate) */
+	int kv_ctx, kv_ram, kv_parallel; /* the engine's --ctx, --kv-ram,
+	                          * --parallel (0 = their defaults) */
 	int verify_mirrors;      /* 1 = sha256 every mirror shard at open (slow) */
 	double mirror_weights[1 + EXPERT_STORE_MAX_MIRRORS]; /* [0] primary, then
 	                          * each mirror; 0 = equal shares */

@@ -16,6 +16,7 @@
 
 #include "expert_stats.h"
 #include "expert_store.h"
+#include "expert_store_budget.h"
 
 enum slot_state { SLOT_FREE = 0, SLOT_LOADING, SLOT_READY };
 

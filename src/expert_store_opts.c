@@ -19,9 +19,12 @@
  * (bench/routing_policy.sh, 6 seeds, lfu-next) pinning half cost 0.11 of
  * the Belady ratio at 16 records (4 x top-k), 0.03 at 24, and gained
  * 0.11-0.31 at 8-10 records (expert_store_policy.c has the table).
- * Automatic total (cache "auto"): available memory (MemAvailable, capped by
- * the cgroup limit) - dense bytes - KV budget - OS reserve max(1 GiB, 10%),
- * never more than all expert bytes, never negative. */
+ * Automatic total (cache "auto"): store_budget_derive
+ * (expert_store_budget.h): the room (cgroup limit - (usage - inactive page
+ * cache), or MemAvailable when smaller) - the KV the engine will allocate
+ * - a reserve (the scratch pool + a 64 MiB margin), never more than all
+ * expert bytes, never negative. The dense part is already loaded, inside
+ * usage, and is not subtracted again. */
 #include "config.h"
 
 #include "expert_store_int.h"
@@ -35,7 +38,6 @@
 #include "coli_log.h"
 #include "size_parse.h"
 
-#define GiB (1024LL * 1024 * 1024)
 
 void expert_store_opts_default(expert_store_opts *o)
 {
@@ -57,27 +59,56 @@ static int64_t total_expert_bytes(const coli_container *c)
 	return t;
 }
 
+int store_budget_measure(const coli_container *c, const expert_store_opts *o, store_budget_terms *t)
+{
+	char buf[4096];
+	size_cgroup_mem m;
+	memset(t, 0, sizeof *t);
+	t->limit = -1;
+	t->mem_available = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+	if (f) {
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+		t->mem_available = size_meminfo_available(buf);
+	}
+	buf[0] = '\0';
+	if ((f = fopen("/proc/self/cgroup", "r"))) {
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+	}
+	if (size_cgroup_memory("/sys/fs/cgroup", buf, &m) == 0) {
+		t->limit = m.limit;
+		t->usage = m.usage;
+		t->reclaimable = m.reclaimable;
+	}
+	t->dense = (int64_t)c->dense_bytes;
+	t->kv = o->kv_bytes >= 0 ? o->kv_bytes
+				 : coli_kv_plan(&c->config, o->kv_ctx, o->kv_ram, o->kv_parallel, NULL, NULL, NULL);
+	/* the scratch pool the store adds beside a small budget: one layer's
+	 * set held while the next layer's is prefetched */
+	int64_t batch = o->max_batch > 0 ? o->max_batch : c->config.num_experts_per_tok;
+	t->reserve = 2 * batch * (int64_t)c->expert_record_size + STORE_BUDGET_MARGIN;
+	t->all = total_expert_bytes(c);
+	return store_budget_derive(t);
+}
+
 int store_budget_resolve(const coli_container *c, const expert_store_opts *o,
 			 int64_t *pin, int64_t *cache)
 {
 	int64_t total = o->cache_bytes;
+	int rc;
 	int64_t all = total_expert_bytes(c);
 	if (total < 0) {
-		int64_t avail = size_mem_available();
-		if (avail < 0)
-			return (int)avail;
-		int64_t kv = o->kv_bytes >= 0 ? o->kv_bytes : GiB;
-		int64_t reserve = avail / 10 > GiB ? avail / 10 : GiB;
-		total = avail - (int64_t)c->dense_bytes - kv - reserve;
-		if (total < 0)
-			total = 0;
-		if (total > all)
-			total = all;
-		char a[32], d[32], k[32], r[32], t[32], x[32];
-		coli_info("expert store: automatic budget %s = available %s - dense %s - KV %s - reserve %s (experts total %s)",
-			  size_format(total, t, sizeof t), size_format(avail, a, sizeof a),
-			  size_format((int64_t)c->dense_bytes, d, sizeof d), size_format(kv, k, sizeof k),
-			  size_format(reserve, r, sizeof r), size_format(all, x, sizeof x));
+		store_budget_terms t;
+		if ((rc = store_budget_measure(c, o, &t)) < 0)
+			return rc;
+		total = t.total;
+		char line[512];
+		store_budget_explain(&t, line, sizeof line);
+		coli_info("expert store: automatic %s", line);
 	}
 	int64_t p = o->pin_bytes;
 	if (p < 0) {

@@ -151,30 +151,48 @@ int size_cgroup_path(const char *text, int v2, char *out, size_t outsz)
 	return -ENOENT;
 }
 
-/* Smallest (limit - usage) over the cgroup at `rel` and its ancestors
- * (every level's limit applies); -1 when none is set. */
-static int64_t cgroup_room(const char *root, const char *rel, const char *limit_name,
-			   const char *usage_name)
+int64_t size_cgroup_stat(const char *text, const char *key)
 {
-	char path[1024], dir[768], lb[64], ub[64];
-	int64_t best = -1;
+	size_t kl = strlen(key);
+	for (const char *p = text; p && *p;) {
+		if (!strncmp(p, key, kl) && p[kl] == ' ')
+			return (int64_t)strtoll(p + kl + 1, NULL, 10);
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return -1;
+}
+
+/* Walk the cgroup at rel and its ancestors under base, keeping the level
+ * with the least room. */
+static void cgroup_walk(const char *base, const char *rel, int v2, size_cgroup_mem *best)
+{
+	const char *lim_name = v2 ? "memory.max" : "memory.limit_in_bytes";
+	const char *use_name = v2 ? "memory.current" : "memory.usage_in_bytes";
+	const char *stat_key = v2 ? "inactive_file" : "total_inactive_file";
+	char path[1024], dir[768], buf[8192];
 	snprintf(dir, sizeof dir, "%s", rel);
 	for (;;) {
 		size_t n = strlen(dir);
 		while (n > 1 && dir[n - 1] == '/')
 			dir[--n] = '\0';
-		snprintf(path, sizeof path, "%s%s/%s", root, strcmp(dir, "/") ? dir : "", limit_name);
-		if (read_small_file(path, lb, sizeof lb) == 0) {
-			int64_t lim = size_cgroup_limit(lb);
-			if (lim >= 0) {
-				int64_t used = 0;
-				snprintf(path, sizeof path, "%s%s/%s", root, strcmp(dir, "/") ? dir : "", usage_name);
-				if (read_small_file(path, ub, sizeof ub) == 0 && size_cgroup_limit(ub) > 0)
-					used = size_cgroup_limit(ub);
-				int64_t room = lim > used ? lim - used : 0;
-				if (best < 0 || room < best)
-					best = room;
-			}
+		const char *d = strcmp(dir, "/") ? dir : "";
+		snprintf(path, sizeof path, "%s%s/%s", base, d, lim_name);
+		int64_t lim = read_small_file(path, buf, sizeof buf) == 0 ? size_cgroup_limit(buf) : -1;
+		if (lim >= 0) {
+			int64_t used = 0, rec = 0;
+			snprintf(path, sizeof path, "%s%s/%s", base, d, use_name);
+			if (read_small_file(path, buf, sizeof buf) == 0 && size_cgroup_limit(buf) > 0)
+				used = size_cgroup_limit(buf);
+			snprintf(path, sizeof path, "%s%s/memory.stat", base, d);
+			if (read_small_file(path, buf, sizeof buf) == 0 && (rec = size_cgroup_stat(buf, stat_key)) < 0)
+				rec = 0;
+			int64_t room = lim - (used > rec ? used - rec : 0);
+			int64_t best_room = best->limit < 0 ? 0
+					    : best->limit - (best->usage > best->reclaimable ? best->usage - best->reclaimable : 0);
+			if (best->limit < 0 || room < best_room)
+				*best = (size_cgroup_mem){ lim, used, rec, v2 ? 2 : 1 };
 		}
 		char *slash = strrchr(dir, '/');
 		if (!slash || !strcmp(dir, "/"))
@@ -184,27 +202,38 @@ static int64_t cgroup_room(const char *root, const char *rel, const char *limit_
 		else
 			*slash = '\0';
 	}
-	return best;
+}
+
+int size_cgroup_memory(const char *root, const char *text, size_cgroup_mem *out)
+{
+	char rel[768], base[1024];
+	*out = (size_cgroup_mem){ -1, 0, 0, 0 };
+	if (size_cgroup_path(text, 1, rel, sizeof rel) == 0)
+		cgroup_walk(root, rel, 1, out);
+	if (out->limit < 0 && size_cgroup_path(text, 0, rel, sizeof rel) == 0) {
+		snprintf(base, sizeof base, "%s/memory", root);
+		cgroup_walk(base, rel, 0, out);
+	}
+	if (out->limit < 0) /* no /proc/self/cgroup entry: a namespaced root */
+		cgroup_walk(root, "/", 1, out);
+	return out->limit >= 0 ? 0 : -ENOENT;
 }
 
 int64_t size_mem_available(void)
 {
-	char buf[4096], rel[768];
+	char buf[4096];
 	int64_t avail = -1;
 	if (read_small_file("/proc/meminfo", buf, sizeof buf) == 0)
 		avail = size_meminfo_available(buf);
 	if (read_small_file("/proc/self/cgroup", buf, sizeof buf) != 0)
 		buf[0] = '\0';
-	int64_t room = -1;
-	if (size_cgroup_path(buf, 1, rel, sizeof rel) == 0)
-		room = cgroup_room("/sys/fs/cgroup", rel, "memory.max", "memory.current");
-	if (room < 0 && size_cgroup_path(buf, 0, rel, sizeof rel) == 0)
-		room = cgroup_room("/sys/fs/cgroup/memory", rel, "memory.limit_in_bytes",
-				   "memory.usage_in_bytes");
-	if (room < 0) /* no /proc/self/cgroup entry: a namespaced root */
-		room = cgroup_room("/sys/fs/cgroup", "/", "memory.max", "memory.current");
-	if (room >= 0 && (avail < 0 || room < avail))
-		avail = room;
+	size_cgroup_mem m;
+	if (size_cgroup_memory("/sys/fs/cgroup", buf, &m) == 0) {
+		int64_t used = m.usage > m.reclaimable ? m.usage - m.reclaimable : 0;
+		int64_t room = m.limit > used ? m.limit - used : 0;
+		if (avail < 0 || room < avail)
+			avail = room;
+	}
 	return avail >= 0 ? avail : -ENOENT;
 }
 

@@ -6,7 +6,8 @@ libcoli_a_SOURCES += \
 	src/expert_stats.c src/expert_stats.h \
 	src/expert_store.h src/expert_store_int.h \
 	src/expert_store.c src/expert_store_io.c src/expert_store_policy.c \
-	src/expert_store_heat.c src/expert_store_heat_writer.c src/expert_store_opts.c
+	src/expert_store_heat.c src/expert_store_heat_writer.c src/expert_store_opts.c \
+	src/expert_store_budget.c src/expert_store_budget.h
 
 check_PROGRAMS += tests/store_read
 tests_store_read_SOURCES = tests/store_read.c tests/store_test.h
@@ -19,6 +20,12 @@ tests_store_heat_LDADD = libcoli.a $(COLI_LIBS)
 tests_store_size_SOURCES = tests/store_size.c tests/store_test.h
 tests_store_size_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/store_heat tests/store_size
+
+# the automatic expert budget's derivation and cgroup files (fixtures)
+check_PROGRAMS += tests/store_budget
+tests_store_budget_SOURCES = tests/store_budget.c tests/store_test.h
+tests_store_budget_LDADD = libcoli.a $(COLI_LIBS)
+TESTS += tests/store_budget
 
 check_PROGRAMS += tests/store_policy tests/store_stats
 tests_store_policy_SOURCES = tests/store_policy.c tests/store_test.h
