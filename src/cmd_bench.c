@@ -420,6 +420,24 @@ int cmd_bench(int argc, char **argv)
 		uint64_t used_pf = after.used_prefetched - before.used_prefetched;
 		json_object_set_new(ex, "prefetch_precision", issued ? json_real((double)used / issued) : json_null());
 		json_object_set_new(ex, "prefetch_recall", used_total ? json_real((double)used_pf / used_total) : json_null());
+		/* the bytes the routing needed from the disk (records it used that
+		 * were not in RAM: misses, and prefetched records that were used)
+		 * apart from the bytes wasted on prefetched records never used */
+		uint64_t needed = (misses + (after.hits_prefetched - before.hits_prefetched)) * after.record_size;
+		uint64_t wasted = (issued > used ? issued - used : 0) * after.record_size;
+		double npt = (double)needed / n_gen;
+		json_object_set_new(ex, "needed_bytes_per_token", json_real(npt));
+		json_object_set_new(ex, "wasted_prefetch_bytes_per_token", json_real((double)wasted / n_gen));
+		/* step time against the slower of its two parts: 1.0 when reads
+		 * and compute overlap perfectly, 2.0 when they run one after the
+		 * other in equal shares */
+		double io_s = busy / n_gen, compute_s = (t_decode - (after.wait_seconds - before.wait_seconds)) / n_gen;
+		double slower = io_s > compute_s ? io_s : compute_s;
+		json_object_set_new(ex, "step_ms", json_real(t_decode / n_gen * 1e3));
+		json_object_set_new(ex, "io_busy_ms_per_token", json_real(io_s * 1e3));
+		json_object_set_new(ex, "compute_ms_per_token", json_real(compute_s * 1e3));
+		json_object_set_new(ex, "step_over_max_io_compute", slower > 0 ? json_real(t_decode / n_gen / slower)
+									       : json_null());
 		json_object_set_new(out, "experts", ex);
 		int64_t cap = after.record_size > 0 ? (after.budget_pin + after.budget_cache) / after.record_size : 0;
 		json_object_set_new(out, "policy", policy_json(&trace, cap));
@@ -427,10 +445,18 @@ int cmd_bench(int argc, char **argv)
 			json_t *ij = json_object();
 			double gbps = io_rep.best_large_bps;
 			json_object_set_new(ij, "iobench_gbps_at_record_size", json_real(gbps / 1e9));
-			if (bpt > 0) {
-				double ceiling = gbps / bpt;
+			if (npt > 0) {
+				/* the ceiling counts only the bytes the misses need: a
+				 * wrong prefetch guess lowers the decode ratio, it does
+				 * not raise the ceiling */
+				double ceiling = gbps / npt;
 				json_object_set_new(ij, "ceiling_tokens_per_s", json_real(ceiling));
 				json_object_set_new(ij, "decode_ratio_to_ceiling", json_real((n_gen / t_decode) / ceiling));
+			}
+			if (bpt > 0) {
+				/* the read rate (needed and wasted bytes alike) over the
+				 * drive's rate: how busy the reads kept the drive, not
+				 * how close decode is to the limit */
 				json_object_set_new(ij, "read_ratio_to_iobench", json_real((bytes / t_decode) / gbps));
 				if (busy > 0)
 					json_object_set_new(ij, "busy_read_ratio_to_iobench",

@@ -47,3 +47,6 @@ bench_grammar_bench_LDADD = libcoli.a $(COLI_LIBS)
 # the default cache directory keyed by the container fingerprint.
 TESTS += tests/engine_no_heat.sh tests/engine_cache_dir.sh
 EXTRA_DIST += tests/engine_no_heat.sh tests/engine_cache_dir.sh
+# coli bench: needed vs wasted bytes, step/max(io, compute), ceiling.
+TESTS += tests/bench_figures.sh
+EXTRA_DIST += tests/bench_figures.sh
