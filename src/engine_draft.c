@@ -130,6 +130,22 @@ int engine_draft_new(coli_engine *e, struct engine_draft **out, coli_err *err)
 		return coli_err_set(err, -ENOMEM, "out of memory for drafting buffers");
 	}
 	draft_auto_init(&d->au);
+	/* experts that do not all fit the cache come from disk, where extra
+	 * rows cost reads: auto starts off and decides from a measured step */
+	const expert_stats *st = coli_engine_expert_stats(e);
+	if (st) {
+		expert_stats_summary sum;
+		expert_stats_snapshot(st, &sum);
+		const coli_config *c = &m->cfg;
+		const double all = (double)sum.record_size * c->n_routed_experts *
+				   (c->num_hidden_layers - c->first_k_dense_replace);
+		if ((double)(sum.budget_pin + sum.budget_cache) < all) {
+			d->au.on = 0;
+			d->au.n = 0;
+			snprintf(d->au.reason, sizeof d->au.reason,
+				 "off: the expert cache holds part of the experts; measuring a step first");
+		}
+	}
 	if (e->opts.draft > 0) {
 		d->au.on = 1;
 		d->au.n = e->opts.draft;
@@ -262,6 +278,10 @@ void engine_draft_prefill_chunk(coli_engine *e, engine_slot *sl, int first, int 
 	struct engine_draft *d = e->draft;
 	if (!d || sl->draft_mode == COLI_DRAFT_OFF || coli_seq_base(sl->seq) > 0 || n < 1)
 		return;
+	/* auto while off: no module rows (the gap becomes empty rows if it
+	 * turns on later), so off costs nothing */
+	if (!slot_want(e, sl))
+		return;
 	const int H = e->model->cfg.hidden_size;
 	const float *h = coli_state_final_hidden(e->model, e->state, n);
 	const int last = first + n == sl->n_prompt;
@@ -278,7 +298,9 @@ void engine_draft_first_token(coli_engine *e, engine_slot *sl)
 	if (!e->draft || sl->draft_mode == COLI_DRAFT_OFF || sl->phase != SLOT_DECODE ||
 	    coli_seq_base(sl->seq) > 0)
 		return;
-	mtp_feed(e, sl, sl->n_hist - 1, e->draft->h_last, &sl->pending, 1, slot_want(e, sl));
+	const int want = slot_want(e, sl);
+	if (want)
+		mtp_feed(e, sl, sl->n_hist - 1, e->draft->h_last, &sl->pending, 1, want);
 }
 
 /* Accept drafts of one slot from its rows' logits L (k + 1 rows): returns
@@ -327,7 +349,10 @@ static void decide(coli_engine *e, int slots, int max_n)
 		io.moe_layers = e->model->cfg.num_hidden_layers - e->model->cfg.first_k_dense_replace;
 		io.n_experts = sum.n_experts;
 		io.top_k = sum.top_k;
-		io.hit_rate = sum.hit_rate_10s_valid ? sum.hit_rate_10s : sum.hit_rate_valid ? sum.hit_rate : 0.0;
+		/* records served from RAM: a prefetched one was still read */
+		const double ram = (double)(sum.hits_pinned + sum.hits_cached);
+		const double all = ram + (double)(sum.hits_prefetched + sum.misses);
+		io.hit_rate = all > 0 ? ram / all : 0.0;
 		io.record_bytes = (double)sum.record_size;
 		io.bandwidth = sum.busy_seconds > 0 ? sum.bytes_read / sum.busy_seconds : 0;
 	}
