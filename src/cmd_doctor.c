@@ -25,7 +25,9 @@
 #include "expert_store_budget.h"
 #include "iobench.h"
 #include "kv_store.h"
+#include "model.h"
 #include "model_dir.h"
+#include "sha256.h"
 #include "size_parse.h"
 #include "tokenizer.h"
 
@@ -250,6 +252,32 @@ static void check_cache_dir(doctor *d, const char *model_dir)
 	}
 }
 
+/* --verify: the expert shards against the manifest's sha256 (the dense and
+ * MTP files are verified by coli_container_open). Reads every byte: the
+ * slow part of --verify on a large model. */
+static void check_expert_sha256(doctor *d, const coli_container *c)
+{
+	int n = 0, bad = 0;
+	for (int l = 0; l < c->config.num_hidden_layers; l++) {
+		const char *path = c->expert_shard_paths[l];
+		char hex[65];
+		coli_err err = { 0 };
+		if (!path)
+			continue;
+		n++;
+		if (coli_sha256_file(path, hex, &err)) {
+			report(d, DOC_FAIL, "expert-sha256", "%s", err.msg);
+			bad++;
+		} else if (strcmp(hex, c->expert_shard_sha256[l])) {
+			report(d, DOC_FAIL, "expert-sha256", "%s: sha256 %s, manifest.json says %s", path, hex,
+			       c->expert_shard_sha256[l]);
+			bad++;
+		}
+	}
+	if (!bad)
+		report(d, DOC_OK, "expert-sha256", "%d expert shard(s) match the manifest's sha256", n);
+}
+
 static void check_model(doctor *d, const char *dir, int verify)
 {
 	coli_container *c = NULL;
@@ -262,7 +290,15 @@ static void check_model(doctor *d, const char *dir, int verify)
 	const coli_config *cfg = &c->config;
 	report(d, DOC_OK, "container", "%s: %s, %d layers (%d dense), %d routed experts top-%d%s", dir, cfg->model_type,
 	       cfg->num_hidden_layers, cfg->first_k_dense_replace, cfg->n_routed_experts, cfg->num_experts_per_tok,
-	       verify ? ", dense and MTP checksums verified" : "");
+	       verify ? ", dense and MTP checksums and scales verified" : "");
+	/* the binding `generate` and `serve` do at open, on the same code */
+	if (coli_model_check(c, 1, &err))
+		report(d, DOC_FAIL, "tensors", "%s", err.msg);
+	else
+		report(d, DOC_OK, "tensors", "%d resident tensors match the config's shapes%s", c->n_tensors,
+		       cfg->num_nextn_predict_layers > 0 ? " (MTP module included)" : "");
+	if (verify)
+		check_expert_sha256(d, c);
 	check_name_tags(d, c);
 	if (cfg->num_nextn_predict_layers > 0) {
 		int int4 = !strncmp(c->quant_mtp, "int4", 4);
@@ -282,7 +318,9 @@ static void check_model(doctor *d, const char *dir, int verify)
 		report(d, DOC_FAIL, "tokenizer", "%s", err.msg);
 	} else {
 		coli_chat_template tpl;
-		if (coli_chat_template_detect(tok, cfg->model_type, &tpl, &err))
+		if (coli_tokenizer_check_vocab(tok, cfg->vocab_size, &err))
+			report(d, DOC_FAIL, "tokenizer", "%s", err.msg);
+		else if (coli_chat_template_detect(tok, cfg->model_type, &tpl, &err))
 			report(d, DOC_WARN, "chat-template", "%s (raw prompts still work)", err.msg);
 		else
 			report(d, DOC_OK, "tokenizer", "%d tokens, chat template recognised", coli_tokenizer_vocab_size(tok));
@@ -302,7 +340,8 @@ int cmd_doctor(int argc, char **argv)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("usage: coli doctor [DIR] [--verify] [--json]\n"
 			       "Read-only readiness checks of a model container and this machine.\n"
-			       "  --verify   also check the sha256 of every dense and MTP file\n"
+			       "  --verify   also check the sha256 of every file (experts too) and the\n"
+			       "             scales of every resident tensor\n"
 			       "  --json     one JSON object instead of text\n");
 			return COLI_EXIT_OK;
 		} else if (!strcmp(argv[i], "--verify")) {

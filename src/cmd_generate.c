@@ -131,7 +131,8 @@ int cmd_generate(int argc, char **argv)
 		}
 		if (bos >= 0)
 			ids[n_ids++] = bos;
-		memcpy(ids + n_ids, enc, sizeof(int) * n_enc);
+		if (n_enc)
+			memcpy(ids + n_ids, enc, sizeof(int) * n_enc);
 		n_ids += (int)n_enc;
 		free(enc);
 	}

@@ -226,9 +226,28 @@ static int load_files(coli_container *c, cpriv *p, const coli_container_opts *o,
 	}
 	for (int t = 0; t < c->n_tensors && rc == 0; t++) {
 		const cfile *f = &p->files[p->tfile[t]];
-		c->tensors[t].data = f->buf ? (const char *)f->buf + p->toff[t] : NULL;
+		coli_container_tensor *ct = &c->tensors[t];
+		ct->data = f->buf ? (const char *)f->buf + p->toff[t] : NULL;
+		/* one pass over the scales of what was just read: damaged bytes
+		 * stop here instead of turning every logit into NaN */
+		int row = ct->data ? coli_quant_check_rows(ct->qtype, ct->data, ct->rows, ct->cols) : -1;
+		if (row >= 0)
+			rc = coli_err_set(err, -EBADMSG, "%s/%s: tensor %s, %s %d: %s", c->dir, f->rel,
+					  ct->name, ct->cols == 1 ? "element" : "row", row,
+					  ct->qtype == COLI_Q_F32 ? "a value is NaN or Inf (damaged file; coli "
+					  "doctor --verify compares the sha256)" : "a scale is NaN, Inf or "
+					  "negative (damaged file; coli doctor --verify compares the sha256)");
 	}
 	return rc;
+}
+
+int coli_container_check_expert(const coli_container *c, const void *record)
+{
+	for (int k = 0; k < 3; k++)
+		if (coli_quant_check_rows(c->expert_qtype, (const char *)record + c->expert_part_offset[k],
+					  c->expert_part_rows[k], c->expert_part_cols[k]) >= 0)
+			return k;
+	return -1;
 }
 
 static int parse_experts(coli_container *c, cpriv *p, const char *where, coli_err *err)
@@ -357,6 +376,7 @@ int coli_container_open(const char *dir, const coli_container_opts *opts,
 		return coli_err_set(err, -ENOMEM, "out of memory");
 	}
 	c->priv = p;
+	c->check_experts = 1;
 	if ((rc = manifest_read_file(mpath, &bytes, &len, err)) < 0) {
 		if (rc == -ENOENT)
 			rc = coli_model_dir_explain(dir, err);
@@ -474,9 +494,9 @@ int coli_container_qmat(const coli_container *c, const char *name, int rows, int
 {
 	const coli_container_tensor *t = coli_container_find(c, name);
 	if (!t)
-		return coli_err_set(err, -ENOENT, "%s: tensor %s is missing", c->dir, name);
+		return coli_err_set(err, -ENOENT, "%s/manifest.json: tensor %s is missing", c->dir, name);
 	if (t->rows != rows || t->cols != cols)
-		return coli_err_set(err, -ENOENT, "%s: tensor %s is [%d, %d], expected [%d, %d]",
+		return coli_err_set(err, -ENOENT, "%s/manifest.json: tensor %s is [%d, %d], the config implies [%d, %d]",
 				    c->dir, name, t->rows, t->cols, rows, cols);
 	out->qtype = t->qtype;
 	out->rows = t->rows;

@@ -68,6 +68,10 @@ typedef struct coli_container {
 	int expert_part_cols[3];
 	char quant_embed[16];         /* quant.embed / quant.lm_head of the manifest */
 	char quant_lm_head[16];
+	/* Set by coli_container_open: the expert store checks each record's
+	 * scales when it reads one (coli_container_check_expert). Hand-built
+	 * containers of the store tests hold arbitrary bytes and leave it 0. */
+	int check_experts;
 } coli_container;
 
 typedef struct coli_container_opts {
@@ -91,6 +95,9 @@ int coli_container_qmat(const coli_container *c, const char *name, int rows, int
 			coli_qmat *out, coli_err *err);
 /* View of one part of an expert record held in `record`. */
 coli_qmat coli_container_expert_part(const coli_container *c, const void *record, int part);
+/* The part (COLI_EXPERT_GATE/UP/DOWN) of an expert record whose scales fail
+ * coli_quant_check_rows, or -1 when the record is sound. */
+int coli_container_check_expert(const coli_container *c, const void *record);
 /* Byte offset of expert `e` inside its layer's shard. */
 static inline uint64_t coli_container_expert_offset(const coli_container *c, int e)
 {

@@ -228,9 +228,10 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	}
 	if ((rc = coli_model_open(e->model_dir, &mo, &e->model, err)))
 		goto fail;
-	if ((rc = coli_tokenizer_load_dir(e->model_dir, &e->tok, err)))
-		goto fail;
 	const coli_config *c = &e->model->cfg;
+	if ((rc = coli_tokenizer_load_dir(e->model_dir, &e->tok, err)) ||
+	    (rc = coli_tokenizer_check_vocab(e->tok, c->vocab_size, err)))
+		goto fail;
 	/* the same plan the expert store's automatic budget subtracted */
 	coli_kv_plan(c, e->opts.ctx, e->opts.kv_ram, e->opts.parallel, &e->ctx, &e->kv_ram, &e->n_slots);
 	e->prefill_batch = e->opts.prefill_batch > 0 ? e->opts.prefill_batch : ENGINE_PREFILL_BATCH;

@@ -125,6 +125,11 @@ static void slot_clear(expert_store *s, int si)
 void store_slot_loaded(expert_store *s, int si)
 {
 	store_slot *sl = &s->slots[si];
+	/* Scales are checked once per read, never per use: a damaged record
+	 * fails the request that needs it (the error names the shard) instead
+	 * of turning its logits into NaN. */
+	if (!sl->error && s->c->check_experts && coli_container_check_expert(s->c, sl->buf) >= 0)
+		sl->error = -EBADMSG;
 	if (sl->error) {
 		/* A failed prefetch is forgotten; a failed demand read is
 		 * reported by the acquire that holds it. */
@@ -418,7 +423,11 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 				slot_clear(s, got[i]);
 		store_update_resident(s);
 		return coli_err_set(err, code, "expert store: reading layer %d expert %d from %s: %s",
-				    layer_bad, e_bad, s->c->expert_shard_paths[layer], strerror(-code));
+				    layer_bad, e_bad, s->c->expert_shard_paths[layer],
+				    code != -EBADMSG ? strerror(-code) : s->c->expert_qtype == COLI_Q_F32
+				    ? "a value is NaN or Inf (damaged file; coli doctor --verify compares "
+				      "the sha256)" : "a scale is NaN, Inf or negative (damaged file; coli "
+				      "doctor --verify compares the sha256)");
 	}
 	store_update_resident(s);
 	return 0;

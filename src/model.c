@@ -68,10 +68,10 @@ static int bind_vec(const coli_model *m, const float **out, int len, int optiona
 		*out = NULL;
 		if (optional)
 			return 0;
-		return coli_err_set(err, -ENOENT, "%s: tensor %s is missing", m->container->dir, name);
+		return coli_err_set(err, -ENOENT, "%s/manifest.json: tensor %s is missing", m->container->dir, name);
 	}
 	if (t->qtype != COLI_Q_F32 || (int64_t)t->rows * t->cols != len)
-		return coli_err_set(err, -EINVAL, "%s: tensor %s must be an f32 vector of %d values",
+		return coli_err_set(err, -EINVAL, "%s/manifest.json: tensor %s must be an f32 vector of %d values (config)",
 				    m->container->dir, name, len);
 	*out = t->data;
 	return 0;
@@ -249,6 +249,60 @@ static int rope_init(coli_model *m, coli_err *err)
 	return 0;
 }
 
+/* Every view the forward pass uses, bound and shape-checked against the
+ * config: shared by coli_model_open and coli_model_check (coli doctor), so
+ * what doctor accepts is exactly what runs. Works on a container opened
+ * with skip_load (views then point at NULL). */
+static int model_bind(coli_model *m, coli_err *err)
+{
+	const coli_config *c = &m->cfg;
+	const char *dir = m->container->dir;
+	int rc = 0;
+	if (c->qk_rope_head_dim % 2)
+		return coli_err_set(err, -EINVAL, "%s: config: qk_rope_head_dim %d must be even", dir,
+				    c->qk_rope_head_dim);
+	m->layers = calloc((size_t)(c->num_hidden_layers + m->n_mtp), sizeof *m->layers);
+	if (!m->layers)
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	if ((rc = bind_mat(m, &m->embed, c->vocab_size, c->hidden_size, err, "model.embed_tokens.weight")) ||
+	    (rc = bind_vec(m, &m->final_norm, c->hidden_size, 0, err, "model.norm.weight")))
+		return rc;
+	if (coli_container_find(m->container, "lm_head.weight"))
+		rc = bind_mat(m, &m->lm_head, c->vocab_size, c->hidden_size, err, "lm_head.weight");
+	else if (c->tie_word_embeddings)
+		m->lm_head = m->embed;
+	else
+		rc = coli_err_set(err, -ENOENT, "%s/manifest.json: tensor lm_head.weight is missing", dir);
+	if (rc)
+		return rc;
+	for (int l = 0; l < c->num_hidden_layers; l++)
+		if ((rc = bind_layer(m, l, err)))
+			return rc;
+	if (m->n_mtp && (rc = bind_mtp(m, err)))
+		return rc;
+	return 0;
+}
+
+static void model_unbind(coli_model *m)
+{
+	for (int l = 0; m->layers && l < m->cfg.num_hidden_layers + m->n_mtp; l++)
+		free(m->layers[l].res_experts);
+	free(m->layers);
+	m->layers = NULL;
+}
+
+int coli_model_check(const coli_container *c, int mtp, coli_err *err)
+{
+	coli_model m;
+	memset(&m, 0, sizeof m);
+	m.container = (coli_container *)c;
+	m.cfg = c->config;
+	m.n_mtp = mtp && c->config.num_nextn_predict_layers > 0;
+	int rc = model_bind(&m, err);
+	model_unbind(&m);
+	return rc;
+}
+
 int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out, coli_err *err)
 {
 	coli_model_opts defaults;
@@ -266,34 +320,11 @@ int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out,
 		goto fail;
 	m->cfg = m->container->config;
 	const coli_config *c = &m->cfg;
-	if (c->qk_rope_head_dim % 2) {
-		rc = coli_err_set(err, -EINVAL, "%s: qk_rope_head_dim must be even", dir);
-		goto fail;
-	}
 	if (o->mtp && c->num_nextn_predict_layers > 0)
 		m->n_mtp = 1;
 	else if (o->mtp)
 		coli_debug("%s has no MTP module; --mtp ignored", dir);
-	m->layers = calloc((size_t)(c->num_hidden_layers + m->n_mtp), sizeof *m->layers);
-	if (!m->layers) {
-		rc = coli_err_set(err, -ENOMEM, "out of memory");
-		goto fail;
-	}
-	if ((rc = bind_mat(m, &m->embed, c->vocab_size, c->hidden_size, err, "model.embed_tokens.weight")) ||
-	    (rc = bind_vec(m, &m->final_norm, c->hidden_size, 0, err, "model.norm.weight")))
-		goto fail;
-	if (coli_container_find(m->container, "lm_head.weight"))
-		rc = bind_mat(m, &m->lm_head, c->vocab_size, c->hidden_size, err, "lm_head.weight");
-	else if (c->tie_word_embeddings)
-		m->lm_head = m->embed;
-	else
-		rc = coli_err_set(err, -ENOENT, "%s: tensor lm_head.weight is missing", dir);
-	if (rc)
-		goto fail;
-	for (int l = 0; l < c->num_hidden_layers; l++)
-		if ((rc = bind_layer(m, l, err)))
-			goto fail;
-	if (m->n_mtp && (rc = bind_mtp(m, err)))
+	if ((rc = model_bind(m, err)))
 		goto fail;
 	if ((rc = rope_init(m, err)))
 		goto fail;
@@ -325,9 +356,7 @@ void coli_model_free(coli_model *m)
 	expert_store_free(m->store);
 	coli_pool_free(m->pool);
 	free(m->rope_inv_freq);
-	for (int l = 0; m->layers && l < m->cfg.num_hidden_layers + m->n_mtp; l++)
-		free(m->layers[l].res_experts);
-	free(m->layers);
+	model_unbind(m);
 	coli_container_free(m->container);
 	free(m);
 }

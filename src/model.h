@@ -104,6 +104,12 @@ typedef struct coli_model {
 
 int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out, coli_err *err);
 void coli_model_free(coli_model *m);
+/* The checks of coli_model_open that need no weights: every tensor the
+ * forward pass binds is present with the shape the config implies (and
+ * the MTP module's when `mtp` and the config has one; the container must
+ * then be opened with load_mtp). Used by coli doctor; coli_model_open runs
+ * the same code. */
+int coli_model_check(const coli_container *c, int mtp, coli_err *err);
 
 /* Per-token routing observed by the last forward call (for telemetry and
  * tests): experts and weights of the last position, per MoE layer. */

@@ -95,6 +95,47 @@ size_t coli_qtype_bytes(int qtype, int rows, int cols)
 	return (size_t)rows * coli_qtype_row_bytes(qtype, cols);
 }
 
+/* Bit tests instead of isfinite(): the bytes may be anything, and the
+ * loops stay branch-free per block. */
+static int f32_bad(const uint32_t *w, size_t n)
+{
+	uint32_t bad = 0;
+	for (size_t i = 0; i < n; i++)
+		bad |= (w[i] & 0x7f800000u) == 0x7f800000u;
+	return bad != 0;
+}
+
+int coli_quant_check_rows(int qtype, const void *data, int rows, int cols)
+{
+	const size_t nb = (size_t)(cols / COLI_QK);
+	for (int r = 0; r < rows; r++) {
+		uint32_t bad = 0;
+		if (qtype == COLI_Q_F32) {
+			const uint32_t *w = (const uint32_t *)data + (size_t)r * (size_t)cols;
+			bad = (uint32_t)f32_bad(w, (size_t)cols);
+		} else if (qtype == COLI_Q_INT8) {
+			const coli_block_q8 *b = (const coli_block_q8 *)data + (size_t)r * nb;
+			for (size_t i = 0; i < nb; i++) {
+				uint32_t d;
+				memcpy(&d, &b[i].d, sizeof d);
+				/* sign set, or exponent all ones (Inf/NaN); -0.0 is refused too,
+				 * the quantizer never writes it */
+				bad |= (d >> 31) | ((d & 0x7f800000u) == 0x7f800000u);
+			}
+		} else if (qtype == COLI_Q_INT4) {
+			const coli_block_q4 *b = (const coli_block_q4 *)data + (size_t)r * nb;
+			for (size_t i = 0; i < nb; i++)
+				bad |= (uint32_t)(b[i].d >> 15) | ((b[i].d & 0x7c00u) == 0x7c00u) |
+				       ((b[i].m & 0x7c00u) == 0x7c00u);
+		} else {
+			return r;
+		}
+		if (bad)
+			return r;
+	}
+	return -1;
+}
+
 /* Round to nearest, ties to even, for |v| < 2^22: adding 1.5 * 2^23
  * leaves no fraction bits, so the FPU rounds (in the default mode), and
  * subtracting it back is exact. Several times faster than a roundf() call

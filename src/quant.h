@@ -59,6 +59,16 @@ int coli_qtype_parse(const char *name);
 size_t coli_qtype_row_bytes(int qtype, int cols);
 size_t coli_qtype_bytes(int qtype, int rows, int cols);
 
+/* Sanity of stored weights, cheap enough to run on every record read:
+ * f32 values must be finite; an INT8 block's d and an INT4 block's d must
+ * be finite and >= 0 (the quantizers write absmax/127 and (max-min)/15),
+ * an INT4 block's m finite. Random bytes fail this with near certainty
+ * within a few blocks (half their signs are negative), and a NaN or Inf
+ * scale would otherwise turn every logit into NaN. Returns -1 when all
+ * rows pass, else the first bad row. Reads only the scales of quantized
+ * types (one word per 64 weights). */
+int coli_quant_check_rows(int qtype, const void *data, int rows, int cols);
+
 /* Quantize n_rows rows of f32 input (row-major, cols each) into dst,
  * which must hold coli_qtype_bytes(qtype, n_rows, cols). Returns 0,
  * -EINVAL (unknown type, cols % 64 for a quantized type) or -ERANGE (a

@@ -222,6 +222,15 @@ int coli_tokenizer_vocab_size(const coli_tokenizer *t)
 	return t->n_ids;
 }
 
+int coli_tokenizer_check_vocab(const coli_tokenizer *t, int model_vocab, coli_err *err)
+{
+	if (t->n_ids > model_vocab)
+		return coli_err_set(err, -EINVAL, "%s/tokenizer.json: ids up to %d, beyond the model's "
+				    "vocab_size %d (a tokenizer of another model?)", t->dir, t->n_ids - 1,
+				    model_vocab);
+	return 0;
+}
+
 int coli_tokenizer_token_id(const coli_tokenizer *t, const char *token)
 {
 	return tok_strmap_get(&t->names, token, strlen(token));

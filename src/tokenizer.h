@@ -26,6 +26,10 @@ int coli_tokenizer_encode(const coli_tokenizer *t, const char *text, size_t len,
 			  int **ids, size_t *n_ids, coli_err *err);
 
 int coli_tokenizer_vocab_size(const coli_tokenizer *t);
+/* 0 when every id the tokenizer can produce is a row of the model's
+ * embedding (ids < model_vocab), else -EINVAL naming the tokenizer file:
+ * a tokenizer from another model. Engine open and coli doctor share it. */
+int coli_tokenizer_check_vocab(const coli_tokenizer *t, int model_vocab, coli_err *err);
 /* The id of a token string (e.g. "<｜end▁of▁sentence｜>"), -1 if absent. */
 int coli_tokenizer_token_id(const coli_tokenizer *t, const char *token);
 int coli_tokenizer_bos_id(const coli_tokenizer *t);   /* -1 when none */

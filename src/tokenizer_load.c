@@ -136,6 +136,8 @@ static int load_vocab(coli_tokenizer *t, json_t *vocab, json_t *added, const cha
 		if (json_integer_value(id) > max_id)
 			max_id = (int)json_integer_value(id);
 	}
+	if (max_id < 0)
+		return coli_err_set(err, -EINVAL, "%s: the vocabulary is empty (model.vocab and added_tokens)", path);
 	t->n_ids = max_id + 1;
 	t->text = calloc((size_t)t->n_ids, sizeof *t->text);
 	t->text_len = calloc((size_t)t->n_ids, sizeof *t->text_len);
@@ -460,6 +462,17 @@ int tok_load_config(coli_tokenizer *t, const char *cfg_path, coli_err *err)
 		t->bos_id = tok_strmap_get(&t->names, bos, strlen(bos));
 	if (eos)
 		t->eos_id = tok_strmap_get(&t->names, eos, strlen(eos));
+	/* a named special token the vocabulary lacks means the two files do
+	 * not belong together: prompts would silently lose their BOS, and
+	 * generation would never stop on EOS */
+	if ((bos && t->bos_id < 0) || (eos && t->eos_id < 0)) {
+		int which_bos = bos && t->bos_id < 0;
+		int rc = coli_err_set(err, -EINVAL, "%s: %s \"%.200s\" is not a token of %s/tokenizer.json",
+				      cfg_path, which_bos ? "bos_token" : "eos_token", which_bos ? bos : eos,
+				      t->dir);
+		json_decref(cfg);
+		return rc;
+	}
 	size_t i;
 	json_t *a;
 	json_array_foreach(json_object_get(cfg, "additional_special_tokens"), i, a) {

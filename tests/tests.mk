@@ -50,3 +50,6 @@ EXTRA_DIST += tests/engine_no_heat.sh tests/engine_cache_dir.sh
 # coli bench: needed vs wasted bytes, step/max(io, compute), ceiling.
 TESTS += tests/bench_figures.sh
 EXTRA_DIST += tests/bench_figures.sh
+# Damaged and inconsistent containers (issue 20, items 8-9).
+TESTS += tests/model_damage.sh
+EXTRA_DIST += tests/model_damage.sh tests/damage_container.py
