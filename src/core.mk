@@ -5,7 +5,7 @@ libcoli_a_SOURCES = \
 	src/coli_log.c src/coli_log.h \
 	src/model_config.h src/tokenizer.h src/chat_template.h \
 	src/cli.h src/cli_util.c src/cli_util.h src/cli_json.c src/cli_json.h \
-	src/model.c src/model.h \
+	src/model.c src/model_bind.c src/model.h \
 	src/state.c src/state.h \
 	src/forward.c src/forward_ops.h src/indexer.c src/indexer.h src/vec_ops.c src/vec_ops.h \
 	src/moe.c src/moe.h \

@@ -110,6 +110,10 @@ void coli_model_free(coli_model *m);
  * then be opened with load_mtp). Used by coli doctor; coli_model_open runs
  * the same code. */
 int coli_model_check(const coli_container *c, int mtp, coli_err *err);
+/* model_bind.c, for model.c: bind m->container's tensors into m->layers
+ * (allocated here; m->cfg and m->n_mtp set by the caller) / free them. */
+int coli_model_bind(coli_model *m, coli_err *err);
+void coli_model_unbind(coli_model *m);
 
 /* Per-token routing observed by the last forward call (for telemetry and
  * tests): experts and weights of the last position, per MoE layer. */
