@@ -336,6 +336,22 @@ static int valid_after(kv_walk *w, uint64_t bad)
 	return 0;
 }
 
+/* A record at `off` that is whole and whose CRC holds over the length it
+ * states, although it failed the framing checks: the header's shape
+ * (n_layers x width) does not describe it. No crash writes that (a torn
+ * append leaves a prefix of a record the header describes), so it is a
+ * damaged header, never a torn tail. */
+static int intact_misfit(kv_walk *w, uint64_t off)
+{
+	unsigned char head[KV_REC_HEAD];
+	if (w->size - off < KV_REC_FRAME || kv_fmt_pread_full(w->fd, head, sizeof head, off) < 0)
+		return 0;
+	uint32_t type = kv_get_u32(head), len = kv_get_u32(head + 4);
+	if ((type != KV_TYPE_DATA && type != KV_TYPE_TRUNC) || (uint64_t)len > w->size - off - KV_REC_FRAME)
+		return 0;
+	return record_crc_ok(w, off, head) == 1;
+}
+
 static void walk_bad(kv_walk *w, uint64_t off, const char *why)
 {
 	w->end = off;
@@ -367,7 +383,16 @@ int kv_fmt_walk(kv_walk *w)
 		if (rc < 0)
 			return rc;
 		if (!kv_fmt_frame_plausible(w, off, head)) {
-			walk_bad(w, off, "bad framing");
+			if (intact_misfit(w, off)) {
+				w->end = off;
+				w->status = KV_FILE_CORRUPT;
+				snprintf(w->problem, sizeof w->problem,
+					 "header does not match its records: the record at byte %" PRIu64
+					 " is intact (CRC ok) but does not fit the header's %u layers x %u floats",
+					 off, w->n_layers, w->width);
+			} else {
+				walk_bad(w, off, "bad framing");
+			}
 			return 0;
 		}
 		uint32_t type = kv_get_u32(head), len = kv_get_u32(head + 4);

@@ -83,6 +83,28 @@ printf 'X' | dd of="$kv/chat1.kv" bs=1 seek=200 conv=notrunc 2>/dev/null
 expect 1 "$COLI" sessions "$model" show chat1 --json
 jcheck "j['status'] == 'corrupt'"
 grep -q "followed by valid data" "$tmp/err" || bad "corrupt message: $(cat "$tmp/err")"
+# a header whose own CRC holds but whose shape does not describe its records
+# (width + 1, CRC recomputed) is corrupt, not a torn tail
+"$W" "$kv" hdr 4 make 5 "$fp" || bad "make hdr"
+"$PY" - "$kv/hdr.kv" <<'PYEOF' || bad "patch hdr"
+import struct, sys
+def crc32c(data):
+    crc = 0xffffffff
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xffffffff
+b = bytearray(open(sys.argv[1], "rb").read())
+b[84:88] = struct.pack("<I", struct.unpack("<I", b[84:88])[0] + 1)
+b[124:128] = struct.pack("<I", crc32c(bytes(b[:124])))
+open(sys.argv[1], "wb").write(bytes(b))
+PYEOF
+expect 1 "$COLI" sessions "$model" show hdr --json
+jcheck "j['status'] == 'corrupt' and j['problem'].startswith('header does not match its records: the record at byte 128 is intact')"
+expect 0 "$COLI" sessions "$model" list --json
+jcheck "[s['status'] for s in j['sessions'] if s['name'] == 'hdr'] == ['corrupt']"
+"$COLI" sessions "$model" rm hdr >/dev/null 2>&1 || bad "rm hdr"
 
 # rename / rm
 expect 0 "$COLI" sessions "$model" rename chat2 talk --json
