@@ -227,8 +227,9 @@ int tok_bpe_word(coli_tokenizer *t, const char *s, size_t n, tok_ids *out)
 			rc = tok_ids_push(out, t->unk_id);
 		/* else: dropped, as the reference does without an unk token */
 	}
+	/* out->v is still NULL when every byte was dropped (no ids at all) */
 	if (rc == 0 && n < CACHE_MAX_WORD)
-		cache_put(t, hash, s, n, out->v + first, out->n - first);
+		cache_put(t, hash, s, n, out->v ? out->v + first : NULL, out->n - first);
 	free(big);
 	return rc;
 }

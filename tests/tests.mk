@@ -53,3 +53,18 @@ EXTRA_DIST += tests/bench_figures.sh
 # Damaged and inconsistent containers (issue 20, items 8-9).
 TESTS += tests/model_damage.sh
 EXTRA_DIST += tests/model_damage.sh tests/damage_container.py
+# Seeds of the file-parser fuzz targets (tests/fuzz/run-fuzz.sh fuzzes
+# them with clang): each corpus runs through its target's invariant checks.
+FUZZ_CORPUS_TESTS = tests/fuzz_manifest_corpus tests/fuzz_kv_corpus tests/fuzz_tokenizer_corpus
+check_PROGRAMS += $(FUZZ_CORPUS_TESTS)
+TESTS += $(FUZZ_CORPUS_TESTS)
+tests_fuzz_manifest_corpus_SOURCES = tests/fuzz_corpus.c tests/fuzz/fuzz_manifest.c tests/fuzz/fuzz_util.h
+tests_fuzz_manifest_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-manifest"'
+tests_fuzz_manifest_corpus_LDADD = libcoli.a $(COLI_LIBS)
+tests_fuzz_kv_corpus_SOURCES = tests/fuzz_corpus.c tests/fuzz/fuzz_kv.c tests/fuzz/fuzz_util.h
+tests_fuzz_kv_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-kv"'
+tests_fuzz_kv_corpus_LDADD = libcoli.a $(COLI_LIBS)
+tests_fuzz_tokenizer_corpus_SOURCES = tests/fuzz_corpus.c tests/fuzz/fuzz_tokenizer.c tests/fuzz/fuzz_util.h
+tests_fuzz_tokenizer_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-tokenizer"'
+tests_fuzz_tokenizer_corpus_LDADD = libcoli.a $(COLI_LIBS)
+EXTRA_DIST += tests/fuzz/corpus-manifest tests/fuzz/corpus-kv tests/fuzz/corpus-tokenizer
