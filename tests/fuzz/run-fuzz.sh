@@ -52,7 +52,7 @@ fi
 # The engine sources expect config.h from configure; the few definitions
 # they need here are spelled out.
 mkdir -p "$out/include"
-printf '#define _GNU_SOURCE 1\n#define PACKAGE_VERSION "fuzz"\n' >"$out/include/config.h"
+printf '#define _GNU_SOURCE 1\n#define PACKAGE_VERSION "fuzz"\n#define COLI_SRCDIR "/nonexistent"\n#define COLI_DATADIR "/nonexistent"\n' >"$out/include/config.h"
 
 build() { # NAME SOURCES MODULES
 	set -- "$1" "$2" "$3"
