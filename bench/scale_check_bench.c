@@ -1,0 +1,106 @@
+/* scale_check_bench.c - what the expert store's scale check
+ * (coli_container_check_expert, run once per record read from disk) costs
+ * next to the work that record is read for: one token through its gate, up
+ * and down products (coli_matmul). GLM-5 expert shape by default (I = 2048,
+ * H = 6144, int4-g64: a 21 MiB record).
+ *
+ *   bench/scale_check_bench [records=16] [threads=1] [I=2048] [H=6144]
+ *
+ * The records (16 x 21 MiB by default, beyond any last-level cache) are
+ * visited in turn, so every check and every product finds its record in
+ * RAM, not in cache, as a record just read by O_DIRECT is. Prints the
+ * milliseconds per record of each and their ratio; both are measured in
+ * the same run. Not part of `make check` (it is a measurement). */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "container.h"
+#include "kernels.h"
+#include "quant.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static float gauss(unsigned *s)
+{
+	double u = (rand_r(s) + 1.0) / (RAND_MAX + 2.0), v = (rand_r(s) + 1.0) / (RAND_MAX + 2.0);
+	return (float)(0.02 * sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+int main(int argc, char **argv)
+{
+	int n_rec = argc > 1 ? atoi(argv[1]) : 16, threads = argc > 2 ? atoi(argv[2]) : 1;
+	int I = argc > 3 ? atoi(argv[3]) : 2048, H = argc > 4 ? atoi(argv[4]) : 6144;
+	coli_container c;
+	memset(&c, 0, sizeof c);
+	c.expert_qtype = COLI_Q_INT4;
+	const int rows[3] = { I, I, H }, cols[3] = { H, H, I };
+	size_t off = 0;
+	for (int k = 0; k < 3; k++) {
+		c.expert_part_offset[k] = off;
+		c.expert_part_rows[k] = rows[k];
+		c.expert_part_cols[k] = cols[k];
+		off += (coli_qtype_bytes(COLI_Q_INT4, rows[k], cols[k]) + 63) & ~(size_t)63;
+	}
+	c.expert_record_size = (off + 4095) & ~(size_t)4095;
+	/* one quantized record, copied n_rec times */
+	uint8_t *base = aligned_alloc(4096, c.expert_record_size * (size_t)n_rec);
+	float *w = malloc(sizeof(float) * (size_t)I * (size_t)H);
+	float *x = malloc(sizeof(float) * (size_t)(H > I ? H : I)), *y = malloc(sizeof(float) * (size_t)(H > I ? H : I));
+	coli_pool *pool = coli_pool_new(threads);
+	if (!base || !w || !x || !y || !pool)
+		return 1;
+	unsigned seed = 1;
+	memset(base, 0, c.expert_record_size);
+	for (int k = 0; k < 3; k++) {
+		for (size_t i = 0; i < (size_t)rows[k] * (size_t)cols[k]; i++)
+			w[i] = gauss(&seed);
+		if (coli_quantize_rows(COLI_Q_INT4, w, rows[k], cols[k], base + c.expert_part_offset[k]))
+			return 1;
+	}
+	for (int r = 1; r < n_rec; r++)
+		memcpy(base + (size_t)r * c.expert_record_size, base, c.expert_record_size);
+	for (int i = 0; i < (H > I ? H : I); i++)
+		x[i] = gauss(&seed);
+	double t_check = 0, t_mm = 0;
+	int bad = 0, rounds = 4;
+	for (int round = 0; round < rounds; round++) {
+		for (int r = 0; r < n_rec; r++) {
+			/* alternate which goes first so neither warms the other's cache */
+			for (int pass = 0; pass < 2; pass++) {
+				const uint8_t *use = base + (size_t)((r + pass * (n_rec / 2)) % n_rec) * c.expert_record_size;
+				double t0 = now_s();
+				if (pass == round % 2) {
+					bad |= coli_container_check_expert(&c, use) >= 0;
+					t_check += now_s() - t0;
+				} else {
+					for (int k = 0; k < 3; k++) {
+						coli_qmat m = coli_container_expert_part(&c, use, k);
+						coli_matmul(pool, &m, x, 1, y);
+					}
+					t_mm += now_s() - t0;
+				}
+			}
+		}
+	}
+	int n = rounds * n_rec;
+	printf("{\"record_mib\": %.2f, \"threads\": %d, \"check_ms\": %.3f, \"matvec_ms\": %.3f, "
+	       "\"check_over_matvec\": %.4f, \"sound\": %s}\n",
+	       c.expert_record_size / 1048576.0, threads, 1e3 * t_check / n, 1e3 * t_mm / n,
+	       t_check / t_mm, bad ? "false" : "true");
+	coli_pool_free(pool);
+	free(base);
+	free(w);
+	free(x);
+	free(y);
+	return bad;
+}
