@@ -225,7 +225,7 @@ int coli_tokenizer_vocab_size(const coli_tokenizer *t)
 int coli_tokenizer_check_vocab(const coli_tokenizer *t, int model_vocab, coli_err *err)
 {
 	if (t->n_ids > model_vocab)
-		return coli_err_set(err, -EINVAL, "%s/tokenizer.json: ids up to %d, beyond the model's "
+		return coli_err_set(err, -EINVAL, "%s: the tokenizer's ids go up to %d, beyond the model's "
 				    "vocab_size %d (a tokenizer of another model?)", t->dir, t->n_ids - 1,
 				    model_vocab);
 	return 0;

@@ -467,7 +467,7 @@ int tok_load_config(coli_tokenizer *t, const char *cfg_path, coli_err *err)
 	 * generation would never stop on EOS */
 	if ((bos && t->bos_id < 0) || (eos && t->eos_id < 0)) {
 		int which_bos = bos && t->bos_id < 0;
-		int rc = coli_err_set(err, -EINVAL, "%s: %s \"%.200s\" is not a token of %s/tokenizer.json",
+		int rc = coli_err_set(err, -EINVAL, "%s: %s \"%.200s\" is not in the vocabulary of the tokenizer in %s",
 				      cfg_path, which_bos ? "bos_token" : "eos_token", which_bos ? bos : eos,
 				      t->dir);
 		json_decref(cfg);

@@ -90,7 +90,7 @@ msg="$M/tokenizer/tokenizer.json: the vocabulary is empty (model.vocab and added
 expect_gen "$M" "$msg"
 expect_doctor "$M" tokenizer "$msg"
 "$PY" "$DMG" "$T/good" "$M" bad-bos || srv_fail damage
-msg="$M/tokenizer/tokenizer_config.json: bos_token \"<|no-such-token|>\" is not a token of $M/tokenizer/tokenizer.json"
+msg="$M/tokenizer/tokenizer_config.json: bos_token \"<|no-such-token|>\" is not in the vocabulary of the tokenizer in $M/tokenizer"
 expect_gen "$M" "$msg"
 expect_doctor "$M" tokenizer "$msg"
 

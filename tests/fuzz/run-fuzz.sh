@@ -29,7 +29,7 @@ rm -f "$out"/*.trs
 TARGETS='ingest|corpus|ingest.dict|65536|safetensors.c safetensors_dir.c dtype.c hf_config.c hf_config_write.c|jansson
 manifest|corpus-manifest|-|65536|container.c model_dir.c manifest.c hf_config.c sha256.c quant.c weight_mem.c model_bind.c|jansson
 kv|corpus-kv|-|65536|kv_file.c kv_session.c kv_store.c crc32c.c cache_dir.c|jansson
-tokenizer|corpus-tokenizer|-|65536|tokenizer.c tokenizer_bpe.c tokenizer_decode.c tokenizer_load.c tokenizer_map.c tokenizer_pretok.c unicode.c|jansson libpcre2-8 libutf8proc'
+tokenizer|corpus-tokenizer|-|65536|tokenizer.c tokenizer_bpe.c tokenizer_decode.c tokenizer_load.c tokenizer_map.c tokenizer_pretok.c tokenizer_tiktoken.c unicode.c|jansson libpcre2-8 libutf8proc'
 
 result() { # NAME PASS|FAIL|SKIP
 	printf ':test-result: %s\n:global-test-result: %s\n:recheck: no\n:copy-in-global-log: no\n' \
