@@ -79,16 +79,30 @@ int coli_cache_dir(const char *model_dir, char *out, size_t cap, coli_err *err)
 	if (env && *env) {
 		n = snprintf(out, cap, "%s", env);
 	} else {
-		char name[300];
+		char name[300], root[PATH_MAX];
 		const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 		coli_cache_dir_name(model_dir, name, sizeof name);
 		if (xdg && xdg[0] == '/')
-			n = snprintf(out, cap, "%s/colitop/%s", xdg, name);
+			snprintf(root, sizeof root, "%s/colitop", xdg);
 		else if (home && *home)
-			n = snprintf(out, cap, "%s/.cache/colitop/%s", home, name);
+			snprintf(root, sizeof root, "%s/.cache/colitop", home);
 		else
 			return coli_err_set(err, -ENOENT,
 					    "no cache directory: set COLI_CACHE_DIR, XDG_CACHE_HOME or HOME");
+		n = snprintf(out, cap, "%s/%s", root, name);
+		/* Before the fingerprint was part of the name the directory was
+		 * ROOT/NAME: keep using such a directory (its sessions and heat
+		 * are checked against the model's fingerprint when read) rather
+		 * than leave a user's saved sessions behind. */
+		char legacy[256];
+		struct stat st;
+		if (model_dir && *model_dir && n > 0 && (size_t)n < cap && stat(out, &st) < 0) {
+			container_name(model_dir, legacy, sizeof legacy);
+			char old[PATH_MAX + 300];
+			snprintf(old, sizeof old, "%s/%s", root, legacy);
+			if (strcmp(legacy, name) && stat(old, &st) == 0 && S_ISDIR(st.st_mode))
+				n = snprintf(out, cap, "%s", old);
+		}
 	}
 	if (n < 0 || (size_t)n >= cap)
 		return coli_err_set(err, -ENAMETOOLONG, "cache directory path too long");

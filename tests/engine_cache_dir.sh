@@ -29,4 +29,12 @@ fb=$(sha256sum "$T/b/model/manifest.json" | cut -c1-12)
 # coli doctor names the same directory
 "$COLI" doctor "$T/a/model" >"$T/doctor.out" 2>&1
 grep -q "colitop/model-$fa" "$T/doctor.out" || fail "coli doctor does not name model-$fa: $(grep -i cache "$T/doctor.out")"
-echo "ok: two models named 'model' get model-$fa and model-$fb"
+# a cache directory from before the fingerprint naming (ROOT/NAME) keeps
+# being used, so saved sessions are not left behind
+export XDG_CACHE_HOME="$T/xdg-old"
+mkdir -p "$XDG_CACHE_HOME/colitop/model"
+"$COLI" generate "$T/a/model" --tokens 1,2,3 -n 2 --threads 1 --ctx 64 --session keep >/dev/null 2>"$T/gen.log" ||
+	{ cat "$T/gen.log"; fail "generate with a legacy cache directory"; }
+[ -f "$XDG_CACHE_HOME/colitop/model/kv/keep.kv" ] || fail "the legacy cache directory was not used: $(ls -R "$XDG_CACHE_HOME")"
+[ ! -e "$XDG_CACHE_HOME/colitop/model-$fa" ] || fail "a new directory was made beside the legacy one"
+echo "ok: two models named 'model' get model-$fa and model-$fb; a legacy model/ directory is kept"
