@@ -49,8 +49,11 @@ fi
 if [ -x tests/fuzz/run-fuzz-request.sh ]; then
 	tests/fuzz/run-fuzz-request.sh "$top/build/fuzz/request" || status=1
 fi
+# distcheck proves the tarball builds and passes from scratch; its copy has
+# no tests/node/node_modules, so the checks that need the npm packages skip
+# there (CI unset): they ran, and must pass, in the release and asan runs.
 if [ -f build/release/Makefile ]; then
-	(cd build/release && make -s distcheck DISTCHECK_CONFIGURE_FLAGS="--enable-werror --enable-fault-injection" >distcheck.log 2>&1)
+	(cd build/release && env -u CI make -s distcheck DISTCHECK_CONFIGURE_FLAGS="--enable-werror --enable-fault-injection" >distcheck.log 2>&1)
 	rc=$?
 else
 	rc=1
