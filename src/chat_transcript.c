@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "chat_think.h"
 #include "chat_transcript.h"
 #include "engine.h"
 #include "kv_store.h"
@@ -36,6 +37,14 @@ int chat_transcript_add(chat_transcript *t, const char *role, const char *text, 
 		if (!m)
 			return -ENOMEM;
 		t->msgs = m;
+		char **r = realloc(t->reasoning, sizeof *r * (size_t)cap);
+		if (!r)
+			return -ENOMEM;
+		t->reasoning = r;
+		int *rt = realloc(t->reasoning_tokens, sizeof *rt * (size_t)cap);
+		if (!rt)
+			return -ENOMEM;
+		t->reasoning_tokens = rt;
 		t->cap = cap;
 	}
 	char *r = strdup(role), *c = malloc(len + 1);
@@ -49,7 +58,49 @@ int chat_transcript_add(chat_transcript *t, const char *role, const char *text, 
 	memset(&t->msgs[t->n], 0, sizeof t->msgs[t->n]);
 	t->msgs[t->n].role = r;
 	t->msgs[t->n].content = c;
+	t->reasoning[t->n] = NULL;
+	t->reasoning_tokens[t->n] = 0;
 	t->n++;
+	return 0;
+}
+
+int chat_transcript_set_reasoning(chat_transcript *t, int i, const char *text, size_t len, int tokens)
+{
+	if (i < 0 || i >= t->n)
+		return -EINVAL;
+	char *r = malloc(len + 1);
+	if (!r)
+		return -ENOMEM;
+	memcpy(r, text, len);
+	r[len] = '\0';
+	free(t->reasoning[i]);
+	t->reasoning[i] = r;
+	t->reasoning_tokens[i] = tokens;
+	return 0;
+}
+
+/* A message from a file: the thinking stored beside the answer, or (an
+ * old colitop, `coli chat`) inside it before "</think>". */
+static int load_message(chat_transcript *t, const char *role, json_t *c, json_t *m)
+{
+	const char *text = json_string_value(c);
+	size_t len = json_string_length(c);
+	json_t *rc = json_object_get(m, "reasoning_content");
+	const char *r = NULL, *a = NULL;
+	size_t rlen = 0, alen = 0;
+	if (json_is_string(rc)) {
+		r = json_string_value(rc);
+		rlen = json_string_length(rc);
+	} else if (!strcmp(role, "assistant") && chat_think_split(text, len, &r, &rlen, &a, &alen)) {
+		text = a;
+		len = alen;
+	}
+	if (chat_transcript_add(t, role, text, len))
+		return -ENOMEM;
+	json_int_t tokens = json_integer_value(json_object_get(m, "reasoning_tokens"));
+	if (r && chat_transcript_set_reasoning(t, t->n - 1, r, rlen,
+					       tokens > 0 && tokens < (1 << 30) ? (int)tokens : 0))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -59,6 +110,7 @@ void chat_transcript_truncate(chat_transcript *t, int n)
 		t->n--;
 		free((char *)t->msgs[t->n].role);
 		free((char *)t->msgs[t->n].content);
+		free(t->reasoning[t->n]);
 	}
 }
 
@@ -66,6 +118,8 @@ void chat_transcript_free(chat_transcript *t)
 {
 	chat_transcript_truncate(t, 0);
 	free(t->msgs);
+	free(t->reasoning);
+	free(t->reasoning_tokens);
 	memset(t, 0, sizeof *t);
 }
 
@@ -98,7 +152,7 @@ int chat_transcript_load(const char *kv_dir, const char *session, chat_transcrip
 		json_t *c = json_object_get(m, "content");
 		if (!role || !json_is_string(c))
 			continue;
-		if (chat_transcript_add(t, role, json_string_value(c), json_string_length(c))) {
+		if (load_message(t, role, c, m)) {
 			json_decref(root);
 			chat_transcript_free(t);
 			return coli_err_set(err, -ENOMEM, "out of memory");
@@ -131,6 +185,12 @@ int chat_transcript_save(const char *kv_dir, const char *session, const chat_tra
 		/* the engine only emits valid UTF-8; jansson refuses anything else */
 		json_t *c = json_string(t->msgs[i].content);
 		json_object_set_new(m, "content", c ? c : json_string(""));
+		if (t->reasoning[i]) {
+			json_t *r = json_string(t->reasoning[i]);
+			json_object_set_new(m, "reasoning_content", r ? r : json_string(""));
+			if (t->reasoning_tokens[i] > 0)
+				json_object_set_new(m, "reasoning_tokens", json_integer(t->reasoning_tokens[i]));
+		}
 		json_array_append_new(arr, m);
 	}
 	json_object_set_new(root, "messages", arr);

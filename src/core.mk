@@ -20,7 +20,7 @@ libcoli_a_SOURCES = \
 	src/engine_session.c src/engine_slot.c src/engine_grammar.c src/engine_internal.h \
 	src/engine_draft.c src/engine_draft.h src/engine_draft_mode.c src/engine_draft_auto.c src/engine_draft_auto.h \
 	src/bench_draft.c src/bench_draft.h \
-	src/chat_transcript.c src/chat_transcript.h \
+	src/chat_transcript.c src/chat_transcript.h src/chat_think.c src/chat_think.h \
 	src/cmd_logits.c src/cmd_generate.c src/cmd_bench.c src/cmd_doctor.c
 
 bin_PROGRAMS += coli

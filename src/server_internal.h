@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "chat_template.h"
+#include "chat_think.h"
 #include "engine.h"
 #include "server.h"
 
@@ -180,22 +181,14 @@ void srv_stopper_flush(srv_stopper *s, srv_buf *out);
 int srv_tools_parse(const char *markup, size_t len, srv_tool_call **calls);
 void srv_tools_free(srv_tool_call *calls, int n);
 
-/* ---- reasoning split out of the answer (server_think.c) ---- */
-typedef struct srv_think {
-	int state;
-	int seen;                  /* a thinking block was open at some point */
-	int skip_nl;               /* drop newlines at the start of the next part */
-	srv_buf held;              /* may be the start of a marker */
-} srv_think;
-
-/* open: the prompt left a thinking block open. */
-void srv_think_init(srv_think *t, int open);
-void srv_think_free(srv_think *t);
-/* Route generated text to the reasoning or the answer. */
+/* ---- reasoning split out of the answer (chat_think.h; server_think.c
+ * routes it into the reasoning and answer buffers) ---- */
+typedef chat_think srv_think;
+static inline void srv_think_init(srv_think *t, int open) { chat_think_init(t, open); }
+static inline void srv_think_free(srv_think *t) { chat_think_free(t); }
+static inline int srv_think_inside(const srv_think *t) { return chat_think_inside(t); }
 void srv_think_push(srv_think *t, const char *text, size_t len, srv_buf *reasoning, srv_buf *answer);
 void srv_think_flush(srv_think *t, srv_buf *reasoning, srv_buf *answer);
-/* Inside the thinking block now (the next token counts as reasoning). */
-int srv_think_inside(const srv_think *t);
 
 /* ---- formatting: OpenAI ---- */
 typedef struct srv_stream_ctx {

@@ -9,7 +9,7 @@ tui_fail() {
 	echo "FAIL: $*" >&2
 	if [ -n "$TUI_SOCK" ]; then
 		echo "--- screen ---" >&2
-		tmux -L "$TUI_SOCK" capture-pane -p -t "$TUI_T" 2>/dev/null >&2
+		tmux -L "$TUI_SOCK" capture-pane -p -t "$TUI_T" >&2 2>/dev/null
 	fi
 	[ -f "$TUI_TMP/stderr" ] && { echo "--- stderr ---" >&2; cat "$TUI_TMP/stderr" >&2; }
 	exit 1
@@ -23,8 +23,20 @@ tui_setup() {
 	TUI_TMP=$(mktemp -d)
 	TUI_SOCK="colitop-test-$$"
 	trap 'tui_cleanup' EXIT
-	"$COLI" synth "$TUI_TMP/hf" --preset tiny >/dev/null 2>"$TUI_TMP/synth.log" &&
-		"$COLI" convert "$TUI_TMP/hf" "$TUI_TMP/model" >/dev/null 2>"$TUI_TMP/convert.log" ||
+	"$COLI" synth "$TUI_TMP/hf" --preset tiny >/dev/null 2>"$TUI_TMP/synth.log" ||
+		{ cat "$TUI_TMP"/*.log; tui_fail "cannot make the tiny model"; }
+	# $TUI_CHAT_TEMPLATE: a Jinja chat template file the model gets instead
+	# of synth's (tui_thinking.sh: GLM-5's, which opens a thinking block)
+	if [ -n "$TUI_CHAT_TEMPLATE" ]; then
+		"${PYTHON3:-/usr/bin/python3}" - "$TUI_TMP/hf/tokenizer_config.json" "$TUI_CHAT_TEMPLATE" <<'EOF' ||
+import json, sys
+c = json.load(open(sys.argv[1], encoding="utf-8"))
+c["chat_template"] = open(sys.argv[2], encoding="utf-8").read()
+json.dump(c, open(sys.argv[1], "w", encoding="utf-8"), ensure_ascii=False)
+EOF
+			tui_fail "cannot set the chat template"
+	fi
+	"$COLI" convert "$TUI_TMP/hf" "$TUI_TMP/model" >/dev/null 2>"$TUI_TMP/convert.log" ||
 		{ cat "$TUI_TMP"/*.log; tui_fail "cannot make the tiny model"; }
 	TUI_MODEL="$TUI_TMP/model"
 	export COLI_CACHE_DIR="$TUI_TMP/cache"

@@ -306,6 +306,10 @@ static void test_wrap(void)
 	CHECK_STR(out, "\xe4\xb8\xad\xe6\x96\x87");
 	CHECK(tui_text_fit("a\tb\n", 4, 10, 0, out, sizeof out) == 4);
 	CHECK_STR(out, "a b ");
+	/* other controls take no column, as tui_wrap counts them: a wrapped
+	 * line keeps its last character (a model's text may hold them) */
+	CHECK(tui_text_fit("\fab\x12" "c", 5, 3, 0, out, sizeof out) == 3);
+	CHECK_STR(out, "abc");
 	tui_text_fit(cjk, strlen(cjk), 10, 1, out, sizeof out);
 	CHECK_STR(out, "????");
 }
@@ -459,6 +463,84 @@ static void test_chat_transcript(void)
 	CHECK(rmdir(dir) == 0);
 }
 
+/* A thinking answer keeps its thinking and token count across a save and
+ * a reopen; a file an older colitop wrote ("THINKING</think>ANSWER" in
+ * content, no reasoning fields) loads split; a file without thinking
+ * stays without it (and is written without the optional fields). */
+static void test_chat_transcript_thinking(void)
+{
+	char dir[] = "/tmp/tui_unit_think.XXXXXX", path[300];
+	coli_err err = { 0 };
+	tui_chat c;
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(tui_chat_open(&c, dir, "t1", 0, &err) == 0);
+	tui_chat_note(&c, TUI_MSG_USER, "why?");
+	tui_chat_note(&c, TUI_MSG_ASSISTANT, "because");
+	c.msgs[1].has_think = 1;
+	c.msgs[1].think_tokens = 312;
+	c.msgs[1].think.p = strdup("Let me see.\n\xe6\x80\x9d\xe8\x80\x83");
+	c.msgs[1].think.len = c.msgs[1].think.cap = strlen(c.msgs[1].think.p);
+	tui_chat_note(&c, TUI_MSG_USER, "again");
+	tui_chat_note(&c, TUI_MSG_ASSISTANT, "%s", "");   /* thought, no answer yet (cut by length) */
+	c.msgs[3].has_think = 1;
+	c.msgs[3].think_tokens = 24;
+	c.msgs[3].think.p = strdup("x");
+	c.msgs[3].think.len = c.msgs[3].think.cap = 1;
+	CHECK(tui_chat_has_think(&c));
+	CHECK(tui_chat_save(&c, &err) == 0);
+	tui_chat_close(&c);
+	CHECK(tui_chat_open(&c, dir, "t1", 9, &err) == 0);
+	CHECK(c.n == 4);
+	if (c.n == 4) {
+		CHECK(!c.msgs[0].has_think && !c.msgs[2].has_think);
+		CHECK(c.msgs[1].has_think && c.msgs[1].think_tokens == 312 && !strcmp(c.msgs[1].text, "because"));
+		CHECK(c.msgs[1].think.p && !strcmp(c.msgs[1].think.p, "Let me see.\n\xe6\x80\x9d\xe8\x80\x83"));
+		CHECK(c.msgs[3].has_think && c.msgs[3].think_tokens == 24 && c.msgs[3].len == 0);
+	}
+	tui_chat_close(&c);
+
+	/* what an older colitop (or coli chat) wrote */
+	snprintf(path, sizeof path, "%s/old.chat.json", dir);
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("{\"format\": \"colitop-chat\", \"version\": 1, \"session\": \"old\", \"last_finish\": \"stop\","
+		      " \"messages\": [{\"role\": \"user\", \"content\": \"a </think> b\"},"
+		      " {\"role\": \"assistant\", \"content\": \"\\nhmm\\n</think>\\n\\nok\"},"
+		      " {\"role\": \"assistant\", \"content\": \"<think>r1</think>a1\"},"
+		      " {\"role\": \"assistant\", \"content\": \"plain\"}]}\n", f);
+		fclose(f);
+	}
+	CHECK(tui_chat_open(&c, dir, "old", 0, &err) == 0);
+	CHECK(c.n == 4 && c.last_finish == COLI_FINISH_STOP);
+	if (c.n == 4) {
+		/* a user's text is never split */
+		CHECK(!c.msgs[0].has_think && !strcmp(c.msgs[0].text, "a </think> b"));
+		CHECK(c.msgs[1].has_think && c.msgs[1].think_tokens == 0 && !strcmp(c.msgs[1].think.p, "hmm\n") &&
+		      !strcmp(c.msgs[1].text, "ok"));
+		CHECK(c.msgs[2].has_think && !strcmp(c.msgs[2].think.p, "r1") && !strcmp(c.msgs[2].text, "a1"));
+		CHECK(!c.msgs[3].has_think && !strcmp(c.msgs[3].text, "plain"));
+	}
+	tui_chat_close(&c);
+	/* saved again: the thinking is now stored beside the answer */
+	f = fopen(path, "r");
+	char buf[2048] = "";
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	buf[n] = 0;
+	if (f)
+		fclose(f);
+	CHECK(strstr(buf, "\"reasoning_content\": \"hmm\\n\"") != NULL);
+	/* only the two answers that thought carry the field */
+	int nr = 0;
+	for (const char *q = buf; (q = strstr(q, "\"reasoning_content\"")) != NULL; q++)
+		nr++;
+	CHECK(nr == 2);
+	CHECK(unlink(path) == 0);
+	snprintf(path, sizeof path, "%s/t1.chat.json", dir);
+	CHECK(unlink(path) == 0);
+	CHECK(rmdir(dir) == 0);
+}
+
 int main(void)
 {
 	/* widths come from the C library under a UTF-8 locale, as in colitop */
@@ -476,6 +558,7 @@ int main(void)
 	test_affinity();
 	test_log();
 	test_chat_transcript();
+	test_chat_transcript_thinking();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

@@ -20,8 +20,8 @@ tests_tui_unit_CFLAGS = $(AM_CFLAGS) $(NCURSESW_CFLAGS) -I$(top_srcdir)/tui
 TESTS += tests/tui_unit
 
 # End-to-end tests in tmux (skip when tmux is missing).
-TESTS += tests/tui_e2e.sh tests/tui_server.sh tests/tui_keys.sh
-EXTRA_DIST += tests/tui_e2e.sh tests/tui_server.sh tests/tui_keys.sh tests/tui_common.sh \
+TESTS += tests/tui_e2e.sh tests/tui_server.sh tests/tui_keys.sh tests/tui_thinking.sh
+EXTRA_DIST += tests/tui_e2e.sh tests/tui_server.sh tests/tui_keys.sh tests/tui_thinking.sh tests/tui_common.sh \
 	tui/bench_colitop.sh tui/bench_keys.sh
 
 man_MANS += man/colitop.1

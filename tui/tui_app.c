@@ -379,6 +379,13 @@ static void handle_key(tui_app *a, int rc, wint_t wch)
 		focus_step(a, 1);
 		return;
 	}
+	if ((!is_char && key == KEY_F(5)) || (is_char && key == 't' && a->focus != TUI_PANE_CHAT)) {
+		/* a thinking model's reasoning: one line per answer <-> all of it */
+		a->think_shown = !a->think_shown;
+		tui_app_message(a, "thinking: %s", a->think_shown ? "expanded" : "collapsed (F5 expands)");
+		a->dirty = TUI_DIRTY_ALL;
+		return;
+	}
 	if ((!is_char && key == KEY_F(6)) || (is_char && key == 'm' && a->focus != TUI_PANE_CHAT)) {
 		/* MTP drafting for the next answers: auto <-> off */
 		a->gen.draft = a->gen.draft == COLI_DRAFT_OFF ? COLI_DRAFT_AUTO : COLI_DRAFT_OFF;

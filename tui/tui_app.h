@@ -72,6 +72,7 @@ typedef struct tui_app {
 	tui_chat chat;
 	tui_edit edit;
 	int chat_scroll;          /* display lines up from the bottom */
+	int think_shown;          /* thinking expanded (F5), else one line each */
 	unsigned chat_seen;       /* chat.version last drawn */
 	/* telemetry */
 	int n_layers, n_experts, first_moe, has_shared;

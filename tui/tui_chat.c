@@ -40,6 +40,24 @@ static int msg_append(tui_msg *m, const char *s, size_t n)
 	return 0;
 }
 
+static int str_append(tui_str *s, const char *p, size_t n)
+{
+	if (s->len + n + 1 > s->cap) {
+		size_t cap = s->cap ? s->cap : 64;
+		while (cap < s->len + n + 1)
+			cap *= 2;
+		char *t = realloc(s->p, cap);
+		if (!t)
+			return -ENOMEM;
+		s->p = t;
+		s->cap = cap;
+	}
+	memcpy(s->p + s->len, p, n);
+	s->len += n;
+	s->p[s->len] = 0;
+	return 0;
+}
+
 static tui_msg *msg_add(tui_chat *c, int role, const char *s, size_t n)
 {
 	if (c->n == c->cap) {
@@ -90,7 +108,12 @@ static int load_sidecar(tui_chat *c, coli_err *err)
 		for (int k = 0; k < 4; k++)
 			if (!strcmp(t.msgs[i].role, role_names[k]))
 				r = k;
-		msg_add(c, r, t.msgs[i].content, strlen(t.msgs[i].content));
+		tui_msg *m = msg_add(c, r, t.msgs[i].content, strlen(t.msgs[i].content));
+		if (m && t.reasoning[i]) {
+			m->has_think = 1;
+			m->think_tokens = t.reasoning_tokens[i];
+			str_append(&m->think, t.reasoning[i], strlen(t.reasoning[i]));
+		}
 	}
 	chat_transcript_free(&t);
 	return 0;
@@ -128,9 +151,12 @@ void tui_chat_close(tui_chat *c)
 	coli_err err = { 0 };
 	if ((c->n || c->kv_tokens) && tui_chat_save(c, &err))
 		coli_warn("%s", err.msg);
-	for (int i = 0; i < c->n; i++)
+	for (int i = 0; i < c->n; i++) {
 		free(c->msgs[i].text);
+		free(c->msgs[i].think.p);
+	}
 	free(c->msgs);
+	chat_think_free(&c->think);
 	c->msgs = NULL;
 	c->n = c->cap = 0;
 }
@@ -140,11 +166,15 @@ int tui_chat_save(const tui_chat *c, coli_err *err)
 	chat_transcript t;
 	memset(&t, 0, sizeof t);
 	t.last_finish = c->last_finish;
-	for (int i = 0; i < c->n; i++)
-		if (chat_transcript_add(&t, role_names[c->msgs[i].role & 3], c->msgs[i].text, c->msgs[i].len)) {
+	for (int i = 0; i < c->n; i++) {
+		const tui_msg *m = &c->msgs[i];
+		if (chat_transcript_add(&t, role_names[m->role & 3], m->text, m->len) ||
+		    (m->has_think && chat_transcript_set_reasoning(&t, t.n - 1, m->think.p ? m->think.p : "",
+								    m->think.len, m->think_tokens))) {
 			chat_transcript_free(&t);
 			return coli_err_set(err, -ENOMEM, "out of memory");
 		}
+	}
 	int rc = chat_transcript_save(c->kv_dir, c->session, &t, err);
 	chat_transcript_free(&t);
 	return rc;
@@ -173,7 +203,13 @@ int tui_chat_send(tui_chat *c, coli_engine *e, const coli_chat_template *tpl, co
 	if ((rc = coli_engine_submit(e, ids, (int)n_ids, &p, &c->req, err)))
 		goto out;
 	msg_add(c, TUI_MSG_USER, text, strlen(text));
-	msg_add(c, TUI_MSG_ASSISTANT, "", 0);
+	tui_msg *a = msg_add(c, TUI_MSG_ASSISTANT, "", 0);
+	/* GLM-5 opens the thinking block in the prompt; DeepSeek-R1 lets the
+	 * model open it */
+	chat_think_free(&c->think);
+	chat_think_init(&c->think, coli_chat_opens_thinking(prompt));
+	if (a)
+		a->has_think = chat_think_inside(&c->think);
 	c->n_streamed = 0;
 	c->t_first = 0;
 	c->have_stats = 0;
@@ -181,6 +217,21 @@ out:
 	free(prompt);
 	free(ids);
 	return rc;
+}
+
+/* The splitter's output: into the last message when it is the answer. */
+static void think_sink(void *ctx, int reasoning, const char *s, size_t n)
+{
+	tui_chat *c = ctx;
+	tui_msg *m = c->n ? &c->msgs[c->n - 1] : NULL;
+	if (!m || m->role != TUI_MSG_ASSISTANT)
+		return;
+	if (reasoning) {
+		m->has_think = 1;
+		str_append(&m->think, s, n);
+	} else {
+		msg_append(m, s, n);
+	}
 }
 
 int tui_chat_poll(tui_chat *c)
@@ -194,12 +245,22 @@ int tui_chat_poll(tui_chat *c)
 		if (ev.kind == COLI_EV_TEXT) {
 			if (!c->n_streamed++)
 				c->t_first = now_s();
-			if (m && m->role == TUI_MSG_ASSISTANT && ev.text_len)
-				msg_append(m, ev.text, ev.text_len);
+			if (m && m->role == TUI_MSG_ASSISTANT) {
+				/* a token that starts inside the block is thinking
+				 * (the one that closes it included, as the server
+				 * counts reasoning tokens) */
+				if (chat_think_inside(&c->think)) {
+					m->has_think = 1;
+					m->think_tokens++;
+				}
+				if (ev.text_len)
+					chat_think_push(&c->think, ev.text, ev.text_len, think_sink, c);
+			}
 			c->version++;
 			continue;
 		}
 		c->turns++;
+		chat_think_flush(&c->think, think_sink, c);
 		if (ev.kind == COLI_EV_DONE) {
 			c->last_finish = ev.finish;
 			c->have_stats = 1;
@@ -239,4 +300,12 @@ void tui_chat_stop(tui_chat *c)
 int tui_chat_busy(const tui_chat *c)
 {
 	return c->req != NULL;
+}
+
+int tui_chat_has_think(const tui_chat *c)
+{
+	for (int i = 0; i < c->n; i++)
+		if (c->msgs[i].has_think)
+			return 1;
+	return 0;
 }

@@ -6,23 +6,38 @@
  * stored history, so a restarted colitop resumes without prefilling the
  * past again. The visible transcript is kept beside the session in
  * KV_DIR/NAME.chat.json (chat_transcript.h, the format `coli chat` shares),
- * written atomically after every answer. Owner: the TUI thread. */
+ * written atomically after every answer. A thinking model's reasoning is
+ * split out of the answer as it streams (chat_think.h) and kept in the
+ * transcript beside it, so a resumed conversation shows it the same way.
+ * Owner: the TUI thread. */
 #ifndef COLI_TUI_CHAT_H
 #define COLI_TUI_CHAT_H
 
 #include <stddef.h>
 
 #include "chat_template.h"
+#include "chat_think.h"
 #include "coli_err.h"
 #include "engine.h"
 #include "kv_file.h"
 
 enum tui_role_kind { TUI_MSG_USER = 0, TUI_MSG_ASSISTANT, TUI_MSG_NOTE, TUI_MSG_ERROR };
 
+/* A string that grows as the answer streams. */
+typedef struct tui_str {
+	char *p;             /* UTF-8, NUL-terminated (NULL while empty) */
+	size_t len, cap;
+} tui_str;
+
 typedef struct tui_msg {
 	int role;            /* enum tui_role_kind */
-	char *text;          /* UTF-8, NUL-terminated */
+	char *text;          /* UTF-8, NUL-terminated: the answer */
 	size_t len, cap;
+	/* An answer's thinking (a thinking model's "<think>" block, split
+	 * out as it streams; shown collapsed to one line unless expanded). */
+	int has_think;       /* the answer opened a thinking block */
+	tui_str think;
+	int think_tokens;    /* tokens generated inside the block (0: not known) */
 } tui_msg;
 
 typedef struct tui_chat {
@@ -32,6 +47,7 @@ typedef struct tui_chat {
 	char kv_dir[4200];
 	int kv_tokens;           /* tokens of the session on disk (history exists) */
 	coli_request *req;       /* the answer being generated, or NULL */
+	chat_think think;        /* splits the answer being generated */
 	int last_finish;         /* enum coli_finish of the last answer, 0 none */
 	/* figures of the last answer (DONE) */
 	int have_stats;
@@ -60,6 +76,8 @@ int tui_chat_poll(tui_chat *c);
 /* Esc / Ctrl-C: stop the current answer (it ends with DONE cancelled). */
 void tui_chat_stop(tui_chat *c);
 int tui_chat_busy(const tui_chat *c);
+/* Some answer of the conversation has thinking (F5 shows it). */
+int tui_chat_has_think(const tui_chat *c);
 int tui_chat_save(const tui_chat *c, coli_err *err);
 /* Add a note line (not sent to the model, kept in the transcript). */
 void tui_chat_note(tui_chat *c, int role, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

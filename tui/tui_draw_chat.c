@@ -51,11 +51,88 @@ void tui_draw_box(tui_app *a, WINDOW *w, int pane, const char *extra)
 	}
 }
 
-/* One display line of the transcript. */
+/* One display line of the transcript: a piece of a message's answer, the
+ * one-line head of its thinking, or a line of the thinking (expanded). */
+enum { PART_TEXT = 0, PART_THINK_HEAD, PART_THINK };
+
 typedef struct chat_line {
 	int msg;
+	int part;
 	tui_line ln;
 } chat_line;
+
+/* Appends the wrapped lines of s[0..n) as `part` of message i to out
+ * (when out is not NULL); returns how many there are. */
+static int wrap_part(const tui_app *a, const char *s, size_t n, int width, int i, int part, chat_line *out)
+{
+	int k = tui_wrap(s, n, width, a->ascii, NULL, 0);
+	if (!out)
+		return k;
+	tui_line *ls = calloc((size_t)k, sizeof *ls);
+	if (!ls)
+		return -1;
+	tui_wrap(s, n, width, a->ascii, ls, k);
+	for (int j = 0; j < k; j++)
+		out[j] = (chat_line){ i, part, ls[j] };
+	free(ls);
+	return k;
+}
+
+/* The display lines of message i (out NULL: count them). A thinking
+ * answer starts with the head line; its thinking follows, indented,
+ * only when expanded; an answer still empty takes no line after it. */
+static int msg_lines(const tui_app *a, int i, int tw, chat_line *out)
+{
+	const tui_msg *m = &a->chat.msgs[i];
+	int k = 0;
+	if (m->has_think) {
+		if (out)
+			out[k] = (chat_line){ i, PART_THINK_HEAD, { 0, 0, 0 } };
+		k++;
+		if (a->think_shown && m->think.len) {
+			int n = wrap_part(a, m->think.p, m->think.len, tw - 2, i, PART_THINK, out ? out + k : NULL);
+			if (n < 0)
+				return -1;
+			k += n;
+		}
+		if (!m->len)
+			return k;
+	}
+	int n = wrap_part(a, m->text, m->len, tw, i, PART_TEXT, out ? out + k : NULL);
+	return n < 0 ? -1 : k + n;
+}
+
+/* The collapsed (or expanded) thinking as one line: "▸ thinking (312
+ * tokens)"; while the model is still thinking, the end of its latest line
+ * follows, so the line moves as it streams. */
+static void think_head(const tui_app *a, const tui_msg *m, int live, int width, char *out, size_t cap)
+{
+	const char *arrow = a->think_shown ? (a->ascii ? "-" : "\u25be") : (a->ascii ? "+" : "\u25b8");
+	char count[48] = "";
+	if (m->think_tokens > 0)
+		snprintf(count, sizeof count, " (%d token%s)", m->think_tokens, m->think_tokens == 1 ? "" : "s");
+	int n = snprintf(out, cap, "%s thinking%s%s", arrow, live ? "..." : "", count);
+	if (!live || a->think_shown || !m->think.len || n < 0 || (size_t)n + 3 >= cap)
+		return;
+	/* the tail of the last line of the thinking that fits beside */
+	const char *t = m->think.p;
+	size_t len = m->think.len;
+	while (len && (t[len - 1] == '\n' || t[len - 1] == ' '))
+		len--;
+	size_t from = len;
+	while (from && t[from - 1] != '\n')
+		from--;
+	int room = width - tui_text_width(out, (size_t)n, a->ascii) - 2;
+	while (from < len && tui_text_width(t + from, len - from, a->ascii) > room) {
+		uint32_t cp;
+		from += tui_utf8_next(t + from, len - from, &cp);
+	}
+	if (room <= 0 || from >= len)
+		return;
+	out[n++] = ' ';
+	out[n++] = ' ';
+	tui_text_fit(t + from, len - from, room, a->ascii, out + n, cap - (size_t)n);
+}
 
 static int role_attr(int role)
 {
@@ -171,22 +248,17 @@ void tui_draw_chat(tui_app *a, WINDOW *w)
 	const int tw = inner - 2;           /* text is indented by 2 */
 	int total = 0;
 	for (int i = 0; i < c->n; i++)
-		total += tui_wrap(c->msgs[i].text, c->msgs[i].len, tw, a->ascii, NULL, 0) + 1;
+		total += msg_lines(a, i, tw, NULL) + 1;
 	chat_line *lines = calloc((size_t)total + 1, sizeof *lines);
 	if (!lines)
 		return;
 	int k = 0;
 	for (int i = 0; i < c->n; i++) {
-		tui_line tmp[1];
-		int n = tui_wrap(c->msgs[i].text, c->msgs[i].len, tw, a->ascii, tmp, 0);
-		tui_line *ls = calloc((size_t)n, sizeof *ls);
-		if (!ls)
+		int n = msg_lines(a, i, tw, lines + k);
+		if (n < 0)
 			break;
-		tui_wrap(c->msgs[i].text, c->msgs[i].len, tw, a->ascii, ls, n);
-		for (int j = 0; j < n; j++)
-			lines[k++] = (chat_line){ i, ls[j] };
-		free(ls);
-		lines[k++] = (chat_line){ -1, { 0, 0, 0 } };   /* blank between turns */
+		k += n;
+		lines[k++] = (chat_line){ -1, PART_TEXT, { 0, 0, 0 } };   /* blank between turns */
 	}
 	total = k;
 	int max_scroll = total > rows ? total - rows : 0;
@@ -196,13 +268,25 @@ void tui_draw_chat(tui_app *a, WINDOW *w)
 	if (first < 0)
 		first = 0;
 	char buf[4096];
+	int dim = tui_attr(TUI_R_DIM);
 	for (int y = 0; y < rows && first + y < total; y++) {
 		const chat_line *L = &lines[first + y];
 		if (L->msg < 0)
 			continue;
 		const tui_msg *m = &c->msgs[L->msg];
+		if (L->part == PART_THINK_HEAD) {
+			int live = tui_chat_busy(c) && L->msg == c->n - 1 && !m->len;
+			think_head(a, m, live, tw, buf, sizeof buf);
+			tui_draw_text(a, w, 1 + y, 3, tw, buf, dim);
+			continue;
+		}
+		if (L->part == PART_THINK) {
+			tui_text_fit(m->think.p + L->ln.off, L->ln.len, tw - 2, a->ascii, buf, sizeof buf);
+			tui_draw_text(a, w, 1 + y, 5, tw - 2, buf, dim);
+			continue;
+		}
 		int attr = role_attr(m->role);
-		int is_first = L->ln.off == 0;
+		int is_first = L->ln.off == 0 && !m->has_think;
 		const char *mark = m->role == TUI_MSG_USER ? ">" : m->role == TUI_MSG_ERROR ? "!" : " ";
 		if (is_first)
 			tui_draw_text(a, w, 1 + y, 1, 2, mark, attr | A_BOLD);

@@ -231,7 +231,10 @@ void tui_draw_keys(tui_app *a, WINDOW *w)
 	const char *ctx = "";
 	switch (a->focus) {
 	case TUI_PANE_CHAT:
-		ctx = tui_chat_busy(&a->chat) ? "Esc stop answer" : "Enter send  Esc stop";
+		if (tui_chat_has_think(&a->chat))
+			ctx = tui_chat_busy(&a->chat) ? "Esc stop  F5 thinking" : "Enter send  F5 thinking";
+		else
+			ctx = tui_chat_busy(&a->chat) ? "Esc stop answer" : "Enter send  Esc stop";
 		break;
 	case TUI_PANE_EXPERTS:
 		ctx = "a affinity  q quit";
@@ -269,6 +272,7 @@ static const char *const help_lines[] = {
 	"F4, Tab      next pane (S-Tab previous)  mouse click: focus",
 	"F10          quit    Ctrl-C stops an answer; idle, twice quits",
 	"Esc          stop the answer    Ctrl-L redraw",
+	"F5           thinking: one line / all of it (t outside input)",
 	"F6           MTP drafting auto / off (also m outside the chat input)",
 	"",
 	"Chat input   letters, ? and q are text; Enter sends; a paste",

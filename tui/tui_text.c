@@ -115,8 +115,11 @@ int tui_text_fit(const char *s, size_t n, int width, int ascii, char *out, size_
 		uint32_t cp;
 		size_t k = tui_utf8_next(s + i, n - i, &cp);
 		i += k;
-		if (cp == '\n' || cp == '\t' || cp < 0x20 || cp == 0x7f)
+		if (cp == '\n' || cp == '\t')
 			cp = ' ';
+		else if (cp < 0x20 || cp == 0x7f)
+			continue;   /* width 0, as tui_wrap measured it: drawn as a
+				     * space it would push the line's end off */
 		else if (!ascii && !printable(cp))
 			cp = '?';
 		int w = tui_cp_width(cp, ascii);
