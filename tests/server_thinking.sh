@@ -3,7 +3,8 @@
 # is GLM-5's (tests/node/fixtures/glm5_chat_template.jinja, which opens a
 # thinking block), served by `coli serve`; tests/server_thinking_wire.py
 # checks reasoning_content / thinking blocks, enable_thinking, usage and a
-# constrained answer after the thinking.
+# constrained answer after the thinking; tests/server_thinking_sdk.js the
+# same through the official openai and @anthropic-ai/sdk clients.
 . "${top_srcdir:-.}/tests/server_common.sh"
 . "${top_srcdir:-.}/tests/test_skip.sh"
 PYTHON3=${PYTHON3:-/usr/bin/python3}
@@ -26,4 +27,11 @@ end_id=$("$COLI" tokenize "$SRV_MODEL" '</think>' | $PYTHON3 -c 'import json,sys
 	srv_fail "</think> is not one token"
 srv_start main --ctx 1024
 $PYTHON3 "${top_srcdir:-.}/tests/server_thinking_wire.py" "$BASE" "$end_id" || { tail -20 "$SRV_TMP/main.log"; exit 1; }
+# the same with the official npm clients (tests/server_thinking_sdk.js)
+NODE=${NODE:-node}
+command -v "$NODE" >/dev/null 2>&1 || test_skip "node missing"
+"$NODE" "${top_srcdir:-.}/tests/server_thinking_sdk.js" "$URL" "$end_id"
+rc=$?
+[ $rc = 77 ] && test_skip "the SDKs are not installed in tests/node (npm ci)"
+[ $rc = 0 ] || { tail -20 "$SRV_TMP/main.log"; exit 1; }
 srv_stop
