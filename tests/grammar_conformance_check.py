@@ -79,6 +79,14 @@ SCHEMAS = [
     obj({"name": S, "email": {"type": "string", "pattern": "^[a-z]{1,8}@[a-z]{1,8}\\.(com|org)$"}}),
     obj({"ok": B}),
     {"type": "string", "maxLength": 12},
+    # integer bounds, enforced digit by digit (what zod's .int().min().max() emits)
+    obj({"age": {"type": "integer", "minimum": 0, "maximum": 120},
+         "year": {"type": "integer", "minimum": 1900, "maximum": 2100}}),
+    obj({"delta": {"type": "integer", "minimum": -50, "maximum": -10},
+         "pct": {"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 100}}),
+    {"type": "array", "items": {"type": "integer", "minimum": 1000000}, "minItems": 1, "maxItems": 3},
+    obj({"n": {"type": "integer", "minimum": -9007199254740991, "maximum": 9007199254740991},
+         "k": {"type": ["integer", "null"], "minimum": 7, "maximum": 7}}),
 ]
 
 
