@@ -85,7 +85,10 @@ static int msg_lines(const tui_app *a, int i, int tw, chat_line *out)
 {
 	const tui_msg *m = &a->chat.msgs[i];
 	int k = 0;
-	if (m->has_think) {
+	/* a block closed at once (no thinking text) shows nothing, unless
+	 * the model is still in it */
+	int live = tui_chat_busy(&a->chat) && i == a->chat.n - 1 && !m->len;
+	if (m->has_think && (m->think.len || live)) {
 		if (out)
 			out[k] = (chat_line){ i, PART_THINK_HEAD, { 0, 0, 0 } };
 		k++;
@@ -123,9 +126,11 @@ static void think_head(const tui_app *a, const tui_msg *m, int live, int width, 
 	while (from && t[from - 1] != '\n')
 		from--;
 	int room = width - tui_text_width(out, (size_t)n, a->ascii) - 2;
-	while (from < len && tui_text_width(t + from, len - from, a->ascii) > room) {
+	int w = tui_text_width(t + from, len - from, a->ascii);
+	while (from < len && w > room) {   /* drop characters from the front */
 		uint32_t cp;
 		from += tui_utf8_next(t + from, len - from, &cp);
+		w -= tui_cp_width(cp, a->ascii);
 	}
 	if (room <= 0 || from >= len)
 		return;
@@ -286,7 +291,7 @@ void tui_draw_chat(tui_app *a, WINDOW *w)
 			continue;
 		}
 		int attr = role_attr(m->role);
-		int is_first = L->ln.off == 0 && !m->has_think;
+		int is_first = L->ln.off == 0;
 		const char *mark = m->role == TUI_MSG_USER ? ">" : m->role == TUI_MSG_ERROR ? "!" : " ";
 		if (is_first)
 			tui_draw_text(a, w, 1 + y, 1, 2, mark, attr | A_BOLD);
