@@ -52,9 +52,11 @@ static int decode(coli_model *m, int ctx, int gen, struct run *r, coli_err *err)
 		goto out;
 	coli_seq *q = coli_state_seq(s);
 	for (int l = 0; l < c->num_hidden_layers; l++) {
-		float *kv = coli_seq_kv(q, l);
+		float *kv = coli_seq_kv(q, l), *ik = coli_seq_index_keys(q, l);
 		for (size_t i = 0; i < (size_t)ctx * W; i++)
 			kv[i] = rnd();
+		for (size_t i = 0; ik && i < (size_t)ctx * c->index_head_dim; i++)
+			ik[i] = rnd();
 	}
 	if ((rc = coli_seq_set_window(q, 0, ctx, err)))
 		goto out;

@@ -148,7 +148,9 @@ static int do_show(const char *kvdir, const char *name, const char *fp, int json
 		return COLI_EXIT_FAIL;
 	}
 	time_t mtime = stat(path, &st) == 0 ? st.st_mtime : 0;
-	uint64_t cfg_bpt = (uint64_t)rep.hdr.n_layers * rep.hdr.width * 4u, dead = 0;
+	/* version 3: index keys of the full indexer layers besides the rows */
+	uint64_t cfg_bpt = ((uint64_t)rep.hdr.n_layers * rep.hdr.width +
+			    (uint64_t)rep.hdr.index_layers * rep.hdr.index_width) * 4u, dead = 0;
 	for (int i = 0; i < rep.n_recs; i++) /* what compaction would reclaim */
 		dead += rep.recs[i].type == KV_REC_TRUNCATE ? rep.recs[i].bytes :
 			rep.recs[i].live == 0 ? rep.recs[i].bytes :
@@ -163,13 +165,14 @@ static int do_show(const char *kvdir, const char *name, const char *fp, int json
 				"type", r->type == KV_REC_DATA ? "data" : "truncate",
 				"first", (int)r->first, "n", (int)r->n, "live", (int)r->live));
 		}
-		print_json(json_pack("{s:s, s:s, s:i, s:s, s:o, s:I, s:I, s:i, s:i, s:i, s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:I, s:f, s:o}",
+		print_json(json_pack("{s:s, s:s, s:i, s:s, s:o, s:I, s:I, s:i, s:i, s:i, s:i, s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:I, s:f, s:o}",
 			"name", name, "path", path, "version", (int)rep.hdr.version,
 			"fingerprint", rep.hdr.fingerprint,
 			"model_match", fp ? json_boolean(!strcmp(fp, rep.hdr.fingerprint)) : json_null(),
 			"created", (json_int_t)rep.hdr.created, "mtime", (json_int_t)mtime,
 			"layers", (int)rep.hdr.n_layers, "width", (int)rep.hdr.width,
-			"index_width", (int)rep.hdr.index_width, "elem", "f32",
+			"index_width", (int)rep.hdr.index_width, "index_layers", (int)rep.hdr.index_layers,
+			"elem", "f32",
 			"tokens", rep.n_tokens, "bytes", (json_int_t)rep.file_bytes,
 			"valid_bytes", (json_int_t)rep.valid_bytes, "dead_bytes", (json_int_t)dead,
 			"status", status_name(rep.status),
@@ -184,7 +187,9 @@ static int do_show(const char *kvdir, const char *name, const char *fp, int json
 		printf("model        %s%s\n", rep.hdr.fingerprint,
 		       fp ? (strcmp(fp, rep.hdr.fingerprint) ? " (another model)" : " (this model)") : "");
 		printf("shape        %u layers x %u numbers per token", rep.hdr.n_layers, rep.hdr.width);
-		if (rep.hdr.index_width)
+		if (rep.hdr.index_layers)
+			printf(" + %u layers' DSA indexer keys x %u", rep.hdr.index_layers, rep.hdr.index_width);
+		else if (rep.hdr.index_width)
 			printf(" (the last %u: DSA indexer key)", rep.hdr.index_width);
 		printf("\n");
 		printf("tokens       %d\nsize         %s (%" PRIu64 " bytes, %" PRIu64 " no longer in the history)\n",

@@ -17,12 +17,47 @@
 #include "engine_internal.h"
 #include "kv_store.h"
 
+/* Persisted parts of a sequence's state ("slots", kv_file.h): the main
+ * layers' attention rows, then the index keys of the layers that run
+ * their own indexer, in layer order. */
+static int n_slots(const coli_config *c)
+{
+	return c->num_hidden_layers + coli_config_index_layers(c);
+}
+
+/* Slot k's RAM rows in q and their width. */
+static float *slot_rows(const coli_config *c, coli_seq *q, int k, int *width)
+{
+	if (k < c->num_hidden_layers) {
+		*width = coli_config_kv_width(c);
+		return coli_seq_kv(q, k);
+	}
+	*width = c->index_head_dim;
+	for (int l = 0; l < c->num_hidden_layers; l++)
+		if (c->index_types[l] == 'F' && k-- == c->num_hidden_layers)
+			return coli_seq_index_keys(q, l);
+	return NULL; /* not reached: k < n_slots */
+}
+
+/* Open NAME with this model's shape (an indexer's keys included). */
+static int session_open(coli_engine *e, const char *name, int flags, kv_session **s, kv_loaded *l,
+			coli_err *err)
+{
+	const coli_config *c = &e->model->cfg;
+	const int F = coli_config_index_layers(c);
+	return kv_session_open_indexed(e->kv_dir, name, e->model->container->fingerprint, c->num_hidden_layers,
+				       coli_config_kv_width(c), F, F ? c->index_head_dim : 0, flags, s, l, err);
+}
+
 /* Copy loaded rows into the slot and make them its history. */
 static void adopt(coli_engine *e, engine_slot *sl, const kv_loaded *l, int n)
 {
-	const int W = coli_config_kv_width(&e->model->cfg);
-	for (int layer = 0; layer < l->n_layers; layer++)
-		memcpy(coli_seq_kv(sl->seq, layer), l->rows[layer], sizeof(float) * (size_t)n * W);
+	const coli_config *c = &e->model->cfg;
+	for (int k = 0; k < n_slots(c); k++) {
+		int W;
+		float *dst = slot_rows(c, sl->seq, k, &W);
+		memcpy(dst, l->rows[k], sizeof(float) * (size_t)n * W);
+	}
 	for (int t = 0; t < n; t++)
 		sl->hist[t] = l->tokens[t];
 	sl->n_hist = n;
@@ -47,15 +82,15 @@ int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_
 	if ((rc = coli_mkdirs(e->kv_dir, err)))
 		return rc;
 	const coli_config *c = &e->model->cfg;
-	const int L = c->num_hidden_layers, W = coli_config_kv_width(c);
+	const int L = c->num_hidden_layers, W = coli_config_kv_width(c), F = coli_config_index_layers(c);
 	const char *fp = e->model->container->fingerprint;
 	kv_loaded l;
 	memset(&l, 0, sizeof l);
 	/* token ids now; rows are read below, only the part that fits in RAM */
-	rc = kv_session_open(e->kv_dir, name, fp, L, W, KV_OPEN_NO_ROWS, &sl->sess, &l, err);
+	rc = session_open(e, name, KV_OPEN_NO_ROWS, &sl->sess, &l, err);
 	if (rc == -ENOENT) {
 		coli_err_clear(err);
-		rc = kv_session_create_indexed(e->kv_dir, name, fp, L, W, W - coli_config_attn_width(c), 0,
+		rc = kv_session_create_indexed(e->kv_dir, name, fp, L, W, F, F ? c->index_head_dim : 0, 0,
 					       &sl->sess, err);
 		if (rc)
 			return coli_err_wrap(err, "session %s", name);
@@ -80,9 +115,12 @@ int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_
 	const int n = l.n_tokens, cap = coli_seq_capacity(sl->seq);
 	const int in_ram = n < cap - e->prefill_batch ? n : cap - e->prefill_batch;
 	const int base = n - in_ram;
-	for (int layer = 0; layer < L && !rc; layer++)
+	for (int k = 0; k < n_slots(c) && !rc; k++) {
+		int w;
+		float *dst = slot_rows(c, sl->seq, k, &w);
 		if (in_ram > 0)
-			rc = kv_session_read_rows(sl->sess, layer, base, in_ram, coli_seq_kv(sl->seq, layer), err);
+			rc = kv_session_read_rows(sl->sess, k, base, in_ram, dst, err);
+	}
 	if (!rc) {
 		coli_seq_set_spill(sl->seq, base > 0 ? engine_slot_spill_read : NULL, sl);
 		rc = coli_seq_set_window(sl->seq, base, n, err);
@@ -109,7 +147,8 @@ void engine_session_save(coli_engine *e, engine_slot *sl)
 	if (!sl->sess)
 		return;
 	coli_err err = { 0 };
-	const int L = e->model->cfg.num_hidden_layers, W = coli_config_kv_width(&e->model->cfg);
+	const coli_config *c = &e->model->cfg;
+	const int S = n_slots(c);
 	sl->save_err[0] = 0;
 	if (sl->sess_saved > sl->n_hist || sl->sess_saved < coli_seq_base(sl->seq)) {
 		if (kv_session_truncate_tokens(sl->sess, sl->n_hist, &err)) {
@@ -120,7 +159,7 @@ void engine_session_save(coli_engine *e, engine_slot *sl)
 	}
 	int n = sl->n_hist - sl->sess_saved;
 	if (n > 0) {
-		const float **rows = malloc(sizeof *rows * (size_t)(L > 0 ? L : 1));
+		const float **rows = malloc(sizeof *rows * (size_t)(S > 0 ? S : 1));
 		if (!rows) {
 			coli_warn("session %s: not saved: out of memory", kv_session_name(sl->sess));
 			snprintf(sl->save_err, sizeof sl->save_err, "out of memory");
@@ -128,8 +167,11 @@ void engine_session_save(coli_engine *e, engine_slot *sl)
 		}
 		/* unsaved rows are always in RAM: spilling saves first */
 		const int base = coli_seq_base(sl->seq);
-		for (int l = 0; l < L; l++)
-			rows[l] = coli_seq_kv(sl->seq, l) + (size_t)(sl->sess_saved - base) * W;
+		for (int k = 0; k < S; k++) {
+			int W;
+			const float *r = slot_rows(c, sl->seq, k, &W);
+			rows[k] = r + (size_t)(sl->sess_saved - base) * W;
+		}
 		if (kv_session_append(sl->sess, sl->hist + sl->sess_saved, n, rows, &err)) {
 			coli_warn("session %s: not persisted: %s", kv_session_name(sl->sess), err.msg);
 			snprintf(sl->save_err, sizeof sl->save_err, "%.200s", err.msg);
@@ -184,12 +226,10 @@ void engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, const int *pro
 		match = coli_seq_capacity(sl->seq) - e->prefill_batch;
 	if (match <= have || match + 1 > e->ctx)
 		return;
-	const coli_config *c = &e->model->cfg;
 	kv_session *s = NULL;
 	kv_loaded l;
 	memset(&l, 0, sizeof l);
-	if (kv_session_open(e->kv_dir, name, e->model->container->fingerprint, c->num_hidden_layers,
-			    coli_config_kv_width(c), KV_OPEN_READONLY, &s, &l, &err)) {
+	if (session_open(e, name, KV_OPEN_READONLY, &s, &l, &err)) {
 		coli_warn("prefix reuse from session %s skipped: %s", name, err.msg);
 		return;
 	}

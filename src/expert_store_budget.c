@@ -16,7 +16,7 @@ int64_t coli_kv_plan(const coli_config *c, int ctx_opt, int kv_ram_opt, int para
 	if (c->max_position_embeddings > 0 && ctx > c->max_position_embeddings)
 		ctx = c->max_position_embeddings;
 	int kv_ram = kv_ram_opt > 0 && kv_ram_opt < ctx ? kv_ram_opt : ctx;
-	int64_t per = (int64_t)c->num_hidden_layers * kv_ram * coli_config_kv_width(c) * (int64_t)sizeof(float);
+	int64_t per = kv_ram * coli_config_kv_token_numbers(c) * (int64_t)sizeof(float);
 	int slots;
 	if (parallel > 0) {
 		slots = parallel < 16 ? parallel : 16;

@@ -310,8 +310,6 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 		float *dst = s->row_seq[b]->kv[l] + (size_t)(t - s->row_seq[b]->base) * W;
 		fwd_rmsnorm(dst, src, w->kv_a_norm, L, c->attn_norm_eps);
 		memcpy(dst + L, src + L, sizeof(float) * R);
-		if (W > AW && !w->has_indexer) /* a shared layer stores no index key */
-			memset(dst + AW, 0, sizeof(float) * (size_t)(W - AW));
 		fwd_rope(dst + L, R, t, m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
 	}
 	/* spilled rows of this layer (only a sequence alone in its chunk
@@ -321,6 +319,12 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 		int rc = q0->spill_read(q0->spill_ctx, l, 0, q0->base, s->old_kv);
 		if (rc < 0)
 			return coli_err_set(err, rc, "reading %d spilled KV rows of layer %d back failed", q0->base, l);
+		if (w->has_indexer && s->old_ikv) {
+			rc = q0->spill_read(q0->spill_ctx, coli_config_index_slot(c, l), 0, q0->base, s->old_ikv);
+			if (rc < 0)
+				return coli_err_set(err, rc, "reading %d spilled index keys of layer %d back failed",
+						    q0->base, l);
+		}
 	}
 	/* the keys each row attends to: this layer's own indexer, or the
 	 * selection of the nearest earlier full layer (already in s->isel) */

@@ -73,10 +73,10 @@ static void layer_norm(float *out, const float *x, const float *w, const float *
 void indexer_keys(const coli_model *m, coli_state *s, const coli_layer_weights *w, int l, int n)
 {
 	const coli_config *c = &m->cfg;
-	const int ID = c->index_head_dim, AW = coli_config_attn_width(c), W = s->kv_width;
+	const int ID = c->index_head_dim;
 	for (int b = 0; b < n; b++) {
 		const int t = s->row_pos[b];
-		float *dst = s->row_seq[b]->kv[l] + (size_t)(t - s->row_seq[b]->base) * W + AW;
+		float *dst = s->row_seq[b]->ikv[l] + (size_t)(t - s->row_seq[b]->base) * ID;
 		layer_norm(dst, s->idx_k + (size_t)b * ID, w->idx_k_norm, w->idx_k_bias, ID);
 		fwd_rope(dst, c->qk_rope_head_dim, t, m->rope_inv_freq, m->rope_mscale, c->indexer_rope_interleave);
 	}
@@ -85,8 +85,8 @@ void indexer_keys(const coli_model *m, coli_state *s, const coli_layer_weights *
 struct score_job {
 	const coli_model *m;
 	coli_state *s;
-	const float *ram;   /* the row's sequence's RAM rows of this layer */
-	int base;           /* position of RAM row 0 (earlier: s->old_kv) */
+	const float *ram;   /* the row's sequence's RAM index keys of this layer */
+	int base;           /* position of RAM row 0 (earlier: s->old_ikv) */
 	int b;              /* chunk row */
 	int n_keys;         /* t + 1 */
 };
@@ -97,8 +97,7 @@ static void score_task(void *arg, int task)
 	struct score_job *j = arg;
 	const coli_config *c = &j->m->cfg;
 	coli_state *s = j->s;
-	const int IH = c->index_n_heads, ID = c->index_head_dim, W = s->kv_width;
-	const int AW = coli_config_attn_width(c);
+	const int IH = c->index_n_heads, ID = c->index_head_dim;
 	const float dscale = (float)(1.0 / sqrt((double)ID));
 	const float *q = s->idx_q + (size_t)j->b * IH * ID, *wh = s->idx_w + (size_t)j->b * IH;
 	const int k0 = task * IDX_TASK_KEYS;
@@ -108,13 +107,13 @@ static void score_task(void *arg, int task)
 		const float *rows;
 		if (p0 < j->base) {
 			p1 = p1 < j->base ? p1 : j->base;
-			rows = s->old_kv + (size_t)p0 * W + AW;
+			rows = s->old_ikv + (size_t)p0 * ID;
 		} else {
-			rows = j->ram + (size_t)(p0 - j->base) * W + AW;
+			rows = j->ram + (size_t)(p0 - j->base) * ID;
 		}
 		float acc[IDX_BLOCK] = { 0 }, dot[IDX_BLOCK];
 		for (int h = 0; h < IH; h++) {
-			coli_vec_dot_rows(q + (size_t)h * ID, rows, (size_t)W, p1 - p0, ID, dot);
+			coli_vec_dot_rows(q + (size_t)h * ID, rows, (size_t)ID, p1 - p0, ID, dot);
 			for (int p = 0; p < p1 - p0; p++) {
 				float d = dot[p] * dscale;
 				acc[p] += wh[h] * (d > 0.0f ? d : 0.0f);
@@ -175,7 +174,7 @@ int indexer_select(const coli_model *m, coli_state *s, int l, int n)
 			continue;
 		}
 		const coli_seq *q = s->row_seq[b];
-		struct score_job job = { m, s, q->kv[l], q->base, b, t + 1 };
+		struct score_job job = { m, s, q->ikv[l], q->base, b, t + 1 };
 		coli_pool_run(m->pool, (t + IDX_TASK_KEYS) / IDX_TASK_KEYS, score_task, &job);
 		int *idx = s->idx_order;
 		for (int p = 0; p <= t; p++)

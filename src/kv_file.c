@@ -1,23 +1,27 @@
 /* kv_file.c - the .kv session format: writer, loader, inspector.
  *
- * FORMAT (version 2; all integers little-endian; see also colitop-kv(5))
+ * FORMAT (version 3; all integers little-endian; see also colitop-kv(5))
  *
  *   Header, 128 bytes at offset 0:
  *     0   8  magic "COLIKV\0\1"
- *     8   4  u32 format version (2); readers refuse newer versions and
- *            read version 1 (which has no index width: 0)
+ *     8   4  u32 format version (3); readers refuse newer versions and
+ *            read versions 1 and 2 (see the index fields below)
  *    12   4  u32 header size (128); records start here
  *    16  64  model fingerprint: 64 lowercase hex chars, the sha256 of the
  *            container's manifest.json (no NUL)
  *    80   4  u32 n_layers
- *    84   4  u32 width W (kv_lora_rank + qk_rope_head_dim + I)
+ *    84   4  u32 width W (kv_lora_rank + qk_rope_head_dim; version 2:
+ *            + I, the index key at the end of every layer's row)
  *    88   4  u32 element type (0 = float32)
  *    92   4  u32 flags (0; reserved)
  *    96   8  i64 created, unix seconds
- *   104   4  u32 index width I (version 2): the last I numbers of each
- *            row are the token's DSA indexer key (0: no indexer; shared
- *            indexer layers keep zeros there)
- *   108  16  reserved, zero
+ *   104   4  u32 index width I: numbers of a token's DSA indexer key
+ *            (0: no indexer; version 1: absent, 0). Version 2 kept it as
+ *            the last I numbers of every layer's row (shared indexer
+ *            layers: zeros); version 3 keeps it for the F layers that run
+ *            their own indexer only, in parts after the layers' rows
+ *   108   4  u32 index layers F (version 3; 0 when I is 0)
+ *   112  12  reserved, zero
  *   124   4  u32 CRC32C of bytes 0..123
  *
  *   Records, back to back from the header size to the end of the file:
@@ -29,7 +33,9 @@
  *    16   P  payload (data only):
  *              i32 token ids [n]
  *              float32 rows, layer-major: layer 0 [n][W], layer 1 [n][W], ...
- *            so P = 4n + 4*n*n_layers*W
+ *              then (version 3) the index keys, one part [n][I] per full
+ *              indexer layer in layer order
+ *            so P = 4n + 4*n*(n_layers*W + F*I)
  *   16+P  4  u32 CRC32C of bytes 0..16+P-1 of the record
  *
  * A truncate record (P = 0) drops the history after `first` tokens; the
@@ -159,6 +165,7 @@ void kv_fmt_header_encode(unsigned char b[KV_HDR_SIZE], const kv_header *h)
 	kv_put_u32(b + 96, (uint32_t)((uint64_t)h->created & 0xffffffffu));
 	kv_put_u32(b + 100, (uint32_t)((uint64_t)h->created >> 32));
 	kv_put_u32(b + 104, h->index_width);
+	kv_put_u32(b + 108, h->index_layers);
 	kv_put_u32(b + 124, crc32c_update(0, b, 124));
 }
 
@@ -188,9 +195,13 @@ int kv_fmt_header_read(int fd, const char *path, uint64_t size, kv_header *h, co
 	h->elem_type = kv_get_u32(b + 88);
 	h->created = (int64_t)((uint64_t)kv_get_u32(b + 96) | (uint64_t)kv_get_u32(b + 100) << 32);
 	h->index_width = h->version >= 2 ? kv_get_u32(b + 104) : 0;
+	h->index_layers = h->version >= 3 ? kv_get_u32(b + 108) : 0;
+	/* version 2: the key inside every row; 3: parts of their own */
+	int index_ok = h->version < 3 ? h->index_width < h->width :
+		       h->index_layers <= h->n_layers && h->index_width <= (1u << 20) &&
+		       !h->index_layers == !h->index_width;
 	if (h->version == 0 || h->header_size != KV_HDR_SIZE || h->n_layers == 0 ||
-	    h->n_layers > 4096 || h->width == 0 || h->width > (1u << 20) || h->elem_type != 0 ||
-	    h->index_width >= h->width ||
+	    h->n_layers > 4096 || h->width == 0 || h->width > (1u << 20) || h->elem_type != 0 || !index_ok ||
 	    !kv_fmt_fingerprint_ok(h->fingerprint))
 		return coli_err_set(err, -EBADMSG, "%s: header fields out of range", path);
 	return 0;
@@ -262,10 +273,12 @@ static int payload_check(kv_walk *w, uint64_t off, const unsigned char *head, ui
 		return rc;
 	}
 	p += 4u * (uint64_t)n;
-	size_t row_bytes = (size_t)n * w->width * 4u;
-	for (uint32_t l = 0; l < w->n_layers && len; l++) {
+	const kv_geom g = kv_walk_geom(w);
+	for (uint32_t l = 0; l < kv_geom_slots(g) && len; l++) {
+		const uint32_t sw = kv_geom_slot_width(g, l);
+		const size_t row_bytes = (size_t)n * sw * 4u;
 		if (w->rows) {
-			float *dst = w->rows[l] + (size_t)first * w->width;
+			float *dst = w->rows[l] + (size_t)first * sw;
 			if ((rc = kv_fmt_pread_full(w->fd, dst, row_bytes, p)) < 0)
 				return rc;
 			crc = crc32c_update(crc, dst, row_bytes);
@@ -289,7 +302,7 @@ int kv_fmt_frame_plausible(const kv_walk *w, uint64_t off, const unsigned char *
 	if (type == KV_TYPE_TRUNC)
 		return len == 0 && n == 0;
 	if (type == KV_TYPE_DATA)
-		return n > 0 && (uint64_t)len == kv_fmt_data_payload(n, w->n_layers, w->width);
+		return n > 0 && (uint64_t)len == kv_fmt_data_payload(n, kv_walk_geom(w));
 	return 0;
 }
 
@@ -388,8 +401,9 @@ int kv_fmt_walk(kv_walk *w)
 				w->status = KV_FILE_CORRUPT;
 				snprintf(w->problem, sizeof w->problem,
 					 "header does not match its records: the record at byte %" PRIu64
-					 " is intact (CRC ok) but does not fit the header's %u layers x %u floats",
-					 off, w->n_layers, w->width);
+					 " is intact (CRC ok) but does not fit the header's %u layers x %u floats"
+					 " + %u index keys x %u",
+					 off, w->n_layers, w->width, w->index_layers, w->index_width);
 			} else {
 				walk_bad(w, off, "bad framing");
 			}
@@ -517,6 +531,8 @@ int kv_file_inspect(const char *path, int flags, kv_file_report *rep, coli_err *
 	w.size = rep->file_bytes;
 	w.n_layers = rep->hdr.n_layers;
 	w.width = rep->hdr.width;
+	w.index_layers = rep->hdr.index_layers;
+	w.index_width = rep->hdr.index_width;
 	w.verify = !!(flags & KV_INSPECT_VERIFY);
 	if ((rc = kv_fmt_walk(&w)) < 0) {
 		coli_err_set(err, rc, "%s: read: %s", path, strerror(-rc));
@@ -536,7 +552,7 @@ int kv_file_inspect(const char *path, int flags, kv_file_report *rep, coli_err *
 			rep->recs[i] = (kv_record_info){
 				.offset = r->off,
 				.bytes = KV_REC_FRAME + (r->type == KV_TYPE_DATA ?
-					 kv_fmt_data_payload(r->n, w.n_layers, w.width) : 0),
+					 kv_fmt_data_payload(r->n, kv_walk_geom(&w)) : 0),
 				.type = r->type == KV_TYPE_DATA ? KV_REC_DATA : KV_REC_TRUNCATE,
 				.first = r->first, .n = r->n, .live = r->live };
 		}
@@ -574,7 +590,8 @@ int kv_file_match_prefix(const char *path, const char *fingerprint, const int32_
 		close(fd);
 		return coli_err_set(err, -ESTALE, "%s: another model's session", path);
 	}
-	kv_walk w = { .fd = fd, .size = size, .n_layers = h.n_layers, .width = h.width };
+	kv_walk w = { .fd = fd, .size = size, .n_layers = h.n_layers, .width = h.width,
+		      .index_layers = h.index_layers, .index_width = h.index_width };
 	uint32_t cur = 0, match = 0;
 	unsigned char head[KV_REC_HEAD];
 	while (size - off >= KV_REC_FRAME && (rc = kv_fmt_pread_full(fd, head, sizeof head, off)) == 0 &&

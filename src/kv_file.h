@@ -15,7 +15,10 @@
  * processes, one writer per session (lock file NAME.lock, flock); any
  * number of read-only openers see a consistent prefix while it appends.
  *
- * Engine use (the RAM cache is, per layer, [n_tokens][W] float32):
+ * Engine use (the RAM cache is, per layer, [n_tokens][W] float32; a DSA
+ * model adds, per full indexer layer, [n_tokens][I] index keys: the
+ * *_indexed calls, whose "layers" are slots, the L layers then those F
+ * index key parts):
  *   kv_dir = coli_cache_dir(model_dir) + "/kv"  (cache_dir.h)
  *   rc = kv_session_open(kv_dir, name, fp, L, W, 0, &s, &loaded, &err);
  *   if (rc == -ENOENT) rc = kv_session_create(kv_dir, name, fp, L, W, 0, &s, &err);
@@ -39,7 +42,9 @@
 
 #include "coli_err.h"
 
-#define KV_FORMAT_VERSION 2u  /* 2: the header records the DSA index width */
+/* 2: the header records the DSA index width (a key in every layer's row);
+ * 3: index keys for the full indexer layers only, in parts of their own */
+#define KV_FORMAT_VERSION 3u
 #define KV_FINGERPRINT_LEN 64   /* hex sha256 of the container manifest */
 #define KV_NAME_MAX 64
 
@@ -57,8 +62,11 @@ typedef struct kv_loaded {
 	int n_tokens;
 	int n_layers;
 	int width;
+	int index_layers;  /* F index key parts after the layers (format 3) */
+	int index_width;   /* I numbers each */
 	int32_t *tokens;   /* [n_tokens] */
-	float **rows;      /* [n_layers] -> [n_tokens][width]; NULL with KV_OPEN_NO_ROWS */
+	float **rows;      /* [n_layers + index_layers] -> [n_tokens][width or
+	                    * index_width]; NULL with KV_OPEN_NO_ROWS */
 } kv_loaded;
 
 void kv_loaded_free(kv_loaded *l);
@@ -72,11 +80,15 @@ void kv_loaded_free(kv_loaded *l);
 int kv_session_create(const char *dir, const char *name, const char *fingerprint,
 		      int n_layers, int width, int flags, kv_session **out, coli_err *err);
 
-/* The same for a model whose rows end with an index_width-number DSA
- * indexer key (recorded in the header; kv_session_create passes 0). */
+/* The same for a DSA model: besides the n_layers x width rows, per token
+ * index_layers keys of index_width numbers (the layers that run their own
+ * indexer, in layer order; recorded in the header; both 0 without an
+ * indexer, which is what kv_session_create passes). The session's slots
+ * are then n_layers + index_layers: append and read_rows take the index
+ * keys as slots n_layers.. */
 int kv_session_create_indexed(const char *dir, const char *name, const char *fingerprint,
-			      int n_layers, int width, int index_width, int flags, kv_session **out,
-			      coli_err *err);
+			      int n_layers, int width, int index_layers, int index_width, int flags,
+			      kv_session **out, coli_err *err);
 
 /* Open an existing session and load it up to its last complete record.
  * expected_fingerprint / n_layers / width: refused (-ESTALE / -EINVAL) on
@@ -89,9 +101,16 @@ int kv_session_create_indexed(const char *dir, const char *name, const char *fin
 int kv_session_open(const char *dir, const char *name, const char *expected_fingerprint,
 		    int n_layers, int width, int flags, kv_session **out, kv_loaded *loaded,
 		    coli_err *err);
+/* The same expecting index_layers x index_width index keys besides (when
+ * width > 0; kv_session_open expects none). Refused with the reason: a
+ * format 2 file with index keys (a key in every layer's row: re-create),
+ * a file without index keys for a model that needs them. */
+int kv_session_open_indexed(const char *dir, const char *name, const char *expected_fingerprint,
+			    int n_layers, int width, int index_layers, int index_width, int flags,
+			    kv_session **out, kv_loaded *loaded, coli_err *err);
 
-/* Append one record: n tokens and, for each layer l, layer_rows[l] ->
- * n rows of width floats. Written at the tracked end, no fsync (unless
+/* Append one record: n tokens and, for each slot l, layer_rows[l] ->
+ * n rows of width floats (index_width for the index key slots). Written at the tracked end, no fsync (unless
  * KV_SYNC_EACH). On a write error (ENOSPC, EDQUOT, EFBIG, EIO) the file is
  * cut back to the last good record, the session is marked not persisted
  * and the error returned; later appends/truncates are skipped (return 0)
@@ -112,8 +131,9 @@ int kv_session_sync(kv_session *s, coli_err *err);
  * tokens) through a temporary file + fsync + rename + fsync(dir). */
 int kv_session_compact(kv_session *s, coli_err *err);
 
-/* Read rows [first_token, first_token + n) of one layer from the file
- * (pread at offsets from the in-RAM record table). out: n * width floats. */
+/* Read rows [first_token, first_token + n) of one slot (layer, or index
+ * key part) from the file (pread at offsets from the in-RAM record
+ * table). out: n * width (index_width) floats. */
 int kv_session_read_rows(kv_session *s, int layer, int first_token, int n, float *out,
 			 coli_err *err);
 
@@ -128,6 +148,8 @@ uint64_t kv_session_dead_bytes(const kv_session *s);
 const char *kv_session_name(const kv_session *s);
 int kv_session_n_layers(const kv_session *s);
 int kv_session_width(const kv_session *s);
+int kv_session_index_layers(const kv_session *s);
+int kv_session_index_width(const kv_session *s);
 
 /* Syncs (read-write sessions), releases the lock, frees. NULL is a no-op. */
 void kv_session_close(kv_session *s);
@@ -145,7 +167,9 @@ typedef struct kv_header {
 	uint32_t width;
 	uint32_t elem_type;   /* 0 = float32 */
 	int64_t created;      /* unix seconds */
-	uint32_t index_width; /* trailing DSA index key numbers per row (0 in version 1) */
+	uint32_t index_width; /* DSA index key numbers (0 in version 1) */
+	uint32_t index_layers; /* version 3: index key parts after the layers
+	                        * (0 in version 2, whose key ends every row) */
 } kv_header;
 
 typedef struct kv_record_info {

@@ -38,9 +38,10 @@ typedef struct kv_walk {
 	const char *path;
 	uint64_t size;            /* snapshot: records beyond it do not exist */
 	uint32_t n_layers, width;
+	uint32_t index_layers, index_width; /* format 3 index key parts */
 	int verify;               /* read payloads and check CRCs */
 	int32_t *tokens;          /* optional destination [cap] */
-	float **rows;             /* optional destination [n_layers][cap][W] */
+	float **rows;             /* optional destination [slot][cap][slot width] */
 	uint32_t cap;
 	/* out */
 	kv_rec *recs;
@@ -63,9 +64,52 @@ static inline uint32_t kv_get_u32(const unsigned char *p)
 	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static inline uint64_t kv_fmt_data_payload(uint64_t n, uint32_t layers, uint32_t width)
+/* Shape of a record's rows: `layers` parts of `width` numbers per token
+ * (the attention rows), then `ilayers` parts of `iwidth` (the DSA index
+ * keys of the full indexer layers, format 3; 0 before). A part is a
+ * "slot": 0..layers-1 the layers, then the index key parts in order. */
+typedef struct kv_geom {
+	uint32_t layers, width, ilayers, iwidth;
+} kv_geom;
+
+static inline kv_geom kv_geom_of(uint32_t layers, uint32_t width, uint32_t ilayers, uint32_t iwidth)
 {
-	return 4u * n + 4u * n * layers * (uint64_t)width;
+	kv_geom g = { layers, width, ilayers, ilayers ? iwidth : 0 };
+	return g;
+}
+
+static inline uint32_t kv_geom_slots(kv_geom g)
+{
+	return g.layers + g.ilayers;
+}
+
+static inline uint32_t kv_geom_slot_width(kv_geom g, uint32_t slot)
+{
+	return slot < g.layers ? g.width : g.iwidth;
+}
+
+/* numbers per token over every slot */
+static inline uint64_t kv_geom_numbers(kv_geom g)
+{
+	return (uint64_t)g.layers * g.width + (uint64_t)g.ilayers * g.iwidth;
+}
+
+/* numbers before slot's rows in a record of n tokens (after its ids) */
+static inline uint64_t kv_geom_slot_start(kv_geom g, uint64_t n, uint32_t slot)
+{
+	if (slot < g.layers)
+		return (uint64_t)slot * n * g.width;
+	return (uint64_t)g.layers * n * g.width + (uint64_t)(slot - g.layers) * n * g.iwidth;
+}
+
+static inline uint64_t kv_fmt_data_payload(uint64_t n, kv_geom g)
+{
+	return 4u * n + 4u * n * kv_geom_numbers(g);
+}
+
+static inline kv_geom kv_walk_geom(const kv_walk *w)
+{
+	return kv_geom_of(w->n_layers, w->width, w->index_layers, w->index_width);
 }
 
 /* pread/pwritev all bytes or fail (-errno; -EIO when the file shrank). */

@@ -35,6 +35,7 @@ struct kv_session {
 	char name[KV_NAME_MAX + 1];
 	char path[PATH_MAX];
 	uint32_t n_layers, width;
+	uint32_t index_layers, index_width; /* format 3 index key parts */
 	uint64_t end;                /* end of the last good record */
 	int n_tokens;
 	kv_rec *recs;                /* every record, in file order */
@@ -128,12 +129,17 @@ static void live_truncate(kv_session *s, uint32_t keep)
 int kv_session_create(const char *dir, const char *name, const char *fingerprint,
 		      int n_layers, int width, int flags, kv_session **out, coli_err *err)
 {
-	return kv_session_create_indexed(dir, name, fingerprint, n_layers, width, 0, flags, out, err);
+	return kv_session_create_indexed(dir, name, fingerprint, n_layers, width, 0, 0, flags, out, err);
+}
+
+static kv_geom session_geom(const kv_session *s)
+{
+	return kv_geom_of(s->n_layers, s->width, s->index_layers, s->index_width);
 }
 
 int kv_session_create_indexed(const char *dir, const char *name, const char *fingerprint,
-			      int n_layers, int width, int index_width, int flags, kv_session **out,
-			      coli_err *err)
+			      int n_layers, int width, int index_layers, int index_width, int flags,
+			      kv_session **out, coli_err *err)
 {
 	kv_session *s = NULL;
 	char tmp[PATH_MAX + 32];
@@ -141,9 +147,10 @@ int kv_session_create_indexed(const char *dir, const char *name, const char *fin
 	*out = NULL;
 	if (!kv_fmt_fingerprint_ok(fingerprint))
 		return coli_err_set(err, -EINVAL, "session %s: model fingerprint must be 64 lowercase hex chars", name);
-	if (n_layers <= 0 || width <= 0 || n_layers > 4096 || width > (1 << 20) || index_width < 0 ||
-	    index_width >= width)
-		return coli_err_set(err, -EINVAL, "session %s: bad shape %d layers x %d", name, n_layers, width);
+	if (n_layers <= 0 || width <= 0 || n_layers > 4096 || width > (1 << 20) || index_layers < 0 ||
+	    index_layers > n_layers || index_width < 0 || index_width > (1 << 20) || !index_layers != !index_width)
+		return coli_err_set(err, -EINVAL, "session %s: bad shape %d layers x %d + %d index keys x %d",
+				    name, n_layers, width, index_layers, index_width);
 	if ((rc = session_new(dir, name, flags, &s, err)) < 0)
 		return rc;
 	if ((rc = coli_mkdirs(dir, err)) < 0 || (rc = kv_store_lock(dir, name, &s->lock_fd, err)) < 0)
@@ -161,7 +168,8 @@ int kv_session_create_indexed(const char *dir, const char *name, const char *fin
 	}
 	kv_header h = { .version = KV_FORMAT_VERSION, .header_size = KV_HDR_SIZE,
 			.n_layers = (uint32_t)n_layers, .width = (uint32_t)width,
-			.created = (int64_t)time(NULL), .index_width = (uint32_t)index_width };
+			.created = (int64_t)time(NULL), .index_width = (uint32_t)index_width,
+			.index_layers = (uint32_t)index_layers };
 	memcpy(h.fingerprint, fingerprint, KV_FINGERPRINT_LEN + 1);
 	unsigned char b[KV_HDR_SIZE];
 	kv_fmt_header_encode(b, &h);
@@ -185,6 +193,8 @@ int kv_session_create_indexed(const char *dir, const char *name, const char *fin
 	s->fd = tfd;
 	s->n_layers = (uint32_t)n_layers;
 	s->width = (uint32_t)width;
+	s->index_layers = (uint32_t)index_layers;
+	s->index_width = (uint32_t)index_width;
 	s->end = KV_HDR_SIZE;
 	*out = s;
 	return 0;
@@ -202,26 +212,28 @@ void kv_loaded_free(kv_loaded *l)
 	if (!l)
 		return;
 	if (l->rows)
-		for (int i = 0; i < l->n_layers; i++)
+		for (int i = 0; i < l->n_layers + l->index_layers; i++)
 			free(l->rows[i]);
 	free(l->rows);
 	free(l->tokens);
 	memset(l, 0, sizeof *l);
 }
 
-static int loaded_alloc(kv_loaded *l, uint32_t layers, uint32_t width, uint32_t cap, int rows)
+static int loaded_alloc(kv_loaded *l, kv_geom g, uint32_t cap, int rows)
 {
 	size_t c = cap ? cap : 1;
-	l->n_layers = (int)layers;
-	l->width = (int)width;
+	l->n_layers = (int)g.layers;
+	l->width = (int)g.width;
+	l->index_layers = (int)g.ilayers;
+	l->index_width = (int)g.iwidth;
 	if (!(l->tokens = malloc(c * sizeof *l->tokens)))
 		return -ENOMEM;
 	if (!rows)
 		return 0;
-	if (!(l->rows = calloc(layers, sizeof *l->rows)))
+	if (!(l->rows = calloc(kv_geom_slots(g), sizeof *l->rows)))
 		return -ENOMEM;
-	for (uint32_t i = 0; i < layers; i++)
-		if (!(l->rows[i] = malloc(c * width * sizeof(float))))
+	for (uint32_t i = 0; i < kv_geom_slots(g); i++)
+		if (!(l->rows[i] = malloc(c * kv_geom_slot_width(g, i) * sizeof(float))))
 			return -ENOMEM;
 	return 0;
 }
@@ -229,6 +241,37 @@ static int loaded_alloc(kv_loaded *l, uint32_t layers, uint32_t width, uint32_t 
 int kv_session_open(const char *dir, const char *name, const char *expected_fingerprint,
 		    int n_layers, int width, int flags, kv_session **out, kv_loaded *loaded,
 		    coli_err *err)
+{
+	return kv_session_open_indexed(dir, name, expected_fingerprint, n_layers, width, 0, 0, flags, out,
+				       loaded, err);
+}
+
+/* Why a file of header h cannot hold the rows of a model whose shape the
+ * opener gave (width > 0): 0 when it can. */
+static int shape_refused(const kv_session *s, const kv_header *h, int n_layers, int width, int index_layers,
+			 int index_width, coli_err *err)
+{
+	if (width <= 0)
+		return 0;
+	if (h->version == 2 && h->index_width > 0)
+		return coli_err_set(err, -EINVAL, "%s: KV format 2 keeps a DSA index key in every layer's row; "
+				    "this build keeps them for the layers that run their own indexer only "
+				    "(format 3): re-create the session", s->path);
+	if (h->index_layers == 0 && index_layers > 0 && (n_layers <= 0 || (uint32_t)n_layers == h->n_layers))
+		return coli_err_set(err, -EINVAL, "%s: KV format %u has no DSA indexer keys, which this model "
+				    "needs (%d layers run their own indexer): re-create the session", s->path,
+				    h->version, index_layers);
+	if ((n_layers > 0 && (uint32_t)n_layers != h->n_layers) || (uint32_t)width != h->width ||
+	    (uint32_t)index_layers != h->index_layers || (index_layers && (uint32_t)index_width != h->index_width))
+		return coli_err_set(err, -EINVAL, "%s: shape %u layers x %u + %u index keys x %u does not match "
+				    "the model's %d x %d + %d x %d", s->path, h->n_layers, h->width, h->index_layers,
+				    h->index_layers ? h->index_width : 0, n_layers, width, index_layers, index_width);
+	return 0;
+}
+
+int kv_session_open_indexed(const char *dir, const char *name, const char *expected_fingerprint,
+			    int n_layers, int width, int index_layers, int index_width, int flags,
+			    kv_session **out, kv_loaded *loaded, coli_err *err)
 {
 	kv_session *s = NULL;
 	kv_walk w = { 0 };
@@ -260,28 +303,23 @@ int kv_session_open(const char *dir, const char *name, const char *expected_fing
 				  s->path, h.fingerprint, expected_fingerprint);
 		goto out;
 	}
-	if (h.version < 2 && width > 0 && (uint32_t)width > h.width && (n_layers <= 0 || (uint32_t)n_layers == h.n_layers)) {
-		rc = coli_err_set(err, -EINVAL, "%s: KV format %u has no DSA indexer keys, which this model's KV "
-				  "rows need (%d numbers, the file %u): re-create the session", s->path, h.version,
-				  width, h.width);
+	if ((rc = shape_refused(s, &h, n_layers, width, index_layers, index_width, err)) < 0)
 		goto out;
-	}
-	if ((n_layers > 0 && (uint32_t)n_layers != h.n_layers) || (width > 0 && (uint32_t)width != h.width)) {
-		rc = coli_err_set(err, -EINVAL, "%s: shape %u layers x %u does not match the model's %d x %d",
-				  s->path, h.n_layers, h.width, n_layers, width);
-		goto out;
-	}
 	s->n_layers = h.n_layers;
 	s->width = h.width;
+	s->index_layers = h.index_layers;
+	s->index_width = h.index_layers ? h.index_width : 0;
 	w.fd = s->fd;
 	w.path = s->path;
 	w.size = (uint64_t)st.st_size;
 	w.n_layers = h.n_layers;
 	w.width = h.width;
+	w.index_layers = s->index_layers;
+	w.index_width = s->index_width;
 	w.verify = 1;
 	if (loaded) {
 		w.cap = kv_fmt_walk_bound(&w);
-		if ((rc = loaded_alloc(loaded, h.n_layers, h.width, w.cap, !(flags & KV_OPEN_NO_ROWS))) < 0) {
+		if ((rc = loaded_alloc(loaded, session_geom(s), w.cap, !(flags & KV_OPEN_NO_ROWS))) < 0) {
 			coli_err_set(err, rc, "%s: cannot allocate %u tokens of KV", s->path, w.cap);
 			goto out;
 		}
@@ -384,8 +422,9 @@ int kv_session_append(kv_session *s, const int32_t *tokens, int n,
 		return coli_err_set(err, -EINVAL, "%s: bad token count %d", s->path, n);
 	if ((rc = reserve(s, err)) < 0)
 		return rc;
-	size_t row_bytes = (size_t)n * s->width * sizeof(float);
-	uint64_t len = kv_fmt_data_payload((uint64_t)n, s->n_layers, s->width);
+	const kv_geom g = session_geom(s);
+	const uint32_t slots = kv_geom_slots(g);
+	uint64_t len = kv_fmt_data_payload((uint64_t)n, g);
 	if (len > UINT32_MAX)
 		return coli_err_set(err, -EFBIG, "%s: record of %d tokens too large; append fewer", s->path, n);
 	unsigned char head[KV_REC_HEAD], tail[4];
@@ -395,20 +434,20 @@ int kv_session_append(kv_session *s, const int32_t *tokens, int n,
 	kv_put_u32(head + 12, (uint32_t)s->n_tokens);
 	uint32_t crc = crc32c_update(0, head, sizeof head);
 	crc = crc32c_update(crc, tokens, (size_t)n * 4u);
-	for (uint32_t l = 0; l < s->n_layers; l++)
-		crc = crc32c_update(crc, layer_rows[l], row_bytes);
+	for (uint32_t l = 0; l < slots; l++)
+		crc = crc32c_update(crc, layer_rows[l], (size_t)n * kv_geom_slot_width(g, l) * sizeof(float));
 	kv_put_u32(tail, crc);
 	/* Small fixed vectors would do for most configs; the layer count is
 	 * runtime, so the iovec array is sized per call (per record, not per
 	 * token; the engine appends a whole turn or step at once). */
-	int cnt = (int)s->n_layers + 3;
+	int cnt = (int)slots + 3;
 	struct iovec stackv[256], *iov = cnt <= 256 ? stackv : malloc((size_t)cnt * sizeof *iov);
 	if (!iov)
 		return coli_err_set(err, -ENOMEM, "out of memory");
 	iov[0] = (struct iovec){ head, sizeof head };
 	iov[1] = (struct iovec){ (void *)tokens, (size_t)n * 4u };
-	for (uint32_t l = 0; l < s->n_layers; l++)
-		iov[2 + l] = (struct iovec){ (void *)layer_rows[l], row_bytes };
+	for (uint32_t l = 0; l < slots; l++)
+		iov[2 + l] = (struct iovec){ (void *)layer_rows[l], (size_t)n * kv_geom_slot_width(g, l) * sizeof(float) };
 	iov[cnt - 1] = (struct iovec){ tail, sizeof tail };
 	rc = kv_fmt_pwritev_full(s->fd, iov, cnt, s->end);
 	if (iov != stackv)
@@ -485,16 +524,18 @@ static const kv_rec *live_find(const kv_session *s, uint32_t pos)
 	return NULL;
 }
 
-static uint64_t rows_offset(const kv_session *s, const kv_rec *r, uint32_t layer, uint32_t pos)
+static uint64_t rows_offset(const kv_session *s, const kv_rec *r, uint32_t slot, uint32_t pos)
 {
+	const kv_geom g = session_geom(s);
 	return r->off + KV_REC_HEAD + 4u * (uint64_t)r->n +
-	       ((uint64_t)layer * r->n + (pos - r->first)) * s->width * 4u;
+	       (kv_geom_slot_start(g, r->n, slot) + (uint64_t)(pos - r->first) * kv_geom_slot_width(g, slot)) * 4u;
 }
 
 int kv_session_read_rows(kv_session *s, int layer, int first_token, int n, float *out,
 			 coli_err *err)
 {
-	if (layer < 0 || (uint32_t)layer >= s->n_layers || first_token < 0 || n < 0 ||
+	const uint32_t sw = kv_geom_slot_width(session_geom(s), (uint32_t)layer);
+	if (layer < 0 || (uint32_t)layer >= kv_geom_slots(session_geom(s)) || first_token < 0 || n < 0 ||
 	    (int64_t)first_token + n > s->n_tokens)
 		return coli_err_set(err, -EINVAL, "%s: rows %d+%d of layer %d out of range (%d tokens)",
 				    s->path, first_token, n, layer, s->n_tokens);
@@ -506,10 +547,10 @@ int kv_session_read_rows(kv_session *s, int layer, int first_token, int n, float
 		uint32_t take = r->first + r->live - pos;
 		if (take > stop - pos)
 			take = stop - pos;
-		int rc = kv_fmt_pread_full(s->fd, out, (size_t)take * s->width * 4u, rows_offset(s, r, (uint32_t)layer, pos));
+		int rc = kv_fmt_pread_full(s->fd, out, (size_t)take * sw * 4u, rows_offset(s, r, (uint32_t)layer, pos));
 		if (rc < 0)
 			return coli_err_set(err, rc, "%s: read rows: %s", s->path, strerror(-rc));
-		out += (size_t)take * s->width;
+		out += (size_t)take * sw;
 		pos += take;
 	}
 	return 0;
@@ -547,7 +588,8 @@ static int copy_positions(kv_session *s, int dst, unsigned char *buf, int layer,
 		uint32_t lo = a > r->first ? a : r->first, hi = r->first + r->live < b ? r->first + r->live : b;
 		uint64_t off = layer < 0 ? r->off + KV_REC_HEAD + 4u * (uint64_t)(lo - r->first)
 					 : rows_offset(s, r, (uint32_t)layer, lo);
-		uint64_t len = (uint64_t)(hi - lo) * (layer < 0 ? 4u : s->width * 4u);
+		uint64_t len = (uint64_t)(hi - lo) *
+			       (layer < 0 ? 4u : kv_geom_slot_width(session_geom(s), (uint32_t)layer) * 4u);
 		int rc = copy_range(s, dst, buf, off, len, doff, crc);
 		if (rc < 0)
 			return rc;
@@ -592,7 +634,7 @@ int kv_session_compact(kv_session *s, coli_err *err)
 		uint32_t a = (uint32_t)c * KV_COMPACT_TOKENS, b = a + KV_COMPACT_TOKENS;
 		if (b > (uint32_t)s->n_tokens)
 			b = (uint32_t)s->n_tokens;
-		uint64_t len = kv_fmt_data_payload(b - a, s->n_layers, s->width);
+		uint64_t len = kv_fmt_data_payload(b - a, session_geom(s));
 		if (len > UINT32_MAX) {
 			rc = -EFBIG;
 			goto io;
@@ -608,7 +650,7 @@ int kv_session_compact(kv_session *s, coli_err *err)
 		if ((rc = kv_fmt_pwritev_full(dst, &iov, 1, doff)) < 0)
 			goto io;
 		doff += sizeof head;
-		for (int layer = -1; layer < (int)s->n_layers; layer++) {
+		for (int layer = -1; layer < (int)kv_geom_slots(session_geom(s)); layer++) {
 			int si = 0;
 			if ((rc = copy_positions(s, dst, buf, layer, a, b, &si, &doff, &crc)) < 0)
 				goto io;
@@ -664,7 +706,7 @@ uint64_t kv_session_dead_bytes(const kv_session *s)
 		if (r->type == KV_TYPE_TRUNC)
 			dead += KV_REC_FRAME;
 		else
-			dead += kv_fmt_data_payload(r->n - r->live, s->n_layers, s->width) +
+			dead += kv_fmt_data_payload(r->n - r->live, session_geom(s)) +
 				(r->live ? 0 : KV_REC_FRAME);
 	}
 	return dead;
@@ -672,6 +714,8 @@ uint64_t kv_session_dead_bytes(const kv_session *s)
 const char *kv_session_name(const kv_session *s) { return s->name; }
 int kv_session_n_layers(const kv_session *s) { return (int)s->n_layers; }
 int kv_session_width(const kv_session *s) { return (int)s->width; }
+int kv_session_index_layers(const kv_session *s) { return (int)s->index_layers; }
+int kv_session_index_width(const kv_session *s) { return (int)s->index_width; }
 
 void kv_session_close(kv_session *s)
 {

@@ -353,7 +353,7 @@ typedef struct ix_entry {
 	ino_t ino;
 	uint64_t end;                /* records read up to this offset */
 	char fingerprint[KV_FINGERPRINT_LEN + 1];
-	uint32_t n_layers, width;
+	uint32_t n_layers, width, index_layers, index_width;
 	int32_t *hist;               /* live token history [len] */
 	uint32_t len, cap;
 	int bad;                     /* header unusable: skipped until replaced */
@@ -441,9 +441,12 @@ static int ix_update(ix_entry *e, const char *path, const struct stat *st)
 		memcpy(e->fingerprint, h.fingerprint, sizeof e->fingerprint);
 		e->n_layers = h.n_layers;
 		e->width = h.width;
+		e->index_layers = h.index_layers;
+		e->index_width = h.index_width;
 		e->end = KV_HDR_SIZE;
 	}
-	kv_walk w = { .fd = fd, .size = (uint64_t)now.st_size, .n_layers = e->n_layers, .width = e->width };
+	kv_walk w = { .fd = fd, .size = (uint64_t)now.st_size, .n_layers = e->n_layers, .width = e->width,
+		      .index_layers = e->index_layers, .index_width = e->index_width };
 	unsigned char head[KV_REC_HEAD];
 	while (w.size - e->end >= KV_REC_FRAME &&
 	       (rc = kv_fmt_pread_full(fd, head, sizeof head, e->end)) == 0 &&

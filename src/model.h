@@ -166,10 +166,20 @@ int coli_seq_mtp_skip(coli_seq *q, int n, int main_layers);
 /* (capacity, kv_lora+rope) rows of one layer in RAM: row r holds position
  * base + r, valid for base + r < pos. */
 float *coli_seq_kv(coli_seq *q, int layer);
+/* (capacity, index_head_dim) DSA index keys of one layer, laid out like
+ * its rows; NULL for a layer that runs no indexer of its own (shared
+ * layers, models without an indexer). */
+float *coli_seq_index_keys(coli_seq *q, int layer);
+/* Where a layer's index keys are in the persisted state: after the
+ * num_hidden_layers attention parts, one part per full indexer layer in
+ * layer order (the layer's KV "slot" for spill_read and session files). */
+int coli_config_index_slot(const coli_config *c, int layer);
 
 /* Long contexts beyond RAM: positions before `base` live elsewhere (the
  * session file) and are read back on demand, one layer at a time, by
- * spill_read(ctx, layer, first, n, out) -> 0 or a negative errno. */
+ * spill_read(ctx, slot, first, n, out) -> 0 or a negative errno; slot is
+ * the layer for its attention rows, coli_config_index_slot(layer) for its
+ * index keys. */
 typedef int (*coli_seq_spill_fn)(void *ctx, int layer, int first, int n, float *out);
 void coli_seq_set_spill(coli_seq *q, coli_seq_spill_fn fn, void *ctx);
 int coli_seq_base(const coli_seq *q);

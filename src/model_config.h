@@ -10,6 +10,7 @@
 #define COLI_MODEL_CONFIG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 enum coli_rope_kind { COLI_ROPE_DEFAULT = 0, COLI_ROPE_YARN = 1 };
 
@@ -105,11 +106,29 @@ static inline int coli_config_attn_width(const coli_config *c)
 	return c->kv_lora_rank + c->qk_rope_head_dim;
 }
 /* Numbers per token per layer in the compressed KV cache: the attention
- * part, then (models with an indexer) the token's index key. Every layer
- * has the same row width; a shared layer's index part stays zero. */
+ * part (normalized latent | roped key). The DSA index keys are kept apart,
+ * for the layers that run their own indexer only (a shared layer reuses an
+ * earlier selection and needs none): coli_config_index_layers. */
 static inline int coli_config_kv_width(const coli_config *c)
 {
-	return coli_config_attn_width(c) + (c->index_topk > 0 ? c->index_head_dim : 0);
+	return coli_config_attn_width(c);
+}
+/* Main layers that keep a DSA index key per token (index_head_dim numbers
+ * each): those that run their own indexer. 0 without an indexer. */
+static inline int coli_config_index_layers(const coli_config *c)
+{
+	int n = 0;
+	for (int l = 0; c->index_topk > 0 && l < c->num_hidden_layers; l++)
+		n += c->index_types[l] == 'F';
+	return n;
+}
+/* Numbers per token of the main layers' KV state: every layer's attention
+ * row plus the index keys of the full indexer layers (GLM-5.2: 78 x 576 +
+ * 21 x 128). */
+static inline int64_t coli_config_kv_token_numbers(const coli_config *c)
+{
+	return (int64_t)c->num_hidden_layers * coli_config_kv_width(c) +
+	       (int64_t)coli_config_index_layers(c) * (c->index_topk > 0 ? c->index_head_dim : 0);
 }
 static inline bool coli_config_layer_is_moe(const coli_config *c, int layer)
 {

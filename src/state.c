@@ -28,9 +28,14 @@ int coli_seq_new(const coli_model *m, int cap, coli_seq **out, coli_err *err)
 		q->cap = cap;
 		q->n_layers = c->num_hidden_layers + m->n_mtp;
 		q->kv_width = coli_config_kv_width(c);
+		q->index_width = coli_config_has_indexer(c) ? c->index_head_dim : 0;
 		q->kv = zalloc((size_t)q->n_layers, sizeof *q->kv, &failed);
-		for (int l = 0; !failed && l < q->n_layers; l++)
+		q->ikv = zalloc((size_t)q->n_layers, sizeof *q->ikv, &failed);
+		for (int l = 0; !failed && l < q->n_layers; l++) {
 			q->kv[l] = zalloc((size_t)cap * (size_t)q->kv_width, sizeof(float), &failed);
+			if (q->index_width && coli_config_layer_index_full(c, l))
+				q->ikv[l] = zalloc((size_t)cap * (size_t)q->index_width, sizeof(float), &failed);
+		}
 	}
 	if (failed) {
 		coli_seq_free(q);
@@ -46,7 +51,10 @@ void coli_seq_free(coli_seq *q)
 		return;
 	for (int l = 0; q->kv && l < q->n_layers; l++)
 		free(q->kv[l]);
+	for (int l = 0; q->ikv && l < q->n_layers; l++)
+		free(q->ikv[l]);
 	free(q->kv);
+	free(q->ikv);
 	free(q);
 }
 
@@ -65,9 +73,13 @@ int coli_seq_slide(coli_seq *q, int shift, coli_err *err)
 	if (shift <= 0 || shift > in_ram || !q->spill_read)
 		return coli_err_set(err, -EINVAL, "cannot drop %d of %d KV rows%s", shift, in_ram,
 				    q->spill_read ? "" : " (nowhere to read them back from)");
-	for (int l = 0; l < q->n_layers; l++)
+	for (int l = 0; l < q->n_layers; l++) {
 		memmove(q->kv[l], q->kv[l] + (size_t)shift * q->kv_width,
 			sizeof(float) * (size_t)(in_ram - shift) * q->kv_width);
+		if (q->ikv[l])
+			memmove(q->ikv[l], q->ikv[l] + (size_t)shift * q->index_width,
+				sizeof(float) * (size_t)(in_ram - shift) * q->index_width);
+	}
 	q->base += shift;
 	return 0;
 }
@@ -84,6 +96,15 @@ int coli_seq_set_window(coli_seq *q, int base, int pos, coli_err *err)
 }
 int coli_seq_capacity(const coli_seq *q) { return q->cap; }
 float *coli_seq_kv(coli_seq *q, int layer) { return q->kv[layer]; }
+float *coli_seq_index_keys(coli_seq *q, int layer) { return q->ikv[layer]; }
+
+int coli_config_index_slot(const coli_config *c, int layer)
+{
+	int k = 0;
+	for (int l = 0; l < layer && l < c->num_hidden_layers; l++)
+		k += c->index_types[l] == 'F';
+	return c->num_hidden_layers + k;
+}
 
 void coli_seq_rewind(coli_seq *q, int n)
 {
@@ -112,9 +133,12 @@ int coli_seq_mtp_skip(coli_seq *q, int n, int main_layers)
 	if (q->n_layers <= main_layers || q->base > 0 || n > q->cap)
 		return -EINVAL;
 	if (n > q->mtp_pos) {
-		float *kv = q->kv[q->n_layers - 1];
+		float *kv = q->kv[q->n_layers - 1], *ik = q->ikv[q->n_layers - 1];
 		memset(kv + (size_t)q->mtp_pos * q->kv_width, 0,
 		       sizeof(float) * (size_t)(n - q->mtp_pos) * q->kv_width);
+		if (ik)
+			memset(ik + (size_t)q->mtp_pos * q->index_width, 0,
+			       sizeof(float) * (size_t)(n - q->mtp_pos) * q->index_width);
 		q->mtp_pos = n;
 	}
 	return 0;
@@ -170,6 +194,7 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 		s->idx_k = zalloc(B * ID, sizeof(float), &failed);
 		s->idx_w = zalloc(B * IH, sizeof(float), &failed);
 		s->idx_scores = zalloc((size_t)max_ctx, sizeof(float), &failed);
+		s->old_ikv = zalloc((size_t)max_ctx * ID, sizeof(float), &failed);
 		s->idx_order = zalloc((size_t)max_ctx, sizeof(int), &failed);
 		s->idx_mark = zalloc((size_t)max_ctx, 1, &failed);
 		s->isel = zalloc(B * (size_t)s->isel_cap, sizeof(int), &failed);
@@ -245,7 +270,7 @@ void coli_state_free(coli_state *s)
 			 s->tok_slot, s->exp_in, s->exp_a, s->exp_b, s->exp_out, (void *)s->recs,
 			 s->predict, s->pred_scores, s->route_tmp, s->route_taken, s->expert_rows, s->pred_w, s->logits_h, s->mtp_cat, s->routing.experts,
 			 s->routing.weights, s->idx_q, s->idx_k, s->idx_w, s->idx_scores, s->idx_order, s->idx_mark,
-			 s->isel, s->isel_n, s->idx_kept, s->idx_context };
+			 s->isel, s->isel_n, s->idx_kept, s->idx_context, s->old_ikv };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	coli_q8act_free(&s->q8act);

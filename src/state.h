@@ -16,6 +16,10 @@ struct coli_seq {
 	int n_layers;
 	int kv_width;           /* kv_lora + rope */
 	float **kv;             /* (layers) -> (cap, kv_width): latent | roped key */
+	int index_width;        /* index_head_dim (0: no DSA indexer) */
+	float **ikv;            /* (layers) -> (cap, index_width): the DSA index
+	                         * key of each token, for layers that run their
+	                         * own indexer; NULL for the others */
 	coli_seq_spill_fn spill_read;
 	void *spill_ctx;
 };
@@ -28,6 +32,7 @@ struct coli_state {
 	int kv_width;
 	coli_seq *own;          /* the state's own sequence (coli_forward) */
 	float *old_kv;          /* (cap, kv_width) spilled rows of one layer */
+	float *old_ikv;         /* (cap, index_dim) their index keys (full layers) */
 	/* the rows of the chunk being evaluated: sequence and position */
 	coli_seq **row_seq;     /* (B) */
 	int *row_pos;           /* (B) */

@@ -2,7 +2,8 @@
 # The DSA lightning indexer through the engine (index_topk 6, so the
 # indexer's selection decides almost every step here):
 # - a session written past index_topk, ended and resumed twice, continues
-#   with the tokens of one uninterrupted run (index keys persisted, no
+#   with the tokens of one uninterrupted run (index keys of the full
+#   indexer layers only persisted, KV format 3, no
 #   re-prefill), also when the resumed turn keeps only 32 rows in RAM
 #   (--kv-ram: older rows and their index keys read back from the file);
 # - the uninterrupted run gives the same tokens with 1 thread and with
@@ -62,7 +63,10 @@ a=$(gen --tokens "$hist" --threads 1 --act-quant q8) || exit 1
 b=$(gen --tokens "$hist" --prefill-batch 5 --threads 2 --act-quant q8) || exit 1
 [ "$a" = "$b" ] || { echo "FAIL: q8 activations: threads/chunks changed the tokens: '$a' '$b'"; fail=1; }
 "$COLI" sessions "$tmp/m" show chat >"$tmp/show" 2>&1 || { echo "FAIL: sessions show: $(cat "$tmp/show")"; fail=1; }
-grep -q "version 2" "$tmp/show" && grep -q "the last 64: DSA indexer key" "$tmp/show" ||
+# index keys for the two full layers only (layer 1 shares layer 0's
+# selection): (3 x 96 + 2 x 64) x 4 bytes a token
+grep -q "version 3" "$tmp/show" && grep -q "3 layers x 96 numbers per token + 2 layers' DSA indexer keys x 64" "$tmp/show" &&
+	grep -q "per token    1664 bytes of KV" "$tmp/show" ||
 	{ echo "FAIL: sessions show: $(cat "$tmp/show")"; fail=1; }
 
 # bad input: one line each, naming what is wrong

@@ -251,20 +251,47 @@ static void test_header(void)
 	CHECK_RC(reopen(&n, &err), -EPROTONOSUPPORT);
 	CHECK(strstr(err.msg, "newer") != NULL);
 	CHECK(file_size() == size);
-	/* version 1 (no index width field) still loads for a model without
-	 * an indexer; a DSA model, whose rows are wider, is told why not */
+	/* version 1 (no index fields) still loads for a model without an
+	 * indexer; a DSA model, which needs index keys, is told why not */
 	orig[8] = 1;
 	orig[104] = 5; /* not read in version 1 */
+	orig[108] = 2;
 	c = crc32c_update(0, orig, 124);
 	memcpy(orig + 124, &c, 4);
 	spit(orig, size);
 	CHECK_RC(reopen(&n, &err), 0);
 	{
 		kv_session *s1;
-		CHECK_RC(kv_session_open(dir, "s", FP_A, L, W + 4, 0, &s1, NULL, &err), -EINVAL);
-		CHECK(strstr(err.msg, "no DSA indexer keys") != NULL);
+		CHECK_RC(kv_session_open_indexed(dir, "s", FP_A, L, W, 2, 5, 0, &s1, NULL, &err), -EINVAL);
+		CHECK(strstr(err.msg, "KV format 1 has no DSA indexer keys") != NULL);
 	}
+	/* version 2 without an index key: the layout of version 3, loads */
+	orig[8] = 2;
 	orig[104] = 0;
+	c = crc32c_update(0, orig, 124);
+	memcpy(orig + 124, &c, 4);
+	spit(orig, size);
+	CHECK_RC(reopen(&n, &err), 0);
+	/* version 2 with its key in every row (W = 4 + 4 here): refused with
+	 * the reason for the DSA model it was written for, readable by
+	 * inspection, which reads the file as it is */
+	orig[104] = 4;
+	c = crc32c_update(0, orig, 124);
+	memcpy(orig + 124, &c, 4);
+	spit(orig, size);
+	{
+		kv_session *s1;
+		CHECK_RC(kv_session_open_indexed(dir, "s", FP_A, L, W - 4, 2, 4, 0, &s1, NULL, &err), -EINVAL);
+		CHECK(strstr(err.msg, "KV format 2 keeps a DSA index key in every layer's row") != NULL);
+		kv_file_report rep;
+		CHECK_RC(kv_file_inspect(path, KV_INSPECT_VERIFY, &rep, &err), 0);
+		CHECK(rep.status == KV_FILE_OK && rep.n_tokens == 2 && rep.hdr.index_width == 4 &&
+		      rep.hdr.index_layers == 0);
+		kv_file_report_free(&rep);
+	}
+	orig[8] = KV_FORMAT_VERSION;
+	orig[104] = 0;
+	orig[108] = 0;
 	c = crc32c_update(0, orig, 124);
 	memcpy(orig + 124, &c, 4);
 	spit(orig, size);
@@ -279,6 +306,52 @@ static void test_header(void)
 	CHECK_RC(kv_session_open(dir, "s", NULL, 0, 0, 0, &s, NULL, &err), 0);
 	kv_session_close(s);
 	free(orig);
+}
+
+/* Format 3 with index keys: L layers of W numbers plus IL parts of IW
+ * (the keys of the full indexer layers): appended, read back per slot,
+ * loaded, compacted, all exact; the record length counts IL x IW, not
+ * L x IW. */
+static void test_indexed(void)
+{
+	enum { IL = 2, IW = 5 };
+	coli_err err = { 0 };
+	kv_session *s;
+	kv_loaded l;
+	CHECK_RC(kv_session_create_indexed(dir, "s", FP_A, L, W, IL + 2, IW, KV_CREATE_OVERWRITE, &s, &err),
+		 -EINVAL);
+	CHECK_RC(kv_session_create_indexed(dir, "s", FP_A, L, W, IL, 0, KV_CREATE_OVERWRITE, &s, &err), -EINVAL);
+	CHECK_RC(kv_session_create_indexed(dir, "s", FP_A, L, W, IL, IW, KV_CREATE_OVERWRITE, &s, &err), 0);
+	CHECK_RC(kvt_append(s, SEED, 0, 3, &err), 0);
+	CHECK_RC(kvt_append(s, SEED, 3, 4, &err), 0);
+	CHECK_RC(kv_session_truncate_tokens(s, 5, &err), 0);
+	CHECK_RC(kvt_append(s, SEED, 5, 2, &err), 0);
+	CHECK(kv_session_bytes(s) == HDR + 4 * 20 + 4 * (3 + 4 + 2) + (uint64_t)4 * (3 + 4 + 2) * (L * W + IL * IW));
+	float out[7 * W];
+	for (int k = 0; k < L + IL; k++) {
+		const int w = k < L ? W : IW;
+		CHECK_RC(kv_session_read_rows(s, k, 1, 6, out, &err), 0);
+		int ok = 1;
+		for (int p = 1; p < 7; p++)
+			for (int j = 0; j < w; j++)
+				ok &= out[(p - 1) * w + j] == kvt_value(SEED, (uint32_t)k, (uint32_t)p, (uint32_t)j);
+		CHECK(ok);
+	}
+	CHECK_RC(kv_session_read_rows(s, L + IL, 0, 1, out, &err), -EINVAL);
+	CHECK_RC(kv_session_compact(s, &err), 0);
+	kv_session_close(s);
+	/* the opener's shape must name the same index parts */
+	CHECK_RC(kv_session_open(dir, "s", FP_A, L, W, 0, &s, NULL, &err), -EINVAL);
+	CHECK_RC(kv_session_open_indexed(dir, "s", FP_A, L, W, IL, IW + 1, 0, &s, NULL, &err), -EINVAL);
+	CHECK_RC(kv_session_open_indexed(dir, "s", FP_A, L, W, IL, IW, 0, &s, &l, &err), 0);
+	CHECK(l.index_layers == IL && l.index_width == IW && kvt_loaded_ok(&l, SEED, 7));
+	kv_loaded_free(&l);
+	kv_session_close(s);
+	kv_file_report rep;
+	CHECK_RC(kv_file_inspect(path, KV_INSPECT_VERIFY, &rep, &err), 0);
+	CHECK(rep.status == KV_FILE_OK && rep.n_tokens == 7 && rep.hdr.version == KV_FORMAT_VERSION &&
+	      rep.hdr.index_layers == IL && rep.hdr.index_width == IW);
+	kv_file_report_free(&rep);
 }
 
 static void test_truncate_compact(void)
@@ -568,7 +641,7 @@ int main(void)
 	/* Durations are printed for whoever reads the log, never asserted. */
 	struct { const char *name; void (*fn)(void); } t[] = {
 		{ "roundtrip", test_roundtrip }, { "torn_tail", test_torn_tail },
-		{ "header", test_header }, { "random_damage", test_random_damage },
+		{ "header", test_header }, { "indexed", test_indexed }, { "random_damage", test_random_damage },
 		{ "truncate_compact", test_truncate_compact }, { "compact_long", test_compact_long },
 		{ "disk_full", test_disk_full }, { "write_faults", test_write_faults },
 		{ "reader_beside_writer", test_reader_beside_writer },

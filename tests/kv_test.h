@@ -61,33 +61,43 @@ static inline float kvt_value(uint32_t seed, uint32_t layer, uint32_t pos, uint3
 	return (float)(int32_t)(h & 0xffffff) / 65536.0f - 128.0f;
 }
 
-/* Buffers for appending n tokens starting at pos. */
+/* Buffers for appending n tokens starting at pos: layers slots of width
+ * numbers, then ilayers index key slots of iwidth. */
 typedef struct kvt_batch {
-	int n, layers, width;
+	int n, layers, width, ilayers, iwidth;
 	int32_t *tokens;
 	float **rows;
 } kvt_batch;
 
-static inline void kvt_batch_fill(kvt_batch *b, uint32_t seed, int layers, int width, int pos, int n)
+static inline void kvt_batch_fill_indexed(kvt_batch *b, uint32_t seed, int layers, int width, int ilayers,
+					  int iwidth, int pos, int n)
 {
 	b->n = n;
 	b->layers = layers;
 	b->width = width;
+	b->ilayers = ilayers;
+	b->iwidth = iwidth;
 	b->tokens = malloc((size_t)n * sizeof *b->tokens);
-	b->rows = malloc((size_t)layers * sizeof *b->rows);
+	b->rows = malloc((size_t)(layers + ilayers) * sizeof *b->rows);
 	for (int i = 0; i < n; i++)
 		b->tokens[i] = kvt_token(seed, (uint32_t)(pos + i));
-	for (int l = 0; l < layers; l++) {
-		b->rows[l] = malloc((size_t)n * width * sizeof(float));
+	for (int l = 0; l < layers + ilayers; l++) {
+		const int w = l < layers ? width : iwidth;
+		b->rows[l] = malloc((size_t)n * w * sizeof(float));
 		for (int i = 0; i < n; i++)
-			for (int j = 0; j < width; j++)
-				b->rows[l][(size_t)i * width + j] = kvt_value(seed, (uint32_t)l, (uint32_t)(pos + i), (uint32_t)j);
+			for (int j = 0; j < w; j++)
+				b->rows[l][(size_t)i * w + j] = kvt_value(seed, (uint32_t)l, (uint32_t)(pos + i), (uint32_t)j);
 	}
+}
+
+static inline void kvt_batch_fill(kvt_batch *b, uint32_t seed, int layers, int width, int pos, int n)
+{
+	kvt_batch_fill_indexed(b, seed, layers, width, 0, 0, pos, n);
 }
 
 static inline void kvt_batch_free(kvt_batch *b)
 {
-	for (int l = 0; l < b->layers; l++)
+	for (int l = 0; l < b->layers + b->ilayers; l++)
 		free(b->rows[l]);
 	free(b->rows);
 	free(b->tokens);
@@ -96,7 +106,8 @@ static inline void kvt_batch_free(kvt_batch *b)
 static inline int kvt_append(kv_session *s, uint32_t seed, int pos, int n, coli_err *err)
 {
 	kvt_batch b;
-	kvt_batch_fill(&b, seed, kv_session_n_layers(s), kv_session_width(s), pos, n);
+	kvt_batch_fill_indexed(&b, seed, kv_session_n_layers(s), kv_session_width(s), kv_session_index_layers(s),
+			       kv_session_index_width(s), pos, n);
 	int rc = kv_session_append(s, b.tokens, n, (const float *const *)b.rows, err);
 	kvt_batch_free(&b);
 	return rc;
@@ -112,12 +123,14 @@ static inline int kvt_loaded_ok(const kv_loaded *l, uint32_t seed, int n)
 			return 0;
 		if (!l->rows)
 			continue;
-		for (int k = 0; k < l->n_layers; k++)
-			for (int j = 0; j < l->width; j++) {
+		for (int k = 0; k < l->n_layers + l->index_layers; k++) {
+			const int w = k < l->n_layers ? l->width : l->index_width;
+			for (int j = 0; j < w; j++) {
 				float want = kvt_value(seed, (uint32_t)k, (uint32_t)p, (uint32_t)j);
-				if (memcmp(&l->rows[k][(size_t)p * l->width + j], &want, sizeof want))
+				if (memcmp(&l->rows[k][(size_t)p * w + j], &want, sizeof want))
 					return 0;
 			}
+		}
 	}
 	return 1;
 }
