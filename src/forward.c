@@ -121,8 +121,10 @@ static const float *attn_rows(const coli_state *s, const float *ram, int base, i
 
 /* Chunk row b of heads [h0, h1) over the keys the indexer selected
  * (s->isel, ascending positions): the dense loop's operations per key, in
- * the same order, over the selected rows only (coli_vec_dot /
- * coli_vec_wsum give the same bits one row at a time as in blocks). */
+ * the same order and in blocks of ATTN_POS_BLOCK selected rows read where
+ * they lie (coli_vec_dot_gather / coli_vec_wsum_gather: coli_vec_dot's and
+ * coli_vec_wsum's bits), so a block stays in L1 for every head of the
+ * task and nothing of the cache is copied. */
 static void attn_sparse_row(struct attn_job *j, int b, int h0, int h1, float *mx)
 {
 	const coli_config *c = &j->m->cfg;
@@ -131,14 +133,22 @@ static void attn_sparse_row(struct attn_job *j, int b, int h0, int h1, float *mx
 	const coli_seq *q = s->row_seq[b];
 	const float *ram = q->kv[j->layer];
 	const int *sel = s->isel + (size_t)b * s->isel_cap, ns = s->isel_n[b];
-	for (int i = 0; i < ns; i++) {
-		const int p = sel[i];
-		const float *row = p < q->base ? s->old_kv + (size_t)p * W : ram + (size_t)(p - q->base) * W;
+	const float *rows[ATTN_POS_BLOCK];
+	for (int i0 = 0; i0 < ns; i0 += ATTN_POS_BLOCK) {
+		const int nb = ns - i0 < ATTN_POS_BLOCK ? ns - i0 : ATTN_POS_BLOCK;
+		for (int i = 0; i < nb; i++) {
+			const int p = sel[i0 + i];
+			rows[i] = p < q->base ? s->old_kv + (size_t)p * W : ram + (size_t)(p - q->base) * W;
+		}
 		for (int h = h0; h < h1; h++) {
-			float d = coli_vec_dot(s->qcat + (size_t)h * W, row, AW) * j->m->softmax_scale;
-			s->scores[(size_t)h * s->cap + i] = d;
-			if (d > mx[h - h0])
-				mx[h - h0] = d;
+			float *sc = s->scores + (size_t)h * s->cap + i0;
+			coli_vec_dot_gather(s->qcat + (size_t)h * W, rows, nb, AW, sc);
+			for (int i = 0; i < nb; i++) {
+				const float d = sc[i] * j->m->softmax_scale;
+				sc[i] = d;
+				if (d > mx[h - h0])
+					mx[h - h0] = d;
+			}
 		}
 	}
 	for (int h = h0; h < h1; h++) {
@@ -153,12 +163,15 @@ static void attn_sparse_row(struct attn_job *j, int b, int h0, int h1, float *mx
 			sc[i] *= inv;
 		memset(s->ctxlat + ((size_t)h * B + b) * L, 0, sizeof(float) * L);
 	}
-	for (int i = 0; i < ns; i++) {
-		const int p = sel[i];
-		const float *row = p < q->base ? s->old_kv + (size_t)p * W : ram + (size_t)(p - q->base) * W;
+	for (int i0 = 0; i0 < ns; i0 += ATTN_POS_BLOCK) {
+		const int nb = ns - i0 < ATTN_POS_BLOCK ? ns - i0 : ATTN_POS_BLOCK;
+		for (int i = 0; i < nb; i++) {
+			const int p = sel[i0 + i];
+			rows[i] = p < q->base ? s->old_kv + (size_t)p * W : ram + (size_t)(p - q->base) * W;
+		}
 		for (int h = h0; h < h1; h++)
-			coli_vec_wsum(s->ctxlat + ((size_t)h * B + b) * L, s->scores + (size_t)h * s->cap + i, row,
-				      (size_t)W, 1, L);
+			coli_vec_wsum_gather(s->ctxlat + ((size_t)h * B + b) * L, s->scores + (size_t)h * s->cap + i0,
+					     rows, nb, L);
 	}
 }
 

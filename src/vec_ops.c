@@ -92,14 +92,21 @@ VEC_INLINE float dot_finish(v16f s, const float *a, const float *b, int i, int n
 	return r;
 }
 
-VEC_CLONES
-void coli_vec_dot_rows(const float *a, const float *x, size_t x_stride, int np, int n, float *out)
+/* Row p of a block: x + p * x_stride, or rows[p] when rows is given (the
+ * gathered variants). */
+VEC_INLINE const float *row_at(const float *x, size_t x_stride, const float *const *rows, int p)
+{
+	return rows ? rows[p] : x + (size_t)p * x_stride;
+}
+
+VEC_INLINE void dot_rows(const float *a, const float *x, size_t x_stride, const float *const *rows, int np, int n,
+			 float *out)
 {
 	int p = 0;
 	/* four rows at a time: four independent accumulator chains */
 	for (; p + 4 <= np; p += 4) {
-		const float *x0 = x + (size_t)p * x_stride, *x1 = x0 + x_stride;
-		const float *x2 = x1 + x_stride, *x3 = x2 + x_stride;
+		const float *x0 = row_at(x, x_stride, rows, p), *x1 = row_at(x, x_stride, rows, p + 1);
+		const float *x2 = row_at(x, x_stride, rows, p + 2), *x3 = row_at(x, x_stride, rows, p + 3);
 		v16f s0 = { 0 }, s1 = { 0 }, s2 = { 0 }, s3 = { 0 };
 		int i = 0;
 		for (; i + COLI_VEC_LANES <= n; i += COLI_VEC_LANES) {
@@ -115,21 +122,33 @@ void coli_vec_dot_rows(const float *a, const float *x, size_t x_stride, int np, 
 		out[p + 3] = dot_finish(s3, a, x3, i, n);
 	}
 	for (; p < np; p++)
-		out[p] = coli_vec_dot(a, x + (size_t)p * x_stride, n);
+		out[p] = coli_vec_dot(a, row_at(x, x_stride, rows, p), n);
+}
+
+VEC_CLONES
+void coli_vec_dot_rows(const float *a, const float *x, size_t x_stride, int np, int n, float *out)
+{
+	dot_rows(a, x, x_stride, NULL, np, n, out);
+}
+
+VEC_CLONES
+void coli_vec_dot_gather(const float *a, const float *const *rows, int np, int n, float *out)
+{
+	dot_rows(a, NULL, 0, rows, np, n, out);
 }
 
 /* Columns [c, c + 64 * wide) of coli_vec_wsum, wide = 1 or 2: 4 * wide
  * independent accumulator chains held in registers (the constant trip
  * counts unroll fully after inlining). */
-VEC_INLINE void wsum_cols(float *y, const float *w, const float *x, size_t x_stride, int np, int c,
-			  const int wide)
+VEC_INLINE void wsum_cols(float *y, const float *w, const float *x, size_t x_stride, const float *const *rows,
+			  int np, int c, const int wide)
 {
 	v16f a[8];
 #pragma GCC unroll 8
 	for (int k = 0; k < 4 * wide; k++)
 		a[k] = v16f_load(y + c + 16 * k);
 	for (int p = 0; p < np; p++) {
-		const float *xp = x + (size_t)p * x_stride + c;
+		const float *xp = row_at(x, x_stride, rows, p) + c;
 		const float wp = w[p];
 #pragma GCC unroll 8
 		for (int k = 0; k < 4 * wide; k++)
@@ -140,17 +159,29 @@ VEC_INLINE void wsum_cols(float *y, const float *w, const float *x, size_t x_str
 		v16f_store(y + c + 16 * k, a[k]);
 }
 
-VEC_CLONES
-void coli_vec_wsum(float *y, const float *w, const float *x, size_t x_stride, int np, int n)
+VEC_INLINE void wsum(float *y, const float *w, const float *x, size_t x_stride, const float *const *rows, int np,
+		      int n)
 {
 	int c = 0;
 	for (; c + 2 * G <= n; c += 2 * G)
-		wsum_cols(y, w, x, x_stride, np, c, 2);
+		wsum_cols(y, w, x, x_stride, rows, np, c, 2);
 	for (; c + G <= n; c += G)
-		wsum_cols(y, w, x, x_stride, np, c, 1);
+		wsum_cols(y, w, x, x_stride, rows, np, c, 1);
 	for (; c < n; c++)
 		for (int p = 0; p < np; p++)
-			y[c] += w[p] * x[(size_t)p * x_stride + c];
+			y[c] += w[p] * row_at(x, x_stride, rows, p)[c];
+}
+
+VEC_CLONES
+void coli_vec_wsum(float *y, const float *w, const float *x, size_t x_stride, int np, int n)
+{
+	wsum(y, w, x, x_stride, NULL, np, n);
+}
+
+VEC_CLONES
+void coli_vec_wsum_gather(float *y, const float *w, const float *const *rows, int np, int n)
+{
+	wsum(y, w, NULL, 0, rows, np, n);
 }
 
 /* The weights of a quantized group as they enter the product: int4 nibbles

@@ -24,10 +24,16 @@ float coli_vec_dot(const float *a, const float *b, int n);
  * (rows taken four at a time: independent accumulator chains). */
 void coli_vec_dot_rows(const float *a, const float *x, size_t x_stride, int np, int n, float *out);
 
+/* The same over rows anywhere: out[p] = coli_vec_dot(a, rows[p], n), bit
+ * for bit (the keys a DSA indexer selected, read where they lie). */
+void coli_vec_dot_gather(const float *a, const float *const *rows, int np, int n, float *out);
+
 /* y[k] += sum_{p < np} w[p] * x[p * x_stride + k] for k < n, each element
  * summed in ascending p onto its starting value (the attention's weighted
  * sum of cached latents; 128 or 64 columns at a time held in registers). */
 void coli_vec_wsum(float *y, const float *w, const float *x, size_t x_stride, int np, int n);
+/* The same with row p at rows[p]: coli_vec_wsum's bits for the same rows. */
+void coli_vec_wsum_gather(float *y, const float *w, const float *const *rows, int np, int n);
 
 /* Transposed product of a row block: for b < n,
  *   y[b * y_stride + k] = sum_{i < nrows} a[b * a_stride + i] * W[r0 + i][k]

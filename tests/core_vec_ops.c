@@ -2,10 +2,12 @@
  *
  * What it proves:
  *  - coli_vec_dot_rows gives coli_vec_dot's bits for every row (lengths
- *    1..600, row counts 1..9, strides wider than the rows);
+ *    1..600, row counts 1..9, strides wider than the rows), and so does
+ *    coli_vec_dot_gather over the same rows through pointers;
  *  - coli_vec_wsum adds each column's terms in ascending order onto its
  *    starting value: equal, bit for bit, to the plain scalar loop
- *    (widths 1..700, so the 128-, 64-column and scalar paths all run);
+ *    (widths 1..700, so the 128-, 64-column and scalar paths all run),
+ *    coli_vec_wsum_gather too;
  *  - coli_qrows_tmul for int4, int8 and f32 rows: n = 1 (read in place,
  *    in row chunks) equals row b of an n > 1 call (the unpacked tile)
  *    bit for bit, and both are within a float-rounding bound of a double
@@ -35,10 +37,17 @@ static void test_dot_rows(void)
 			for (size_t i = 0; i < stride * (size_t)np; i++)
 				x[i] = frand();
 			coli_vec_dot_rows(a, x, stride, np, n, out);
+			/* the gathered variant over the rows in reverse order */
+			const float *rows[9];
+			float gout[9];
+			for (int p = 0; p < np; p++)
+				rows[p] = x + (size_t)(np - 1 - p) * stride;
+			coli_vec_dot_gather(a, rows, np, n, gout);
 			for (int p = 0; p < np; p++) {
 				float ref = coli_vec_dot(a, x + (size_t)p * stride, n);
 				CHECK(!memcmp(&ref, &out[p], sizeof ref), "dot_rows n=%d np=%d row %d: %a vs %a",
 				      n, np, p, out[p], ref);
+				CHECK(!memcmp(&ref, &gout[np - 1 - p], sizeof ref), "dot_gather n=%d np=%d row %d", n, np, p);
 			}
 			free(a);
 			free(x);
@@ -63,8 +72,17 @@ static void test_wsum(void)
 		for (int c = 0; c < n; c++)
 			for (int p = 0; p < np; p++)
 				ref[c] += w[p] * x[(size_t)p * stride + c];
+		float *yg = malloc(sizeof(float) * (size_t)n);
+		memcpy(yg, y, sizeof(float) * (size_t)n);
 		coli_vec_wsum(y, w, x, stride, np, n);
 		CHECK(!memcmp(y, ref, sizeof(float) * (size_t)n), "wsum width %d differs from the scalar loop", n);
+		/* gathered: the same rows through pointers give the same bits */
+		const float *rows[37];
+		for (int p = 0; p < np; p++)
+			rows[p] = x + (size_t)p * stride;
+		coli_vec_wsum_gather(yg, w, rows, np, n);
+		CHECK(!memcmp(yg, ref, sizeof(float) * (size_t)n), "wsum_gather width %d differs", n);
+		free(yg);
 		free(x);
 		free(y);
 		free(ref);
