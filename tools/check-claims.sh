@@ -10,9 +10,12 @@
 # and MTP acceptance), kv (session resume vs re-prefill, bytes per token),
 # tiktoken (Kimi-format tokenizer vs js-tiktoken). --all adds the ones that
 # measure speed on this machine: kernels (int4 matvec bandwidth / triad),
-# tokenizer (throughput), http (tests/server_load.py) and idle (colitop's
-# idle CPU); the GLM-5 slice figures need bench/glm5_slice.sh (tens of
-# minutes and 40 GB of disk: run it by hand, see bench/README.md).
+# tokenizer (throughput), http (tests/server_load.py), idle (colitop's
+# idle CPU) and dsa (bench/dsa_decode.sh: the DSA indexer against dense
+# MLA on a GLM-5-shaped slice, synthesized once into
+# /var/tmp/coli-dsa-bench, 700 MB, and reused); the GLM-5 slice figures
+# need bench/glm5_slice.sh (tens of minutes and 40 GB of disk: run it by
+# hand, see bench/README.md).
 # Output: one line per figure, "NAME: measured ... | README: ...".
 # Exit status 1 when a command failed.
 set -u
@@ -24,7 +27,7 @@ while [ $# -gt 0 ]; do
 	--all) mode=all ;;
 	--coli) coli=$2; shift ;;
 	--only) only=$2; shift ;;
-	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
 	*) echo "check-claims.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -157,6 +160,14 @@ if want http; then
 		say http "$m" "HTTP"
 	else
 		failed http "tests/server_load.py"
+	fi
+fi
+
+if want dsa; then
+	if m=$(nice -n -10 sh "$top/bench/dsa_decode.sh" --coli "$coli" --reuse 2>&1 | tail -n 9 | tr '\n' ' '); then
+		say dsa "$m" "DSA sparse attention"
+	else
+		failed dsa "bench/dsa_decode.sh"
 	fi
 fi
 
