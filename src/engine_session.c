@@ -33,8 +33,9 @@ static float *slot_rows(const coli_config *c, coli_seq *q, int k, int *width)
 		return coli_seq_kv(q, k);
 	}
 	*width = c->index_head_dim;
+	int j = k - c->num_hidden_layers; /* the j-th full indexer layer */
 	for (int l = 0; l < c->num_hidden_layers; l++)
-		if (c->index_types[l] == 'F' && k-- == c->num_hidden_layers)
+		if (c->index_types[l] == 'F' && j-- == 0)
 			return coli_seq_index_keys(q, l);
 	return NULL; /* not reached: k < n_slots */
 }

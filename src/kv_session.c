@@ -534,11 +534,11 @@ static uint64_t rows_offset(const kv_session *s, const kv_rec *r, uint32_t slot,
 int kv_session_read_rows(kv_session *s, int layer, int first_token, int n, float *out,
 			 coli_err *err)
 {
-	const uint32_t sw = kv_geom_slot_width(session_geom(s), (uint32_t)layer);
 	if (layer < 0 || (uint32_t)layer >= kv_geom_slots(session_geom(s)) || first_token < 0 || n < 0 ||
 	    (int64_t)first_token + n > s->n_tokens)
 		return coli_err_set(err, -EINVAL, "%s: rows %d+%d of layer %d out of range (%d tokens)",
 				    s->path, first_token, n, layer, s->n_tokens);
+	const uint32_t sw = kv_geom_slot_width(session_geom(s), (uint32_t)layer);
 	uint32_t pos = (uint32_t)first_token, stop = pos + (uint32_t)n;
 	while (pos < stop) {
 		const kv_rec *r = live_find(s, pos);

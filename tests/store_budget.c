@@ -1,7 +1,8 @@
 /* store_budget.c - the automatic expert-cache budget as a pure function of
  * the room's numbers (store_budget_derive), its one-line explanation, and
  * the cgroup v1/v2 files read from fixture trees (size_cgroup_memory), so
- * make check needs no real cgroup. */
+ * make check needs no real cgroup; the KV the engine plans for a GLM-5.2
+ * shape (coli_kv_plan: DSA index keys for the full indexer layers only). */
 #include "config.h"
 
 #include <errno.h>
@@ -11,6 +12,7 @@
 
 #include "cache_dir.h"
 #include "expert_store_budget.h"
+#include "model_config.h"
 #include "size_parse.h"
 #include "store_test.h"
 
@@ -117,12 +119,38 @@ static void test_cgroup_files(const char *tmp)
 	CHECK(size_cgroup_memory(root, "0::/a\n", &m) == -ENOENT && m.limit == -1);
 }
 
+/* GLM-5.2: 78 layers of 512 + 64 numbers, 21 of them (here every third
+ * from layer 0 until there are 21) with a 128-number index key: 190,464
+ * bytes a token, not the 219,648 of a key in every layer. */
+static void test_kv_plan(void)
+{
+	static coli_config c;
+	c.num_hidden_layers = 78;
+	c.kv_lora_rank = 512;
+	c.qk_rope_head_dim = 64;
+	c.index_topk = 2048;
+	c.index_head_dim = 128;
+	c.max_position_embeddings = 202752;
+	int n = 0;
+	for (int l = 0; l < 78; l++) {
+		c.index_types[l] = n < 21 && l % 3 == 0 ? 'F' : 'S';
+		n += c.index_types[l] == 'F';
+	}
+	CHECK(coli_config_index_layers(&c) == 21);
+	CHECK(coli_config_kv_token_numbers(&c) * 4 == 190464);
+	int ctx, kv_ram, slots;
+	CHECK(coli_kv_plan(&c, 8192, 0, 1, &ctx, &kv_ram, &slots) == 8192LL * 190464 && slots == 1);
+	c.index_topk = 0; /* no indexer: no keys */
+	CHECK(coli_config_index_layers(&c) == 0 && coli_config_kv_token_numbers(&c) * 4 == 179712);
+}
+
 int main(void)
 {
 	char tmp[] = "/tmp/store_budget.XXXXXX";
 	CHECK(mkdtemp(tmp));
 	test_derive();
 	test_cgroup_files(tmp);
+	test_kv_plan();
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
 	CHECK(system(cmd) == 0);
