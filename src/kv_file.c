@@ -402,8 +402,8 @@ int kv_fmt_walk(kv_walk *w)
 				snprintf(w->problem, sizeof w->problem,
 					 "header does not match its records: the record at byte %" PRIu64
 					 " is intact (CRC ok) but does not fit the header's %u layers x %u floats"
-					 " + %u index keys x %u",
-					 off, w->n_layers, w->width, w->index_layers, w->index_width);
+					 " + %u index keys x %u", off, w->n_layers, w->width, w->index_layers,
+					 w->index_layers ? w->index_width : 0);
 			} else {
 				walk_bad(w, off, "bad framing");
 			}

@@ -8,6 +8,7 @@
 #   (--kv-ram: older rows and their index keys read back from the file);
 # - the uninterrupted run gives the same tokens with 1 thread and with
 #   prefill chunks of 5 (also with --act-quant q8);
+# - a format 2 session file (a key in every layer) refused with the reason;
 # - the converted indexer: class "indexer" in quant_error, shared layer's
 #   tensors left out;
 # - bad input, each one line naming the field or tensor: index_topk <= 0,
@@ -68,6 +69,36 @@ b=$(gen --tokens "$hist" --prefill-batch 5 --threads 2 --act-quant q8) || exit 1
 grep -q "version 3" "$tmp/show" && grep -q "3 layers x 96 numbers per token + 2 layers' DSA indexer keys x 64" "$tmp/show" &&
 	grep -q "per token    1664 bytes of KV" "$tmp/show" ||
 	{ echo "FAIL: sessions show: $(cat "$tmp/show")"; fail=1; }
+
+# a format 2 session (an index key in every layer's row) is refused with
+# the reason, in one line; the file is left as it was
+"$PY" - "$tmp/cache/kv/chat.kv" <<'PYEOF' || exit 1
+import struct, sys
+def crc32c(b):
+    crc = 0xffffffff
+    for x in b:
+        crc ^= x
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82f63b78 if crc & 1 else 0)
+    return crc ^ 0xffffffff
+p = sys.argv[1]
+h = bytearray(open(p, "rb").read(128))
+struct.pack_into("<I", h, 8, 2)
+struct.pack_into("<I", h, 124, crc32c(bytes(h[:124])))
+with open(p, "r+b") as f:
+    f.write(h)
+PYEOF
+sum0=$(cksum <"$tmp/cache/kv/chat.kv")
+expect_line() { # name pattern command...
+	name=$1 pat=$2
+	shift 2
+	if "$@" >/dev/null 2>"$tmp/err"; then
+		echo "FAIL: $name accepted"; fail=1; return
+	fi
+	grep -q -- "$pat" "$tmp/err" && [ "$(grep -c . "$tmp/err")" = 1 ] || { echo "FAIL: $name: $(cat "$tmp/err")"; fail=1; }
+}
+expect_line "format 2 session" "KV format 2 keeps a DSA index key in every layer's row" gen --tokens 5 --session chat
+[ "$(cksum <"$tmp/cache/kv/chat.kv")" = "$sum0" ] || { echo "FAIL: the format 2 session was modified"; fail=1; }
 
 # bad input: one line each, naming what is wrong
 edit() { # src dst python-statement-on-c
