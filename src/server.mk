@@ -4,7 +4,7 @@ libcoli_a_SOURCES += \
 	src/server.h src/server_internal.h \
 	src/server_util.c src/server_parse.c src/server_anthropic.c \
 	src/server_openai.c src/server_stop.c src/server_gen.c \
-	src/server_metrics.c src/server_handlers.c src/server_http.c src/server_guard.c src/server_structured.c \
+	src/server_metrics.c src/server_handlers.c src/server_http.c src/server_guard.c src/server_head.c src/server_door.c src/server_structured.c \
 	src/server_logprobs.c src/server_think.c \
 	src/cmd_serve.c
 

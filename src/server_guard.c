@@ -57,6 +57,11 @@ struct srv_watch {
 	double since;                  /* start of the wait for the current request */
 	int phase;
 	int served;                    /* requests answered on this connection */
+	/* the front door (server_door.c) opens the watch at accept and hands
+	 * the socket to libmicrohttpd, whose connection notice adopts it */
+	int orig_fd;                   /* the socket's number, to match it */
+	int handed, adopted;
+	double handed_at;
 };
 
 struct srv_guard {
@@ -124,6 +129,26 @@ static void evict(srv_guard *g, double t)
 	}
 }
 
+#define ORPHAN_S 10.0
+
+/* Under the lock. */
+static void unlink_free(srv_guard *g, srv_watch *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		g->head = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	else
+		g->tail = w->prev;
+	g->n--;
+	if (w->phase != WATCH_CUT)
+		g->live--;
+	close(w->fd);
+	free(w);
+}
+
 static void *watchdog(void *arg)
 {
 	srv_guard *g = arg;
@@ -147,6 +172,13 @@ static void *watchdog(void *arg)
 					   g->timeout_s);
 			}
 		evict(g, t);
+		/* a socket handed over that libmicrohttpd never took (it closes
+		 * it when it fails inside its own thread): forget it */
+		for (srv_watch *w = g->head, *nx; w; w = nx) {
+			nx = w->next;
+			if (w->handed && !w->adopted && t - w->handed_at > ORPHAN_S)
+				unlink_free(g, w);
+		}
 	}
 	pthread_mutex_unlock(&g->lock);
 	return NULL;
@@ -207,6 +239,7 @@ srv_watch *srv_guard_open(srv_guard *g, int fd)
 		free(w);
 		return NULL;
 	}
+	w->orig_fd = fd;
 	w->since = now_s();
 	pthread_mutex_lock(&g->lock);
 	w->prev = g->tail;
@@ -229,20 +262,55 @@ void srv_guard_close(srv_guard *g, srv_watch *w)
 	if (!g || !w)
 		return;
 	pthread_mutex_lock(&g->lock);
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		g->head = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
-	else
-		g->tail = w->prev;
-	g->n--;
-	if (w->phase != WATCH_CUT)
-		g->live--;
+	unlink_free(g, w);
 	pthread_mutex_unlock(&g->lock);
-	close(w->fd);
-	free(w);
+}
+
+int srv_guard_count(srv_guard *g)
+{
+	if (!g)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	int n = g->n;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
+void srv_guard_handing(srv_guard *g, srv_watch *w)
+{
+	if (!g || !w)
+		return;
+	pthread_mutex_lock(&g->lock);
+	w->handed = 1;
+	w->handed_at = now_s();
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* Only one socket with a given number can be waiting for adoption: it
+ * stays open (in libmicrohttpd's hands) until after the adoption. */
+srv_watch *srv_guard_adopt(srv_guard *g, int fd)
+{
+	if (!g || fd < 0)
+		return NULL;
+	srv_watch *found = NULL;
+	pthread_mutex_lock(&g->lock);
+	for (srv_watch *w = g->head; w && !found; w = w->next)
+		if (w->handed && !w->adopted && w->orig_fd == fd) {
+			w->adopted = 1;
+			found = w;
+		}
+	pthread_mutex_unlock(&g->lock);
+	return found ? found : srv_guard_open(g, fd);
+}
+
+void srv_guard_handoff_failed(srv_guard *g, srv_watch *w)
+{
+	if (!g || !w)
+		return;
+	pthread_mutex_lock(&g->lock);
+	if (!w->adopted)   /* else libmicrohttpd's close notice frees it */
+		unlink_free(g, w);
+	pthread_mutex_unlock(&g->lock);
 }
 
 void srv_guard_serving(srv_guard *g, srv_watch *w)

@@ -198,69 +198,24 @@ static int content_type_ok(struct MHD_Connection *c)
 	       !strncasecmp(ct, "application/x-www-form-urlencoded", 33);
 }
 
-/* Framing headers libmicrohttpd accepts but we must not: a body whose
- * length two headers disagree on (request smuggling through a proxy), a
- * Transfer-Encoding other than chunked (MHD would wait for a body it cannot
- * delimit until the idle timeout), both at once, or a length that is not a
- * number. Returns 0 or fills e. */
-typedef struct framing {
-	int n_cl, cl_conflict, cl_bad, n_te;
-	char cl[32];
-	int te_ok;
-} framing;
-
+/* The framing rules of server_head.c, on the headers as MHD parsed them:
+ * they also cover requests on kept-alive connections, whose heads the
+ * front door does not see. */
 static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
 				      const char *value)
 {
-	framing *f = cls;
 	(void)kind;
 	if (!value)
 		value = "";
-	if (!strcasecmp(key, "Content-Length")) {
-		const char *p = value;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		size_t n = strspn(p, "0123456789");
-		const char *q = p + n;
-		while (*q == ' ' || *q == '\t')
-			q++;
-		if (!n || *q || n >= sizeof f->cl)
-			f->cl_bad = 1;
-		else if (f->n_cl && (strlen(f->cl) != n || strncmp(f->cl, p, n)))
-			f->cl_conflict = 1;
-		else
-			snprintf(f->cl, sizeof f->cl, "%.*s", (int)n, p);
-		f->n_cl++;
-	} else if (!strcasecmp(key, "Transfer-Encoding")) {
-		const char *p = value;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		size_t n = strlen(p);
-		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-			n--;
-		f->te_ok = f->n_te == 0 && n == 7 && !strncasecmp(p, "chunked", 7);
-		f->n_te++;
-	}
+	srv_framing_add(cls, key, strlen(key), value, strlen(value));
 	return MHD_YES;
 }
 
 static int framing_check(struct MHD_Connection *c, srv_error *e)
 {
-	framing f = { 0 };
+	srv_framing f = { 0 };
 	MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
-	if (f.cl_bad)
-		return srv_fail(e, 400, "invalid_request_error", "invalid_content_length", NULL,
-				"Content-Length must be a decimal number");
-	if (f.cl_conflict)
-		return srv_fail(e, 400, "invalid_request_error", "invalid_content_length", NULL,
-				"conflicting Content-Length headers");
-	if (f.n_te && !f.te_ok)
-		return srv_fail(e, 400, "invalid_request_error", "unsupported_transfer_encoding", NULL,
-				"unsupported Transfer-Encoding (only 'chunked' is accepted)");
-	if (f.n_te && f.n_cl)
-		return srv_fail(e, 400, "invalid_request_error", "invalid_content_length", NULL,
-				"Content-Length and Transfer-Encoding must not both be sent");
-	return 0;
+	return srv_framing_check(&f, e);
 }
 
 static int hexval(int ch)
@@ -461,7 +416,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *ci =
 			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-		*socket_context = srv_guard_open(s->guard, ci ? ci->connect_fd : -1);
+		*socket_context = srv_guard_adopt(s->guard, ci ? ci->connect_fd : -1);
 	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
 		srv_guard_close(s->guard, *socket_context);
 		*socket_context = NULL;
@@ -578,31 +533,40 @@ int coli_server_start(coli_engine *eng, const coli_server_opts *o, coli_server *
 		coli_server_stop(s);
 		return rc;
 	}
-	/* ITC: needed to stop accepting (MHD_quiesce_daemon) while draining */
+	/* No listening socket: the front door (server_door.c) accepts, checks
+	 * each request head and hands valid ones over (MHD_add_connection,
+	 * which needs the ITC to wake MHD's thread). */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-			 MHD_USE_ERROR_LOG | MHD_USE_ITC;
-	if (ai->ai_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	s->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
-				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+			 MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
+	int limit = s->max_connections + (int)conn_reserve(s->max_connections);
+	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->timeout_s,
-				MHD_OPTION_CONNECTION_LIMIT,
-				(unsigned)s->max_connections + conn_reserve(s->max_connections),
+				/* the door keeps the limit; MHD's own only needs
+				 * room for connections whose close it has not yet
+				 * counted */
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)limit + 16,
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
 				MHD_OPTION_UNESCAPE_CALLBACK, url_unescape, s,
 				MHD_OPTION_END);
-	freeaddrinfo(ai);
 	if (!s->d) {
-		int e = errno ? errno : EADDRINUSE;
-		int rc = coli_err_set(err, -e, "cannot listen on %s:%d: %s", host, o->port, strerror(e));
+		int e = errno ? errno : ENOMEM;
+		int rc = coli_err_set(err, -e, "server: cannot start libmicrohttpd: %s", strerror(e));
+		freeaddrinfo(ai);
 		coli_server_stop(s);
 		return rc;
 	}
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-	s->port = info ? info->port : o->port;
+	char what[300];
+	snprintf(what, sizeof what, "%s:%d", host, o->port);
+	int drc = srv_door_start(&s->door, s, ai->ai_addr, ai->ai_addrlen, limit, what, err);
+	freeaddrinfo(ai);
+	if (drc) {
+		coli_server_stop(s);
+		return drc;
+	}
+	s->port = srv_door_port(s->door);
 	coli_info("server: listening on http://%s%s%s:%d/v1 (model %s)",
 		  strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", s->port,
 		  s->model_id);
@@ -619,13 +583,8 @@ void coli_server_quiesce(coli_server *s)
 {
 	if (!s || atomic_exchange(&s->draining, 1))
 		return;
-	if (s->d) {
-		/* MHD hands the listening socket back; closing it refuses new
-		 * connections at once instead of leaving them in the backlog */
-		MHD_socket fd = MHD_quiesce_daemon(s->d);
-		if (fd != MHD_INVALID_SOCKET)
-			close(fd);
-	}
+	/* new connections are refused at once instead of left in the backlog */
+	srv_door_close(s->door);
 }
 
 int coli_server_in_flight(const coli_server *s)
@@ -675,8 +634,11 @@ void coli_server_stop(coli_server *s)
 					  atomic_load(&s->open_reqs), FLUSH_S);
 		}
 		atomic_store(&s->stopping, 1);
-		MHD_stop_daemon(s->d);
 	}
+	/* the door first: nothing is handed to a stopped daemon */
+	srv_door_stop(s->door);
+	if (s->d)
+		MHD_stop_daemon(s->d);
 	srv_guard_stop(s->guard);
 	free(s->api_key);
 	free(s);

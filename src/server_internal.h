@@ -10,13 +10,17 @@
  *   server_handlers.c   the routes
  *   server_http.c       libmicrohttpd plumbing: routing, auth, CORS, limits
  *   server_metrics.c    Prometheus counters and histograms
- *   server_guard.c      request deadlines and the connection reserve */
+ *   server_guard.c      request deadlines and the connection reserve
+ *   server_head.c       request head checks before libmicrohttpd (pure)
+ *   server_door.c       the listening socket: accept, check the head, hand over */
 #ifndef COLI_SERVER_INTERNAL_H
 #define COLI_SERVER_INTERNAL_H
 
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <sys/socket.h>
 
 #include "chat_template.h"
 #include "chat_think.h"
@@ -311,6 +315,35 @@ void srv_gen_free(srv_gen *g);
 void srv_gen_result(const srv_gen *g, const srv_request *r, const char *text, size_t len,
 		    srv_result *out);
 
+/* ---- request heads (server_head.c, pure) ---- */
+/* Below what libmicrohttpd holds in CONN_MEMORY (server_http.c). */
+#define SRV_HEAD_MAX 16384     /* request line + header fields, bytes */
+#define SRV_TARGET_MAX 8192    /* the request target, bytes */
+#define SRV_FIELDS_MAX 100     /* header fields */
+#define SRV_PARAMS_MAX 100     /* query parameters */
+
+/* Body framing headers seen so far. */
+typedef struct srv_framing {
+	int n_cl, cl_conflict, cl_bad, n_te, te_ok;
+	char cl[32];               /* the Content-Length digits */
+} srv_framing;
+void srv_framing_add(srv_framing *f, const char *name, size_t nlen, const char *value, size_t vlen);
+/* 0 or fills e (400): bad or conflicting lengths, an unsupported coding. */
+int srv_framing_check(const srv_framing *f, srv_error *e);
+
+typedef struct srv_head {
+	size_t len;                /* bytes up to and including the empty line */
+	char method[24];
+	char path[128];            /* the target up to '?', cut to fit */
+} srv_head;
+/* Check the first n bytes a connection sent (all there is so far; more
+ * than SRV_HEAD_MAX means the head cannot fit). Returns 1 when a complete
+ * head is valid, 0 when more bytes are needed, -1 with e filled (400, 413,
+ * 414, 431, 505). h->method and h->path are filled as far as parsed. */
+int srv_head_check(const char *buf, size_t n, size_t max_body, srv_head *h, srv_error *e);
+/* Errors for this target take the Anthropic shape (/v1/messages...). */
+int srv_head_anthropic(const srv_head *h);
+
 /* ---- request deadlines and the connection reserve (server_guard.c) ---- */
 typedef struct srv_guard srv_guard;
 typedef struct srv_watch srv_watch;
@@ -322,6 +355,26 @@ void srv_guard_stop(srv_guard *g);
 /* A connection opened (fd: its socket); NULL when it cannot be watched. */
 srv_watch *srv_guard_open(srv_guard *g, int fd);
 void srv_guard_close(srv_guard *g, srv_watch *w);
+/* Connections watched (open, or cut and not yet closed). */
+int srv_guard_count(srv_guard *g);
+/* The front door hands w's socket to libmicrohttpd ... */
+void srv_guard_handing(srv_guard *g, srv_watch *w);
+/* ... whose connection notice takes it by socket number (a watch of its
+ * own when none was handed); when the hand-over fails, the watch goes. */
+srv_watch *srv_guard_adopt(srv_guard *g, int fd);
+void srv_guard_handoff_failed(srv_guard *g, srv_watch *w);
+/* ---- the listening socket and the head check (server_door.c) ---- */
+typedef struct srv_door srv_door;
+/* Listen on sa and serve s (its daemon, guard, limits); at most limit
+ * connections at once, counting those libmicrohttpd holds. what names
+ * the address in errors. */
+int srv_door_start(srv_door **out, coli_server *s, const struct sockaddr *sa, socklen_t salen,
+		   int limit, const char *what, coli_err *err);
+int srv_door_port(const srv_door *d);
+/* Stop accepting (connections already accepted are still served). */
+void srv_door_close(srv_door *d);
+void srv_door_stop(srv_door *d);
+
 /* Its request is complete: no deadline while it is answered. */
 void srv_guard_serving(srv_guard *g, srv_watch *w);
 /* Its response ended: the deadline for the next request starts now. */
@@ -350,6 +403,7 @@ struct coli_server {
 	int grace_ms;              /* --shutdown-grace */
 	int request_timeout_s;     /* --request-timeout */
 	srv_guard *guard;
+	srv_door *door;            /* the listening socket (server_door.c) */
 	int ignore_eos;            /* --ignore-eos */
 	void (*on_event)(void *opaque, const coli_server_event *ev);
 	void *event_opaque;

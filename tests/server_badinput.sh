@@ -122,11 +122,14 @@ t "unknown block type" 400 anthropic -H "$J" "$M" -d '{"model":"x","max_tokens":
 t "count_tokens malformed" 400 anthropic -H "$J" "$URL/messages/count_tokens" -d '{"model":'
 t "anthropic headers tolerated" 200 none -H "$J" -H "anthropic-version: 2023-06-01" -H "anthropic-beta: tools-2024-04-04" "$M" -d "{\"model\":\"any-name\",\"max_tokens\":2,$MSG}"
 
-# protocol-level abuse (MHD answers these itself; status only)
+# protocol-level abuse: answered by the front door before libmicrohttpd
+# sees the request, in the API's error shape
 longurl=$("$PYTHON3" -c 'print("a" * 100000)')
-t "100 KB URL" 414 none "$BASE/$longurl"
-t "100 KB header" 431 none -H "X-Big: $longurl" "$BASE/health"
-t "broken Content-Length" 413 none -H "$J" -H "Content-Length: 99999999999999999999" "$C" -d "{$MSG}"
+t "100 KB URL" 414 openai "$BASE/$longurl"
+t "100 KB header" 431 openai -H "X-Big: $longurl" "$BASE/health"
+t "broken Content-Length" 413 openai -H "$J" -H "Content-Length: 99999999999999999999" "$C" -d "{$MSG}"
+t "broken Content-Length (anthropic)" 413 anthropic -H "$J" -H "Content-Length: 99999999999999999999" "$M" -d "{$MSG}"
+t "HTTP/1.0 request" 200 none -0 "$BASE/health"
 
 # CORS preflight
 t "OPTIONS preflight" 204 none -X OPTIONS -H "Origin: http://x" -H "Access-Control-Request-Headers: authorization" "$C"
