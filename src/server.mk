@@ -10,11 +10,13 @@ libcoli_a_SOURCES += \
 
 # Unit tests of the pure parts (parsing, formatting, stop strings, tools).
 check_PROGRAMS += tests/server_test_parse tests/server_test_format tests/server_test_gen \
-	tests/server_fuzz_corpus
+	tests/server_fuzz_corpus tests/server_test_head
 TESTS += tests/server_test_parse tests/server_test_format tests/server_test_gen \
-	tests/server_fuzz_corpus
+	tests/server_fuzz_corpus tests/server_test_head
 tests_server_test_parse_SOURCES = tests/server_test_parse.c
 tests_server_test_parse_LDADD = libcoli.a $(COLI_LIBS)
+tests_server_test_head_SOURCES = tests/server_test_head.c
+tests_server_test_head_LDADD = libcoli.a $(COLI_LIBS)
 tests_server_test_format_SOURCES = tests/server_test_format.c
 tests_server_test_format_LDADD = libcoli.a $(COLI_LIBS)
 # server_test_gen plays scripted engine events: it defines the engine entry

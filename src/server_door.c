@@ -187,7 +187,7 @@ static void hand_over(srv_door *d, int i)
 
 /* Something arrived (or the socket was shut down): look again. Returns 1
  * when conns[i] left the array. */
-static int step(srv_door *d, int i, double t)
+static int step(srv_door *d, int i, double t, int hup)
 {
 	door_conn *c = &d->conns[i];
 	if (c->linger) {
@@ -219,10 +219,17 @@ static int step(srv_door *d, int i, double t)
 		hand_over(d, i);
 		return 1;
 	}
-	if (rc < 0)
+	if (rc < 0) {
 		answer(d, c, &h, &e);
-	else
+	} else if (hup) {
+		/* the rest can never come: the client shut its side, or the
+		 * guard cut the connection (its buffered bytes stay readable
+		 * after a shutdown, so the peek alone would not tell) */
+		drop(d, i);
+		return 1;
+	} else {
 		set_lowat(c, (int)r + 1);
+	}
 	return 0;
 }
 
@@ -267,7 +274,8 @@ static void *door_main(void *arg)
 		}
 		for (int i = 0; i < d->n; i++) {
 			door_conn *c = &d->conns[i];
-			d->pfd[np++] = (struct pollfd){ .fd = c->fd, .events = c->lowat ? POLLIN : 0 };
+			d->pfd[np++] = (struct pollfd){ .fd = c->fd,
+							.events = POLLRDHUP | (c->lowat ? POLLIN : 0) };
 			if (!c->lowat)
 				timeout = POLL_RETRY_MS;
 		}
@@ -291,7 +299,7 @@ static void *door_main(void *arg)
 			door_conn *c = &d->conns[i];
 			int ev = pr > 0 ? d->pfd[base + i].revents : 0;
 			if (ev || !c->lowat || (c->linger && t > c->linger_until)) {
-				if (step(d, i, t))
+				if (step(d, i, t, (ev & (POLLRDHUP | POLLHUP | POLLERR)) != 0))
 					continue;
 			}
 			c = &d->conns[i];

@@ -158,7 +158,7 @@ static long request_line(const unsigned char *b, size_t n, size_t p, srv_head *h
 	return (long)q;
 }
 
-int srv_head_check(const char *buf, size_t n, size_t max_body, srv_head *h, srv_error *e)
+static int head_check(const char *buf, size_t n, size_t max_body, srv_head *h, srv_error *e)
 {
 	const unsigned char *b = (const unsigned char *)buf;
 	memset(h, 0, sizeof *h);
@@ -226,6 +226,12 @@ int srv_head_check(const char *buf, size_t n, size_t max_body, srv_head *h, srv_
 		return srv_fail(e, 413, "invalid_request_error", "request_too_large", NULL,
 				"request body exceeds %zu bytes", max_body);
 	return 1;
+}
+
+int srv_head_check(const char *buf, size_t n, size_t max_body, srv_head *h, srv_error *e)
+{
+	int rc = head_check(buf, n, max_body, h, e);
+	return rc < 0 ? -1 : rc;
 }
 
 int srv_head_anthropic(const srv_head *h)

@@ -7,9 +7,9 @@
  * keeps the code straight-line; the cost is one thread per open client,
  * bounded by --max-connections plus a small reserve. Clients that never
  * complete their request are cut by the request deadline and the reserve
- * (server_guard.c), silent ones by the idle timeout,
- * oversized URLs/headers by MHD's per-connection memory limit (414/431),
- * oversized bodies by max_body (413, checked against Content-Length before
+ * (server_guard.c), silent ones by the idle timeout, bad or oversized
+ * request heads by the front door before MHD sees them (server_door.c,
+ * server_head.c), oversized bodies by max_body (413, checked against Content-Length before
  * reading and against the bytes as they arrive). */
 #include "config.h"
 

@@ -15,7 +15,10 @@
  *    into valid UTF-8;
  *  - srv_utf8_copy of the raw bytes is valid UTF-8 and fits its buffer;
  *  - tool calls parsed from the bytes as model output have a name and JSON
- *    arguments.
+ *    arguments;
+ *  - the bytes as a request head (server_head.c): passed, incomplete within
+ *    the size limit, or refused with 400/413/414/431/505; a passed head
+ *    passes alone, whatever followed it.
  *
  * Built by tests/fuzz/run-fuzz-request.sh with clang -fsanitize=fuzzer; the
  * same file is linked into tests/server_fuzz_corpus so the seed corpus runs
@@ -123,6 +126,29 @@ int fuzz_request_run(const uint8_t *data, size_t size, int *parse_rc)
 	check(n < sizeof small && n == strlen(small) && srv_utf8_valid(small, n));
 	n = srv_utf8_copy(big, sizeof big, body, len);
 	check(n < sizeof big && n == strlen(big) && srv_utf8_valid(big, n));
+
+	/* the same bytes as what a connection sends first: the front door's
+	 * request head check (server_head.c) */
+	srv_head h;
+	srv_error he;
+	memset(&he, 0, sizeof he);
+	int hrc = srv_head_check(body, len, 1u << 20, &h, &he);
+	check(hrc >= -1 && hrc <= 1);
+	check(strlen(h.method) < sizeof h.method && strlen(h.path) < sizeof h.path);
+	if (hrc == 1) {
+		/* a head ends where it ends, whatever follows it */
+		check(h.len > 0 && h.len <= len && h.len <= SRV_HEAD_MAX);
+		srv_head h2;
+		check(srv_head_check(body, h.len, 1u << 20, &h2, &he) == 1 && h2.len == h.len);
+	} else if (hrc == 0) {
+		check(len <= SRV_HEAD_MAX);
+	} else {
+		check(he.status == 400 || he.status == 413 || he.status == 414 || he.status == 431 ||
+		      he.status == 505);
+		if (he.status == 505) /* the one 5xx: the client's version */
+			he.status = 400;
+		check_refusal(&he);
+	}
 
 	/* the same bytes as model output with tool-call markup */
 	srv_tool_call *calls = NULL;

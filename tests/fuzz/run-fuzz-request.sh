@@ -1,7 +1,7 @@
 #!/bin/sh
 # run-fuzz-request.sh OUTDIR - build the request libFuzzer target
 # (fuzz_request.c: the OpenAI/Anthropic request parsers, the chat templates,
-# error text, tool-call markup) with clang and run it for a bounded time
+# error text, tool-call markup, the request head check) with clang and run it for a bounded time
 # (COLI_FUZZ_SECONDS, default 30) from a copy of the seed corpus. New inputs
 # stay in OUTDIR. Writes OUTDIR/fuzz-request.trs (automake-style) for
 # tools/summarize-tests.sh and OUTDIR/fuzz-request.log; exits non-zero when
@@ -40,7 +40,7 @@ if ! $CLANG -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-re
 	-o "$out/fuzz_request" "$here/fuzz_request.c" \
 	"$src/server_parse.c" "$src/server_anthropic.c" "$src/server_util.c" \
 	"$src/server_openai.c" "$src/server_stop.c" "$src/chat_template.c" \
-	"$src/server_logprobs.c" "$src/server_structured.c" "$src/json_schema.c" "$src"/grammar*.c \
+	"$src/server_head.c" "$src/server_logprobs.c" "$src/server_structured.c" "$src/json_schema.c" "$src"/grammar*.c \
 	"$src/engine_draft_mode.c" "$src/manifest.c" "$src/sha256.c" \
 	"$src"/tokenizer*.c "$src/unicode.c" "$src/coli_err.c" "$src/coli_log.c" \
 	$(pkg-config --libs jansson libpcre2-8 libutf8proc) -lm -pthread >"$log" 2>&1; then
