@@ -278,7 +278,10 @@ int cmd_bench(int argc, char **argv)
 		rng ^= rng << 17;
 		toks[i] = (int)(rng % (uint64_t)c->vocab_size);
 	}
-	if (coli_state_new(m, (int)(n_prompt + n_gen + 1), 64, &s, &err))
+	/* prompt positions per forward call: --prefill-batch, as the engine's
+	 * chunks (64 when not given, this command's figure so far) */
+	const int chunk = fl.opts.prefill_batch > 0 ? fl.opts.prefill_batch : 64;
+	if (coli_state_new(m, (int)(n_prompt + n_gen + 1), chunk, &s, &err))
 		goto fail;
 	float *draft = mtp ? malloc(sizeof(float) * (size_t)c->vocab_size) : NULL;
 	long drafted = 0, accepted = 0;
@@ -288,6 +291,7 @@ int cmd_bench(int argc, char **argv)
 		free(draft);
 		goto fail;
 	}
+	double cpu_pf0 = cpu_s();
 	t0 = now_s();
 	if (!mtp) {
 		if (coli_forward(m, s, toks, (int)n_prompt, logits, 0, &err))
@@ -306,10 +310,13 @@ int cmd_bench(int argc, char **argv)
 		draft_tok = coli_argmax(draft, c->vocab_size);
 	}
 	double t_prefill = now_s() - t0;
+	double cpu_prefill = cpu_s() - cpu_pf0;
 	json_t *pf = json_object();
 	json_object_set_new(pf, "tokens", json_integer(n_prompt));
+	json_object_set_new(pf, "chunk", json_integer(mtp ? 1 : chunk));
 	json_object_set_new(pf, "seconds", json_real(t_prefill));
 	json_object_set_new(pf, "tokens_per_s", json_real(n_prompt / t_prefill));
+	json_object_set_new(pf, "cpu_ms_per_token", json_real(1000.0 * cpu_prefill / n_prompt));
 	json_object_set_new(out, "prefill", pf);
 
 	/* decode, recording the routing trace */

@@ -40,4 +40,4 @@ noinst_PROGRAMS += bench/dsa_bench
 bench_dsa_bench_SOURCES = bench/dsa_bench.c
 bench_dsa_bench_LDADD = libcoli.a $(COLI_LIBS)
 EXTRA_DIST += bench/dsa_decode.sh
-EXTRA_DIST += bench/draft.sh
+EXTRA_DIST += bench/draft.sh bench/prefill_chunk.sh

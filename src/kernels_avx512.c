@@ -53,10 +53,10 @@
 
 /* Software prefetch distance of the f32 kernel, in bytes (as AVX2's). */
 #define PF_DIST 8192
-/* matmul: rows per tile and inputs per group. acc[RT][KN] zmm accumulators
- * plus the 4 unpacked weight vectors fit the 32 registers. */
+/* matmul tiles: RT rows x up to KN_MAX inputs, the height and width
+ * constants inside a tile so the 12 accumulators stay in registers. */
 #define RT 4
-#define KN_MAX 4
+#define KN_MAX 3
 /* Weights per matmul panel, kept in L2 while every input group passes. */
 /* INT4 blocks whose scales are converted ahead of the dot products (a
  * multiple of 16; the stack buffers are 2 x 4 x this many floats per tile). */
@@ -77,6 +77,52 @@
  * because four rows stream side by side. */
 #define PF_ROWS_Q4 COLI_PF_ROWS_Q4
 #define PF_ROWS_Q8 COLI_PF_ROWS_Q8
+
+/* Inputs per tile pass for `left` inputs to go: at most KN_MAX, and
+ * never a lone last one where two can pair (4 = 2 + 2, 7 = 3 + 2 + 2).
+ * Any grouping gives the same bits: each (row, input) pair's operations
+ * do not change. Measured per (block, input) at int4 768 x 256, one
+ * thread, ns (n = 1 / 2 / 3 / 4 / 8 inputs): tiles of up to 4 inputs
+ * with a run-time height (accumulators in memory) 4.7 / 3.9 / 3.4 / 3.2
+ * / 3.2; these 4.7 / 3.3 / 2.8 / 3.3 / 3.0; 4 inputs x 4 rows 3.2 (the
+ * registers run out), 4..8 inputs x 2 rows or x 1 row no better than 4. */
+static inline int input_group(int left)
+{
+	return left <= KN_MAX ? left : left == 4 || left == 7 ? 2 : KN_MAX;
+}
+
+/* The tile instantiations: RT rows, or 1 for the rows left over, by kn
+ * inputs, both constants inside. */
+#define TILE_SWITCH(rt, kn, CALL)                                                  \
+	switch ((kn) * 8 + (rt)) {                                                 \
+	case 1 * 8 + RT: CALL(RT, 1); break;                                       \
+	case 2 * 8 + RT: CALL(RT, 2); break;                                       \
+	case 3 * 8 + RT: CALL(RT, 3); break;                                       \
+	case 2 * 8 + 1: CALL(1, 2); break;                                         \
+	case 3 * 8 + 1: CALL(1, 3); break;                                         \
+	default: CALL(1, 1); break;                                                \
+	}
+
+/* y[k * ystride + i] = the lane sums of v(i, k) (+ those of w(i, k) when
+ * has_w), for a tile of rt rows x KN inputs: four sums per
+ * coli_avx512_hsum16x4, each the bits of coli_avx512_hsum16. */
+#define TILE_STORE(v, w, has_w, rt, KN, y, ystride)                                  \
+	do {                                                                          \
+		_Pragma("GCC unroll 4") for (int k_ = 0; k_ < (KN); k_++)             \
+		{                                                                     \
+			float *y_ = (y) + (size_t)k_ * (ystride);                     \
+			if ((rt) == 4) {                                              \
+				__m128 s_ = coli_avx512_hsum16x4(v(0, k_), v(1, k_), v(2, k_), v(3, k_)); \
+				if (has_w)                                            \
+					s_ = _mm_add_ps(s_, coli_avx512_hsum16x4(w(0, k_), w(1, k_), w(2, k_), w(3, k_))); \
+				_mm_storeu_ps(y_, s_);                                \
+				continue;                                             \
+			}                                                             \
+			for (int i_ = 0; i_ < (rt); i_++)                             \
+				y_[i_] = (has_w) ? coli_avx512_hsum16(v(i_, k_)) + coli_avx512_hsum16(w(i_, k_)) \
+						 : coli_avx512_hsum16(v(i_, k_));     \
+		}                                                                     \
+	} while (0)
 
 /* ---- F32 ---- */
 
@@ -160,6 +206,10 @@ AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const
 			acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(blk->d), block_dot(f, xb), acc[i]);
 		}
 	}
+	if (R == 4) {
+		_mm_storeu_ps(y, coli_avx512_hsum16x4(acc[0], acc[1], acc[2], acc[3]));
+		return;
+	}
 #pragma GCC unroll 4
 	for (int i = 0; i < R; i++)
 		y[i] = coli_avx512_hsum16(acc[i]);
@@ -168,16 +218,18 @@ AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const
 /* A tile of rt <= RT rows against KN inputs, block-major: the inputs'
  * block is reused from L1 by every row, each unpacked weight block by
  * every input. Per (row, input) the operations are exactly q8_rows'. */
-AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const float *x, size_t cols,
+AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, const int rt, const float *x, size_t cols,
 			   const int KN, float *y, size_t ystride)
 {
 	__m512 acc[RT][KN_MAX];
+#pragma GCC unroll 4
 	for (int i = 0; i < rt; i++)
 #pragma GCC unroll 4
 		for (int k = 0; k < KN; k++)
 			acc[i][k] = _mm512_setzero_ps();
 	for (int b = 0; b < nb; b++) {
 		const float *xb = x + (size_t)b * COLI_QK;
+#pragma GCC unroll 4
 		for (int i = 0; i < rt; i++) {
 			const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + b;
 			__m512 f[4];
@@ -190,10 +242,9 @@ AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const floa
 				acc[i][k] = _mm512_fmadd_ps(d, block_dot(f, xb + (size_t)k * cols), acc[i][k]);
 		}
 	}
-	for (int i = 0; i < rt; i++)
-#pragma GCC unroll 4
-		for (int k = 0; k < KN; k++)
-			y[(size_t)k * ystride + (size_t)i] = coli_avx512_hsum16(acc[i][k]);
+#define ACC(i, k) acc[i][k]
+	TILE_STORE(ACC, ACC, 0, rt, KN, y, ystride);
+#undef ACC
 }
 
 AVX512 static void rows_q8_avx512(const coli_qmat *w, const float *x, int n,
@@ -215,19 +266,19 @@ AVX512 static void rows_q8_avx512(const coli_qmat *w, const float *x, int n,
 	int panel = coli_panel_rows(nb * sizeof(coli_block_q8), RT);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k = 0; k < n; k += KN_MAX) {
-			int kn = n - k < KN_MAX ? n - k : KN_MAX;
+		for (int k = 0, kn; k < n; k += kn) {
+			kn = input_group(n - k);
 			const float *xk = x + (size_t)k * cols;
-			for (int r = p0; r < p1; r += RT) {
-				int rt = p1 - r < RT ? p1 - r : RT;
+			for (int r = p0; r < p1;) {
+				/* whole tiles, then single rows: constant tile
+				 * heights keep the accumulators in registers */
+				int rt = p1 - r >= RT ? RT : 1;
 				const coli_block_q8 *row0 = W + (size_t)r * (size_t)nb;
 				float *yk = y + (size_t)k * rows + r;
-				switch (kn) {
-				case 4: q8_tile(row0, nb, rt, xk, cols, 4, yk, rows); break;
-				case 3: q8_tile(row0, nb, rt, xk, cols, 3, yk, rows); break;
-				case 2: q8_tile(row0, nb, rt, xk, cols, 2, yk, rows); break;
-				default: q8_tile(row0, nb, rt, xk, cols, 1, yk, rows); break;
-				}
+#define CALL(RTc, KNc) q8_tile(row0, nb, RTc, xk, cols, KNc, yk, rows)
+				TILE_SWITCH(rt, kn, CALL)
+#undef CALL
+				r += rt;
 			}
 		}
 	}
@@ -308,6 +359,12 @@ AVX512_INLINE void q4_rows(const coli_block_q4 *row0, int nb, const int R, const
 			}
 		}
 	}
+	if (R == 4) {
+		/* hsum(acc_i) + hsum(accm_i), four rows at once */
+		_mm_storeu_ps(y, _mm_add_ps(coli_avx512_hsum16x4(acc[0], acc[1], acc[2], acc[3]),
+					    coli_avx512_hsum16x4(accm[0], accm[1], accm[2], accm[3])));
+		return;
+	}
 #pragma GCC unroll 4
 	for (int i = 0; i < R; i++)
 		y[i] = coli_avx512_hsum16(acc[i]) + coli_avx512_hsum16(accm[i]);
@@ -315,26 +372,34 @@ AVX512_INLINE void q4_rows(const coli_block_q4 *row0, int nb, const int R, const
 
 /* matmul tile: rt <= RT rows against KN inputs, block-major; per (row,
  * input) exactly q4_rows' operations, in the same order. */
-AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const float *x, size_t cols,
+AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, const int rt, const float *x, size_t cols,
 			   const float *xs, const int KN, float *y, size_t ystride)
 {
 	float dbuf[RT][DM_CHUNK], mbuf[RT][DM_CHUNK];
-	__m512 acc[RT][KN_MAX], accm[RT][KN_MAX];
+	/* the m terms are touched once per DM_CHUNK blocks: kept in memory,
+	 * so the RT x KN accumulators of the hot loop keep the registers */
+	float accm[RT][KN_MAX][16];
+	__m512 acc[RT][KN_MAX];
+#pragma GCC unroll 4
 	for (int i = 0; i < rt; i++)
 #pragma GCC unroll 4
 		for (int k = 0; k < KN; k++) {
 			acc[i][k] = _mm512_setzero_ps();
-			accm[i][k] = _mm512_setzero_ps();
+			_mm512_storeu_ps(accm[i][k], _mm512_setzero_ps());
 		}
 	for (int c0 = 0; c0 < nb; c0 += DM_CHUNK) {
 		int cn = nb - c0 < DM_CHUNK ? nb - c0 : DM_CHUNK;
+#pragma GCC unroll 4
 		for (int i = 0; i < rt; i++) {
 			q4_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dbuf[i], mbuf[i]);
+#pragma GCC unroll 4
 			for (int k = 0; k < KN; k++)
-				accm[i][k] = q4_mterm(mbuf[i], xs + (size_t)k * (size_t)nb + c0, cn, accm[i][k]);
+				_mm512_storeu_ps(accm[i][k], q4_mterm(mbuf[i], xs + (size_t)k * (size_t)nb + c0, cn,
+								      _mm512_loadu_ps(accm[i][k])));
 		}
 		for (int b = 0; b < cn; b++) {
 			const float *xb = x + (size_t)(c0 + b) * COLI_QK;
+#pragma GCC unroll 4
 			for (int i = 0; i < rt; i++) {
 				const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
 				__m512 f[4];
@@ -347,10 +412,11 @@ AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const floa
 			}
 		}
 	}
-	for (int i = 0; i < rt; i++)
-#pragma GCC unroll 4
-		for (int k = 0; k < KN; k++)
-			y[(size_t)k * ystride + (size_t)i] = coli_avx512_hsum16(acc[i][k]) + coli_avx512_hsum16(accm[i][k]);
+#define ACC(i, k) acc[i][k]
+#define ACCM(i, k) _mm512_loadu_ps(accm[i][k])
+	TILE_STORE(ACC, ACCM, 1, rt, KN, y, ystride);
+#undef ACC
+#undef ACCM
 }
 
 AVX512 static void rows_q4_avx512(const coli_qmat *w, const float *x, int n,
@@ -371,19 +437,19 @@ AVX512 static void rows_q4_avx512(const coli_qmat *w, const float *x, int n,
 	int panel = coli_panel_rows(nb * sizeof(coli_block_q4), RT);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k = 0; k < n; k += KN_MAX) {
-			int kn = n - k < KN_MAX ? n - k : KN_MAX;
+		for (int k = 0, kn; k < n; k += kn) {
+			kn = input_group(n - k);
 			const float *xk = x + (size_t)k * cols, *xsk = xsum + (size_t)k * nb;
-			for (int r = p0; r < p1; r += RT) {
-				int rt = p1 - r < RT ? p1 - r : RT;
+			for (int r = p0; r < p1;) {
+				/* whole tiles, then single rows: constant tile
+				 * heights keep the accumulators in registers */
+				int rt = p1 - r >= RT ? RT : 1;
 				const coli_block_q4 *row0 = W + (size_t)r * (size_t)nb;
 				float *yk = y + (size_t)k * rows + r;
-				switch (kn) {
-				case 4: q4_tile(row0, nb, rt, xk, cols, xsk, 4, yk, rows); break;
-				case 3: q4_tile(row0, nb, rt, xk, cols, xsk, 3, yk, rows); break;
-				case 2: q4_tile(row0, nb, rt, xk, cols, xsk, 2, yk, rows); break;
-				default: q4_tile(row0, nb, rt, xk, cols, xsk, 1, yk, rows); break;
-				}
+#define CALL(RTc, KNc) q4_tile(row0, nb, RTc, xk, cols, xsk, KNc, yk, rows)
+				TILE_SWITCH(rt, kn, CALL)
+#undef CALL
+				r += rt;
 			}
 		}
 	}

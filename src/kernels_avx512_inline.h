@@ -19,4 +19,26 @@ static inline __attribute__((always_inline, target(COLI_AVX512_TARGET))) float c
 	return _mm_cvtss_f32(s);
 }
 
+/* Four fixed-order sums at once: lane i of the result is
+ * coli_avx512_hsum16 of the i-th argument, bit for bit. Each sum meets the
+ * same operands in the same tree (only the registers and lanes holding
+ * the partial sums differ), in 10 vector uops for four sums instead of 8
+ * uops for one: with rows of 256 columns (4 blocks) the lane sums were a
+ * third of a product's work. */
+static inline __attribute__((always_inline, target(COLI_AVX512_TARGET))) __m128
+coli_avx512_hsum16x4(__m512 a, __m512 b, __m512 c, __m512 d)
+{
+	/* h_i = v_i + v_(i+8): [h_a | h_b], [h_c | h_d] */
+	__m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+	__m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xee));
+	/* s_i = h_i + h_(i+4): one quarter per argument */
+	__m512 s = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xdd));
+	/* (s_0 + s_2) and (s_1 + s_3) in lanes 0 and 1 of each quarter, then
+	 * their sum in lane 0 */
+	s = _mm512_add_ps(s, _mm512_permute_ps(s, 0xee));
+	s = _mm512_add_ps(s, _mm512_permute_ps(s, 0x55));
+	const __m512i lane0 = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+	return _mm512_castps512_ps128(_mm512_permutexvar_ps(lane0, s));
+}
+
 #endif

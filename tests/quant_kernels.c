@@ -13,6 +13,10 @@
  *    quantized (that would add ~1e-3 relative error and fail it);
  *  - matmul row k is bit-identical to matvec of input k, for n = 1..17;
  *  - results are bit-identical with no pool and pools of 1, 2, 3 threads;
+ *  - a row's bits do not depend on where it sits: every row computed as a
+ *    one-row matrix (matvec, and matmul of all inputs) equals its row of
+ *    the whole product (the vector kernels take rows in groups of four
+ *    and sum the lanes of four outputs at once; leftover rows one by one);
  *  - block sums for INT4 split into several passes (huge cols * n) give
  *    the same bits as one pass would (row k == matvec);
  *  - coli_kernels_isa() names the path in use, and forcing a path the CPU
@@ -147,6 +151,25 @@ static void check_shape(coli_pool *pools[3], const char *isa, int qtype, struct 
 		}
 next:;
 	}
+	/* placement: each row alone */
+	size_t rb = coli_qtype_row_bytes(qtype, cols);
+	int n_all = rows * cols > 200000 ? 2 : nmax;
+	coli_matmul(NULL, &m, x, n_all, y);
+	for (int r = 0; r < rows; r++) {
+		coli_qmat one = { qtype, 1, cols, (const char *)q + (size_t)r * rb };
+		float y1[17];
+		coli_matvec(NULL, &one, x, y1);
+		int bad = memcmp(y1, &y[r], sizeof *y1) != 0;
+		coli_matmul(NULL, &one, x, n_all, y1);
+		for (int kk = 0; kk < n_all; kk++)
+			bad |= memcmp(&y1[kk], &y[(size_t)kk * rows + r], sizeof *y1) != 0;
+		if (bad) {
+			fprintf(stderr, "%s %s %dx%d: row %d alone != its row of the whole product\n", isa,
+				coli_qtype_name(qtype), rows, cols, r);
+			fails++;
+			break;
+		}
+	}
 	free(w);
 	free(wd);
 	free(q);
@@ -167,7 +190,7 @@ int main(int argc, char **argv)
 	}
 	const struct shape quant_shapes[] = {
 		{ 1, 64, 17 }, { 7, 128, 17 }, { 33, 640, 17 }, { 250, 2048, 17 },
-		{ 1003, 1024, 9 }, { 9, 64 * 600, 17 },
+		{ 1003, 1024, 9 }, { 9, 64 * 600, 17 }, { 14, 256, 17 },
 	};
 	const struct shape f32_shapes[] = {
 		{ 1, 1, 3 }, { 5, 100, 17 }, { 17, 7, 17 }, { 37, 64, 4 }, { 300, 1000, 6 },
