@@ -1,8 +1,12 @@
 #!/bin/sh
 # draft.sh - MTP speculative decoding (--draft) against none (issue 14,
 # benchmark part). Every figure is a ratio measured in one run: `coli
-# bench --draft MODE` decodes in one engine three times without drafts and
-# three times with MODE, interleaved, and reports both medians.
+# bench --draft MODE` decodes in one engine five times without drafts and
+# five times with MODE, interleaved, and reports both medians: wall-clock
+# tokens/s and CPU time per token (the "CPU ratio" column: tokens per CPU
+# second, drafting over not; the compute cost, which a loaded machine
+# distorts far less than wall time - use --threads 1 for it, where no
+# pool spins).
 #
 #   bench/draft.sh [--work DIR] [--reuse] [--keep] [--gen N] [--threads N]
 #                  [--no-slice] [--no-default] [--coli PATH]
@@ -37,7 +41,7 @@ while [ $# -gt 0 ]; do
 	--no-slice) slice=0 ;;
 	--no-default) default=0 ;;
 	--coli) coli=$2; shift ;;
-	-h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,28p' "$0"; exit 0 ;;
 	*) echo "draft.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -109,15 +113,15 @@ fi
 "$py" - "$res" <<'PYEOF' | tee "$res/draft.md"
 import json, os, sys
 res = sys.argv[1]
-print("| run | off tok/s | draft tok/s | ratio | acceptance | tokens/forward | auto's last reason |")
-print("| --- | --- | --- | --- | --- | --- | --- |")
+print("| run | off tok/s | draft tok/s | ratio | CPU ratio | acceptance | tokens/forward | auto's last reason |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 for name in ["default-1", "default-2", "default-3", "default-auto", "slice-auto", "slice-1"]:
     p = os.path.join(res, name + ".json")
     if not os.path.exists(p):
         continue
     d = json.load(open(p))["draft"]
     f = lambda v, s="%.2f": "n/a" if v is None else s % v
-    print("| %s | %s | %s | %s | %s | %s | %s |" % (
+    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
         name, f(d["off_tokens_per_s"], "%.1f"), f(d["draft_tokens_per_s"], "%.1f"), f(d["ratio"], "%.3f"),
-        f(d["acceptance"]), f(d["tokens_per_forward"]), d["reason"] if "auto" in name else "-"))
+        f(d.get("cpu_ratio"), "%.3f"), f(d["acceptance"]), f(d["tokens_per_forward"]), d["reason"] if "auto" in name else "-"))
 PYEOF

@@ -11,7 +11,8 @@
 /* Decode n_gen tokens greedily after random n_prompt-token prompts, in
  * BENCH_DRAFT_ROUNDS interleaved pairs (no drafts, then `draft`), in one
  * engine opened on dir with the options o: median tokens/s of each and
- * their ratio, drafted/accepted, acceptance, tokens per forward of the
+ * their ratio, median CPU ms per token of each and their ratio,
+ * drafted/accepted, acceptance, tokens per forward of the
  * drafting requests, and the auto rule's last reason. NULL and err
  * on failure. */
 json_t *bench_draft_run(const coli_engine_opts *o, const char *dir, int n_prompt, int n_gen, int draft,

@@ -41,3 +41,8 @@ bench_dsa_bench_SOURCES = bench/dsa_bench.c
 bench_dsa_bench_LDADD = libcoli.a $(COLI_LIBS)
 EXTRA_DIST += bench/dsa_decode.sh
 EXTRA_DIST += bench/draft.sh bench/prefill_chunk.sh
+
+# per-input cost of the matmul kernels for n = 1..8 inputs (bench/README.md)
+noinst_PROGRAMS += bench/matmul_rows_bench
+bench_matmul_rows_bench_SOURCES = bench/matmul_rows_bench.c
+bench_matmul_rows_bench_LDADD = libcoli.a $(COLI_LIBS)

@@ -1,5 +1,6 @@
-/* kernels_avx512_inline.h - the AVX-512 target and the fixed-order lane
- * sum shared by kernels_avx512.c and kernels_q8_avx512.c (the q8 file's
+/* kernels_avx512_inline.h - the AVX-512 target, the fixed-order lane
+ * sums and the matmul tile plumbing shared by kernels_avx512.c and
+ * kernels_q8_avx512.c (the q8 file's
  * target adds VNNI, a superset, so these inline into both).
  * Include inside the x86-64 GCC/clang region, after <immintrin.h>. */
 #ifndef COLI_KERNELS_AVX512_INLINE_H
@@ -40,5 +41,39 @@ coli_avx512_hsum16x4(__m512 a, __m512 b, __m512 c, __m512 d)
 	const __m512i lane0 = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 	return _mm512_castps512_ps128(_mm512_permutexvar_ps(lane0, s));
 }
+
+/* The matmul tile instantiations of kernels_avx512.c and
+ * kernels_q8_avx512.c: RT rows (the including file's macro), or 1 for the
+ * rows left over, by kn <= 3 inputs, both constants inside the tile. */
+#define TILE_SWITCH(rt, kn, CALL)                                                  \
+	switch ((kn) * 8 + (rt)) {                                                 \
+	case 1 * 8 + RT: CALL(RT, 1); break;                                       \
+	case 2 * 8 + RT: CALL(RT, 2); break;                                       \
+	case 3 * 8 + RT: CALL(RT, 3); break;                                       \
+	case 2 * 8 + 1: CALL(1, 2); break;                                         \
+	case 3 * 8 + 1: CALL(1, 3); break;                                         \
+	default: CALL(1, 1); break;                                                \
+	}
+
+/* y[k * ystride + i] = the lane sums of v(i, k) (+ those of w(i, k) when
+ * has_w), for a tile of rt rows x KN inputs: four sums per
+ * coli_avx512_hsum16x4, each the bits of coli_avx512_hsum16. */
+#define TILE_STORE(v, w, has_w, rt, KN, y, ystride)                                  \
+	do {                                                                          \
+		_Pragma("GCC unroll 4") for (int k_ = 0; k_ < (KN); k_++)             \
+		{                                                                     \
+			float *y_ = (y) + (size_t)k_ * (ystride);                     \
+			if ((rt) == 4) {                                              \
+				__m128 s_ = coli_avx512_hsum16x4(v(0, k_), v(1, k_), v(2, k_), v(3, k_)); \
+				if (has_w)                                            \
+					s_ = _mm_add_ps(s_, coli_avx512_hsum16x4(w(0, k_), w(1, k_), w(2, k_), w(3, k_))); \
+				_mm_storeu_ps(y_, s_);                                \
+				continue;                                             \
+			}                                                             \
+			for (int i_ = 0; i_ < (rt); i_++)                             \
+				y_[i_] = (has_w) ? coli_avx512_hsum16(v(i_, k_)) + coli_avx512_hsum16(w(i_, k_)) \
+						 : coli_avx512_hsum16(v(i_, k_));     \
+		}                                                                     \
+	} while (0)
 
 #endif

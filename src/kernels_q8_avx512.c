@@ -47,7 +47,12 @@
  * 26.4-27.3; 16: 25.4 / 25.5 / 24.9 / 27.7. */
 #define CHUNK 16
 #define RT 4
-#define KN_MAX 4
+#define KN_MAX 3
+/* as kernels_avx512.c's input_group (same measurements there) */
+static inline int input_group(int left)
+{
+	return left <= KN_MAX ? left : left == 4 || left == 7 ? 2 : KN_MAX;
+}
 /* matvec prefetch: the same place PF_ROWS rows ahead, within [8, 32] KiB
  * (kernels_avx512.c measured this rule for the same row layouts). */
 #define PF_ROWS_Q4 COLI_PF_ROWS_Q4
@@ -136,18 +141,26 @@ AVX512_INLINE void q4_rows(const coli_block_q4 *row0, int nb, const int R, const
 			}
 		}
 	}
+	if (R == 4) {
+		const __m512 undo = _mm512_insertf32x8(_mm512_set1_ps(1.0f), _mm256_set1_ps(0.0625f), 1);
+		_mm_storeu_ps(y, _mm_add_ps(coli_avx512_hsum16x4(_mm512_mul_ps(acc[0], undo), _mm512_mul_ps(acc[1], undo),
+								 _mm512_mul_ps(acc[2], undo), _mm512_mul_ps(acc[3], undo)),
+					    coli_avx512_hsum16x4(accm[0], accm[1], accm[2], accm[3])));
+		return;
+	}
 #pragma GCC unroll 4
 	for (int i = 0; i < R; i++)
 		y[i] = q4_hsum(acc[i], accm[i]);
 }
 
 /* matmul tile: rt <= RT rows x KN inputs; per (row, input) q4_rows' ops. */
-AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const int8_t *qx,
+AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, const int rt, const int8_t *qx,
 			   const float *dx, const float *sx, const int KN, float *y, size_t ystride)
 {
 	float sbuf[RT][KN_MAX * CHUNK];
 	__m512 acc[RT][KN_MAX], accm[RT][KN_MAX];
 	size_t cols = (size_t)nb * COLI_QK;
+#pragma GCC unroll 4
 	for (int i = 0; i < rt; i++)
 #pragma GCC unroll 4
 		for (int k = 0; k < KN; k++) {
@@ -156,6 +169,7 @@ AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const int8
 		}
 	for (int c0 = 0; c0 < nb; c0 += CHUNK) {
 		int cn = nb - c0 < CHUNK ? nb - c0 : CHUNK;
+#pragma GCC unroll 4
 		for (int i = 0; i < rt; i++)
 			q4_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dx + c0, sx + c0,
 				  (size_t)nb, KN, sbuf[i], accm[i]);
@@ -164,6 +178,7 @@ AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const int8
 #pragma GCC unroll 4
 			for (int k = 0; k < KN; k++)
 				xv[k] = _mm512_load_si512(qx + (size_t)k * cols + (size_t)(c0 + b) * COLI_QK);
+#pragma GCC unroll 4
 			for (int i = 0; i < rt; i++) {
 				const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
 				_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
@@ -176,10 +191,13 @@ AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const int8
 			}
 		}
 	}
-	for (int i = 0; i < rt; i++)
-#pragma GCC unroll 4
-		for (int k = 0; k < KN; k++)
-			y[(size_t)k * ystride + (size_t)i] = q4_hsum(acc[i][k], accm[i][k]);
+	/* lanes 8..15 of acc carry 16 x their value (q4_hsum) */
+	const __m512 undo = _mm512_insertf32x8(_mm512_set1_ps(1.0f), _mm256_set1_ps(0.0625f), 1);
+#define ACC(i, k) _mm512_mul_ps(acc[i][k], undo)
+#define ACCM(i, k) accm[i][k]
+	TILE_STORE(ACC, ACCM, 1, rt, KN, y, ystride);
+#undef ACC
+#undef ACCM
 }
 
 AVX512 static void rows_q4_vnni(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
@@ -200,20 +218,20 @@ AVX512 static void rows_q4_vnni(const coli_qmat *w, const coli_q8act *a, int n, 
 	int panel = coli_panel_rows(nb * sizeof(coli_block_q4), RT);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k = 0; k < n; k += KN_MAX) {
-			int kn = n - k < KN_MAX ? n - k : KN_MAX;
+		for (int k = 0, kn; k < n; k += kn) {
+			kn = input_group(n - k);
 			const int8_t *qx = a->q + (size_t)k * cols;
 			const float *dx = a->d + (size_t)k * (size_t)nb, *sx = a->sx + (size_t)k * (size_t)nb;
-			for (int r = p0; r < p1; r += RT) {
-				int rt = p1 - r < RT ? p1 - r : RT;
+			for (int r = p0; r < p1;) {
+				/* whole tiles, then single rows: constant tile
+				 * heights keep the accumulators in registers */
+				int rt = p1 - r >= RT ? RT : 1;
 				const coli_block_q4 *row0 = W + (size_t)r * (size_t)nb;
 				float *yk = y + (size_t)k * rows + r;
-				switch (kn) {
-				case 4: q4_tile(row0, nb, rt, qx, dx, sx, 4, yk, rows); break;
-				case 3: q4_tile(row0, nb, rt, qx, dx, sx, 3, yk, rows); break;
-				case 2: q4_tile(row0, nb, rt, qx, dx, sx, 2, yk, rows); break;
-				default: q4_tile(row0, nb, rt, qx, dx, sx, 1, yk, rows); break;
-				}
+#define CALL(RTc, KNc) q4_tile(row0, nb, RTc, qx, dx, sx, KNc, yk, rows)
+				TILE_SWITCH(rt, kn, CALL)
+#undef CALL
+				r += rt;
 			}
 		}
 	}
@@ -281,23 +299,29 @@ AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const
 			}
 		}
 	}
+	if (R == 4) {
+		_mm_storeu_ps(y, coli_avx512_hsum16x4(acc[0], acc[1], acc[2], acc[3]));
+		return;
+	}
 #pragma GCC unroll 4
 	for (int i = 0; i < R; i++)
 		y[i] = coli_avx512_hsum16(acc[i]);
 }
 
-AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const int8_t *qx,
+AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, const int rt, const int8_t *qx,
 			   const float *dx, const int KN, float *y, size_t ystride)
 {
 	float sbuf[RT][KN_MAX * CHUNK];
 	__m512 acc[RT][KN_MAX];
 	size_t cols = (size_t)nb * COLI_QK;
+#pragma GCC unroll 4
 	for (int i = 0; i < rt; i++)
 #pragma GCC unroll 4
 		for (int k = 0; k < KN; k++)
 			acc[i][k] = _mm512_setzero_ps();
 	for (int c0 = 0; c0 < nb; c0 += CHUNK) {
 		int cn = nb - c0 < CHUNK ? nb - c0 : CHUNK;
+#pragma GCC unroll 4
 		for (int i = 0; i < rt; i++)
 			q8_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dx + c0, (size_t)nb, KN, sbuf[i]);
 		for (int b = 0; b < cn; b++) {
@@ -307,6 +331,7 @@ AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const int8
 				xv[k] = _mm512_load_si512(qx + (size_t)k * cols + (size_t)(c0 + b) * COLI_QK);
 				negc[k] = q8_negc(xv[k]);
 			}
+#pragma GCC unroll 4
 			for (int i = 0; i < rt; i++) {
 				const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
 				_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
@@ -320,10 +345,9 @@ AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const int8
 			}
 		}
 	}
-	for (int i = 0; i < rt; i++)
-#pragma GCC unroll 4
-		for (int k = 0; k < KN; k++)
-			y[(size_t)k * ystride + (size_t)i] = coli_avx512_hsum16(acc[i][k]);
+#define ACC(i, k) acc[i][k]
+	TILE_STORE(ACC, ACC, 0, rt, KN, y, ystride);
+#undef ACC
 }
 
 AVX512 static void rows_q8_vnni(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
@@ -344,20 +368,20 @@ AVX512 static void rows_q8_vnni(const coli_qmat *w, const coli_q8act *a, int n, 
 	int panel = coli_panel_rows(nb * sizeof(coli_block_q8), RT);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k = 0; k < n; k += KN_MAX) {
-			int kn = n - k < KN_MAX ? n - k : KN_MAX;
+		for (int k = 0, kn; k < n; k += kn) {
+			kn = input_group(n - k);
 			const int8_t *qx = a->q + (size_t)k * cols;
 			const float *dx = a->d + (size_t)k * (size_t)nb;
-			for (int r = p0; r < p1; r += RT) {
-				int rt = p1 - r < RT ? p1 - r : RT;
+			for (int r = p0; r < p1;) {
+				/* whole tiles, then single rows: constant tile
+				 * heights keep the accumulators in registers */
+				int rt = p1 - r >= RT ? RT : 1;
 				const coli_block_q8 *row0 = W + (size_t)r * (size_t)nb;
 				float *yk = y + (size_t)k * rows + r;
-				switch (kn) {
-				case 4: q8_tile(row0, nb, rt, qx, dx, 4, yk, rows); break;
-				case 3: q8_tile(row0, nb, rt, qx, dx, 3, yk, rows); break;
-				case 2: q8_tile(row0, nb, rt, qx, dx, 2, yk, rows); break;
-				default: q8_tile(row0, nb, rt, qx, dx, 1, yk, rows); break;
-				}
+#define CALL(RTc, KNc) q8_tile(row0, nb, RTc, qx, dx, KNc, yk, rows)
+				TILE_SWITCH(rt, kn, CALL)
+#undef CALL
+				r += rt;
 			}
 		}
 	}
