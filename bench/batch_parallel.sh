@@ -20,9 +20,13 @@
 #      limited to dense + 1/3 of the experts + KV of P slots + 256 MiB
 #      (page cache included), so the experts that are not cached must come
 #      from the disk; the summary line gives tokens, seconds and bytes read.
+#      Each run starts with an empty --cache-dir (no routing heat, so no
+#      warm start and no pinned set learned by the run before).
 # Prints a markdown table: P, tok/s, ratio to P=1, bytes read per generated
-# token, ratio to P=1, expert hit rate. Needs root for the cgroup and the
-# cache drop (both skipped with a note otherwise). Run it alone.
+# token, ratio to P=1, expert hit rate, the cgroup's peak memory and
+# failcnt (also WORK/batch-results/summary.md). Needs root for the cgroup
+# and the cache drop (both skipped with a note otherwise). Run it alone,
+# or under nice -n -10 on a shared machine.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=/var/tmp/coli-glm5-slice
@@ -39,7 +43,7 @@ while [ $# -gt 0 ]; do
 	--threads) threads=$2; shift ;;
 	--no-cgroup) cgroup=0 ;;
 	--coli) coli=$2; shift ;;
-	-h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,29p' "$0"; exit 0 ;;
 	*) echo "batch_parallel.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -91,21 +95,24 @@ EOF
 targs=""
 [ "$threads" -gt 0 ] && targs="--threads $threads"
 for p in $parallel; do
-	rm -f "$res/out-$p.jsonl"
+	rm -f "$res/out-$p.jsonl" "$res/p$p.cgroup"
+	rm -rf "$res/cache-$p"
 	sync
 	if [ -w /proc/sys/vm/drop_caches ]; then
 		echo 3 >/proc/sys/vm/drop_caches
 	else
 		echo "batch_parallel.sh: not root: the page cache is not dropped between runs" >&2
 	fi
-	cmd="$coli batch $model $res/in.jsonl $res/out-$p.jsonl --parallel $p --expert-cache $third --ctx 512 -q $targs"
+	cmd="$coli batch $model $res/in.jsonl $res/out-$p.jsonl --parallel $p --expert-cache $third --ctx 512 --cache-dir $res/cache-$p -q $targs"
 	echo "run: $cmd" >&2
 	if [ "$cgroup" = 1 ] && [ -w /sys/fs/cgroup/memory ]; then
 		mkdir -p "$cg"
 		# KV per slot is small next to an expert (ctx 512); 64 MiB a slot is ample
-		echo $((dense + third + p * 64 * 1024 * 1024 + 256 * 1024 * 1024)) >"$cg/memory.limit_in_bytes"
+		limit=$((dense + third + p * 64 * 1024 * 1024 + 256 * 1024 * 1024))
+		echo $limit >"$cg/memory.limit_in_bytes"
 		# shellcheck disable=SC2016,SC2086
 		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" $cmd 2>"$res/p$p.log"
+		echo "$limit $(cat "$cg/memory.max_usage_in_bytes") $(cat "$cg/memory.failcnt")" >"$res/p$p.cgroup"
 		rmdir "$cg"
 	else
 		echo "batch_parallel.sh: no writable cgroup v1 memory controller: page cache unconstrained" >&2
@@ -117,7 +124,7 @@ done
 
 # --- report ---------------------------------------------------------------------------
 "$py" - "$res" $parallel <<'EOF' | tee "$res/summary.md"
-import re, sys
+import os, re, sys
 res, ps = sys.argv[1], sys.argv[2:]
 pat = re.compile(r"(\d+) completion tokens in ([\d.]+) s .*hit rate (\S+), ([\d.]+) MB read")
 rows = []
@@ -125,10 +132,16 @@ for p in ps:
     line = [l for l in open("%s/p%s.log" % (res, p)) if "completion tokens" in l][-1]
     m = pat.search(line)
     tok, secs, hit, mb = int(m.group(1)), float(m.group(2)), m.group(3), float(m.group(4))
-    rows.append((p, tok / secs, mb * 1e6 / tok, hit))
-base_tps, base_bpt = rows[0][1], rows[0][2]
-print("| --parallel | tok/s | vs %s | disk bytes / generated token | vs %s | expert hit rate |" % (ps[0], ps[0]))
-print("| ---: | ---: | ---: | ---: | ---: | ---: |")
-for p, tps, bpt, hit in rows:
-    print("| %s | %.2f | %.2f | %.3g | %.2f | %s |" % (p, tps, tps / base_tps, bpt, bpt / base_bpt, hit))
+    cg = "n/a | n/a"
+    if os.path.exists("%s/p%s.cgroup" % (res, p)):
+        limit, peak, failcnt = open("%s/p%s.cgroup" % (res, p)).read().split()
+        cg = "%d / %d | %s" % (int(peak) >> 20, int(limit) >> 20, failcnt)
+    rows.append((p, tok, secs, tok / secs, mb * 1e6 / tok, hit, cg))
+base_tps, base_bpt = rows[0][3], rows[0][4]
+print("| --parallel | tokens | s | tok/s | vs %s | disk MB / generated token | vs %s | expert hit rate "
+      "| cgroup peak / limit MiB | failcnt |" % (ps[0], ps[0]))
+print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for p, tok, secs, tps, bpt, hit, cg in rows:
+    print("| %s | %d | %.1f | %.2f | %.2f | %.1f | %.2f | %s | %s |" % (
+        p, tok, secs, tps, tps / base_tps, bpt / 1e6, bpt / base_bpt, hit, cg))
 EOF

@@ -11,11 +11,15 @@
 # tiktoken (Kimi-format tokenizer vs js-tiktoken). --all adds the ones that
 # measure speed on this machine: kernels (int4 matvec bandwidth / triad),
 # tokenizer (throughput), http (tests/server_load.py), idle (colitop's
-# idle CPU) and dsa (bench/dsa_decode.sh: the DSA indexer against dense
+# idle CPU), dsa (bench/dsa_decode.sh: the DSA indexer against dense
 # MLA on a GLM-5-shaped slice, synthesized once into
-# /var/tmp/coli-dsa-bench, 700 MB, and reused); the GLM-5 slice figures
-# need bench/glm5_slice.sh (tens of minutes and 40 GB of disk: run it by
-# hand, see bench/README.md).
+# /var/tmp/coli-dsa-bench, 700 MB, and reused) and batch
+# (bench/batch_parallel.sh --requests 16: coli batch --parallel 1, 4, 8, 16
+# on the GLM-5 slice, 1/3 of the experts cached, memory cgroup; about 40
+# minutes on a busy 2-core machine, 2.7 GB kept in /var/tmp/coli-glm5-slice,
+# root for the cgroup); the other GLM-5 slice figures need
+# bench/glm5_slice.sh (tens of minutes and 40 GB of disk: run it by hand,
+# see bench/README.md).
 # Output: one line per figure, "NAME: measured ... | README: ...".
 # Exit status 1 when a command failed.
 set -u
@@ -27,7 +31,7 @@ while [ $# -gt 0 ]; do
 	--all) mode=all ;;
 	--coli) coli=$2; shift ;;
 	--only) only=$2; shift ;;
-	-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
 	*) echo "check-claims.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -130,7 +134,23 @@ if want tiktoken; then
 	fi
 fi
 
-[ $mode = all ] || exit $status
+[ $mode = all ] || if want batch; then
+	if sh "$top/bench/batch_parallel.sh" --coli "$coli" --reuse >"$tmp/batch.md" 2>"$tmp/batch.log"; then
+		m=$("$PY" - "$tmp/batch.md" <<'PY'
+import sys
+rows = [[c.strip() for c in l.strip().strip("|").split("|")] for l in open(sys.argv[1])
+        if l.startswith("| ") and l[2].isdigit()]
+print("; ".join("P=%s %s tok/s (%sx), %s MB/token (%sx), hit %s" % (r[0], r[3], r[4], r[5], r[6], r[7])
+                for r in rows))
+PY
+)
+		say batch "$m" "coli batch on the GLM-5 slice"
+	else
+		tail -n 3 "$tmp/batch.log"
+		failed batch "bench/batch_parallel.sh"
+	fi
+fi
+exit $status
 
 if want kernels; then
 	if "$coli" bench "$top/data/default-model" --prompt 8 --gen 8 >"$tmp/bench.json" 2>/dev/null; then
@@ -176,6 +196,22 @@ if want idle; then
 		say idle "$m" "colitop idle CPU"
 	else
 		failed idle "tui/bench_colitop.sh"
+	fi
+fi
+if want batch; then
+	if sh "$top/bench/batch_parallel.sh" --coli "$coli" --reuse >"$tmp/batch.md" 2>"$tmp/batch.log"; then
+		m=$("$PY" - "$tmp/batch.md" <<'PY'
+import sys
+rows = [[c.strip() for c in l.strip().strip("|").split("|")] for l in open(sys.argv[1])
+        if l.startswith("| ") and l[2].isdigit()]
+print("; ".join("P=%s %s tok/s (%sx), %s MB/token (%sx), hit %s" % (r[0], r[3], r[4], r[5], r[6], r[7])
+                for r in rows))
+PY
+)
+		say batch "$m" "coli batch on the GLM-5 slice"
+	else
+		tail -n 3 "$tmp/batch.log"
+		failed batch "bench/batch_parallel.sh"
 	fi
 fi
 exit $status
