@@ -134,23 +134,7 @@ if want tiktoken; then
 	fi
 fi
 
-[ $mode = all ] || if want batch; then
-	if sh "$top/bench/batch_parallel.sh" --coli "$coli" --reuse >"$tmp/batch.md" 2>"$tmp/batch.log"; then
-		m=$("$PY" - "$tmp/batch.md" <<'PY'
-import sys
-rows = [[c.strip() for c in l.strip().strip("|").split("|")] for l in open(sys.argv[1])
-        if l.startswith("| ") and l[2].isdigit()]
-print("; ".join("P=%s %s tok/s (%sx), %s MB/token (%sx), hit %s" % (r[0], r[3], r[4], r[5], r[6], r[7])
-                for r in rows))
-PY
-)
-		say batch "$m" "coli batch on the GLM-5 slice"
-	else
-		tail -n 3 "$tmp/batch.log"
-		failed batch "bench/batch_parallel.sh"
-	fi
-fi
-exit $status
+[ $mode = all ] || exit $status
 
 if want kernels; then
 	if "$coli" bench "$top/data/default-model" --prompt 8 --gen 8 >"$tmp/bench.json" 2>/dev/null; then
@@ -199,7 +183,7 @@ if want idle; then
 	fi
 fi
 if want batch; then
-	if sh "$top/bench/batch_parallel.sh" --coli "$coli" --reuse >"$tmp/batch.md" 2>"$tmp/batch.log"; then
+	if sh "$top/bench/batch_parallel.sh" --coli "$coli" --reuse --requests 16 >"$tmp/batch.md" 2>"$tmp/batch.log"; then
 		m=$("$PY" - "$tmp/batch.md" <<'PY'
 import sys
 rows = [[c.strip() for c in l.strip().strip("|").split("|")] for l in open(sys.argv[1])
