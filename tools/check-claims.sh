@@ -182,8 +182,9 @@ if want idle; then
 		failed idle "tui/bench_colitop.sh"
 	fi
 fi
+
 if want batch; then
-	if sh "$top/bench/batch_parallel.sh" --coli "$coli" --reuse --requests 16 >"$tmp/batch.md" 2>"$tmp/batch.log"; then
+	if nice -n -10 sh "$top/bench/batch_parallel.sh" --coli "$coli" --reuse --requests 16 >"$tmp/batch.md" 2>"$tmp/batch.log"; then
 		m=$("$PY" - "$tmp/batch.md" <<'PY'
 import sys
 rows = [[c.strip() for c in l.strip().strip("|").split("|")] for l in open(sys.argv[1])
