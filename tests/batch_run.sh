@@ -5,7 +5,7 @@
 #     (--parallel 1), greedy;
 #  2. a few bodies answered by `coli serve` over HTTP equal the batch
 #     bodies (same code path: only id/created and cached_tokens differ);
-#  3. SIGTERM then kill -9 mid-run, 10 times in all, then resume: every
+#  3. a SIGTERM, then kill -9 mid-run 10 times, then resume: every
 #     custom_id answered exactly once (no 503 line for the interrupted
 #     requests), with the same text as alone;
 #  4. a torn last line is cut, a bad line in the middle is refused, a
@@ -20,7 +20,8 @@ PIDS= SRV_PIDS=
 trap 'for p in $PIDS $SRV_PIDS; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 export COLI_CACHE_DIR="$T/cache"
-N=200 KILLS=10
+# KILLS interruptions: the first a SIGTERM, the others kill -9
+N=200 KILLS=11
 [ "${COLI_TEST_SANITIZED:-0}" = 1 ] && N=24 KILLS=3
 "$PY" "$top_srcdir/tests/batch_mkinput.py" $N "$T/in.jsonl" || fail "mkinput"
 
@@ -134,7 +135,7 @@ done
 "$COLI" batch "$T/in.jsonl" "$T/k.jsonl" --parallel 8 --threads 1 -q 2>>"$T/k.log" ||
 	{ cat "$T/k.log"; fail "resume"; }
 "$PY" "$T/check.py" "$T/in.jsonl" "$T/k.jsonl" "$T/alone.jsonl" || fail "after $k kills"
-echo "batch: killed $k times, resumed: every custom_id answered once, same text"
+echo "batch: SIGTERM once, kill -9 $((k - 1)) times, resumed: every custom_id answered once, same text"
 
 # 4. torn tail, corrupt middle, bad input.
 grep -E '"custom_id":"req-00[0-4]"' "$T/alone.jsonl" >"$T/torn.jsonl"
