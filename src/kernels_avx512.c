@@ -78,17 +78,21 @@
 #define PF_ROWS_Q4 COLI_PF_ROWS_Q4
 #define PF_ROWS_Q8 COLI_PF_ROWS_Q8
 
-/* Inputs per tile pass for `left` inputs to go: at most KN_MAX, and
- * never a lone last one where two can pair (4 = 2 + 2, 7 = 3 + 2 + 2).
- * Any grouping gives the same bits: each (row, input) pair's operations
- * do not change. Measured per (block, input) at int4 768 x 256, one
- * thread, ns (n = 1 / 2 / 3 / 4 / 8 inputs): tiles of up to 4 inputs
- * with a run-time height (accumulators in memory) 4.7 / 3.9 / 3.4 / 3.2
- * / 3.2; these 4.7 / 3.3 / 2.8 / 3.3 / 3.0; 4 inputs x 4 rows 3.2 (the
- * registers run out), 4..8 inputs x 2 rows or x 1 row no better than 4. */
+/* Inputs per tile pass for `left` inputs to go: 1..3 in a tile of
+ * constant height (accumulators in registers), or 4 in a tile of run-time
+ * height (accumulators in memory: 4 x 4 in registers ran out of them and
+ * was slower), never a lone last one (5 = 3 + 2, 7 = 4 + 3). Any grouping
+ * gives the same bits: each (row, input) pair's operations do not
+ * change. Measured per (block, input), one thread, ns (n = 1 / 2 / 3 / 4
+ * / 8 inputs): int4 768 x 256, all tiles of run-time height 4.7 / 3.9 /
+ * 3.4 / 3.2 / 3.2; constant heights up to 3 inputs (4 = 2 + 2) 4.7 / 3.3
+ * / 2.8 / 3.3 / 3.0; int4 2048 x 6144, 4 inputs: 1.8 in one tile of
+ * run-time height, 2.2 as 2 + 2; 4..8 inputs x 2 rows or x 1 row in
+ * registers no better. */
+#define KN_TILE 4
 static inline int input_group(int left)
 {
-	return left <= KN_MAX ? left : left == 4 || left == 7 ? 2 : KN_MAX;
+	return left <= KN_TILE ? left : left <= 6 ? KN_MAX : KN_TILE;
 }
 
 /* ---- F32 ---- */
@@ -188,7 +192,7 @@ AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const
 AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, const int rt, const float *x, size_t cols,
 			   const int KN, float *y, size_t ystride)
 {
-	__m512 acc[RT][KN_MAX];
+	__m512 acc[RT][KN_TILE];
 #pragma GCC unroll 4
 	for (int i = 0; i < rt; i++)
 #pragma GCC unroll 4
@@ -237,11 +241,18 @@ AVX512 static void rows_q8_avx512(const coli_qmat *w, const float *x, int n,
 			kn = input_group(n - k);
 			const float *xk = x + (size_t)k * cols;
 			for (int r = p0; r < p1;) {
+				const coli_block_q8 *row0 = W + (size_t)r * (size_t)nb;
+				float *yk = y + (size_t)k * rows + r;
+				if (kn == KN_TILE) {
+					/* run-time height (input_group) */
+					int rt4 = p1 - r < RT ? p1 - r : RT;
+					q8_tile(row0, nb, rt4, xk, cols, KN_TILE, yk, rows);
+					r += rt4;
+					continue;
+				}
 				/* whole tiles, then single rows: constant tile
 				 * heights keep the accumulators in registers */
 				int rt = p1 - r >= RT ? RT : 1;
-				const coli_block_q8 *row0 = W + (size_t)r * (size_t)nb;
-				float *yk = y + (size_t)k * rows + r;
 #define CALL(RTc, KNc) q8_tile(row0, nb, RTc, xk, cols, KNc, yk, rows)
 				TILE_SWITCH(rt, kn, CALL)
 #undef CALL
@@ -345,8 +356,8 @@ AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, const int rt, cons
 	float dbuf[RT][DM_CHUNK], mbuf[RT][DM_CHUNK];
 	/* the m terms are touched once per DM_CHUNK blocks: kept in memory,
 	 * so the RT x KN accumulators of the hot loop keep the registers */
-	float accm[RT][KN_MAX][16];
-	__m512 acc[RT][KN_MAX];
+	float accm[RT][KN_TILE][16];
+	__m512 acc[RT][KN_TILE];
 #pragma GCC unroll 4
 	for (int i = 0; i < rt; i++)
 #pragma GCC unroll 4
@@ -408,11 +419,18 @@ AVX512 static void rows_q4_avx512(const coli_qmat *w, const float *x, int n,
 			kn = input_group(n - k);
 			const float *xk = x + (size_t)k * cols, *xsk = xsum + (size_t)k * nb;
 			for (int r = p0; r < p1;) {
+				const coli_block_q4 *row0 = W + (size_t)r * (size_t)nb;
+				float *yk = y + (size_t)k * rows + r;
+				if (kn == KN_TILE) {
+					/* run-time height (input_group) */
+					int rt4 = p1 - r < RT ? p1 - r : RT;
+					q4_tile(row0, nb, rt4, xk, cols, xsk, KN_TILE, yk, rows);
+					r += rt4;
+					continue;
+				}
 				/* whole tiles, then single rows: constant tile
 				 * heights keep the accumulators in registers */
 				int rt = p1 - r >= RT ? RT : 1;
-				const coli_block_q4 *row0 = W + (size_t)r * (size_t)nb;
-				float *yk = y + (size_t)k * rows + r;
 #define CALL(RTc, KNc) q4_tile(row0, nb, RTc, xk, cols, xsk, KNc, yk, rows)
 				TILE_SWITCH(rt, kn, CALL)
 #undef CALL
