@@ -7,6 +7,12 @@
 
 #include "grammar.h"
 
+/* A decimal of at most 15 integer and 15 fraction digits, in units of
+ * 1e-15 (|value| < 1e30 units). */
+__extension__ typedef __int128 gnum;
+#define GNUM_SCALE 1000000000000000LL   /* units per 1 */
+#define GNUM_DIGITS 15                   /* digits of a bounded number */
+
 /* A set of NFA states (or enum candidates). */
 typedef struct gbits {
 	uint64_t w[GRAMMAR_RE_STATES / 64];
@@ -72,6 +78,13 @@ typedef struct gnode {
 	/* GN_INTEGER: inclusive bounds (minimum/maximum, exclusive ones moved
 	 * to the next integer); INT64_MIN/INT64_MAX when absent */
 	int64_t min_int, max_int;
+	/* GN_NUMBER with minimum/maximum/exclusive*: inclusive bounds in units
+	 * of 1e-15 (exclusive ones moved one unit in); a bounded number is
+	 * plain decimal (no exponent) of at most 15 digits in all, so the
+	 * values it can take convert to distinct doubles in the same order
+	 * and a decimal comparison is the comparison a validator makes */
+	int num_bounded;
+	gnum num_lo, num_hi;
 	/* GN_LITS: compact JSON texts of the allowed values */
 	int n_lits;
 	char **lits;

@@ -6,7 +6,8 @@
  *   maxItems, enum, const, anyOf, oneOf (read as anyOf: its alternatives must
  *   not overlap), local $ref into $defs/definitions or "#", minLength,
  *   maxLength, format (date, date-time, time, uuid), pattern (the subset of
- *   grammar_regex.c). Annotations (title, description, default, examples,
+ *   grammar_regex.c), minimum/maximum/exclusiveMinimum/exclusiveMaximum on
+ *   integers and numbers (exact; grammar.c checks them digit by digit). Annotations (title, description, default, examples,
  *   $schema, $id, $comment, deprecated, readOnly, writeOnly) are accepted.
  * Choices written down:
  *   - without `type`, the type is inferred from the keywords (properties ->
@@ -411,21 +412,89 @@ static int compile_string(cctx *c, json_t *s, const char *path, int node)
 	return 0;
 }
 
-/* Integer bounds. Generated integers have at most 15 digits, so bounds
- * beyond +-1e15 (zod's safe-integer range) change nothing. Bounds on
- * "number" are refused: the digit-by-digit check covers integers only. */
-static int compile_bounds(cctx *c, json_t *s, const char *path, int node, int integer)
+/* A bound of a number as a decimal in units of 1e-15 (gnum): the
+ * shortest decimal that reads back as the same double (what the schema's
+ * text said), which must have at most 15 significant digits and 15
+ * decimal places. Magnitudes of 1e15 and more are clamped to +-1e30
+ * units: a bounded number has at most 15 digits, so they decide nothing
+ * beyond "all" or "none". */
+static int bound_decimal(double x, gnum *out)
+{
+	if (fabs(x) >= 1e15) {
+		*out = (x < 0 ? -1 : 1) * (gnum)GNUM_SCALE * GNUM_SCALE;
+		return 0;
+	}
+	char buf[64];
+	int p;
+	for (p = 1; p <= 17; p++) {
+		snprintf(buf, sizeof buf, "%.*e", p - 1, x);
+		if (strtod(buf, NULL) == x)
+			break;
+	}
+	if (p > 15)
+		return -1;
+	/* buf: [-]D[.DDD]e[+-]XX */
+	gnum digits = 0;
+	const char *q = buf + (buf[0] == '-');
+	for (; *q && *q != 'e'; q++)
+		if (*q >= '0' && *q <= '9')
+			digits = digits * 10 + (*q - '0');
+	int exp10 = atoi(q + 1) - (p - 1) + GNUM_DIGITS;   /* digits x 10^exp10 units */
+	if (exp10 < 0)
+		return -1;   /* more than 15 decimal places */
+	while (exp10-- > 0)
+		digits *= 10;
+	*out = buf[0] == '-' ? -digits : digits;
+	return 0;
+}
+
+/* Bounds of a number, exact on the decimal text (see gnode.num_lo). */
+static int compile_number_bounds(cctx *c, json_t *s, const char *path, int node)
 {
 	gnode *nd = &c->g->nodes[node];
+	const gnum all = (gnum)GNUM_SCALE * GNUM_SCALE;
+	gnum lo = -all, hi = all;
+	int any = 0;
 	for (int i = 0; kw_numeric[i]; i++) {
 		json_t *v = json_object_get(s, kw_numeric[i]);
 		if (!v)
 			continue;
 		if (!json_is_number(v))
 			return coli_err_set(c->err, -EINVAL, "%s.%s: must be a number", path, kw_numeric[i]);
-		if (!integer)
-			return coli_err_set(c->err, -EINVAL, "%s.%s: bounds are supported on integers only "
-					    "(type \"integer\")", path, kw_numeric[i]);
+		gnum b;
+		if (bound_decimal(json_number_value(v), &b))
+			return coli_err_set(c->err, -EINVAL, "%s.%s: a bound of a number must have at most 15 "
+					    "significant digits and 15 decimal places", path, kw_numeric[i]);
+		any = 1;
+		if (i == 0 || i == 2)
+			lo = b + (i == 2) > lo ? b + (i == 2) : lo;
+		else
+			hi = b - (i == 3) < hi ? b - (i == 3) : hi;
+	}
+	if (!any)
+		return 0;
+	if (lo > hi || lo >= all || hi <= -all)
+		return coli_err_set(c->err, -EINVAL, "%s: no number of at most 15 digits lies within the bounds", path);
+	nd->num_bounded = 1;
+	nd->num_lo = lo;
+	nd->num_hi = hi;
+	return 0;
+}
+
+/* Integer bounds. Generated integers have at most 15 digits, so bounds
+ * beyond +-1e15 (zod's safe-integer range) change nothing. Numbers:
+ * compile_number_bounds. */
+static int compile_bounds(cctx *c, json_t *s, const char *path, int node, int integer)
+{
+	gnode *nd = &c->g->nodes[node];
+	if (!integer)
+		return compile_number_bounds(c, s, path, node);
+	for (int i = 0; kw_numeric[i]; i++) {
+		json_t *v = json_object_get(s, kw_numeric[i]);
+		if (!v)
+			continue;
+		if (!json_is_number(v))
+			return coli_err_set(c->err, -EINVAL, "%s.%s: must be a number", path, kw_numeric[i]);
 		double x = json_number_value(v);
 		if (x > 9e18)
 			x = 9e18;

@@ -87,6 +87,11 @@ SCHEMAS = [
     {"type": "array", "items": {"type": "integer", "minimum": 1000000}, "minItems": 1, "maxItems": 3},
     obj({"n": {"type": "integer", "minimum": -9007199254740991, "maximum": 9007199254740991},
          "k": {"type": ["integer", "null"], "minimum": 7, "maximum": 7}}),
+    # number bounds, exact on the decimal text (zod's .min().max() on a number)
+    obj({"p": {"type": "number", "minimum": 0, "maximum": 1},
+         "temp": {"type": "number", "exclusiveMinimum": -40.5, "maximum": 60.25}}),
+    {"type": "array", "items": {"type": "number", "minimum": 0.1, "exclusiveMaximum": 0.2}, "minItems": 1,
+     "maxItems": 4},
 ]
 
 

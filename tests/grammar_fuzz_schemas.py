@@ -91,7 +91,25 @@ def gen_schema(r, depth, defs):
     if k == "integer" and r.random() < 0.5:
         lo = r.choice([-1000, -7, 0, 1, 99])
         return {"type": "integer", "minimum": lo, "maximum": lo + r.choice([0, 5, 1000, 10**6])}
+    if k == "number" and r.random() < 0.5:
+        lo = r.choice([-2.5, -1, 0, 0.1, 3.75])
+        hi = lo + r.choice([0, 0.5, 1, 100])
+        s = {"type": "number", "minimum": lo, "maximum": hi}
+        if hi > lo and r.random() < 0.5:
+            s = {"type": "number", "exclusiveMinimum": lo, "exclusiveMaximum": hi}
+        return s
     return {"type": k}
+
+
+def bounded_number(r, s):
+    """A value within a number's bounds, in the subset the grammar writes
+    for a bounded number (plain decimal, at most 15 digits)."""
+    lo = s.get("minimum", s.get("exclusiveMinimum"))
+    hi = s.get("maximum", s.get("exclusiveMaximum"))
+    cands = [lo, hi, (lo + hi) / 2, lo + (hi - lo) * 0.125, round(r.uniform(lo, hi), r.randint(0, 4))]
+    ok = [v for v in cands if "e" not in repr(v) and sum(ch.isdigit() for ch in repr(v)) <= 15 and
+          (lo < v < hi if "exclusiveMinimum" in s else lo <= v <= hi)]
+    return r.choice(ok) if ok else None
 
 
 def gen_value(r, s, root):
@@ -133,6 +151,8 @@ def gen_value(r, s, root):
         hi = s.get("maxLength", lo + 6)
         return "".join(r.choice("ab \"\\\n/éž漢😀") for _ in range(r.randint(lo, hi)))
     if t == "number":
+        if "minimum" in s or "exclusiveMinimum" in s:
+            return bounded_number(r, s)
         return r.choice([0, -3, 2.5, 1e-7, -0.125, 123456789])
     if t == "integer":
         return r.randint(s.get("minimum", -10**9), s.get("maximum", 10**9))

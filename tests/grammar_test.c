@@ -176,7 +176,63 @@ static void unit(void)
 	/* zod's int(): the safe-integer range */
 	expect("{\"type\":\"integer\",\"minimum\":-9007199254740991,\"maximum\":9007199254740991}", "-42", 1);
 	/* unsupported input names the keyword or field */
-	expect_error("{\"type\":\"number\",\"minimum\":3}", "minimum");
+	/* number bounds: exact on the decimal text; a bounded number is plain
+	 * decimal of at most 15 digits in all */
+	const char *unit01 = "{\"type\":\"number\",\"minimum\":0,\"maximum\":1}";
+	expect(unit01, "0", 1);
+	expect(unit01, "1", 1);
+	expect(unit01, "0.5", 1);
+	expect(unit01, "1.0", 1);
+	expect(unit01, "1.00000000000001", 0);
+	expect(unit01, "1.01", 0);
+	expect(unit01, "-0", 1);
+	expect(unit01, "-0.0", 1);
+	expect(unit01, "-0.1", 0);
+	expect(unit01, "0.99999999999999", 1);
+	expect(unit01, "0.999999999999999", 0);   /* 16 digits */
+	expect(unit01, "1e0", 0);                 /* no exponent */
+	expect(unit01, "2", 0);
+	expect(unit01, "10", 0);
+	const char *open01 = "{\"type\":\"number\",\"exclusiveMinimum\":0,\"exclusiveMaximum\":1}";
+	expect(open01, "0", 0);
+	expect(open01, "0.0", 0);
+	expect(open01, "0.00000000000001", 1);
+	expect(open01, "0.99", 1);
+	expect(open01, "1", 0);
+	expect(open01, "-0", 0);
+	const char *negr = "{\"type\":\"number\",\"minimum\":-2.5,\"maximum\":-2.25}";
+	expect(negr, "-2.5", 1);
+	expect(negr, "-2.25", 1);
+	expect(negr, "-2.3", 1);
+	expect(negr, "-2.2", 0);
+	expect(negr, "-2.51", 0);
+	expect(negr, "-2", 0);
+	expect(negr, "-3", 0);
+	expect(negr, "2.3", 0);
+	const char *tenth = "{\"type\":\"number\",\"minimum\":0.1}";
+	expect(tenth, "0.1", 1);
+	expect(tenth, "0.09999", 0);
+	expect(tenth, "0.10001", 1);
+	expect(tenth, "100000", 1);
+	expect(tenth, "123456789012345", 1);
+	expect(tenth, "1234567890123456", 0);
+	expect(tenth, "12345678901234.5", 1);
+	expect(tenth, "12345678901234.56", 0);  /* 16 digits */
+	/* a one-point range, in a type list, in an object (zod's .min().max()) */
+	expect("{\"type\":[\"number\",\"null\"],\"minimum\":0.75,\"maximum\":0.75}", "0.75", 1);
+	expect("{\"type\":[\"number\",\"null\"],\"minimum\":0.75,\"maximum\":0.75}", "0.750", 1);
+	expect("{\"type\":[\"number\",\"null\"],\"minimum\":0.75,\"maximum\":0.75}", "0.7", 0);
+	expect("{\"type\":[\"number\",\"null\"],\"minimum\":0.75,\"maximum\":0.75}", "null", 1);
+	expect("{\"type\":\"object\",\"properties\":{\"p\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}},"
+	       "\"required\":[\"p\"],\"additionalProperties\":false}", "{\"p\":0.25}", 1);
+	expect("{\"type\":\"object\",\"properties\":{\"p\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}},"
+	       "\"required\":[\"p\"],\"additionalProperties\":false}", "{\"p\":1.5}", 0);
+	expect("{\"type\":\"number\",\"maximum\":1e300}", "-5.5", 1);   /* beyond 15 digits: no bound */
+	expect_error("{\"type\":\"number\",\"minimum\":0.1234567890123456}", "minimum");
+	expect_error("{\"type\":\"number\",\"exclusiveMaximum\":1e-16}", "exclusiveMaximum");
+	expect_error("{\"type\":\"number\",\"minimum\":2,\"maximum\":1}", "no number");
+	expect_error("{\"type\":\"number\",\"minimum\":1e300}", "no number");
+	expect_error("{\"type\":\"number\",\"minimum\":\"3\"}", "minimum");
 	expect_error("{\"type\":\"integer\",\"minimum\":3,\"maximum\":2}", "bounds");
 	expect_error("{\"type\":\"integer\",\"multipleOf\":3}", "multipleOf");
 	expect_error("{\"type\":\"object\",\"properties\":{\"a\":{\"not\":{}}}}", "properties.a: unsupported JSON Schema keyword \"not\"");
