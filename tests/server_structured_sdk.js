@@ -2,7 +2,7 @@
 // official clients, unchanged, against `coli serve` on the default model
 // (started by server_structured_sdk.sh; URL in argv[2]):
 //   openai: zodResponseFormat + chat.completions.parse (the SDK parses and
-//   validates the reply with zod), the same streamed
+//   validates the reply with zod; number bounds included), the same streamed
 //   (chat.completions.stream + finalChatCompletion), a forced tool through
 //   zodFunction (parsed_arguments), logprobs fields;
 //   @anthropic-ai/sdk: a forced tool, streamed and not.
@@ -59,6 +59,16 @@ async function main() {
 			assert.ok(m.parsed, 'parsed');
 			Fortune.parse(m.parsed);
 			assert.deepStrictEqual(m.parsed, JSON.parse(m.content));
+		}
+	});
+	await check('zod number bounds (.min/.max/.gt on numbers and integers)', async () => {
+		const Reading = z.object({ confidence: z.number().min(0).max(1), celsius: z.number().gt(-40).lte(60),
+			count: z.number().int().min(1).max(12) });
+		for (const seed of [7, 8]) {
+			const c = await oai.chat.completions.parse({ model, messages: msgs, seed, temperature: 0.8,
+				max_tokens: 200, response_format: zodResponseFormat(Reading, 'reading') });
+			assert.strictEqual(c.choices[0].finish_reason, 'stop');
+			Reading.parse(c.choices[0].message.parsed);
 		}
 	});
 	await check('stream with zodResponseFormat', async () => {
