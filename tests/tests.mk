@@ -27,9 +27,9 @@ EXTRA_DIST += tests/core_placement.sh tests/core_session_resume.sh tests/core_do
 
 # Structured output: the schema grammar and its token mask
 check_PROGRAMS += tests/grammar_test
-TESTS += tests/grammar_test tests/grammar_fuzz.sh tests/grammar_conformance.sh tests/grammar_mask.sh \
+TESTS += tests/grammar_test tests/grammar_fuzz.sh tests/grammar_conformance.sh tests/grammar_cli.sh tests/grammar_mask.sh \
 	tests/server_structured.sh tests/server_structured_sdk.sh tests/server_thinking.sh
-EXTRA_DIST += tests/grammar_fuzz.sh tests/grammar_fuzz_schemas.py tests/grammar_conformance.sh tests/grammar_conformance_check.py \
+EXTRA_DIST += tests/grammar_fuzz.sh tests/grammar_fuzz_schemas.py tests/grammar_conformance.sh tests/grammar_cli.sh tests/grammar_conformance_check.py \
 	tests/grammar_mask.sh tests/server_structured.sh tests/server_structured_wire.py tests/server_structured_sdk.sh \
 	tests/server_structured_sdk.js tests/server_thinking.sh tests/server_thinking_wire.py tests/server_thinking_sdk.js bench/grammar_mask.sh
 tests_grammar_test_SOURCES = tests/grammar_test.c tests/test_util.h
