@@ -116,9 +116,9 @@ static void test_chat_bad(void)
 		{ "\"response_format\":{\"type\":\"json_schema\"}", "response_format.json_schema" },
 		{ "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"a\"}}",
 		  "response_format.json_schema.schema" },
-		{ "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"minimum\":1}}}",
+		{ "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"minimum\":1e-20}}}",
 		  "response_format.json_schema.schema" },
-		{ "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"minimum\":1}}}",
+		{ "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"minimum\":1e-20}}}",
 		  "minimum" },
 		{ "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
 		  "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"g\"}}", "tool_choice.function.name" },
