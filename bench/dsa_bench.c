@@ -35,7 +35,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "container.h"
+#include "model_container.h"
 #include "expert_stats.h"
 #include "expert_store.h"
 #include "model.h"

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "container.h"
+#include "model_container.h"
 #include "kernels.h"
 #include "quant.h"
 

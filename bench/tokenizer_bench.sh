@@ -26,7 +26,7 @@ best() { # best-of-3 CPU time of "$@" (stdout discarded)
 }
 
 # ~16 MiB of each text
-cat "$top"/src/*.c > "$tmp/code1"
+cat "$top"/src/*.c "$top"/cli/*.c > "$tmp/code1"
 : > "$tmp/code.txt"
 while [ "$(wc -c < "$tmp/code.txt")" -lt 16000000 ]; do cat "$tmp/code1" >> "$tmp/code.txt"; done
 texts="code.txt"

@@ -1,7 +1,6 @@
 # src/batch.mk: owned by its module; appends to the lists in Makefile.am.
 # `coli batch` (Batch API lines through the server's own request code,
-# in-process).
-libcoli_a_SOURCES += src/batch_io.h src/batch_io.c src/cmd_batch.c
+# in-process; the command and its I/O are in cli/).
 
 TESTS += tests/batch_run.sh
 EXTRA_DIST += tests/batch_run.sh tests/batch_mkinput.py

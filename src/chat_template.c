@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "chat_template.h"
-#include "unicode.h"
+#include "util_unicode.h"
 
 typedef struct sb {
 	char *p;

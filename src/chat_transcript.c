@@ -12,7 +12,7 @@
 #include "chat_transcript.h"
 #include "engine.h"
 #include "kv_store.h"
-#include "manifest.h"
+#include "model_manifest.h"
 
 static const char *const finish_names[] = { "", "stop", "length", "cancelled", "error" };
 

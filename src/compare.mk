@@ -1,7 +1,7 @@
 # src/compare.mk: owned by its module; appends to the lists in Makefile.am.
 # `coli compare`: local vs remote endpoint, streamed with libcurl.
 libcoli_a_SOURCES += src/compare.h src/compare_prompts.c src/compare_client.c \
-	src/compare_metrics.c src/compare_json.c src/compare_format.c src/cmd_compare.c
+	src/compare_metrics.c src/compare_json.c src/compare_format.c
 
 # Pure parts: JSON extraction and diff, SSE decoding, metrics parsing,
 # prompts, the output formats.

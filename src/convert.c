@@ -30,9 +30,9 @@
 #include "coli_log.h"
 #include "hf_config.h"
 #include "kernels.h"
-#include "manifest.h"
+#include "model_manifest.h"
 #include "quant.h"
-#include "sha256.h"
+#include "util_sha256.h"
 
 #define STATE_NAME ".convert-state.json"
 #define STATE_FORMAT "colitop-convert-state"

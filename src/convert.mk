@@ -1,11 +1,8 @@
 # src/convert.mk: owned by its module; appends to the lists in Makefile.am.
-# Model container (read side), `coli convert`, `coli info`.
+# `coli convert` and `coli info` (the container reader is in model.mk).
 libcoli_a_SOURCES += \
-	src/container.c src/container.h src/weight_mem.c src/weight_mem.h \
-	src/manifest.c src/manifest.h \
 	src/convert.c src/convert_plan.c src/convert_write.c src/convert_manifest.c \
-	src/convert.h \
-	src/cmd_convert.c src/cmd_info.c
+	src/convert.h
 
 check_PROGRAMS += tests/convert_check tests/convert_manifest
 tests_convert_check_SOURCES = tests/convert_check.c

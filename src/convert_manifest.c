@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "hf_config.h"
-#include "manifest.h"
+#include "model_manifest.h"
 #include "quant.h"
 
 static int class_qtype(const convert_opts *o, const convert_plan *p, int cls)

@@ -23,7 +23,7 @@
 #include "coli_log.h"
 #include "hf_config.h"
 #include "quant.h"
-#include "sha256.h"
+#include "util_sha256.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 

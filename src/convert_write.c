@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include "kernels.h"
-#include "manifest.h"
+#include "model_manifest.h"
 #include "quant.h"
-#include "sha256.h"
+#include "util_sha256.h"
 
 typedef struct wfile {
 	int fd;

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache_dir.h"
+#include "kv_cache_dir.h"
 #include "coli_log.h"
 #include "engine_draft.h"
 #include "engine_internal.h"

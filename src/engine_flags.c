@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_util.h"
+#include "util_args.h"
 #include "engine_flags.h"
 
 const char coli_engine_flags_help[] =

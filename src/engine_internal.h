@@ -15,7 +15,7 @@
 #include "kv_file.h"
 #include "model.h"
 #include "sampler.h"
-#include "stop_match.h"
+#include "engine_stop_match.h"
 
 #define ENGINE_DEFAULT_QUEUE 16
 #define ENGINE_DEFAULT_CTX 4096

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cache_dir.h"
+#include "kv_cache_dir.h"
 #include "coli_log.h"
 #include "engine_internal.h"
 #include "kv_store.h"

@@ -25,7 +25,7 @@
 #include "config.h"
 
 #include "expert_store_int.h"
-#include "weight_mem.h"
+#include "model_weight_mem.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -34,7 +34,7 @@
 #include <time.h>
 
 #include "coli_log.h"
-#include "size_parse.h"
+#include "util_size_parse.h"
 
 /* Prefetch gate. A prefetch costs its wrong guesses' reads; it pays by
  * overlapping the right ones with compute. When the engine is bound by the

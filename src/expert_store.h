@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "coli_err.h"
-#include "container.h"
+#include "model_container.h"
 
 typedef struct expert_store expert_store;
 typedef struct expert_stats expert_stats;
@@ -131,7 +131,7 @@ int expert_store_poll(expert_store *s);
 
 /* Shared option parsing so every command spells the store's flags the same
  * way (see man/engine-options.inc):
- *   --expert-cache SIZE   (COLI_EXPERT_CACHE)   size_parse.h syntax, "auto"
+ *   --expert-cache SIZE   (COLI_EXPERT_CACHE)   util_size_parse.h syntax, "auto"
  *   --pin-budget SIZE     (COLI_PIN_BUDGET)
  *   --prefetch / --no-prefetch (COLI_PREFETCH=0|1)
  *   --direct / --no-direct     (COLI_DIRECT=0|1|auto)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "model_config.h"
-#include "size_parse.h"
+#include "util_size_parse.h"
 
 int64_t coli_kv_plan(const coli_config *c, int ctx_opt, int kv_ram_opt, int parallel, int *ctx_out,
 		     int *kv_ram_out, int *slots_out)

@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "coli_log.h"
-#include "crc32c.h"
+#include "util_crc32c.h"
 
 #define HEAT_HALF_LIFE 2048.0 /* tokens; long: the pinned set is the long-term favourites */
 #define HEAT_MAGIC "COLIHEAT"

@@ -47,7 +47,7 @@
 #include <unistd.h>
 
 #include "coli_log.h"
-#include "sha256.h"
+#include "util_sha256.h"
 
 #define DEFAULT_DEPTH 64
 #define MIRROR_STRIPE (1u << 20)

@@ -36,7 +36,7 @@
 #include <strings.h>
 
 #include "coli_log.h"
-#include "size_parse.h"
+#include "util_size_parse.h"
 
 
 void expert_store_opts_default(expert_store_opts *o)

@@ -1,5 +1,5 @@
 /* forward.c - the DeepSeek-V3 forward pass: embedding, MLA attention over
- * the compressed KV cache, dense FFN, MoE (moe.c), final norm and lm_head.
+ * the compressed KV cache, dense FFN, MoE (forward_moe.c), final norm and lm_head.
  *
  * Positions are processed in chunks of up to max_batch so every weight
  * matrix is streamed once per chunk (prefill) and once per token (decode).
@@ -16,7 +16,7 @@
  * (kernels_q8.h: per input row, so this stays exact between prefill and
  * decode too); the heads' W_UV products run inside the attention tasks
  * (q8 with the state's per-head scratch). The W_UK absorption (a
- * transposed product, vec_ops.c) runs per head in pool tasks and stays
+ * transposed product, forward_vec_ops.c) runs per head in pool tasks and stays
  * f32. */
 #include "config.h"
 
@@ -27,10 +27,10 @@
 #include <time.h>
 
 #include "forward_ops.h"
-#include "indexer.h"
-#include "moe.h"
-#include "state.h"
-#include "vec_ops.h"
+#include "forward_indexer.h"
+#include "forward_moe.h"
+#include "forward_state.h"
+#include "forward_vec_ops.h"
 
 static double now_s(void)
 {

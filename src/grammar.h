@@ -1,6 +1,6 @@
 /* grammar.h - JSON documents under a JSON Schema, recognised byte by byte.
  *
- * A compiled grammar (grammar_compile_schema, json_schema.c) is a graph of
+ * A compiled grammar (grammar_compile_schema, grammar_json_schema.c) is a graph of
  * nodes, one per schema construct. A matcher state is a small set of
  * pushdown stacks (anyOf may leave several readings alive); each stack is a
  * chain of immutable frames (object, array, string, number, literal ...)

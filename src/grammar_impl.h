@@ -1,5 +1,5 @@
 /* grammar_impl.h - the compiled grammar and the matcher's frames (private to
- * json_schema.c, grammar.c, grammar_regex.c and grammar_mask.c). */
+ * grammar_json_schema.c, grammar.c, grammar_regex.c and grammar_mask.c). */
 #ifndef COLI_GRAMMAR_IMPL_H
 #define COLI_GRAMMAR_IMPL_H
 

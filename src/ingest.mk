@@ -1,11 +1,10 @@
 # src/ingest.mk: owned by its module; appends to the lists in Makefile.am.
 # Checkpoint ingestion: safetensors reader, dtype conversions, config.json
-# parser, SHA-256.
+# parser (SHA-256 is in util.mk).
 libcoli_a_SOURCES += \
-	src/dtype.c src/dtype.h \
+	src/ingest_dtype.c src/ingest_dtype.h \
 	src/safetensors.c src/safetensors_dir.c src/safetensors.h \
-	src/hf_config.c src/hf_config_write.c src/hf_config.h \
-	src/sha256.c src/sha256.h
+	src/hf_config.c src/hf_config_write.c src/hf_config.h
 
 INGEST_TESTS = tests/ingest_dtype tests/ingest_sha256 tests/ingest_safetensors \
 	tests/ingest_config tests/ingest_corpus

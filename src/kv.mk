@@ -1,13 +1,11 @@
 # src/kv.mk: owned by its module; appends to the lists in Makefile.am.
-# KV sessions on disk: CRC32C, the .kv format, the session store, the cache
+# KV sessions on disk: the .kv format, the session store, the cache
 # directory rule and `coli sessions`.
 libcoli_a_SOURCES += \
-	src/crc32c.c src/crc32c.h \
 	src/kv_file.c src/kv_file.h src/kv_format.h \
 	src/kv_session.c \
 	src/kv_store.c src/kv_store.h \
-	src/cache_dir.c src/cache_dir.h \
-	src/cmd_sessions.c
+	src/kv_cache_dir.c src/kv_cache_dir.h
 
 KV_TESTS = tests/kv_crc32c tests/kv_file tests/kv_store
 # kv_bench prints the file-format figures and bench/kv_resume.sh the engine's

@@ -68,7 +68,7 @@
 #include <unistd.h>
 
 #include "coli_log.h"
-#include "crc32c.h"
+#include "util_crc32c.h"
 #include "kv_format.h"
 #include "kv_store.h"
 

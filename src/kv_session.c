@@ -17,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache_dir.h"
+#include "kv_cache_dir.h"
 #include "coli_log.h"
-#include "crc32c.h"
+#include "util_crc32c.h"
 #include "kv_format.h"
 #include "kv_store.h"
 

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "coli_err.h"
-#include "container.h"
+#include "model_container.h"
 #include "expert_store.h"
 #include "kernels.h"
 #include "model_config.h"
@@ -137,7 +137,7 @@ typedef struct coli_state coli_state;
 
 /* Y[n][rows] = X[n][cols] W^T as the model's activation mode says:
  * coli_matmul, or coli_matmul_q8 with the state's scratch (for forward.c
- * and moe.c; engine thread only, not from inside pool tasks). */
+ * and forward_moe.c; engine thread only, not from inside pool tasks). */
 void coli_model_matmul(const coli_model *m, coli_state *s, const coli_qmat *w, const float *x,
 		       int n, float *y);
 /* The products g[0..count) the same way, in one pool run where they fit

@@ -1,6 +1,5 @@
 # The embedded default model (data/default-model, trained by tools/train)
 # and `coli perplexity`, the engine-side quality check of a model.
-libcoli_a_SOURCES += src/cmd_perplexity.c
 
 man_MANS += man/coli-perplexity.1
 EXTRA_DIST += man/coli-perplexity.1.in

@@ -19,10 +19,10 @@
 #include <unistd.h>
 
 #include "coli_log.h"
-#include "hub_client.h"
-#include "manifest.h"
+#include "pull_hub.h"
+#include "model_manifest.h"
 #include "safetensors.h"
-#include "sha256.h"
+#include "util_sha256.h"
 
 #define STAGING ".pull"
 #define PSTATE_FORMAT "colitop-pull-state"

@@ -2,7 +2,7 @@
 # `coli pull`: Hugging Face Hub client (libcurl) and the shard-at-a-time
 # download-and-convert driver.
 libcoli_a_SOURCES += \
-	src/hub_client.c src/hub_client.h src/pull.c src/pull.h src/cmd_pull.c
+	src/pull_hub.c src/pull_hub.h src/pull.c src/pull.h
 
 PULL_TESTS = tests/pull_hub.sh
 TESTS += $(PULL_TESTS)

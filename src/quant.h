@@ -93,7 +93,7 @@ double coli_quant_rel_rms_int4_symmetric(const float *w, int rows, int cols);
 
 /* Half-precision helpers (IEEE binary16 <-> float), round-to-nearest-even.
  * half -> float is exact and inline: the per-group scale loops of the
- * attention products (vec_ops.c) call it twice per 64 weights. */
+ * attention products (forward_vec_ops.c) call it twice per 64 weights. */
 static inline float coli_half_to_float(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000) << 16;

@@ -4,8 +4,8 @@ libcoli_a_SOURCES += \
 	src/quant.c src/quant.h \
 	src/kernels.c src/kernels_group.c src/kernels_avx2.c src/kernels_avx512.c src/kernels.h src/kernels_tiling.h \
 	src/kernels_avx512_inline.h \
-	src/pool.c \
-	src/bench_kernels.c src/bench_kernels.h
+	src/quant_pool.c \
+	src/quant_kernel_bench.c src/quant_kernel_bench.h
 
 # int8 activations (opt-in --act-quant q8): kernels_q8.h
 libcoli_a_SOURCES += \
@@ -38,3 +38,8 @@ tests_quant_pool_test_LDADD = libcoli.a $(COLI_LIBS)
 noinst_PROGRAMS += tests/quant_bench
 tests_quant_bench_SOURCES = tests/quant_bench.c
 tests_quant_bench_LDADD = libcoli.a $(COLI_LIBS)
+
+# per-input cost of the matmul kernels for n = 1..8 inputs (bench/README.md)
+noinst_PROGRAMS += bench/matmul_rows_bench
+bench_matmul_rows_bench_SOURCES = bench/matmul_rows_bench.c
+bench_matmul_rows_bench_LDADD = libcoli.a $(COLI_LIBS)

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dtype.h"
+#include "ingest_dtype.h"
 
 static const struct {
 	const char *name;

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dtype.h"
+#include "ingest_dtype.h"
 #include "safetensors_write.h"
 
 struct stw_tensor {

@@ -5,8 +5,7 @@ libcoli_a_SOURCES += \
 	src/server_util.c src/server_parse.c src/server_anthropic.c \
 	src/server_openai.c src/server_stop.c src/server_gen.c \
 	src/server_metrics.c src/server_handlers.c src/server_http.c src/server_guard.c src/server_head.c src/server_door.c src/server_structured.c \
-	src/server_logprobs.c src/server_think.c \
-	src/cmd_serve.c
+	src/server_logprobs.c src/server_think.c
 
 # Unit tests of the pure parts (parsing, formatting, stop strings, tools).
 check_PROGRAMS += tests/server_test_parse tests/server_test_format tests/server_test_gen \

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "server_internal.h"
-#include "unicode.h"
+#include "util_unicode.h"
 
 int srv_parse_logprobs(json_t *root, int chat, srv_request *r, srv_error *e)
 {

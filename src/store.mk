@@ -1,8 +1,7 @@
 # src/store.mk: owned by its module; appends to the lists in Makefile.am.
 # Tiered expert store (pinned / cached / disk, io_uring, mirrors, heat),
-# its telemetry block, size parsing, and `coli iobench`.
+# its telemetry block and the disk baseline of `coli iobench` (store_iobench.c).
 libcoli_a_SOURCES += \
-	src/size_parse.c src/size_parse.h \
 	src/expert_stats.c src/expert_stats.h \
 	src/expert_store.h src/expert_store_int.h \
 	src/expert_store.c src/expert_store_io.c src/expert_store_policy.c \
@@ -34,7 +33,7 @@ tests_store_stats_SOURCES = tests/store_stats.c tests/store_test.h
 tests_store_stats_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/store_policy tests/store_stats
 
-libcoli_a_SOURCES += src/iobench.c src/iobench.h src/cmd_iobench.c
+libcoli_a_SOURCES += src/store_iobench.c src/store_iobench.h
 TESTS += tests/store_iobench.sh
 EXTRA_DIST += tests/store_iobench.sh
 

@@ -4,8 +4,7 @@
 libcoli_a_SOURCES += \
 	src/safetensors_write.c src/safetensors_write.h \
 	src/synth.c src/synth.h src/synth_impl.h \
-	src/synth_weights.c src/synth_tokenizer.c \
-	src/cmd_synth.c
+	src/synth_weights.c src/synth_tokenizer.c
 
 check_PROGRAMS += tests/synth_writer
 tests_synth_writer_SOURCES = tests/synth_writer.c

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "tokenizer_impl.h"
-#include "unicode.h"
+#include "util_unicode.h"
 
 /* Whitespace as JavaScript's String.prototype.trim sees it (the reference
  * strips with trimStart/trimEnd for lstrip/rstrip). */

@@ -1,9 +1,7 @@
 # src/tokenizer.mk: owned by its module; appends to the lists in Makefile.am.
-libcoli_a_SOURCES += src/unicode.c src/unicode.h src/tokenizer_impl.h \
+libcoli_a_SOURCES += src/tokenizer.h src/tokenizer_impl.h \
 	src/tokenizer_map.c src/tokenizer_load.c src/tokenizer_tiktoken.c src/tokenizer_pretok.c \
-	src/tokenizer_bpe.c src/tokenizer.c src/tokenizer_decode.c \
-	src/chat_template.c src/cmd_tokenize.c src/cmd_tokenize_chat.c \
-	src/cmd_chat.c
+	src/tokenizer_bpe.c src/tokenizer.c src/tokenizer_decode.c
 
 check_PROGRAMS += tests/tokenizer_test
 tests_tokenizer_test_SOURCES = tests/tokenizer_test.c

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "tokenizer_impl.h"
-#include "unicode.h"
+#include "util_unicode.h"
 
 typedef struct buf {
 	char *p;

@@ -15,7 +15,7 @@
 
 #include "coli_log.h"
 #include "tokenizer_impl.h"
-#include "unicode.h"
+#include "util_unicode.h"
 
 /* Map a GPT-2 alphabet string back to bytes; -1 if a char is outside it. */
 static int bytelevel_to_bytes(const char *s, size_t n, char *out, size_t *out_len)

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "container.h"
+#include "model_container.h"
 #include "quant.h"
 #include "safetensors.h"
 

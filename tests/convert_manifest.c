@@ -1,4 +1,4 @@
-/* convert_manifest.c - unit tests of the manifest helpers (manifest.c) and
+/* convert_manifest.c - unit tests of the manifest helpers (model_manifest.c) and
  * of container-open edge cases that need no model. */
 #include "config.h"
 
@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "container.h"
+#include "model_container.h"
 #include "convert.h"
-#include "manifest.h"
+#include "model_manifest.h"
 
 static int failures;
 #define CHECK(cond)                                                          \

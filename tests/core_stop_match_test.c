@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stop_match.h"
+#include "engine_stop_match.h"
 
 static int failures;
 

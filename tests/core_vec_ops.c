@@ -1,4 +1,4 @@
-/* core_vec_ops.c - the attention loops of vec_ops.h.
+/* core_vec_ops.c - the attention loops of forward_vec_ops.h.
  *
  * What it proves:
  *  - coli_vec_dot_rows gives coli_vec_dot's bits for every row (lengths
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vec_ops.h"
+#include "forward_vec_ops.h"
 #include "test_util.h"
 
 static void test_dot_rows(void)

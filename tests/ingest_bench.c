@@ -12,10 +12,10 @@
 #include <math.h>
 #include <time.h>
 
-#include "dtype.h"
+#include "ingest_dtype.h"
 #include "ingest_util.h"
 #include "safetensors.h"
-#include "sha256.h"
+#include "util_sha256.h"
 
 static double now(void)
 {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dtype.h"
+#include "ingest_dtype.h"
 #include "safetensors.h"
 
 static int failures;

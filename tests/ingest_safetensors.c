@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "dtype.h"
+#include "ingest_dtype.h"
 #include "ingest_util.h"
 #include "safetensors.h"
 

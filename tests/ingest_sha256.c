@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ingest_util.h"
-#include "sha256.h"
+#include "util_sha256.h"
 
 static int force_portable;
 

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "crc32c.h"
+#include "util_crc32c.h"
 #include "kv_store.h"
 #include "kv_test.h"
 

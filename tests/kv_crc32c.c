@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crc32c.h"
+#include "util_crc32c.h"
 
 int main(void)
 {

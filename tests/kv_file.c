@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "crc32c.h"
+#include "util_crc32c.h"
 #include "kv_test.h"
-#include "sha256.h"
+#include "util_sha256.h"
 
 #define L 3
 #define W 8

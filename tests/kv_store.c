@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache_dir.h"
-#include "manifest.h"
-#include "sha256.h"
+#include "kv_cache_dir.h"
+#include "model_manifest.h"
+#include "util_sha256.h"
 #include "kv_store.h"
 #include "kv_test.h"
 

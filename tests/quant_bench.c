@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_kernels.h"
+#include "quant_kernel_bench.h"
 
 int main(int argc, char **argv)
 {

@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache_dir.h"
+#include "kv_cache_dir.h"
 #include "expert_store_budget.h"
 #include "model_config.h"
-#include "size_parse.h"
+#include "util_size_parse.h"
 #include "store_test.h"
 
 #define MiB (1024LL * 1024)

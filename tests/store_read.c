@@ -7,7 +7,7 @@
 #include "coli_log.h"
 #include "expert_stats.h"
 #include "expert_store.h"
-#include "sha256.h"
+#include "util_sha256.h"
 #include "store_test.h"
 
 #define LAYERS 4     /* layer 0 dense, 1..3 MoE */
@@ -212,7 +212,7 @@ static void test_in_use(test_model *m)
 	expert_store_free(s);
 }
 
-/* The engine's order (moe.c): prefetch layer L+1, then acquire layer L in
+/* The engine's order (forward_moe.c): prefetch layer L+1, then acquire layer L in
  * groups, release L. With no cache and perfect predictions every prefetched
  * record must be used (precision 1): a prefetch may not evict another
  * prefetch still waiting for its acquire. */

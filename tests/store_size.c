@@ -5,8 +5,8 @@
 
 #include "expert_store.h"
 #include "expert_store_int.h"
-#include "iobench.h"
-#include "size_parse.h"
+#include "store_iobench.h"
+#include "util_size_parse.h"
 #include "store_test.h"
 
 static void ok(const char *s, int64_t avail, int64_t want)

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "container.h"
+#include "model_container.h"
 
 #define CHECK(cond) do { \
 	if (!(cond)) { \

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "coli_err.h"
-#include "dtype.h"
+#include "ingest_dtype.h"
 #include "safetensors.h"
 #include "safetensors_write.h"
 

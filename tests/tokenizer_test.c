@@ -17,7 +17,7 @@
 
 #include "tokenizer.h"
 #include "tokenizer_impl.h"
-#include "unicode.h"
+#include "util_unicode.h"
 
 static int failures;
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); failures++; } } while (0)

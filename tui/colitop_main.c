@@ -24,11 +24,11 @@
 
 #include <jansson.h>
 
-#include "cache_dir.h"
-#include "cli_util.h"
+#include "kv_cache_dir.h"
+#include "util_args.h"
 #include "coli_log.h"
 #include "engine_flags.h"
-#include "manifest.h"
+#include "model_manifest.h"
 #include "model_dir.h"
 #include "tui_app.h"
 #include "tui_signal.h"

@@ -17,7 +17,7 @@
 #include "tui_app.h"
 #include "tui_signal.h"
 #include "tui_theme.h"
-#include "unicode.h"
+#include "util_unicode.h"
 
 double tui_now(void)
 {

@@ -6,7 +6,7 @@
 #include <wchar.h>
 
 #include "tui_text.h"
-#include "unicode.h"
+#include "util_unicode.h"
 
 size_t tui_utf8_next(const char *s, size_t n, uint32_t *cp)
 {

@@ -25,9 +25,9 @@
 #include <unistd.h>
 
 #include "coli_log.h"
-#include "container.h"
+#include "model_container.h"
 #include "fuzz_util.h"
-#include "manifest.h"
+#include "model_manifest.h"
 #include "model.h"
 
 static void make_files(const char *dir, const uint8_t *data, size_t size)

@@ -40,9 +40,9 @@ if ! $CLANG -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-re
 	-o "$out/fuzz_request" "$here/fuzz_request.c" \
 	"$src/server_parse.c" "$src/server_anthropic.c" "$src/server_util.c" \
 	"$src/server_openai.c" "$src/server_stop.c" "$src/chat_template.c" \
-	"$src/server_head.c" "$src/server_logprobs.c" "$src/server_structured.c" "$src/json_schema.c" "$src"/grammar*.c \
-	"$src/engine_draft_mode.c" "$src/manifest.c" "$src/sha256.c" \
-	"$src"/tokenizer*.c "$src/unicode.c" "$src/coli_err.c" "$src/coli_log.c" \
+	"$src/server_head.c" "$src/server_logprobs.c" "$src/server_structured.c" "$src"/grammar*.c \
+	"$src/engine_draft_mode.c" "$src/model_manifest.c" "$src/util_sha256.c" \
+	"$src"/tokenizer*.c "$src/util_unicode.c" "$src/coli_err.c" "$src/coli_log.c" \
 	$(pkg-config --libs jansson libpcre2-8 libutf8proc) -lm -pthread >"$log" 2>&1; then
 	echo "run-fuzz-request: build failed (see $log)"
 	cat "$log"

@@ -26,10 +26,10 @@ rm -f "$out"/*.trs
 
 # Each target: NAME|CORPUS_DIR|DICT (or -)|MAX_LEN|SOURCES (in src/, besides coli_err.c and
 # coli_log.c)|PKG-CONFIG MODULES
-TARGETS='ingest|corpus|ingest.dict|65536|safetensors.c safetensors_dir.c dtype.c hf_config.c hf_config_write.c|jansson
-manifest|corpus-manifest|-|65536|container.c model_dir.c manifest.c hf_config.c sha256.c quant.c weight_mem.c model_bind.c|jansson
-kv|corpus-kv|-|65536|kv_file.c kv_session.c kv_store.c crc32c.c cache_dir.c manifest.c sha256.c|jansson
-tokenizer|corpus-tokenizer|-|65536|tokenizer.c tokenizer_bpe.c tokenizer_decode.c tokenizer_load.c tokenizer_map.c tokenizer_pretok.c tokenizer_tiktoken.c unicode.c|jansson libpcre2-8 libutf8proc'
+TARGETS='ingest|corpus|ingest.dict|65536|safetensors.c safetensors_dir.c ingest_dtype.c hf_config.c hf_config_write.c|jansson
+manifest|corpus-manifest|-|65536|model_container.c model_dir.c model_manifest.c hf_config.c util_sha256.c quant.c model_weight_mem.c model_bind.c|jansson
+kv|corpus-kv|-|65536|kv_file.c kv_session.c kv_store.c util_crc32c.c kv_cache_dir.c model_manifest.c util_sha256.c|jansson
+tokenizer|corpus-tokenizer|-|65536|tokenizer.c tokenizer_bpe.c tokenizer_decode.c tokenizer_load.c tokenizer_map.c tokenizer_pretok.c tokenizer_tiktoken.c util_unicode.c|jansson libpcre2-8 libutf8proc'
 
 result() { # NAME PASS|FAIL|SKIP
 	printf ':test-result: %s\n:global-test-result: %s\n:recheck: no\n:copy-in-global-log: no\n' \

@@ -1,0 +1,27 @@
+# cli/cli.mk: the `coli` program: the dispatch table (coli_main.c), one
+# cmd_*.c per subcommand and the helpers only they use. Only `coli` links
+# these; libcoli.a never refers back into them. The man pages and tests of
+# each command stay with its module's fragment.
+bin_PROGRAMS += coli
+coli_SOURCES = \
+	cli/coli_main.c cli/cli.h cli/cli_json.c cli/cli_json.h \
+	cli/cmd_batch.c \
+	cli/cmd_batch_io.c cli/cmd_batch_io.h \
+	cli/cmd_bench.c \
+	cli/cmd_bench_draft.c cli/cmd_bench_draft.h \
+	cli/cmd_chat.c \
+	cli/cmd_compare.c \
+	cli/cmd_convert.c \
+	cli/cmd_doctor.c \
+	cli/cmd_generate.c \
+	cli/cmd_info.c \
+	cli/cmd_iobench.c \
+	cli/cmd_logits.c \
+	cli/cmd_perplexity.c \
+	cli/cmd_pull.c \
+	cli/cmd_serve.c \
+	cli/cmd_sessions.c \
+	cli/cmd_synth.c \
+	cli/cmd_tokenize.c \
+	cli/cmd_tokenize_chat.c
+coli_LDADD = libcoli.a $(COLI_LIBS)

@@ -1,0 +1,289 @@
+/* cmd_batch_io.c - reading Batch API input, resuming from the output log,
+ * formatting output lines. See cmd_batch_io.h for the formats. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cmd_batch_io.h"
+#include "server_internal.h"
+
+static void item_free(batch_item *it)
+{
+	free(it->custom_id);
+	free(it->url);
+	free(it->body);
+	free(it->err_code);
+	free(it->err_msg);
+}
+
+void batch_input_free(batch_input *in)
+{
+	if (!in)
+		return;
+	for (int i = 0; i < in->n; i++)
+		item_free(&in->items[i]);
+	free(in->items);
+	memset(in, 0, sizeof *in);
+}
+
+static int item_refuse(batch_item *it, const char *code, const char *fmt, const char *what)
+{
+	char msg[300];
+	snprintf(msg, sizeof msg, fmt, what);
+	it->err_code = strdup(code);
+	it->err_msg = strdup(msg);
+	return it->err_code && it->err_msg ? 0 : -ENOMEM;
+}
+
+/* Requests without max_tokens run to the context: assume they are long. */
+#define COST_UNBOUNDED 1000000L
+
+static long item_cost(json_t *body, size_t body_len)
+{
+	json_t *m = json_object_get(body, "max_completion_tokens");
+	if (!json_is_integer(m))
+		m = json_object_get(body, "max_tokens");
+	long gen = json_is_integer(m) && json_integer_value(m) > 0 ? (long)json_integer_value(m)
+								   : COST_UNBOUNDED;
+	/* a decode step costs about what 16 prompt positions cost in one
+	 * prefill step; 4 bytes of JSON are about one token */
+	return gen + (long)(body_len / 64);
+}
+
+/* One input line into it; -EINVAL with err when the file must be refused. */
+static int item_parse(const char *path, int lineno, const char *line, size_t len, batch_item *it,
+		      coli_err *err)
+{
+	json_error_t je;
+	json_t *j = json_loadb(line, len, 0, &je);
+	int rc = -EINVAL;
+	it->line = lineno;
+	if (!json_is_object(j)) {
+		coli_err_set(err, -EINVAL, "%s:%d: not a JSON object%s%s", path, lineno,
+			     j ? "" : ": ", j ? "" : je.text);
+		goto out;
+	}
+	json_t *cid = json_object_get(j, "custom_id");
+	if (!json_is_string(cid) || !json_string_length(cid)) {
+		coli_err_set(err, -EINVAL, "%s:%d: custom_id missing or not a non-empty string",
+			     path, lineno);
+		goto out;
+	}
+	if (!(it->custom_id = strdup(json_string_value(cid))))
+		goto oom;
+	json_t *method = json_object_get(j, "method"), *url = json_object_get(j, "url");
+	json_t *body = json_object_get(j, "body");
+	const char *u = json_string_value(url);
+	if (method && (!json_is_string(method) || strcmp(json_string_value(method), "POST"))) {
+		if (item_refuse(it, "invalid_method", "method must be \"POST\"%s", ""))
+			goto oom;
+	} else if (!u || (strcmp(u, "/v1/chat/completions") && strcmp(u, "/v1/completions") &&
+			  strcmp(u, "/chat/completions") && strcmp(u, "/completions"))) {
+		if (item_refuse(it, "invalid_url",
+				"url '%.200s' is not supported (use /v1/chat/completions or "
+				"/v1/completions)", u ? u : "(missing)"))
+			goto oom;
+	} else if (!json_is_object(body)) {
+		if (item_refuse(it, "invalid_body", "body must be a JSON object%s", ""))
+			goto oom;
+	} else {
+		it->url = strdup(u);
+		it->body = json_dumps(body, JSON_COMPACT);
+		if (!it->url || !it->body)
+			goto oom;
+		it->cost = item_cost(body, strlen(it->body));
+	}
+	rc = 0;
+	goto out;
+oom:
+	rc = coli_err_set(err, -ENOMEM, "%s:%d: out of memory", path, lineno);
+out:
+	json_decref(j);
+	return rc;
+}
+
+static int find_id(const batch_input *in, const char *id);
+
+int batch_input_read(const char *path, batch_input *out, coli_err *err)
+{
+	memset(out, 0, sizeof *out);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int lineno = 0, rc = 0, alloc = 0;
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			line[--n] = '\0';
+		if (strspn(line, " \t") == (size_t)n)
+			continue;
+		if (out->n == alloc) {
+			int na = alloc ? alloc * 2 : 64;
+			batch_item *ni = realloc(out->items, (size_t)na * sizeof *ni);
+			if (!ni) {
+				rc = coli_err_set(err, -ENOMEM, "%s: out of memory", path);
+				break;
+			}
+			out->items = ni;
+			alloc = na;
+		}
+		batch_item *it = &out->items[out->n];
+		memset(it, 0, sizeof *it);
+		rc = item_parse(path, lineno, line, (size_t)n, it, err);
+		if (rc) {
+			item_free(it);
+			break;
+		}
+		int dup = find_id(out, it->custom_id);
+		out->n++;
+		if (dup >= 0) {
+			rc = coli_err_set(err, -EINVAL, "%s:%d: custom_id '%.100s' repeats line %d",
+					  path, lineno, it->custom_id, out->items[dup].line);
+			break;
+		}
+	}
+	if (!rc && ferror(f))
+		rc = coli_err_set(err, -EIO, "%s: read error", path);
+	if (!rc && out->n == 0)
+		rc = coli_err_set(err, -EINVAL, "%s: no requests", path);
+	free(line);
+	fclose(f);
+	if (rc)
+		batch_input_free(out);
+	return rc;
+}
+
+/* Linear: inputs are hundreds to a few thousand lines, read once. */
+static int find_id(const batch_input *in, const char *id)
+{
+	for (int i = 0; i < in->n; i++)
+		if (in->items[i].custom_id && !strcmp(in->items[i].custom_id, id))
+			return i;
+	return -1;
+}
+
+int batch_output_scan(const char *path, batch_input *in, int *n_done, int *n_truncated_bytes,
+		      coli_err *err)
+{
+	*n_done = 0;
+	*n_truncated_bytes = 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return errno == ENOENT ? 0 : coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	long good = 0;   /* offset just past the last complete, valid line */
+	int lineno = 0, rc = 0, bad_line = 0;
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		if (bad_line) {
+			/* a bad line with more after it: not a torn tail */
+			rc = coli_err_set(err, -EINVAL,
+					  "%s:%d: not an output line of coli batch; refusing to "
+					  "append to it (move it away or fix the line)", path, bad_line);
+			break;
+		}
+		int complete = n > 0 && line[n - 1] == '\n';
+		json_t *j = complete ? json_loadb(line, (size_t)n, 0, NULL) : NULL;
+		json_t *cid = json_object_get(j, "custom_id");
+		if (!json_is_string(cid)) {
+			bad_line = lineno;
+			json_decref(j);
+			continue;
+		}
+		int k = find_id(in, json_string_value(cid));
+		if (k >= 0 && !in->items[k].done) {
+			in->items[k].done = 1;
+			(*n_done)++;
+		}
+		json_decref(j);
+		good += (long)n;
+	}
+	free(line);
+	fclose(f);
+	if (!rc && bad_line) {
+		int fd = open(path, O_WRONLY);
+		off_t end = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+		if (fd < 0 || end < 0 || ftruncate(fd, (off_t)good))
+			rc = coli_err_set(err, -errno, "%s: cannot cut the torn last line: %s", path,
+					  strerror(errno));
+		else
+			*n_truncated_bytes = (int)(end - good);
+		if (fd >= 0)
+			close(fd);
+	}
+	return rc;
+}
+
+char *batch_output_line(const char *custom_id, int status, const char *body_json,
+			const char *err_code, const char *err_msg)
+{
+	char id[64], req_id[64];
+	srv_make_id(id, sizeof id, "batch_req_");
+	json_t *resp, *error;
+	if (body_json) {
+		json_t *b = json_loads(body_json, 0, NULL);
+		if (!b)
+			b = json_string(body_json);
+		srv_make_id(req_id, sizeof req_id, "req_");
+		resp = json_pack("{s:i, s:s, s:o}", "status_code", status, "request_id", req_id,
+				 "body", b);
+		error = json_null();
+	} else {
+		resp = json_null();
+		error = json_pack("{s:s, s:s}", "code", err_code ? err_code : "error", "message",
+				  err_msg ? err_msg : "");
+	}
+	/* "o" steals resp and error, also when packing fails */
+	json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "id", id, "custom_id", custom_id,
+			      "response", resp, "error", error);
+	char *t = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(o);
+	if (!t)
+		return NULL;
+	size_t n = strlen(t);
+	char *s = realloc(t, n + 2);
+	if (!s) {
+		free(t);
+		return NULL;
+	}
+	s[n] = '\n';
+	s[n + 1] = '\0';
+	return s;
+}
+
+static const batch_input *order_in;
+
+static int cost_cmp(const void *a, const void *b)
+{
+	const batch_item *x = &order_in->items[*(const int *)a], *y = &order_in->items[*(const int *)b];
+	if (x->cost != y->cost)
+		return x->cost > y->cost ? -1 : 1;
+	return x->line - y->line;
+}
+
+int *batch_order(const batch_input *in, int *n_pending)
+{
+	int *idx = malloc((size_t)(in->n ? in->n : 1) * sizeof *idx), n = 0;
+	if (!idx)
+		return NULL;
+	for (int i = 0; i < in->n; i++)
+		if (!in->items[i].done)
+			idx[n++] = i;
+	order_in = in;   /* qsort has no context argument; called from one thread */
+	qsort(idx, (size_t)n, sizeof *idx, cost_cmp);
+	order_in = NULL;
+	*n_pending = n;
+	return idx;
+}

@@ -1,0 +1,202 @@
+/* cmd_generate.c - `coli generate [DIR] -p TEXT | --tokens IDS ...`:
+ * stream a continuation to stdout through the engine thread. */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_json.h"
+#include "util_args.h"
+#include "coli_log.h"
+#include "engine.h"
+#include "engine_flags.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: coli generate [DIR] (-p TEXT | --tokens IDS) [options] [engine options]\n"
+		"  -p, --prompt TEXT   prompt text (raw, no chat template)\n"
+		"  --tokens IDS        prompt as token ids (comma or space separated)\n"
+		"  -n, --max-tokens N  tokens to generate (default 128)\n"
+		"  --temp T            temperature (default 0 = greedy)\n"
+		"  --top-p P           nucleus sampling (default 1 = off)\n"
+		"  --seed S            sampling seed (default 0)\n"
+		"  --stop TEXT         stop sequence (repeatable, up to 8)\n"
+		"  --no-bos            do not prepend the BOS token to -p text\n"
+		"  --ignore-eos        keep generating past end-of-sequence\n"
+		"  --ids               print only the generated token ids, space separated\n"
+		"  --stats             print timing and drafting figures on stderr at the end\n"
+		"  -v, --verbose       log engine decisions (drafting on/off and why) on stderr\n"
+		"  --session NAME      continue the persisted KV session NAME\n%s%s",
+		cli_json_flags_help, coli_engine_flags_help);
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+	coli_err err = { 0 };
+	coli_engine_flags fl;
+	coli_gen_params gp;
+	coli_gen_params_default(&gp);
+	gp.max_tokens = 128;
+	const char *dir = NULL, *prompt = NULL, *tokens_arg = NULL, *stops[9] = { 0 };
+	int n_stops = 0, ids_only = 0, no_bos = 0, stats = 0, verbose = 0, status = COLI_EXIT_FAIL;
+	int *ids = NULL, n_ids = 0;
+	coli_engine *e = NULL;
+	coli_request *r = NULL;
+	cli_json_flags jf = { 0 };
+	if (coli_engine_flags_init(&fl, &err)) {
+		cli_errorf("generate", "%s", err.msg);
+		return COLI_EXIT_USAGE;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int rr = coli_engine_flags_parse(&fl, argc, argv, &i, &err);
+		if (!rr)
+			rr = coli_gen_flags_parse(&gp, argc, argv, &i, &err);
+		if (!rr)
+			rr = cli_json_flags_parse(&jf, &gp, argc, argv, &i, &err);
+		if (rr < 0)
+			goto usage_err;
+		if (rr)
+			continue;
+		int has = i + 1 < argc;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			status = COLI_EXIT_OK;
+			goto out;
+		} else if ((!strcmp(a, "-p") || !strcmp(a, "--prompt")) && has) {
+			prompt = argv[++i];
+		} else if (!strcmp(a, "--tokens") && has) {
+			tokens_arg = argv[++i];
+		} else if (!strcmp(a, "--stop") && has) {
+			if (n_stops == 8) {
+				coli_err_set(&err, -EINVAL, "--stop: at most 8 stop sequences");
+				goto usage_err;
+			}
+			stops[n_stops++] = argv[++i];
+		} else if (!strcmp(a, "--session") && has) {
+			gp.session = argv[++i];
+		} else if (!strcmp(a, "--ids")) {
+			ids_only = 1;
+		} else if (!strcmp(a, "--no-bos")) {
+			no_bos = 1;
+		} else if (!strcmp(a, "--ignore-eos")) {
+			gp.ignore_eos = 1;
+		} else if (!strcmp(a, "--stats")) {
+			stats = 1;
+		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			verbose = 1;
+			coli_log_set_level(COLI_LOG_INFO);
+		} else if (a[0] != '-' && !dir) {
+			dir = a;
+		} else {
+			coli_err_set(&err, -EINVAL, "unexpected argument '%s' (see --help)", a);
+			goto usage_err;
+		}
+	}
+	gp.stop = n_stops ? stops : NULL;
+	if (!prompt == !tokens_arg) {
+		coli_err_set(&err, -EINVAL, "give exactly one of -p TEXT or --tokens IDS");
+		goto usage_err;
+	}
+	if (tokens_arg && cli_parse_ids(tokens_arg, &ids, &n_ids, &err))
+		goto usage_err;
+	fl.opts.model_dir = dir;
+	if (coli_engine_new(&fl.opts, &e, &err))
+		goto fail;
+	if (prompt) {
+		const coli_tokenizer *tok = coli_engine_tokenizer(e);
+		int *enc = NULL;
+		size_t n_enc = 0;
+		if (coli_tokenizer_encode(tok, prompt, strlen(prompt), &enc, &n_enc, &err))
+			goto fail;
+		int bos = no_bos ? -1 : coli_tokenizer_bos_id(tok);
+		ids = malloc(sizeof(int) * (n_enc + 1));
+		if (!ids) {
+			free(enc);
+			coli_err_set(&err, -ENOMEM, "out of memory");
+			goto fail;
+		}
+		if (bos >= 0)
+			ids[n_ids++] = bos;
+		if (n_enc)
+			memcpy(ids + n_ids, enc, sizeof(int) * n_enc);
+		n_ids += (int)n_enc;
+		free(enc);
+	}
+	if (coli_engine_submit(e, ids, n_ids, &gp, &r, &err))
+		goto fail;
+	struct sigaction sa = { 0 }, old;
+	sa.sa_handler = on_sigint;
+	sigaction(SIGINT, &sa, &old);
+	coli_event ev;
+	int first = 1;
+	for (;;) {
+		if (!coli_request_next(r, &ev, 100)) {
+			if (interrupted)
+				coli_request_cancel(r);
+			continue;
+		}
+		if (ev.kind == COLI_EV_TEXT) {
+			if (ids_only) {
+				if (ev.token >= 0) {
+					printf(first ? "%d" : " %d", ev.token);
+					first = 0;
+				}
+			} else {
+				fwrite(ev.text, 1, ev.text_len, stdout);
+			}
+			fflush(stdout);
+			continue;
+		}
+		break;
+	}
+	sigaction(SIGINT, &old, NULL);
+	if (ev.kind == COLI_EV_ERROR) {
+		coli_err_set(&err, ev.error_code, "%s", ev.message);
+		goto fail;
+	}
+	putchar('\n');
+	fflush(stdout);
+	if (stats)
+		fprintf(stderr, "prompt %d tokens (%d cached), generated %d, ttft %.1f ms, %.2f tok/s\n",
+			ev.prompt_tokens, ev.cached_tokens, ev.completion_tokens, ev.ttft_ms, ev.decode_tps);
+	if (stats || verbose) {
+		coli_draft_stats ds;
+		coli_engine_draft_stats(e, &ds);
+		char mode[16];
+		if (ds.available)
+			fprintf(stderr, "draft %s: %llu drafted, %llu accepted (%.1f%%), %.2f tokens per forward; %s\n",
+				coli_draft_name(ds.mode, mode, sizeof mode), ds.drafted, ds.accepted,
+				100.0 * ds.acceptance, ds.tokens_per_forward, ds.reason);
+		else
+			fprintf(stderr, "draft %s\n", ds.reason);
+	}
+	status = COLI_EXIT_OK;
+	goto out;
+usage_err:
+	cli_errorf("generate", "%s", err.msg);
+	status = COLI_EXIT_USAGE;
+	goto out;
+fail:
+	cli_errorf("generate", "%s", err.msg);
+out:
+	coli_request_free(r);
+	coli_engine_free(e);
+	free(ids);
+	cli_json_flags_free(&jf);
+	coli_engine_flags_free(&fl);
+	return status;
+}

@@ -1,0 +1,297 @@
+/* cmd_serve.c - `coli serve [DIR] [options] [engine options]`: the HTTP
+ * endpoint without the TUI. Runs until SIGINT/SIGTERM, then drains: no new
+ * connections, in-flight requests get --shutdown-grace seconds, the rest
+ * are ended with a final error event or a 503, sessions are flushed by the
+ * engine's shutdown, exit 0. SIGHUP reopens --log-file (log rotation) and
+ * never stops the server. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "util_args.h"
+#include "coli_log.h"
+#include "engine.h"
+#include "engine_flags.h"
+#include "server.h"
+#include "util_size_parse.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: coli serve [DIR] [options] [engine options]\n"
+		"  --host ADDR          address to bind (default 127.0.0.1; COLI_HOST)\n"
+		"  --port N             TCP port, 0 = any free one (default 8080; COLI_PORT)\n"
+		"  --api-key-env VAR    require the key held in environment variable VAR\n"
+		"                       (COLI_API_KEY_ENV); the key itself never goes on argv\n"
+		"  --max-queue N        queued requests before 503 (default 16; COLI_MAX_QUEUE)\n"
+		"  --max-body BYTES     request body limit (default 4M; COLI_MAX_BODY)\n"
+		"  --timeout S          idle connection timeout in seconds (default 30; COLI_HTTP_TIMEOUT)\n"
+		"  --request-timeout S  seconds a connection has to send a complete request\n"
+		"                       (default 30; COLI_REQUEST_TIMEOUT)\n"
+		"  --max-connections N  simultaneous connections (default 64; COLI_MAX_CONNECTIONS)\n"
+		"  --shutdown-grace S   on SIGTERM/SIGINT, seconds in-flight requests may take\n"
+		"                       before they are stopped (default 5; COLI_SHUTDOWN_GRACE)\n"
+		"  --ignore-eos         generate until max_tokens (benchmarks, tests;\n"
+		"                       COLI_IGNORE_EOS=1)\n"
+		"  --log-file PATH      append the log to PATH instead of stderr; SIGHUP reopens\n"
+		"                       it (COLI_LOG_FILE)\n"
+		"  -v, --verbose        log each refused request and ignored field (COLI_VERBOSE=1)\n%s",
+		coli_engine_flags_help);
+}
+
+struct serve_args {
+	const char *dir, *host, *key_env, *log_file;
+	long port, max_queue, timeout, max_conn, req_timeout;
+	double grace;
+	int64_t max_body;
+	int verbose, ignore_eos;
+};
+
+/* Environment twins first, so flags override them. */
+static int serve_env(struct serve_args *a, coli_err *err)
+{
+	const char *v;
+	if ((v = getenv("COLI_HOST")) && *v)
+		a->host = v;
+	if ((v = getenv("COLI_API_KEY_ENV")) && *v)
+		a->key_env = v;
+	if ((v = getenv("COLI_PORT")) && *v && cli_parse_int(v, "COLI_PORT", 0, 65535, &a->port, err))
+		return -EINVAL;
+	if ((v = getenv("COLI_MAX_QUEUE")) && *v &&
+	    cli_parse_int(v, "COLI_MAX_QUEUE", 1, 1 << 20, &a->max_queue, err))
+		return -EINVAL;
+	if ((v = getenv("COLI_HTTP_TIMEOUT")) && *v &&
+	    cli_parse_int(v, "COLI_HTTP_TIMEOUT", 1, 86400, &a->timeout, err))
+		return -EINVAL;
+	if ((v = getenv("COLI_REQUEST_TIMEOUT")) && *v &&
+	    cli_parse_int(v, "COLI_REQUEST_TIMEOUT", 1, 86400, &a->req_timeout, err))
+		return -EINVAL;
+	if ((v = getenv("COLI_MAX_CONNECTIONS")) && *v &&
+	    cli_parse_int(v, "COLI_MAX_CONNECTIONS", 1, 100000, &a->max_conn, err))
+		return -EINVAL;
+	if ((v = getenv("COLI_MAX_BODY")) && *v && size_parse(v, "COLI_MAX_BODY", &a->max_body, err))
+		return -EINVAL;
+	if ((v = getenv("COLI_SHUTDOWN_GRACE")) && *v &&
+	    cli_parse_float(v, "COLI_SHUTDOWN_GRACE", 0, 86400, &a->grace, err))
+		return -EINVAL;
+	if ((v = getenv("COLI_LOG_FILE")) && *v)
+		a->log_file = v;
+	if ((v = getenv("COLI_IGNORE_EOS")) && !strcmp(v, "1"))
+		a->ignore_eos = 1;
+	if ((v = getenv("COLI_VERBOSE")) && !strcmp(v, "1"))
+		a->verbose = 1;
+	return 0;
+}
+
+/* --log-file: the log sink appends timestamped lines; SIGHUP reopens the
+ * path so a rotated file is let go (the daemon convention). */
+typedef struct log_file {
+	pthread_mutex_t lock;
+	FILE *f;
+	const char *path;
+} log_file;
+
+static const char *const level_names[] = { "debug", "info", "warn", "error" };
+
+static void log_file_sink(void *opaque, int level, const char *line)
+{
+	log_file *lf = opaque;
+	char ts[32];
+	time_t t = time(NULL);
+	struct tm tm;
+	strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+	pthread_mutex_lock(&lf->lock);
+	FILE *f = lf->f ? lf->f : stderr;
+	fprintf(f, "%s %s %s\n", ts, level >= 0 && level <= 3 ? level_names[level] : "?", line);
+	fflush(f);
+	pthread_mutex_unlock(&lf->lock);
+}
+
+static int log_file_open(log_file *lf, const char *path, coli_err *err)
+{
+	FILE *f = fopen(path, "a");
+	if (!f)
+		return coli_err_set(err, -errno, "--log-file %s: %s", path, strerror(errno));
+	lf->f = f;
+	lf->path = path;
+	coli_log_set_sink(log_file_sink, lf);
+	return 0;
+}
+
+static int log_file_reopen(log_file *lf, coli_err *err)
+{
+	FILE *f = fopen(lf->path, "a");
+	int e = errno;
+	pthread_mutex_lock(&lf->lock);
+	if (lf->f)
+		fclose(lf->f);
+	lf->f = f;   /* NULL: the sink falls back to stderr */
+	pthread_mutex_unlock(&lf->lock);
+	return f ? 0 : coli_err_set(err, -e, "--log-file %s: %s", lf->path, strerror(e));
+}
+
+static void log_file_close(log_file *lf)
+{
+	if (!lf->path)
+		return;
+	coli_log_set_sink(NULL, NULL);
+	if (lf->f)
+		fclose(lf->f);
+	lf->f = NULL;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	coli_err err = { 0 };
+	coli_engine_flags fl;
+	struct serve_args a = { .host = "127.0.0.1", .port = 8080, .max_queue = 0,
+				.timeout = 30, .max_conn = 64, .max_body = 4 << 20, .grace = 5, .req_timeout = 30 };
+	coli_engine *e = NULL;
+	coli_server *srv = NULL;
+	log_file lf = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	int status = COLI_EXIT_FAIL;
+	if (coli_engine_flags_init(&fl, &err)) {
+		cli_errorf("serve", "%s", err.msg);
+		return COLI_EXIT_USAGE;
+	}
+	if (serve_env(&a, &err))
+		goto usage_err;
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i];
+		int rr = coli_engine_flags_parse(&fl, argc, argv, &i, &err);
+		if (rr < 0)
+			goto usage_err;
+		if (rr)
+			continue;
+		int has = i + 1 < argc;
+		if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+			usage(stdout);
+			status = COLI_EXIT_OK;
+			goto out;
+		} else if (!strcmp(s, "--host") && has) {
+			a.host = argv[++i];
+		} else if (!strcmp(s, "--port") && has) {
+			if (cli_parse_int(argv[++i], s, 0, 65535, &a.port, &err))
+				goto usage_err;
+		} else if (!strcmp(s, "--api-key-env") && has) {
+			a.key_env = argv[++i];
+		} else if (!strcmp(s, "--max-queue") && has) {
+			if (cli_parse_int(argv[++i], s, 1, 1 << 20, &a.max_queue, &err))
+				goto usage_err;
+		} else if (!strcmp(s, "--timeout") && has) {
+			if (cli_parse_int(argv[++i], s, 1, 86400, &a.timeout, &err))
+				goto usage_err;
+		} else if (!strcmp(s, "--request-timeout") && has) {
+			if (cli_parse_int(argv[++i], s, 1, 86400, &a.req_timeout, &err))
+				goto usage_err;
+		} else if (!strcmp(s, "--max-connections") && has) {
+			if (cli_parse_int(argv[++i], s, 1, 100000, &a.max_conn, &err))
+				goto usage_err;
+		} else if (!strcmp(s, "--shutdown-grace") && has) {
+			if (cli_parse_float(argv[++i], s, 0, 86400, &a.grace, &err))
+				goto usage_err;
+		} else if (!strcmp(s, "--ignore-eos")) {
+			a.ignore_eos = 1;
+		} else if (!strcmp(s, "--log-file") && has) {
+			a.log_file = argv[++i];
+		} else if (!strcmp(s, "--max-body") && has) {
+			if (size_parse(argv[++i], s, &a.max_body, &err))
+				goto usage_err;
+		} else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) {
+			a.verbose = 1;
+		} else if (s[0] != '-' && !a.dir) {
+			a.dir = s;
+		} else {
+			coli_err_set(&err, -EINVAL, "unexpected argument '%s' (see --help)", s);
+			goto usage_err;
+		}
+	}
+	if (a.max_body < 1024) {
+		coli_err_set(&err, -EINVAL, "--max-body: at least 1K");
+		goto usage_err;
+	}
+	const char *key = NULL;
+	if (a.key_env) {
+		key = getenv(a.key_env);
+		if (!key || !*key) {
+			coli_err_set(&err, -EINVAL, "--api-key-env %s: the variable is unset or empty",
+				     a.key_env);
+			goto usage_err;
+		}
+	}
+	if (!coli_server_host_is_loopback(a.host) && !key)
+		coli_warn("serve: listening on %s without an API key: anyone who can reach this "
+			  "address can use the model (set --api-key-env)", a.host);
+	if (a.verbose)
+		coli_log_set_level(COLI_LOG_DEBUG);
+	if (a.log_file && log_file_open(&lf, a.log_file, &err))
+		goto usage_err;
+
+	/* Block the signals in every thread we start; main waits for them. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	fl.opts.model_dir = a.dir;
+	if (a.max_queue)
+		fl.opts.max_queue = (int)a.max_queue;
+	if (coli_engine_new(&fl.opts, &e, &err))
+		goto fail;
+	coli_server_opts so;
+	coli_server_opts_default(&so);
+	so.host = a.host;
+	so.port = (int)a.port;
+	so.api_key = key;
+	so.max_body = (size_t)a.max_body;
+	so.timeout_s = (int)a.timeout;
+	so.request_timeout_s = (int)a.req_timeout;
+	so.max_connections = (int)a.max_conn;
+	so.shutdown_grace_ms = (int)(a.grace * 1000.0 + 0.5);
+	so.ignore_eos = a.ignore_eos;
+	so.model_dir = a.dir ? a.dir : getenv("COLI_MODEL");
+	if (coli_server_start(e, &so, &srv, &err))
+		goto fail;
+	printf("http://%s%s%s:%d/v1\n", strchr(a.host, ':') ? "[" : "", a.host,
+	       strchr(a.host, ':') ? "]" : "", coli_server_port(srv));
+	fflush(stdout);
+	int sig = 0;
+	while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+		if (!a.log_file) {
+			coli_info("serve: SIGHUP received; no --log-file to reopen");
+			continue;
+		}
+		if (log_file_reopen(&lf, &err))
+			coli_error("serve: SIGHUP: %s (logging to stderr)", err.msg);
+		else
+			coli_info("serve: SIGHUP received; reopened %s", a.log_file);
+	}
+	coli_info("serve: %s received, draining (grace %.1f s)", sig == SIGINT ? "SIGINT" : "SIGTERM",
+		  a.grace);
+	status = COLI_EXIT_OK;
+	goto out;
+usage_err:
+	cli_errorf("serve", "%s", err.msg);
+	status = COLI_EXIT_USAGE;
+	goto out;
+fail:
+	cli_errorf("serve", "%s", err.msg);
+out:
+	coli_server_stop(srv);
+	coli_engine_free(e);
+	coli_engine_flags_free(&fl);
+	if (status == COLI_EXIT_OK && srv)
+		coli_info("serve: stopped");
+	log_file_close(&lf);
+	return status;
+}

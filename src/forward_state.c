@@ -1,0 +1,306 @@
+/* forward_state.c - allocation of one sequence's KV cache and scratch buffers. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward_state.h"
+
+static void *zalloc(size_t n, size_t size, int *failed)
+{
+	if (n == 0)
+		n = 1;
+	void *p = calloc(n, size);
+	if (!p)
+		*failed = 1;
+	return p;
+}
+
+int coli_seq_new(const coli_model *m, int cap, coli_seq **out, coli_err *err)
+{
+	const coli_config *c = &m->cfg;
+	if (cap < 1)
+		return coli_err_set(err, -EINVAL, "context size must be positive");
+	coli_seq *q = calloc(1, sizeof *q);
+	int failed = !q;
+	if (q) {
+		q->cap = cap;
+		q->n_layers = c->num_hidden_layers + m->n_mtp;
+		q->kv_width = coli_config_kv_width(c);
+		q->index_width = coli_config_has_indexer(c) ? c->index_head_dim : 0;
+		q->kv = zalloc((size_t)q->n_layers, sizeof *q->kv, &failed);
+		q->ikv = zalloc((size_t)q->n_layers, sizeof *q->ikv, &failed);
+		for (int l = 0; !failed && l < q->n_layers; l++) {
+			q->kv[l] = zalloc((size_t)cap * (size_t)q->kv_width, sizeof(float), &failed);
+			if (q->index_width && coli_config_layer_index_full(c, l))
+				q->ikv[l] = zalloc((size_t)cap * (size_t)q->index_width, sizeof(float), &failed);
+		}
+	}
+	if (failed) {
+		coli_seq_free(q);
+		return coli_err_set(err, -ENOMEM, "out of memory allocating a %d-token KV cache", cap);
+	}
+	*out = q;
+	return 0;
+}
+
+void coli_seq_free(coli_seq *q)
+{
+	if (!q)
+		return;
+	for (int l = 0; q->kv && l < q->n_layers; l++)
+		free(q->kv[l]);
+	for (int l = 0; q->ikv && l < q->n_layers; l++)
+		free(q->ikv[l]);
+	free(q->kv);
+	free(q->ikv);
+	free(q);
+}
+
+int coli_seq_pos(const coli_seq *q) { return q->pos; }
+int coli_seq_base(const coli_seq *q) { return q->base; }
+
+void coli_seq_set_spill(coli_seq *q, coli_seq_spill_fn fn, void *ctx)
+{
+	q->spill_read = fn;
+	q->spill_ctx = ctx;
+}
+
+int coli_seq_slide(coli_seq *q, int shift, coli_err *err)
+{
+	const int in_ram = q->pos - q->base;
+	if (shift <= 0 || shift > in_ram || !q->spill_read)
+		return coli_err_set(err, -EINVAL, "cannot drop %d of %d KV rows%s", shift, in_ram,
+				    q->spill_read ? "" : " (nowhere to read them back from)");
+	for (int l = 0; l < q->n_layers; l++) {
+		memmove(q->kv[l], q->kv[l] + (size_t)shift * q->kv_width,
+			sizeof(float) * (size_t)(in_ram - shift) * q->kv_width);
+		if (q->ikv[l])
+			memmove(q->ikv[l], q->ikv[l] + (size_t)shift * q->index_width,
+				sizeof(float) * (size_t)(in_ram - shift) * q->index_width);
+	}
+	q->base += shift;
+	return 0;
+}
+
+int coli_seq_set_window(coli_seq *q, int base, int pos, coli_err *err)
+{
+	if (base < 0 || pos < base || pos - base > q->cap || (base > 0 && !q->spill_read))
+		return coli_err_set(err, -EINVAL, "bad KV window %d..%d for %d RAM rows", base, pos, q->cap);
+	q->base = base;
+	q->pos = pos;
+	/* rows restored from outside (a session file) carry no MTP rows */
+	q->mtp_pos = 0;
+	return 0;
+}
+int coli_seq_capacity(const coli_seq *q) { return q->cap; }
+float *coli_seq_kv(coli_seq *q, int layer) { return q->kv[layer]; }
+float *coli_seq_index_keys(coli_seq *q, int layer) { return q->ikv[layer]; }
+
+int coli_config_index_slot(const coli_config *c, int layer)
+{
+	int k = 0;
+	for (int l = 0; l < layer && l < c->num_hidden_layers; l++)
+		k += c->index_types[l] == 'F';
+	return c->num_hidden_layers + k;
+}
+
+void coli_seq_rewind(coli_seq *q, int n)
+{
+	if (n >= 0 && q->mtp_pos > n)
+		q->mtp_pos = n;
+	if (n >= 0 && n < q->pos) {
+		q->pos = n;
+		/* rows before base are not in RAM: rewinding below it empties
+		 * the window (the caller re-evaluates or reloads) */
+		if (n < q->base)
+			q->pos = q->base = q->mtp_pos = 0;
+	}
+}
+
+int coli_seq_mtp_pos(const coli_seq *q) { return q->mtp_pos; }
+
+void coli_seq_rewind_mtp(coli_seq *q, int n)
+{
+	if (n >= 0 && q->mtp_pos > n)
+		q->mtp_pos = n;
+}
+
+int coli_seq_mtp_skip(coli_seq *q, int n, int main_layers)
+{
+	/* rows of the MTP layer are the last layer of the sequence */
+	if (q->n_layers <= main_layers || q->base > 0 || n > q->cap)
+		return -EINVAL;
+	if (n > q->mtp_pos) {
+		float *kv = q->kv[q->n_layers - 1], *ik = q->ikv[q->n_layers - 1];
+		memset(kv + (size_t)q->mtp_pos * q->kv_width, 0,
+		       sizeof(float) * (size_t)(n - q->mtp_pos) * q->kv_width);
+		if (ik)
+			memset(ik + (size_t)q->mtp_pos * q->index_width, 0,
+			       sizeof(float) * (size_t)(n - q->mtp_pos) * q->index_width);
+		q->mtp_pos = n;
+	}
+	return 0;
+}
+
+int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state **out,
+		   coli_err *err)
+{
+	const coli_config *c = &m->cfg;
+	if (max_ctx < 1 || max_batch < 1)
+		return coli_err_set(err, -EINVAL, "context and batch sizes must be positive");
+	coli_state *s = calloc(1, sizeof *s);
+	if (!s)
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	int failed = 0;
+	const size_t B = (size_t)max_batch, H = (size_t)c->hidden_size;
+	const size_t nh = (size_t)c->num_attention_heads, L = (size_t)c->kv_lora_rank;
+	const size_t E = (size_t)(c->n_routed_experts > 0 ? c->n_routed_experts : 1);
+	const size_t K = (size_t)(c->num_experts_per_tok > 0 ? c->num_experts_per_tok : 1);
+	size_t ffn = (size_t)c->intermediate_size;
+	size_t shared = (size_t)c->moe_intermediate_size * (size_t)c->n_shared_experts;
+	if (shared > ffn)
+		ffn = shared;
+	s->cap = max_ctx;
+	s->max_batch = max_batch;
+	s->hidden = c->hidden_size;
+	s->n_layers = c->num_hidden_layers + m->n_mtp;
+	s->kv_width = coli_config_kv_width(c);
+	if (coli_seq_new(m, max_ctx, &s->own, err)) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->old_kv = zalloc((size_t)max_ctx * (size_t)s->kv_width, sizeof(float), &failed);
+	s->row_seq = zalloc(B, sizeof *s->row_seq, &failed);
+	s->row_pos = zalloc(B, sizeof *s->row_pos, &failed);
+	s->x = zalloc(B * H, sizeof(float), &failed);
+	s->xn = zalloc(B * H, sizeof(float), &failed);
+	s->qa = zalloc(B * (size_t)(c->q_lora_rank > 0 ? c->q_lora_rank : 1), sizeof(float), &failed);
+	s->q = zalloc(B * nh * (size_t)coli_config_qk_head_dim(c), sizeof(float), &failed);
+	s->kva = zalloc(B * (size_t)s->kv_width, sizeof(float), &failed);
+	s->qlat = zalloc(nh * B * L, sizeof(float), &failed);
+	s->ctxlat = zalloc(nh * B * L, sizeof(float), &failed);
+	s->vhead = zalloc(nh * B * (size_t)c->v_head_dim, sizeof(float), &failed);
+	s->vout = zalloc(B * nh * (size_t)c->v_head_dim, sizeof(float), &failed);
+	s->absorb_tile = zalloc(nh * (size_t)c->qk_nope_head_dim * COLI_QK, sizeof(float), &failed);
+	s->qcat = zalloc(nh * (size_t)coli_config_kv_width(c), sizeof(float), &failed);
+	s->qb_xsum = zalloc(B * (size_t)(c->q_lora_rank / COLI_QK + 1), sizeof(float), &failed);
+	s->scores = zalloc(nh * (size_t)max_ctx, sizeof(float), &failed);
+	if (coli_config_has_indexer(c)) {
+		const size_t IH = (size_t)c->index_n_heads, ID = (size_t)c->index_head_dim;
+		s->isel_cap = c->index_topk < max_ctx ? c->index_topk : max_ctx;
+		s->idx_q = zalloc(B * IH * ID, sizeof(float), &failed);
+		s->idx_k = zalloc(B * ID, sizeof(float), &failed);
+		s->idx_w = zalloc(B * IH, sizeof(float), &failed);
+		s->idx_scores = zalloc((size_t)max_ctx, sizeof(float), &failed);
+		s->old_ikv = zalloc((size_t)max_ctx * ID, sizeof(float), &failed);
+		s->idx_order = zalloc((size_t)max_ctx, sizeof(int), &failed);
+		s->idx_mark = zalloc((size_t)max_ctx, 1, &failed);
+		s->isel = zalloc(B * (size_t)s->isel_cap, sizeof(int), &failed);
+		s->isel_n = zalloc(B, sizeof(int), &failed);
+		s->idx_kept = zalloc((size_t)s->n_layers, sizeof(int), &failed);
+		s->idx_context = zalloc((size_t)s->n_layers, sizeof(int), &failed);
+	}
+	s->ffn_a = zalloc(B * ffn, sizeof(float), &failed);
+	s->ffn_b = zalloc(B * ffn, sizeof(float), &failed);
+	s->ffn_out = zalloc(B * H, sizeof(float), &failed);
+	s->router_logits = zalloc(B * E, sizeof(float), &failed);
+	s->sel = zalloc(B * K, sizeof(int), &failed);
+	s->sel_w = zalloc(B * K, sizeof(float), &failed);
+	s->moe_out = zalloc(B * K * H, sizeof(float), &failed);
+	s->union_experts = zalloc(E, sizeof(int), &failed);
+	s->tok_slot = zalloc(B * K, sizeof(int), &failed);
+	s->exp_in = zalloc(B * H, sizeof(float), &failed);
+	s->exp_a = zalloc(B * (size_t)c->moe_intermediate_size, sizeof(float), &failed);
+	s->exp_b = zalloc(B * (size_t)c->moe_intermediate_size, sizeof(float), &failed);
+	s->exp_out = zalloc(B * H, sizeof(float), &failed);
+	s->recs = zalloc(E, sizeof(void *), &failed);
+	s->predict = zalloc(E, sizeof(int), &failed);
+	s->pred_scores = zalloc(E, sizeof(float), &failed);
+	s->route_tmp = zalloc(3 * E, sizeof(float), &failed);
+	s->route_taken = zalloc(2 * E, 1, &failed);
+	s->expert_rows = zalloc(E, sizeof(int), &failed);
+	s->pred_w = zalloc(K, sizeof(float), &failed);
+	s->logits_h = zalloc(B * H, sizeof(float), &failed);
+	s->mtp_cat = zalloc(B * 2 * H, sizeof(float), &failed);
+	s->routing.experts = zalloc((size_t)s->n_layers * K, sizeof(int), &failed);
+	s->routing.weights = zalloc((size_t)s->n_layers * K, sizeof(float), &failed);
+	if (failed) {
+		coli_state_free(s);
+		return coli_err_set(err, -ENOMEM, "out of memory allocating a %d-token context", max_ctx);
+	}
+	if (m->act_quant == COLI_ACT_Q8) {
+		/* widest input of any matmul: hidden, q_lora, heads * v (o),
+		 * the FFN widths, 2 * hidden (MTP eh_proj) */
+		size_t wide = 2 * H;
+		size_t cand[] = { (size_t)c->q_lora_rank, nh * (size_t)c->v_head_dim, ffn,
+				  (size_t)c->moe_intermediate_size };
+		for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
+			wide = cand[i] > wide ? cand[i] : wide;
+		int rc = coli_q8act_init(&s->q8act, max_batch, (int)wide, err);
+		/* W_UV inside the attention tasks: one scratch per head (a task's
+		 * heads are its own), 16 rows at a time */
+		s->head_q8 = rc ? NULL : calloc(nh, sizeof *s->head_q8);
+		if (!rc && !s->head_q8)
+			rc = coli_err_set(err, -ENOMEM, "out of memory for the attention scratch");
+		for (size_t h = 0; !rc && h < nh; h++) {
+			rc = coli_q8act_init(&s->head_q8[h], max_batch < 16 ? max_batch : 16, (int)L, err);
+			s->n_head_q8 = (int)h + 1;
+		}
+		if (rc) {
+			coli_state_free(s);
+			return rc;
+		}
+	}
+	for (size_t i = 0; i < (size_t)s->n_layers * K; i++)
+		s->routing.experts[i] = -1;
+	*out = s;
+	return 0;
+}
+
+void coli_state_free(coli_state *s)
+{
+	if (!s)
+		return;
+	coli_seq_free(s->own);
+	void *bufs[] = { s->old_kv, s->row_seq, s->row_pos, s->x, s->xn, s->qa, s->q, s->kva, s->qlat, s->ctxlat, s->vhead,
+			 s->vout, s->absorb_tile, s->qcat, s->qb_xsum, s->scores, s->ffn_a, s->ffn_b, s->ffn_out,
+			 s->router_logits, s->sel, s->sel_w, s->moe_out, s->union_experts,
+			 s->tok_slot, s->exp_in, s->exp_a, s->exp_b, s->exp_out, (void *)s->recs,
+			 s->predict, s->pred_scores, s->route_tmp, s->route_taken, s->expert_rows, s->pred_w, s->logits_h, s->mtp_cat, s->routing.experts,
+			 s->routing.weights, s->idx_q, s->idx_k, s->idx_w, s->idx_scores, s->idx_order, s->idx_mark,
+			 s->isel, s->isel_n, s->idx_kept, s->idx_context, s->old_ikv };
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+		free(bufs[i]);
+	coli_q8act_free(&s->q8act);
+	for (int h = 0; h < s->n_head_q8; h++)
+		coli_q8act_free(&s->head_q8[h]);
+	free(s->head_q8);
+	free(s);
+}
+
+int coli_state_pos(const coli_state *s) { return s->own->pos; }
+int coli_state_capacity(const coli_state *s) { return s->own->cap; }
+coli_seq *coli_state_seq(coli_state *s) { return s->own; }
+const coli_routing *coli_state_routing(const coli_state *s) { return &s->routing; }
+const coli_timing *coli_state_timing(const coli_state *s) { return &s->timing; }
+
+int coli_state_index_stats(const coli_state *s, int layer, int *kept, int *context)
+{
+	if (!s->idx_kept || layer < 0 || layer >= s->n_layers)
+		return -1;
+	*kept = s->idx_kept[layer];
+	*context = s->idx_context[layer];
+	return 0;
+}
+const float *coli_state_hidden(const coli_state *s, int row)
+{
+	return s->logits_h + (size_t)row * (size_t)s->hidden;
+}
+
+void coli_state_rewind(coli_state *s, int n)
+{
+	coli_seq_rewind(s->own, n);
+}
+

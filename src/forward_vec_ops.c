@@ -1,0 +1,350 @@
+/* forward_vec_ops.c - see forward_vec_ops.h. Plain C whose inner loops have a constant
+ * trip count (16 or 64), so GCC vectorizes them at -O2 in every clone. */
+#include "config.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "forward_vec_ops.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define VEC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+#endif
+#ifndef VEC_CLONES
+#define VEC_CLONES
+#endif
+
+#define G COLI_QK /* columns per group (the quantization block) */
+
+/* Helpers of the cloned functions must be inlined into each clone: an
+ * out-of-line copy is compiled for the baseline ISA only. */
+#define VEC_INLINE static inline __attribute__((always_inline))
+
+VEC_CLONES
+float coli_vec_dot(const float *a, const float *b, int n)
+{
+	float acc[COLI_VEC_LANES] = { 0 };
+	int i = 0;
+	for (; i + COLI_VEC_LANES <= n; i += COLI_VEC_LANES)
+		for (int k = 0; k < COLI_VEC_LANES; k++)
+			acc[k] += a[i + k] * b[i + k];
+	for (int w = COLI_VEC_LANES / 2; w > 0; w /= 2)
+		for (int k = 0; k < w; k++)
+			acc[k] += acc[k + w];
+	float s = acc[0];
+	for (; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+/* 64 floats as four 16-lane vectors (GCC/clang vector extensions): the
+ * accumulators of one column group stay in registers in every clone (one
+ * zmm, two ymm or four xmm each). Arithmetic on them is lane-wise IEEE
+ * multiply then add, the same as the scalar code it replaces. */
+typedef float v16f __attribute__((vector_size(64)));
+/* The helpers below pass v16f by value; they are static and inlined, so
+ * GCC's note that such a call's ABI differs between clones concerns no
+ * call that exists. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+typedef float v8f __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+typedef uint8_t v16u8 __attribute__((vector_size(16)));
+typedef int8_t v16i8 __attribute__((vector_size(16)));
+typedef int32_t v16i32 __attribute__((vector_size(64)));
+/* bytes -> floats through int32 (vpmovzxbd/vpmovsxbd + vcvtdq2ps): GCC
+ * scalarizes a direct byte -> float conversion. */
+#define BYTES_TO_V16F(v) __builtin_convertvector(__builtin_convertvector((v), v16i32), v16f)
+
+VEC_INLINE v16f v16f_load(const float *p)
+{
+	v16f v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+VEC_INLINE void v16f_store(float *p, v16f v)
+{
+	memcpy(p, &v, sizeof v);
+}
+
+/* coli_vec_dot's lane partials s, finished its way: the 16 lanes reduced
+ * pairwise (8+8, 4+4, 2+2, 1+1), then the tail terms i..n-1. */
+VEC_INLINE float dot_finish(v16f s, const float *a, const float *b, int i, int n)
+{
+	/* the same adds as the scalar tree, two levels as vectors */
+	v8f h8[2];
+	v4f h4[2];
+	memcpy(h8, &s, sizeof h8);
+	h8[0] += h8[1];
+	memcpy(h4, &h8[0], sizeof h4);
+	h4[0] += h4[1];
+	float acc[4];
+	memcpy(acc, &h4[0], sizeof acc);
+	acc[0] += acc[2];
+	acc[1] += acc[3];
+	float r = acc[0] + acc[1];
+	for (; i < n; i++)
+		r += a[i] * b[i];
+	return r;
+}
+
+/* Row p of a block: x + p * x_stride, or rows[p] when rows is given (the
+ * gathered variants). */
+VEC_INLINE const float *row_at(const float *x, size_t x_stride, const float *const *rows, int p)
+{
+	return rows ? rows[p] : x + (size_t)p * x_stride;
+}
+
+VEC_INLINE void dot_rows(const float *a, const float *x, size_t x_stride, const float *const *rows, int np, int n,
+			 float *out)
+{
+	int p = 0;
+	/* four rows at a time: four independent accumulator chains */
+	for (; p + 4 <= np; p += 4) {
+		const float *x0 = row_at(x, x_stride, rows, p), *x1 = row_at(x, x_stride, rows, p + 1);
+		const float *x2 = row_at(x, x_stride, rows, p + 2), *x3 = row_at(x, x_stride, rows, p + 3);
+		v16f s0 = { 0 }, s1 = { 0 }, s2 = { 0 }, s3 = { 0 };
+		int i = 0;
+		for (; i + COLI_VEC_LANES <= n; i += COLI_VEC_LANES) {
+			const v16f av = v16f_load(a + i);
+			s0 += av * v16f_load(x0 + i);
+			s1 += av * v16f_load(x1 + i);
+			s2 += av * v16f_load(x2 + i);
+			s3 += av * v16f_load(x3 + i);
+		}
+		out[p] = dot_finish(s0, a, x0, i, n);
+		out[p + 1] = dot_finish(s1, a, x1, i, n);
+		out[p + 2] = dot_finish(s2, a, x2, i, n);
+		out[p + 3] = dot_finish(s3, a, x3, i, n);
+	}
+	for (; p < np; p++)
+		out[p] = coli_vec_dot(a, row_at(x, x_stride, rows, p), n);
+}
+
+VEC_CLONES
+void coli_vec_dot_rows(const float *a, const float *x, size_t x_stride, int np, int n, float *out)
+{
+	dot_rows(a, x, x_stride, NULL, np, n, out);
+}
+
+VEC_CLONES
+void coli_vec_dot_gather(const float *a, const float *const *rows, int np, int n, float *out)
+{
+	dot_rows(a, NULL, 0, rows, np, n, out);
+}
+
+/* Columns [c, c + 64 * wide) of coli_vec_wsum, wide = 1 or 2: 4 * wide
+ * independent accumulator chains held in registers (the constant trip
+ * counts unroll fully after inlining). */
+VEC_INLINE void wsum_cols(float *y, const float *w, const float *x, size_t x_stride, const float *const *rows,
+			  int np, int c, const int wide)
+{
+	v16f a[8];
+#pragma GCC unroll 8
+	for (int k = 0; k < 4 * wide; k++)
+		a[k] = v16f_load(y + c + 16 * k);
+	for (int p = 0; p < np; p++) {
+		const float *xp = row_at(x, x_stride, rows, p) + c;
+		const float wp = w[p];
+#pragma GCC unroll 8
+		for (int k = 0; k < 4 * wide; k++)
+			a[k] += wp * v16f_load(xp + 16 * k);
+	}
+#pragma GCC unroll 8
+	for (int k = 0; k < 4 * wide; k++)
+		v16f_store(y + c + 16 * k, a[k]);
+}
+
+VEC_INLINE void wsum(float *y, const float *w, const float *x, size_t x_stride, const float *const *rows, int np,
+		      int n)
+{
+	int c = 0;
+	for (; c + 2 * G <= n; c += 2 * G)
+		wsum_cols(y, w, x, x_stride, rows, np, c, 2);
+	for (; c + G <= n; c += G)
+		wsum_cols(y, w, x, x_stride, rows, np, c, 1);
+	for (; c < n; c++)
+		for (int p = 0; p < np; p++)
+			y[c] += w[p] * row_at(x, x_stride, rows, p)[c];
+}
+
+VEC_CLONES
+void coli_vec_wsum(float *y, const float *w, const float *x, size_t x_stride, int np, int n)
+{
+	wsum(y, w, x, x_stride, NULL, np, n);
+}
+
+VEC_CLONES
+void coli_vec_wsum_gather(float *y, const float *w, const float *const *rows, int np, int n)
+{
+	wsum(y, w, NULL, 0, rows, np, n);
+}
+
+/* The weights of a quantized group as they enter the product: int4 nibbles
+ * (0..15) or int8 values, in column order, as floats (exact). The group's
+ * value is then scale * q (+ min for int4), applied outside the 64-wide
+ * loop: sum_i a_i (d_i q_ik + m_i) = sum_i (a_i d_i) q_ik + sum_i a_i m_i.
+ * Written out (no arrays or loops over the four vectors) so they stay in
+ * registers. */
+VEC_INLINE void group_q(int qtype, const char *row, int g, v16f *q0, v16f *q1, v16f *q2, v16f *q3)
+{
+	if (qtype == COLI_Q_INT8) {
+		const coli_block_q8 *b = (const coli_block_q8 *)row + g;
+		v16i8 v0, v1, v2, v3;
+		memcpy(&v0, b->q, sizeof v0);
+		memcpy(&v1, b->q + 16, sizeof v1);
+		memcpy(&v2, b->q + 32, sizeof v2);
+		memcpy(&v3, b->q + 48, sizeof v3);
+		*q0 = BYTES_TO_V16F(v0);
+		*q1 = BYTES_TO_V16F(v1);
+		*q2 = BYTES_TO_V16F(v2);
+		*q3 = BYTES_TO_V16F(v3);
+	} else {
+		const coli_block_q4 *b = (const coli_block_q4 *)row + g;
+		v16u8 v0, v1;
+		memcpy(&v0, b->q, sizeof v0);
+		memcpy(&v1, b->q + 16, sizeof v1);
+		*q0 = BYTES_TO_V16F(v0 & 15);
+		*q1 = BYTES_TO_V16F(v1 & 15);
+		*q2 = BYTES_TO_V16F(v0 >> 4);
+		*q3 = BYTES_TO_V16F(v1 >> 4);
+	}
+}
+
+/* Scale (and int4 min) of group g of a quantized row. */
+/* half -> float: the compiler's _Float16 conversion where it has one
+ * (vcvtph2ps in the v3/v4 clones), else quant.h's; both exact. */
+VEC_INLINE float half_float(uint16_t h)
+{
+#ifdef __FLT16_MAX__
+	_Float16 f;
+	memcpy(&f, &h, sizeof f);
+	return (float)f;
+#else
+	return coli_half_to_float(h);
+#endif
+}
+
+VEC_INLINE float group_scale(int qtype, const char *row, int g, float *min)
+{
+	if (qtype == COLI_Q_INT8) {
+		*min = 0.0f;
+		return ((const coli_block_q8 *)row + g)->d;
+	}
+	const coli_block_q4 *b = (const coli_block_q4 *)row + g;
+	*min = half_float(b->m);
+	return half_float(b->d);
+}
+
+/* Rows [i0, i1) of group g for one input a, added in ascending row order
+ * onto the group's running sums acc[64] and bias. The rows come straight
+ * from the packed matrix (tile NULL) or from the tile of unpacked integers
+ * built once for n > 1; both give the same floats, so decode and prefill
+ * agree bit for bit. */
+VEC_INLINE void tmul_group(const coli_qmat *w, const char *rows, size_t rb, int g, int i0, int i1,
+			   const float *a, const float *tile, float *acc_io, float *bias_io)
+{
+	v16f acc0 = v16f_load(acc_io), acc1 = v16f_load(acc_io + 16);
+	v16f acc2 = v16f_load(acc_io + 32), acc3 = v16f_load(acc_io + 48);
+	v16f q0, q1, q2, q3;
+	float bias = *bias_io;
+	for (int i = i0; i < i1; i++) {
+		float m;
+		const char *row = rows + (size_t)i * rb;
+		const float c = a[i] * group_scale(w->qtype, row, g, &m);
+		bias += a[i] * m;
+		if (tile) {
+			const float *t = tile + (size_t)i * G;
+			q0 = v16f_load(t);
+			q1 = v16f_load(t + 16);
+			q2 = v16f_load(t + 32);
+			q3 = v16f_load(t + 48);
+		} else {
+			group_q(w->qtype, row, g, &q0, &q1, &q2, &q3);
+		}
+		acc0 += c * q0;
+		acc1 += c * q1;
+		acc2 += c * q2;
+		acc3 += c * q3;
+	}
+	v16f_store(acc_io, acc0);
+	v16f_store(acc_io + 16, acc1);
+	v16f_store(acc_io + 32, acc2);
+	v16f_store(acc_io + 48, acc3);
+	*bias_io = bias;
+}
+
+/* n = 1 walks the rows in chunks that stay in L1 and runs every column
+ * group over a chunk before the next, so the block is read from memory
+ * once, sequentially (a group at a time over all rows would stride through
+ * it once per group). Sums stay in ascending row order. */
+#define TMUL_ROW_CHUNK 32
+#define TMUL_GROUPS 16
+
+VEC_CLONES
+void coli_qrows_tmul(const coli_qmat *w, int r0, int nrows, const float *a, size_t a_stride, int n,
+		     float *y, size_t y_stride, float *tile)
+{
+	const int groups = (w->cols + G - 1) / G;
+	if (w->qtype == COLI_Q_F32) {
+		/* rows are floats already: a weighted sum of rows */
+		const float *rows = (const float *)w->data + (size_t)r0 * w->cols;
+		for (int b = 0; b < n; b++) {
+			float *yb = y + (size_t)b * y_stride;
+			memset(yb, 0, sizeof(float) * (size_t)w->cols);
+			coli_vec_wsum(yb, a + (size_t)b * a_stride, rows, (size_t)w->cols, nrows, w->cols);
+		}
+		return;
+	}
+	const size_t rb = coli_qtype_row_bytes(w->qtype, w->cols);
+	const char *rows = (const char *)w->data + (size_t)r0 * rb;
+	float bias[TMUL_GROUPS];
+	if (n == 1) {
+		for (int g0 = 0; g0 < groups; g0 += TMUL_GROUPS) {
+			const int ng = groups - g0 < TMUL_GROUPS ? groups - g0 : TMUL_GROUPS;
+			memset(y + (size_t)g0 * G, 0, sizeof(float) * G * (size_t)ng);
+			memset(bias, 0, sizeof bias);
+			for (int i0 = 0; i0 < nrows; i0 += TMUL_ROW_CHUNK) {
+				const int i1 = nrows - i0 < TMUL_ROW_CHUNK ? nrows : i0 + TMUL_ROW_CHUNK;
+				/* the next chunk is on its way while this one runs */
+				if (i1 < nrows) {
+					const char *nx = rows + (size_t)i1 * rb;
+					const int nn = nrows - i1 < TMUL_ROW_CHUNK ? nrows - i1 : TMUL_ROW_CHUNK;
+					for (size_t o = 0; o < (size_t)nn * rb; o += 64)
+						__builtin_prefetch(nx + o);
+				}
+				for (int g = 0; g < ng; g++)
+					tmul_group(w, rows, rb, g0 + g, i0, i1, a, NULL,
+						   y + (size_t)(g0 + g) * G, &bias[g]);
+			}
+			for (int g = 0; g < ng; g++)
+				for (int k = 0; k < G; k++)
+					y[(size_t)(g0 + g) * G + k] += bias[g];
+		}
+		return;
+	}
+	for (int g = 0; g < groups; g++) {
+		/* unpack the group once for all n inputs */
+		for (int i = 0; i < nrows; i++) {
+			v16f q0, q1, q2, q3;
+			float *t = tile + (size_t)i * G;
+			group_q(w->qtype, rows + (size_t)i * rb, g, &q0, &q1, &q2, &q3);
+			v16f_store(t, q0);
+			v16f_store(t + 16, q1);
+			v16f_store(t + 32, q2);
+			v16f_store(t + 48, q3);
+		}
+		for (int b = 0; b < n; b++) {
+			float *yg = y + (size_t)b * y_stride + (size_t)g * G;
+			memset(yg, 0, sizeof(float) * G);
+			bias[0] = 0.0f;
+			tmul_group(w, rows, rb, g, 0, nrows, a + (size_t)b * a_stride, tile, yg, &bias[0]);
+			for (int k = 0; k < G; k++)
+				yg[k] += bias[0];
+		}
+	}
+}

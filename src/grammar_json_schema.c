@@ -1,0 +1,773 @@
+/* grammar_json_schema.c - a JSON Schema subset compiled to grammar nodes.
+ *
+ * Supported (everything else is an error naming the keyword, never ignored):
+ *   type (a name or a list), properties, required, additionalProperties
+ *   (true/false/schema), items (schema/false), prefixItems, minItems,
+ *   maxItems, enum, const, anyOf, oneOf (read as anyOf: its alternatives must
+ *   not overlap), local $ref into $defs/definitions or "#", minLength,
+ *   maxLength, format (date, date-time, time, uuid), pattern (the subset of
+ *   grammar_regex.c), minimum/maximum/exclusiveMinimum/exclusiveMaximum on
+ *   integers and numbers (exact; grammar.c checks them digit by digit). Annotations (title, description, default, examples,
+ *   $schema, $id, $comment, deprecated, readOnly, writeOnly) are accepted.
+ * Choices written down:
+ *   - without `type`, the type is inferred from the keywords (properties ->
+ *     object ...); none at all means any JSON value;
+ *   - `enum`/`const` decide alone (the values are emitted as compact JSON);
+ *   - a required name absent from `properties` is declared with the
+ *     additionalProperties schema;
+ *   - object keys never contain backslash escapes, and duplicate keys are
+ *     refused, so what the model writes reads back the same everywhere. */
+#include "config.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar_impl.h"
+
+typedef struct memo {
+	const json_t *schema;
+	int node;
+} memo;
+
+typedef struct cctx {
+	coli_grammar *g;
+	json_t *root;
+	memo *memo;
+	int n_memo, cap_memo;
+	int depth;
+	coli_err *err;
+} cctx;
+
+static const char *const annotations[] = {
+	"title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
+	"readOnly", "writeOnly", "$defs", "definitions", NULL,
+};
+
+static const char *const kw_object[] = { "properties", "required", "additionalProperties", NULL };
+static const char *const kw_array[] = { "items", "prefixItems", "minItems", "maxItems", NULL };
+static const char *const kw_string[] = { "minLength", "maxLength", "pattern", "format", NULL };
+static const char *const kw_numeric[] = { "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL };
+static const char *const kw_other[] = { "type", "enum", "const", "anyOf", "oneOf", "$ref", NULL };
+
+static int in_list(const char *const *l, const char *k)
+{
+	for (; *l; l++)
+		if (!strcmp(*l, k))
+			return 1;
+	return 0;
+}
+
+coli_grammar *grammar_alloc(void)
+{
+	coli_grammar *g = calloc(1, sizeof *g);
+	if (g)
+		g->any = -1;
+	return g;
+}
+
+int grammar_node_add(coli_grammar *g, int kind)
+{
+	if (g->n_nodes == g->cap) {
+		int cap = g->cap ? g->cap * 2 : 16;
+		if (cap > 65535)
+			return -E2BIG;
+		gnode *n = realloc(g->nodes, sizeof *n * (size_t)cap);
+		if (!n)
+			return -ENOMEM;
+		g->nodes = n;
+		g->cap = cap;
+	}
+	gnode *n = &g->nodes[g->n_nodes];
+	memset(n, 0, sizeof *n);
+	n->kind = kind;
+	n->additional = -1;
+	n->items = -1;
+	n->max_items = -1;
+	n->max_len = -1;
+	n->re = -1;
+	n->min_int = INT64_MIN;
+	n->max_int = INT64_MAX;
+	return g->n_nodes++;
+}
+
+static int lits_add(gnode *n, const char *text)
+{
+	char **l = realloc(n->lits, sizeof *l * (size_t)(n->n_lits + 1));
+	if (!l)
+		return -ENOMEM;
+	n->lits = l;
+	uint32_t *ll = realloc(n->lit_len, sizeof *ll * (size_t)(n->n_lits + 1));
+	if (!ll)
+		return -ENOMEM;
+	n->lit_len = ll;
+	if (!(l[n->n_lits] = strdup(text)))
+		return -ENOMEM;
+	ll[n->n_lits++] = (uint32_t)strlen(text);
+	return 0;
+}
+
+static int alts_add(coli_grammar *g, int node, int alt)
+{
+	gnode *n = &g->nodes[node];
+	int *a = realloc(n->alts, sizeof *a * (size_t)(n->n_alts + 1));
+	if (!a)
+		return -ENOMEM;
+	n->alts = a;
+	a[n->n_alts++] = alt;
+	return 0;
+}
+
+int grammar_node_any(coli_grammar *g)
+{
+	if (g->any >= 0)
+		return g->any;
+	int any = grammar_node_add(g, GN_ANYOF);
+	if (any < 0)
+		return any;
+	g->any = any;
+	int obj = grammar_node_add(g, GN_OBJECT), arr = grammar_node_add(g, GN_ARRAY);
+	int str = grammar_node_add(g, GN_STRING), num = grammar_node_add(g, GN_NUMBER);
+	int lit = grammar_node_add(g, GN_LITS);
+	if (obj < 0 || arr < 0 || str < 0 || num < 0 || lit < 0)
+		return -ENOMEM;
+	g->nodes[obj].additional = any;
+	g->nodes[arr].items = any;
+	if (lits_add(&g->nodes[lit], "true") || lits_add(&g->nodes[lit], "false") ||
+	    lits_add(&g->nodes[lit], "null"))
+		return -ENOMEM;
+	int parts[] = { obj, arr, str, num, lit };
+	for (int i = 0; i < 5; i++)
+		if (alts_add(g, any, parts[i]))
+			return -ENOMEM;
+	return any;
+}
+
+static int compile(cctx *c, json_t *s, const char *path);
+
+static int oom(cctx *c)
+{
+	return coli_err_set(c->err, -ENOMEM, "out of memory compiling a JSON schema");
+}
+
+static int get_count(cctx *c, json_t *s, const char *key, const char *path, int *out)
+{
+	json_t *v = json_object_get(s, key);
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 1000000)
+		return coli_err_set(c->err, -EINVAL, "%s.%s: must be a non-negative integer", path, key);
+	*out = (int)json_integer_value(v);
+	return 0;
+}
+
+/* Local references only: "#", "#/$defs/NAME", "#/definitions/NAME". */
+static int resolve_ref(cctx *c, json_t *s, const char *path, json_t **out)
+{
+	json_t *r = json_object_get(s, "$ref");
+	if (!json_is_string(r))
+		return coli_err_set(c->err, -EINVAL, "%s.$ref: must be a string", path);
+	const char *ref = json_string_value(r);
+	if (!strcmp(ref, "#")) {
+		*out = c->root;
+		return 0;
+	}
+	const char *name = NULL;
+	json_t *defs = NULL;
+	if (!strncmp(ref, "#/$defs/", 8)) {
+		defs = json_object_get(c->root, "$defs");
+		name = ref + 8;
+	} else if (!strncmp(ref, "#/definitions/", 14)) {
+		defs = json_object_get(c->root, "definitions");
+		name = ref + 14;
+	}
+	if (!name)
+		return coli_err_set(c->err, -EINVAL, "%s.$ref: only local references (#, #/$defs/NAME, "
+				    "#/definitions/NAME) are supported, not \"%s\"", path, ref);
+	json_t *t = defs ? json_object_get(defs, name) : NULL;
+	if (!t)
+		return coli_err_set(c->err, -EINVAL, "%s.$ref: \"%s\" does not exist", path, ref);
+	*out = t;
+	return 0;
+}
+
+static int compile_lits(cctx *c, json_t *s, const char *path, int node)
+{
+	json_t *e = json_object_get(s, "enum"), *k = json_object_get(s, "const");
+	if (e && k)
+		return coli_err_set(c->err, -EINVAL, "%s: enum and const together are not supported", path);
+	if (e && (!json_is_array(e) || json_array_size(e) == 0))
+		return coli_err_set(c->err, -EINVAL, "%s.enum: must be a non-empty array", path);
+	if (e && json_array_size(e) > GRAMMAR_MAX_LITS)
+		return coli_err_set(c->err, -EINVAL, "%s.enum: more than %d values are not supported", path,
+				    GRAMMAR_MAX_LITS);
+	size_t n = e ? json_array_size(e) : 1;
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = e ? json_array_get(e, i) : k;
+		char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (!text)
+			return oom(c);
+		int dup = 0;
+		gnode *nd = &c->g->nodes[node];
+		for (int j = 0; j < nd->n_lits; j++)
+			dup |= !strcmp(nd->lits[j], text);
+		int rc = dup ? 0 : lits_add(nd, text);
+		free(text);
+		if (rc)
+			return oom(c);
+	}
+	return 0;
+}
+
+static int compile_object(cctx *c, json_t *s, const char *path, int node)
+{
+	char sub[1024];
+	json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
+	json_t *add = json_object_get(s, "additionalProperties");
+	if (props && !json_is_object(props))
+		return coli_err_set(c->err, -EINVAL, "%s.properties: must be an object", path);
+	if (req && !json_is_array(req))
+		return coli_err_set(c->err, -EINVAL, "%s.required: must be an array of names", path);
+	int additional;
+	if (!add || json_is_true(add)) {
+		additional = grammar_node_any(c->g);
+	} else if (json_is_false(add)) {
+		additional = -1;
+	} else if (json_is_object(add)) {
+		snprintf(sub, sizeof sub, "%s.additionalProperties", path);
+		additional = compile(c, add, sub);
+	} else {
+		return coli_err_set(c->err, -EINVAL, "%s.additionalProperties: must be a boolean or a schema", path);
+	}
+	if (additional < -1)
+		return additional == -ENOMEM ? oom(c) : additional;
+	size_t n = (props ? json_object_size(props) : 0) + (req ? json_array_size(req) : 0);
+	gnode *nd = &c->g->nodes[node];
+	nd->names = calloc(n + 1, sizeof *nd->names);
+	nd->name_len = calloc(n + 1, sizeof *nd->name_len);
+	nd->prop = calloc(n + 1, sizeof *nd->prop);
+	if (!nd->names || !nd->name_len || !nd->prop)
+		return oom(c);
+	nd->additional = additional;
+	const char *key;
+	json_t *v;
+	json_object_foreach(props, key, v) {
+		if (c->g->nodes[node].n_props >= GRAMMAR_MAX_PROPS)
+			return coli_err_set(c->err, -EINVAL, "%s.properties: more than %d properties are not "
+					    "supported", path, GRAMMAR_MAX_PROPS);
+		if (strchr(key, '\\') || strchr(key, '"'))
+			return coli_err_set(c->err, -EINVAL, "%s.properties: names with '\\' or '\"' are not "
+					    "supported", path);
+		snprintf(sub, sizeof sub, "%s.properties.%s", path, key);
+		int p = compile(c, v, sub);
+		if (p < 0)
+			return p;
+		nd = &c->g->nodes[node];
+		if (!(nd->names[nd->n_props] = strdup(key)))
+			return oom(c);
+		nd->name_len[nd->n_props] = (uint32_t)strlen(key);
+		nd->prop[nd->n_props++] = p;
+	}
+	for (size_t i = 0; req && i < json_array_size(req); i++) {
+		json_t *r = json_array_get(req, i);
+		if (!json_is_string(r))
+			return coli_err_set(c->err, -EINVAL, "%s.required[%zu]: must be a string", path, i);
+		nd = &c->g->nodes[node];
+		int found = -1;
+		for (int j = 0; j < nd->n_props; j++)
+			if (!strcmp(nd->names[j], json_string_value(r)))
+				found = j;
+		if (found < 0) {
+			/* required but undeclared: a key under additionalProperties */
+			if (additional < 0)
+				return coli_err_set(c->err, -EINVAL, "%s.required: \"%s\" is not in properties and "
+						    "additionalProperties is false (no document is valid)", path,
+						    json_string_value(r));
+			if (nd->n_props >= GRAMMAR_MAX_PROPS || strchr(json_string_value(r), '\\') ||
+			    strchr(json_string_value(r), '"'))
+				return coli_err_set(c->err, -EINVAL, "%s.required: \"%s\" is not supported", path,
+						    json_string_value(r));
+			found = nd->n_props;
+			if (!(nd->names[found] = strdup(json_string_value(r))))
+				return oom(c);
+			nd->name_len[found] = (uint32_t)strlen(nd->names[found]);
+			nd->prop[found] = additional;
+			nd->n_props++;
+		}
+		nd->required |= 1ULL << found;
+	}
+	return 0;
+}
+
+static int compile_array(cctx *c, json_t *s, const char *path, int node)
+{
+	char sub[1024];
+	json_t *pre = json_object_get(s, "prefixItems"), *items = json_object_get(s, "items");
+	if (pre && !json_is_array(pre))
+		return coli_err_set(c->err, -EINVAL, "%s.prefixItems: must be an array of schemas", path);
+	int it;
+	if (!items || json_is_true(items)) {
+		it = grammar_node_any(c->g);
+	} else if (json_is_false(items)) {
+		it = -1;
+	} else if (json_is_object(items)) {
+		snprintf(sub, sizeof sub, "%s.items", path);
+		it = compile(c, items, sub);
+	} else {
+		return coli_err_set(c->err, -EINVAL, "%s.items: must be a schema (a list is prefixItems)", path);
+	}
+	if (it < -1)
+		return it == -ENOMEM ? oom(c) : it;
+	size_t np = pre ? json_array_size(pre) : 0;
+	int *prefix = calloc(np + 1, sizeof *prefix);
+	if (!prefix)
+		return oom(c);
+	c->g->nodes[node].prefix = prefix;
+	for (size_t i = 0; i < np; i++) {
+		snprintf(sub, sizeof sub, "%s.prefixItems[%zu]", path, i);
+		int p = compile(c, json_array_get(pre, i), sub);
+		if (p < 0)
+			return p;
+		c->g->nodes[node].prefix[i] = p;
+		c->g->nodes[node].n_prefix++;
+	}
+	gnode *nd = &c->g->nodes[node];
+	nd->items = it;
+	if (get_count(c, s, "minItems", path, &nd->min_items) || get_count(c, s, "maxItems", path, &nd->max_items))
+		return -EINVAL;
+	if (it < 0 && (nd->max_items < 0 || nd->max_items > nd->n_prefix))
+		nd->max_items = nd->n_prefix;
+	if (nd->max_items >= 0 && nd->min_items > nd->max_items)
+		return coli_err_set(c->err, -EINVAL, "%s.minItems: larger than the most items allowed (%d)", path,
+				    nd->max_items);
+	return 0;
+}
+
+/* Formats as patterns: the calendar is checked per month (29 February is
+ * left out, so every date produced exists). */
+#define RE_DAY "((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))"
+/* year 0000 does not exist in ISO 8601 calendars (Python refuses it) */
+#define RE_DATE "([1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])-" RE_DAY
+#define RE_TIME "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+
+static const char *format_pattern(const char *f)
+{
+	if (!strcmp(f, "date"))
+		return "^" RE_DATE "$";
+	if (!strcmp(f, "date-time"))
+		return "^" RE_DATE "T" RE_TIME "$";
+	if (!strcmp(f, "time"))
+		return "^" RE_TIME "$";
+	if (!strcmp(f, "uuid"))
+		return "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+	return NULL;
+}
+
+static int compile_string(cctx *c, json_t *s, const char *path, int node)
+{
+	gnode *nd = &c->g->nodes[node];
+	if (get_count(c, s, "minLength", path, &nd->min_len) || get_count(c, s, "maxLength", path, &nd->max_len))
+		return -EINVAL;
+	if (nd->max_len >= 0 && nd->min_len > nd->max_len)
+		return coli_err_set(c->err, -EINVAL, "%s.minLength: larger than maxLength", path);
+	json_t *pat = json_object_get(s, "pattern"), *fmt = json_object_get(s, "format");
+	if (pat && fmt)
+		return coli_err_set(c->err, -EINVAL, "%s: pattern and format together are not supported", path);
+	/* a length bound could cut a pattern's only way to its end */
+	if ((pat || fmt) && (json_object_get(s, "minLength") || json_object_get(s, "maxLength")))
+		return coli_err_set(c->err, -EINVAL, "%s: minLength/maxLength together with %s are not supported",
+				    path, pat ? "pattern" : "format");
+	const char *re = NULL;
+	char sub[1024];
+	if (pat) {
+		if (!json_is_string(pat))
+			return coli_err_set(c->err, -EINVAL, "%s.pattern: must be a string", path);
+		re = json_string_value(pat);
+		snprintf(sub, sizeof sub, "%s.pattern", path);
+	} else if (fmt) {
+		if (!json_is_string(fmt) || !(re = format_pattern(json_string_value(fmt))))
+			return coli_err_set(c->err, -EINVAL, "%s.format: only date, date-time, time and uuid are "
+					    "supported", path);
+		snprintf(sub, sizeof sub, "%s.format", path);
+	}
+	if (!re)
+		return 0;
+	coli_grammar *g = c->g;
+	if (g->n_res == g->cap_res) {
+		int cap = g->cap_res ? g->cap_res * 2 : 4;
+		gregex *r = realloc(g->res, sizeof *r * (size_t)cap);
+		if (!r)
+			return oom(c);
+		g->res = r;
+		g->cap_res = cap;
+	}
+	int rc = gregex_compile(re, &g->res[g->n_res], sub, c->err);
+	if (rc)
+		return rc;
+	g->nodes[node].re = g->n_res++;
+	return 0;
+}
+
+/* A bound of a number as a decimal in units of 1e-15 (gnum): the
+ * shortest decimal that reads back as the same double (what the schema's
+ * text said), which must have at most 15 significant digits and 15
+ * decimal places. Magnitudes of 1e15 and more are clamped to +-1e30
+ * units: a bounded number has at most 15 digits, so they decide nothing
+ * beyond "all" or "none". */
+static int bound_decimal(double x, gnum *out)
+{
+	if (fabs(x) >= 1e15) {
+		*out = (x < 0 ? -1 : 1) * (gnum)GNUM_SCALE * GNUM_SCALE;
+		return 0;
+	}
+	char buf[64];
+	int p;
+	for (p = 1; p <= 17; p++) {
+		snprintf(buf, sizeof buf, "%.*e", p - 1, x);
+		if (strtod(buf, NULL) == x)
+			break;
+	}
+	if (p > 15)
+		return -1;
+	/* buf: [-]D[.DDD]e[+-]XX */
+	gnum digits = 0;
+	const char *q = buf + (buf[0] == '-');
+	for (; *q && *q != 'e'; q++)
+		if (*q >= '0' && *q <= '9')
+			digits = digits * 10 + (*q - '0');
+	int exp10 = atoi(q + 1) - (p - 1) + GNUM_DIGITS;   /* digits x 10^exp10 units */
+	if (exp10 < 0)
+		return -1;   /* more than 15 decimal places */
+	while (exp10-- > 0)
+		digits *= 10;
+	*out = buf[0] == '-' ? -digits : digits;
+	return 0;
+}
+
+/* Bounds of a number, exact on the decimal text (see gnode.num_lo). */
+static int compile_number_bounds(cctx *c, json_t *s, const char *path, int node)
+{
+	gnode *nd = &c->g->nodes[node];
+	const gnum all = (gnum)GNUM_SCALE * GNUM_SCALE;
+	gnum lo = -all, hi = all;
+	int any = 0;
+	for (int i = 0; kw_numeric[i]; i++) {
+		json_t *v = json_object_get(s, kw_numeric[i]);
+		if (!v)
+			continue;
+		if (!json_is_number(v))
+			return coli_err_set(c->err, -EINVAL, "%s.%s: must be a number", path, kw_numeric[i]);
+		gnum b;
+		if (bound_decimal(json_number_value(v), &b))
+			return coli_err_set(c->err, -EINVAL, "%s.%s: a bound of a number must have at most 15 "
+					    "significant digits and 15 decimal places", path, kw_numeric[i]);
+		any = 1;
+		if (i == 0 || i == 2)
+			lo = b + (i == 2) > lo ? b + (i == 2) : lo;
+		else
+			hi = b - (i == 3) < hi ? b - (i == 3) : hi;
+	}
+	if (!any)
+		return 0;
+	if (lo > hi || lo >= all || hi <= -all)
+		return coli_err_set(c->err, -EINVAL, "%s: no number of at most 15 digits lies within the bounds", path);
+	nd->num_bounded = 1;
+	nd->num_lo = lo;
+	nd->num_hi = hi;
+	return 0;
+}
+
+/* Integer bounds. Generated integers have at most 15 digits, so bounds
+ * beyond +-1e15 (zod's safe-integer range) change nothing. Numbers:
+ * compile_number_bounds. */
+static int compile_bounds(cctx *c, json_t *s, const char *path, int node, int integer)
+{
+	gnode *nd = &c->g->nodes[node];
+	if (!integer)
+		return compile_number_bounds(c, s, path, node);
+	for (int i = 0; kw_numeric[i]; i++) {
+		json_t *v = json_object_get(s, kw_numeric[i]);
+		if (!v)
+			continue;
+		if (!json_is_number(v))
+			return coli_err_set(c->err, -EINVAL, "%s.%s: must be a number", path, kw_numeric[i]);
+		double x = json_number_value(v);
+		if (x > 9e18)
+			x = 9e18;
+		if (x < -9e18)
+			x = -9e18;
+		double lo = i == 0 ? ceil(x) : i == 2 ? floor(x) + 1 : -9e18;
+		double hi = i == 1 ? floor(x) : i == 3 ? ceil(x) - 1 : 9e18;
+		if (i == 0 || i == 2)
+			nd->min_int = (int64_t)lo > nd->min_int ? (int64_t)lo : nd->min_int;
+		else
+			nd->max_int = (int64_t)hi < nd->max_int ? (int64_t)hi : nd->max_int;
+	}
+	const int64_t cap = 999999999999999LL;
+	if (nd->min_int > nd->max_int || nd->min_int > cap || nd->max_int < -cap)
+		return coli_err_set(c->err, -EINVAL, "%s: no integer of at most 15 digits lies within the bounds", path);
+	return 0;
+}
+
+static int type_code(const char *t)
+{
+	static const char *const names[] = { "object", "array", "string", "number", "integer", "boolean", "null" };
+	for (int i = 0; i < 7; i++)
+		if (!strcmp(t, names[i]))
+			return i;
+	return -1;
+}
+
+static int compile_type(cctx *c, json_t *s, const char *path, int type)
+{
+	static const int kinds[] = { GN_OBJECT, GN_ARRAY, GN_STRING, GN_NUMBER, GN_INTEGER, GN_LITS, GN_LITS };
+	int node = grammar_node_add(c->g, kinds[type]);
+	if (node < 0)
+		return node == -ENOMEM ? oom(c) : coli_err_set(c->err, node, "%s: schema too large", path);
+	int rc = 0;
+	switch (type) {
+	case 0: rc = compile_object(c, s, path, node); break;
+	case 1: rc = compile_array(c, s, path, node); break;
+	case 2: rc = compile_string(c, s, path, node); break;
+	case 3: rc = compile_bounds(c, s, path, node, 0); break;
+	case 4: rc = compile_bounds(c, s, path, node, 1); break;
+	case 5:
+		if (lits_add(&c->g->nodes[node], "true") || lits_add(&c->g->nodes[node], "false"))
+			rc = oom(c);
+		break;
+	case 6:
+		if (lits_add(&c->g->nodes[node], "null"))
+			rc = oom(c);
+		break;
+	default: break;
+	}
+	return rc ? rc : node;
+}
+
+static int has_any(json_t *s, const char *const *kw)
+{
+	for (; *kw; kw++)
+		if (json_object_get(s, *kw))
+			return 1;
+	return 0;
+}
+
+static int compile_body(cctx *c, json_t *s, const char *path, int self)
+{
+	char sub[1024];
+	const char *key;
+	json_t *v;
+	json_object_foreach(s, key, v) {
+		if (!in_list(annotations, key) && !in_list(kw_object, key) && !in_list(kw_array, key) &&
+		    !in_list(kw_string, key) && !in_list(kw_other, key) && !in_list(kw_numeric, key))
+			return coli_err_set(c->err, -EINVAL, "%s: unsupported JSON Schema keyword \"%s\"", path, key);
+	}
+	gnode *nd = &c->g->nodes[self];
+	if (json_object_get(s, "$ref")) {
+		json_object_foreach(s, key, v)
+			if (strcmp(key, "$ref") && !in_list(annotations, key))
+				return coli_err_set(c->err, -EINVAL, "%s: \"%s\" beside $ref is not supported", path, key);
+		json_t *t = NULL;
+		if (resolve_ref(c, s, path, &t))
+			return -EINVAL;
+		snprintf(sub, sizeof sub, "%s.$ref", path);
+		int n = compile(c, t, sub);
+		return n < 0 ? n : alts_add(c->g, self, n) ? oom(c) : 0;
+	}
+	if (json_object_get(s, "enum") || json_object_get(s, "const")) {
+		nd->kind = GN_LITS;
+		return compile_lits(c, s, path, self);
+	}
+	json_t *any = json_object_get(s, "anyOf");
+	const char *anyname = "anyOf";
+	if (!any) {
+		any = json_object_get(s, "oneOf");
+		anyname = "oneOf";
+	}
+	if (any) {
+		if (json_object_get(s, "anyOf") && json_object_get(s, "oneOf"))
+			return coli_err_set(c->err, -EINVAL, "%s: anyOf and oneOf together are not supported", path);
+		json_object_foreach(s, key, v)
+			if (strcmp(key, anyname) && !in_list(annotations, key))
+				return coli_err_set(c->err, -EINVAL, "%s: \"%s\" beside %s is not supported", path, key,
+						    anyname);
+		if (!json_is_array(any) || !json_array_size(any))
+			return coli_err_set(c->err, -EINVAL, "%s.%s: must be a non-empty array of schemas", path,
+					    anyname);
+		for (size_t i = 0; i < json_array_size(any); i++) {
+			snprintf(sub, sizeof sub, "%s.%s[%zu]", path, anyname, i);
+			int n = compile(c, json_array_get(any, i), sub);
+			if (n < 0)
+				return n;
+			if (alts_add(c->g, self, n))
+				return oom(c);
+		}
+		return 0;
+	}
+	json_t *type = json_object_get(s, "type");
+	int types[7], nt = 0;
+	if (json_is_string(type)) {
+		if ((types[nt++] = type_code(json_string_value(type))) < 0)
+			return coli_err_set(c->err, -EINVAL, "%s.type: unknown type \"%s\"", path, json_string_value(type));
+	} else if (json_is_array(type) && json_array_size(type) > 0 && json_array_size(type) <= 7) {
+		for (size_t i = 0; i < json_array_size(type); i++) {
+			json_t *t = json_array_get(type, i);
+			if (!json_is_string(t) || (types[nt++] = type_code(json_string_value(t))) < 0)
+				return coli_err_set(c->err, -EINVAL, "%s.type[%zu]: unknown type", path, i);
+		}
+	} else if (type) {
+		return coli_err_set(c->err, -EINVAL, "%s.type: must be a type name or a list of them", path);
+	} else {
+		/* inferred from the keywords present */
+		if (has_any(s, kw_object))
+			types[nt++] = 0;
+		if (has_any(s, kw_array))
+			types[nt++] = 1;
+		if (has_any(s, kw_string))
+			types[nt++] = 2;
+		if (has_any(s, kw_numeric))
+			types[nt++] = 3;
+		if (!nt) {
+			int a = grammar_node_any(c->g);
+			return a < 0 ? oom(c) : alts_add(c->g, self, a) ? oom(c) : 0;
+		}
+	}
+	for (int i = 0; i < nt; i++) {
+		int n = compile_type(c, s, path, types[i]);
+		if (n < 0)
+			return n;
+		if (alts_add(c->g, self, n))
+			return oom(c);
+	}
+	return 0;
+}
+
+/* Every schema object becomes one GN_ANYOF node (memoised, so $ref cycles
+ * close on themselves) whose alternatives carry the constraints. */
+static int compile(cctx *c, json_t *s, const char *path)
+{
+	if (json_is_true(s) || (json_is_object(s) && json_object_size(s) == 0)) {
+		int a = grammar_node_any(c->g);
+		return a < 0 ? oom(c) : a;
+	}
+	if (json_is_false(s))
+		return coli_err_set(c->err, -EINVAL, "%s: the schema false accepts no document", path);
+	if (!json_is_object(s))
+		return coli_err_set(c->err, -EINVAL, "%s: a schema must be an object or a boolean", path);
+	for (int i = 0; i < c->n_memo; i++)
+		if (c->memo[i].schema == s)
+			return c->memo[i].node;
+	if (++c->depth > 64)
+		return coli_err_set(c->err, -EINVAL, "%s: schema nested too deeply", path);
+	int self = grammar_node_add(c->g, GN_ANYOF);
+	if (self < 0)
+		return self == -ENOMEM ? oom(c) : coli_err_set(c->err, self, "%s: schema too large", path);
+	if (c->n_memo == c->cap_memo) {
+		int cap = c->cap_memo ? c->cap_memo * 2 : 16;
+		memo *m = realloc(c->memo, sizeof *m * (size_t)cap);
+		if (!m)
+			return oom(c);
+		c->memo = m;
+		c->cap_memo = cap;
+	}
+	c->memo[c->n_memo++] = (memo){ s, self };
+	int rc = compile_body(c, s, path, self);
+	c->depth--;
+	return rc < 0 ? rc : self;
+}
+
+/* A $ref cycle that never passes through an object or array would recurse
+ * without consuming a byte: refuse it. */
+static int check_cycles(const coli_grammar *g, int node, uint8_t *mark, const char *what, coli_err *err)
+{
+	const gnode *n = &g->nodes[node];
+	if (n->kind != GN_ANYOF)
+		return 0;
+	if (mark[node] == 1)
+		return coli_err_set(err, -EINVAL, "%s: a $ref cycle that accepts no document", what);
+	if (mark[node] == 2)
+		return 0;
+	mark[node] = 1;
+	for (int i = 0; i < n->n_alts; i++)
+		if (check_cycles(g, n->alts[i], mark, what, err))
+			return -EINVAL;
+	mark[node] = 2;
+	return 0;
+}
+
+int grammar_compile_schema(const char *text, size_t len, const char *what, coli_grammar **out, coli_err *err)
+{
+	*out = NULL;
+	json_error_t jerr;
+	json_t *root = json_loadb(text, len, 0, &jerr);
+	if (!root)
+		return coli_err_set(err, -EINVAL, "%s: invalid JSON: %s (line %d)", what, jerr.text, jerr.line);
+	cctx c = { .g = grammar_alloc(), .root = root, .err = err };
+	int rc = c.g ? 0 : -ENOMEM;
+	if (rc)
+		coli_err_set(err, rc, "out of memory");
+	if (!rc) {
+		int r = compile(&c, root, what);
+		if (r < 0)
+			rc = r;
+		else
+			c.g->root = r;
+	}
+	if (!rc) {
+		uint8_t *mark = calloc((size_t)c.g->n_nodes, 1);
+		rc = mark ? check_cycles(c.g, c.g->root, mark, what, err) : oom(&c);
+		free(mark);
+	}
+	free(c.memo);
+	json_decref(root);
+	if (rc) {
+		grammar_free(c.g);
+		return rc < 0 ? rc : -EINVAL;
+	}
+	*out = c.g;
+	return 0;
+}
+
+int grammar_compile_any_object(coli_grammar **out, coli_err *err)
+{
+	coli_grammar *g = grammar_alloc();
+	int obj = g ? grammar_node_add(g, GN_OBJECT) : -ENOMEM;
+	int any = obj >= 0 ? grammar_node_any(g) : obj;
+	if (any < 0) {
+		grammar_free(g);
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	}
+	g->nodes[obj].additional = any;
+	g->root = obj;
+	*out = g;
+	return 0;
+}
+
+void grammar_free(coli_grammar *g)
+{
+	if (!g)
+		return;
+	for (int i = 0; i < g->n_nodes; i++) {
+		gnode *n = &g->nodes[i];
+		for (int j = 0; j < n->n_props; j++)
+			free(n->names[j]);
+		for (int j = 0; j < n->n_lits; j++)
+			free(n->lits[j]);
+		free(n->names);
+		free(n->name_len);
+		free(n->prop);
+		free(n->prefix);
+		free(n->lits);
+		free(n->lit_len);
+		free(n->alts);
+	}
+	for (int i = 0; i < g->n_res; i++)
+		gregex_free(&g->res[i]);
+	free(g->res);
+	free(g->nodes);
+	free(g);
+}

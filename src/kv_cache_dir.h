@@ -1,0 +1,31 @@
+/* kv_cache_dir.h - where colitop keeps writable per-model state.
+ *
+ * The weights directory may be read-only, so state lives apart from it:
+ *   1. $COLI_CACHE_DIR when set and non-empty (used as is);
+ *   2. otherwise ${XDG_CACHE_HOME:-$HOME/.cache}/colitop/<name>-<fp12>,
+ *      where <name> is the last path component of the model directory
+ *      (its real path) and <fp12> the first 12 hex digits of the
+ *      container fingerprint (sha256 of its manifest.json), so two models
+ *      of the same directory name never share state; "<name>" alone when
+ *      the directory has no readable manifest, "default" when model_dir
+ *      is NULL.
+ * A command's --cache-dir flag overrides both (callers handle it).
+ * Inside: kv/ (sessions), hot-experts/, logs/. */
+#ifndef COLI_CACHE_DIR_H
+#define COLI_CACHE_DIR_H
+
+#include <stddef.h>
+
+#include "coli_err.h"
+
+/* The default cache directory's last component for model_dir (rule 2
+ * above); snprintf's return. */
+int coli_cache_dir_name(const char *model_dir, char *out, size_t cap);
+
+/* Compute the cache dir for a model dir (creates nothing). */
+int coli_cache_dir(const char *model_dir, char *out, size_t cap, coli_err *err);
+
+/* mkdir -p with mode 0700 for created components. */
+int coli_mkdirs(const char *path, coli_err *err);
+
+#endif

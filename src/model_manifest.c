@@ -1,0 +1,249 @@
+/* model_manifest.c - see model_manifest.h. */
+#include "config.h"
+
+#include "model_manifest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int manifest_read_file(const char *path, char **data, size_t *len, coli_err *err)
+{
+	int rc = 0;
+	char *buf = NULL;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		rc = coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	size_t n = (size_t)st.st_size;
+	buf = malloc(n + 1);
+	if (!buf) {
+		rc = coli_err_set(err, -ENOMEM, "%s: out of memory (%zu bytes)", path, n);
+		goto out;
+	}
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = pread(fd, buf + got, n - got, (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			rc = coli_err_set(err, r < 0 ? -errno : -EIO, "%s: read failed: %s", path,
+					  r < 0 ? strerror(errno) : "file shrank while reading");
+			goto out;
+		}
+		got += (size_t)r;
+	}
+	buf[n] = '\0';
+	*data = buf;
+	if (len)
+		*len = n;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+int manifest_load(const char *path, json_t **root, coli_err *err)
+{
+	char *data = NULL;
+	size_t len = 0;
+	int rc = manifest_read_file(path, &data, &len, err);
+	if (rc < 0)
+		return rc;
+	json_error_t je;
+	json_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
+	free(data);
+	if (!j)
+		return coli_err_set(err, -EINVAL, "%s: line %d column %d: %s", path, je.line,
+				    je.column, je.text);
+	*root = j;
+	return 0;
+}
+
+int manifest_fsync_dir(const char *path, coli_err *err)
+{
+	struct stat st;
+	char *dir = NULL;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		dir = strdup(path);
+	} else {
+		const char *slash = strrchr(path, '/');
+		dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+	}
+	if (!dir)
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	int rc = 0;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		rc = coli_err_set(err, -errno, "%s: fsync of directory failed: %s", dir,
+				  strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return rc;
+}
+
+int manifest_write_atomic(const char *path, const void *data, size_t len, coli_err *err)
+{
+	int rc = 0;
+	size_t plen = strlen(path);
+	char *tmp = malloc(plen + 5);
+	if (!tmp)
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	memcpy(tmp, path, plen);
+	memcpy(tmp + plen, ".tmp", 5);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = coli_err_set(err, -errno, "%s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	const char *p = data;
+	size_t left = len;
+	while (left) {
+		ssize_t w = write(fd, p, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			rc = coli_err_set(err, -errno, "%s: write failed: %s", tmp, strerror(errno));
+			goto out_close;
+		}
+		p += w;
+		left -= (size_t)w;
+	}
+	if (fsync(fd) < 0) {
+		rc = coli_err_set(err, -errno, "%s: fsync failed: %s", tmp, strerror(errno));
+		goto out_close;
+	}
+out_close:
+	if (close(fd) < 0 && rc == 0)
+		rc = coli_err_set(err, -errno, "%s: close failed: %s", tmp, strerror(errno));
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = coli_err_set(err, -errno, "%s: rename failed: %s", path, strerror(errno));
+	if (rc == 0)
+		rc = manifest_fsync_dir(path, err);
+	if (rc < 0)
+		unlink(tmp);
+out:
+	free(tmp);
+	return rc;
+}
+
+int manifest_save(const char *path, const json_t *root, coli_err *err)
+{
+	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	if (!s)
+		return coli_err_set(err, -ENOMEM, "%s: cannot serialize JSON", path);
+	size_t n = strlen(s);
+	char *t = realloc(s, n + 2);
+	if (!t) {
+		free(s);
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	}
+	t[n] = '\n';
+	t[n + 1] = '\0';
+	int rc = manifest_write_atomic(path, t, n + 1, err);
+	free(t);
+	return rc;
+}
+
+int manifest_get_int(const json_t *obj, const char *key, int64_t min, int64_t max,
+		     int64_t *out, const char *where, coli_err *err)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v)
+		return coli_err_set(err, -EINVAL, "%s: missing key \"%s\"", where, key);
+	if (!json_is_integer(v))
+		return coli_err_set(err, -EINVAL, "%s: \"%s\" must be an integer", where, key);
+	json_int_t x = json_integer_value(v);
+	if (x < min || x > max)
+		return coli_err_set(err, -EINVAL, "%s: \"%s\" = %lld out of range [%lld, %lld]",
+				    where, key, (long long)x, (long long)min, (long long)max);
+	*out = x;
+	return 0;
+}
+
+int manifest_get_str(const json_t *obj, const char *key, const char **out,
+		     const char *where, coli_err *err)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v)
+		return coli_err_set(err, -EINVAL, "%s: missing key \"%s\"", where, key);
+	if (!json_is_string(v))
+		return coli_err_set(err, -EINVAL, "%s: \"%s\" must be a string", where, key);
+	*out = json_string_value(v);
+	return 0;
+}
+
+int manifest_get_obj(const json_t *obj, const char *key, json_t **out,
+		     const char *where, coli_err *err)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v)
+		return coli_err_set(err, -EINVAL, "%s: missing key \"%s\"", where, key);
+	if (!json_is_object(v))
+		return coli_err_set(err, -EINVAL, "%s: \"%s\" must be an object", where, key);
+	*out = v;
+	return 0;
+}
+
+int manifest_get_arr(const json_t *obj, const char *key, json_t **out,
+		     const char *where, coli_err *err)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v)
+		return coli_err_set(err, -EINVAL, "%s: missing key \"%s\"", where, key);
+	if (!json_is_array(v))
+		return coli_err_set(err, -EINVAL, "%s: \"%s\" must be an array", where, key);
+	*out = v;
+	return 0;
+}
+
+int manifest_path_safe(const char *rel)
+{
+	if (!rel || !*rel || rel[0] == '/')
+		return 0;
+	const char *p = rel;
+	while (*p) {
+		const char *e = strchr(p, '/');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return 0;
+		if (!e)
+			break;
+		p = e + 1;
+		if (!*p)
+			return 0;
+	}
+	return 1;
+}
+
+char *manifest_join(const char *dir, const char *rel)
+{
+	size_t a = strlen(dir), b = strlen(rel);
+	char *s = malloc(a + b + 2);
+	if (!s)
+		return NULL;
+	memcpy(s, dir, a);
+	s[a] = '/';
+	memcpy(s + a + 1, rel, b + 1);
+	return s;
+}
+
+int manifest_is_sha256_hex(const char *s)
+{
+	if (!s || strlen(s) != 64)
+		return 0;
+	for (int i = 0; i < 64; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
