@@ -12,17 +12,7 @@
 #include <jansson.h>
 
 #include "compare.h"
-
-static int failures;
-
-#define CHECK(c)                                                                  \
-	do {                                                                      \
-		if (!(c)) {                                                       \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__,    \
-				__LINE__, #c);                                    \
-			failures++;                                               \
-		}                                                                 \
-	} while (0)
+#include "test_util.h"
 
 /* ---- extraction ---- */
 
@@ -90,7 +80,7 @@ static void diff_case(const char *l, const char *r, const want *w, int nw, int l
 		for (int i = 0; i < n; i++)
 			fprintf(stderr, "  %s %d %s %s\n", d[i].path, d[i].kind, d[i].local ? d[i].local : "-",
 				d[i].remote ? d[i].remote : "-");
-		failures++;
+		FAIL("diff(%s, %s) differs from the expected entries (above)", l, r);
 	}
 	/* also tally into the run-wide summary */
 	for (int i = 0; i < fs.n; i++)
@@ -308,7 +298,7 @@ static void test_formats(void)
 		"round 1, p|1, remote: 401 from X: key, \"refused\"\n";
 	if (strcmp(t, want_table)) {
 		fprintf(stderr, "table:\n%s\nwant:\n%s", t, want_table);
-		failures++;
+		FAIL("the table rendering differs (above)");
 	}
 	free(t);
 	t = render(CMP_FMT_MARKDOWN, rows, 2);
@@ -320,7 +310,7 @@ static void test_formats(void)
 		"- round 1, p|1, remote: 401 from X: key, \"refused\"\n";
 	if (strcmp(t, want_md)) {
 		fprintf(stderr, "markdown:\n%s\nwant:\n%s", t, want_md);
-		failures++;
+		FAIL("the markdown rendering differs (above)");
 	}
 	free(t);
 	t = render(CMP_FMT_CSV, rows, 2);
@@ -332,7 +322,7 @@ static void test_formats(void)
 		"1,p|1,remote,false,401,,0.01,,,,,,,,,,,\"401 from X: key, \"\"refused\"\"\"\n";
 	if (strcmp(t, want_csv)) {
 		fprintf(stderr, "csv:\n%s\nwant:\n%s", t, want_csv);
-		failures++;
+		FAIL("the csv rendering differs (above)");
 	}
 	free(t);
 	t = render(CMP_FMT_JSONL, rows, 2);
@@ -361,10 +351,5 @@ int main(void)
 	test_prompts();
 	test_formats();
 	cmp_fields_free(&fields);
-	if (failures) {
-		fprintf(stderr, "compare_test: %d failures\n", failures);
-		return 1;
-	}
-	printf("compare_test: ok\n");
-	return 0;
+	return test_summary(__FILE__);
 }

@@ -25,15 +25,14 @@
 #include "model_container.h"
 #include "quant.h"
 #include "safetensors.h"
+#include "test_util.h"
 
-static int failures;
-
-#define FAIL(...)                                    \
-	do {                                         \
-		fprintf(stderr, "FAIL: " __VA_ARGS__); \
-		fputc('\n', stderr);                 \
-		if (++failures > 20)                 \
-			exit(1);                     \
+/* a broken conversion fails every block: stop after 20 reports */
+#define FAIL_CAPPED(...)                                     \
+	do {                                                 \
+		FAIL(__VA_ARGS__);                           \
+		if (test_failures > 20)                      \
+			exit(test_summary(__FILE__));        \
 	} while (0)
 
 /* Compare decoded values with the source, block by block. */
@@ -41,7 +40,7 @@ static void compare(const char *what, int qtype, const float *src, const float *
 {
 	if (qtype == COLI_Q_F32) {
 		if (memcmp(src, got, n * sizeof *src))
-			FAIL("%s: f32 copy differs from the source", what);
+			FAIL_CAPPED("%s: f32 copy differs from the source", what);
 		return;
 	}
 	for (size_t b = 0; b < n; b += COLI_QK) {
@@ -56,7 +55,7 @@ static void compare(const char *what, int qtype, const float *src, const float *
 				       : (hi - lo) / 15.0 * 0.5 * 1.01 + (fabs(lo) + fabs(hi)) * 1e-3 + 1e-7;
 		for (size_t i = b; i < b + COLI_QK; i++)
 			if (fabs((double)src[i] - (double)got[i]) > bound) {
-				FAIL("%s: element %zu: source %g, decoded %g (bound %g)", what, i,
+				FAIL_CAPPED("%s: element %zu: source %g, decoded %g (bound %g)", what, i,
 				     src[i], got[i], bound);
 				return;
 			}
@@ -87,12 +86,12 @@ static float *read_src(const st_checkpoint *ck, const char *name, size_t n)
 	const st_tensor *t = st_find(ck, name);
 	coli_err err = { 0, "" };
 	if (!t || (size_t)st_numel(t) != n) {
-		FAIL("%s: missing in the source or wrong size", name);
+		FAIL_CAPPED("%s: missing in the source or wrong size", name);
 		return NULL;
 	}
 	float *x = malloc(n * sizeof *x);
 	if (!x || st_read_f32(ck, t, x, &err) < 0) {
-		FAIL("%s: %s", name, err.msg);
+		FAIL_CAPPED("%s: %s", name, err.msg);
 		free(x);
 		return NULL;
 	}
@@ -105,10 +104,10 @@ static void check_resident(const coli_container *c, const st_checkpoint *ck)
 		const coli_container_tensor *t = &c->tensors[i];
 		size_t n = (size_t)t->rows * (size_t)t->cols;
 		if ((uintptr_t)t->data % 64)
-			FAIL("%s: data not 64-byte aligned", t->name);
+			FAIL_CAPPED("%s: data not 64-byte aligned", t->name);
 		int want = expected_qtype(c, t->name, t->rows, t->cols);
 		if (t->qtype != want)
-			FAIL("%s: qtype %s, policy says %s", t->name, coli_qtype_name(t->qtype),
+			FAIL_CAPPED("%s: qtype %s, policy says %s", t->name, coli_qtype_name(t->qtype),
 			     coli_qtype_name(want));
 		float *src = read_src(ck, t->name, n);
 		float *got = malloc(n * sizeof *got);
@@ -129,11 +128,11 @@ static void check_resident(const coli_container *c, const st_checkpoint *ck)
 			continue;
 		if (nl > 10 && !strcmp(name + nl - 10, "_scale_inv")) {
 			if (coli_container_find(c, name))
-				FAIL("%s: FP8 scales stored as a tensor", name);
+				FAIL_CAPPED("%s: FP8 scales stored as a tensor", name);
 			continue;
 		}
 		if (!coli_container_find(c, name))
-			FAIL("%s: in the source, not in the container", name);
+			FAIL_CAPPED("%s: in the source, not in the container", name);
 	}
 }
 
@@ -143,29 +142,29 @@ static void check_experts(const coli_container *c, const st_checkpoint *ck)
 	const coli_config *g = &c->config;
 	size_t rs = c->expert_record_size;
 	if (rs == 0 || rs % 4096)
-		FAIL("record_size %zu is not a multiple of 4096", rs);
+		FAIL_CAPPED("record_size %zu is not a multiple of 4096", rs);
 	unsigned char *rec = aligned_alloc(4096, rs ? rs : 4096);
 	int shards = 0;
 	for (int L = 0; L < g->num_hidden_layers; L++) {
 		if (!coli_config_layer_is_moe(g, L)) {
 			if (c->expert_shard_paths[L])
-				FAIL("dense layer %d has a shard", L);
+				FAIL_CAPPED("dense layer %d has a shard", L);
 			continue;
 		}
 		shards++;
 		int fd = open(c->expert_shard_paths[L], O_RDONLY);
 		if (fd < 0) {
-			FAIL("%s: cannot open", c->expert_shard_paths[L]);
+			FAIL_CAPPED("%s: cannot open", c->expert_shard_paths[L]);
 			continue;
 		}
 		off_t end = lseek(fd, 0, SEEK_END);
 		if ((uint64_t)end != (uint64_t)g->n_routed_experts * rs ||
 		    (uint64_t)end != c->expert_shard_sizes[L])
-			FAIL("%s: size %lld", c->expert_shard_paths[L], (long long)end);
+			FAIL_CAPPED("%s: size %lld", c->expert_shard_paths[L], (long long)end);
 		for (int e = 0; e < g->n_routed_experts; e++) {
 			uint64_t off = coli_container_expert_offset(c, e);
 			if (off % 4096 || pread(fd, rec, rs, (off_t)off) != (ssize_t)rs) {
-				FAIL("layer %d expert %d: record at %llu unreadable or unaligned", L, e,
+				FAIL_CAPPED("layer %d expert %d: record at %llu unreadable or unaligned", L, e,
 				     (unsigned long long)off);
 				continue;
 			}
@@ -177,9 +176,9 @@ static void check_experts(const coli_container *c, const st_checkpoint *ck)
 					 e, part[k]);
 				size_t n = (size_t)m.rows * (size_t)m.cols;
 				if ((uintptr_t)m.data % 64)
-					FAIL("%s: part not 64-byte aligned", name);
+					FAIL_CAPPED("%s: part not 64-byte aligned", name);
 				if (m.qtype != coli_qtype_parse(c->quant_experts))
-					FAIL("%s: qtype %d", name, m.qtype);
+					FAIL_CAPPED("%s: qtype %d", name, m.qtype);
 				float *src = read_src(ck, name, n);
 				float *got = malloc(n * sizeof *got);
 				if (src && got) {
@@ -193,14 +192,14 @@ static void check_experts(const coli_container *c, const st_checkpoint *ck)
 			}
 			for (size_t b = used_end; b < rs; b++)
 				if (rec[b]) {
-					FAIL("layer %d expert %d: padding byte %zu is not zero", L, e, b);
+					FAIL_CAPPED("layer %d expert %d: padding byte %zu is not zero", L, e, b);
 					break;
 				}
 		}
 		close(fd);
 	}
 	if (!shards)
-		FAIL("no expert shards");
+		FAIL_CAPPED("no expert shards");
 	free(rec);
 }
 
@@ -223,21 +222,21 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (strlen(c->fingerprint) != 64)
-		FAIL("fingerprint '%s'", c->fingerprint);
+		FAIL_CAPPED("fingerprint '%s'", c->fingerprint);
 	check_resident(c, ck);
 	check_experts(c, ck);
 	coli_qmat m;
 	if (coli_container_find(c, "no.such.tensor"))
-		FAIL("find: a missing name was found");
+		FAIL_CAPPED("find: a missing name was found");
 	if (coli_container_qmat(c, "model.embed_tokens.weight", 3, 5, &m, &err) != -ENOENT ||
 	    !strstr(err.msg, "model.embed_tokens.weight"))
-		FAIL("qmat: a mis-shaped request was accepted (%s)", err.msg);
+		FAIL_CAPPED("qmat: a mis-shaped request was accepted (%s)", err.msg);
 	if (coli_container_qmat(c, "model.embed_tokens.weight", c->config.vocab_size,
 				c->config.hidden_size, &m, &err) < 0 || !m.data)
-		FAIL("qmat: %s", err.msg);
+		FAIL_CAPPED("qmat: %s", err.msg);
 	printf("%s: %d resident tensors, record %zu bytes, fingerprint %.16s: %s\n", argv[2],
-	       c->n_tensors, c->expert_record_size, c->fingerprint, failures ? "FAILED" : "ok");
+	       c->n_tensors, c->expert_record_size, c->fingerprint, test_failures ? "FAILED" : "ok");
 	st_close(ck);
 	coli_container_free(c);
-	return failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

@@ -12,15 +12,7 @@
 #include "model_container.h"
 #include "convert.h"
 #include "model_manifest.h"
-
-static int failures;
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                          \
-		}                                                            \
-	} while (0)
+#include "test_util.h"
 
 static void test_paths(void)
 {
@@ -143,9 +135,5 @@ int main(void)
 	test_container_edges(dir);
 	test_names();
 	rmdir(dir);
-	if (failures)
-		fprintf(stderr, "%d failure(s)\n", failures);
-	else
-		printf("ok\n");
-	return failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

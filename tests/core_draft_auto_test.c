@@ -91,7 +91,7 @@ int main(void)
 	draft_auto_decide(&a, &ram, 1, 1, 3);
 	CHECK(!a.on, "off at gain %g turned on", a.gain);
 
-	if (!fails)
+	if (!test_failures)
 		printf("draft auto: the rule decides as specified\n");
-	return fails != 0;
+	return test_summary(__FILE__);
 }

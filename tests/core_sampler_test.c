@@ -6,15 +6,7 @@
 #include <stdio.h>
 
 #include "sampler.h"
-
-static int failures;
-#define CHECK(cond, msg)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, msg); \
-			failures++;                                        \
-		}                                                          \
-	} while (0)
+#include "test_util.h"
 
 int main(void)
 {
@@ -49,7 +41,5 @@ int main(void)
 			break;
 	}
 	coli_sampler_free(&s);
-	if (failures)
-		fprintf(stderr, "%d failure(s)\n", failures);
-	return failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

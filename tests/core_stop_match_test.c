@@ -8,18 +8,7 @@
 #include <string.h>
 
 #include "engine_stop_match.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                  \
-	do {                                              \
-		if (!(cond)) {                            \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);     \
-			fputc('\n', stderr);              \
-			failures++;                       \
-		}                                         \
-	} while (0)
+#include "test_util.h"
 
 /* Feed `text` in pieces of `step` bytes; return released text and hit. */
 static void run(const char *const *stops, const char *text, size_t step, char *got, int *hit)
@@ -71,7 +60,5 @@ int main(void)
 		run(none, "abc</s>", 3, got, &hit);
 		CHECK(!strcmp(got, "abc</s>") && !hit, "no stops");
 	}
-	if (failures)
-		fprintf(stderr, "%d failure(s)\n", failures);
-	return failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

@@ -145,6 +145,5 @@ int main(void)
 	test_tmul(COLI_Q_INT4);
 	test_tmul(COLI_Q_INT8);
 	test_tmul(COLI_Q_F32);
-	printf("%s: %d failure(s)\n", fails ? "FAIL" : "PASS", fails);
-	return fails ? 1 : 0;
+	return test_summary(__FILE__);
 }

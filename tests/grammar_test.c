@@ -450,7 +450,5 @@ int main(int argc, char **argv)
 	if (argc == 5 && !strcmp(argv[1], "mask"))
 		return mode_mask(argv[2], argv[3], argv[4]);
 	unit();
-	if (fails)
-		printf("%d failures\n", fails);
-	return fails ? 1 : 0;
+	return test_summary(__FILE__);
 }

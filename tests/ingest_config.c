@@ -12,6 +12,7 @@
 #include "coli_log.h"
 #include "hf_config.h"
 #include "ingest_util.h"
+#include "test_util.h"
 
 static const char *DSV3 =
 	"{\"architectures\":[\"DeepseekV3ForCausalLM\"],\"attention_bias\":false,\"attention_dropout\":0.0,"
@@ -84,8 +85,7 @@ static void roundtrip(const char *name, const char *text)
 	coli_config a, b;
 	coli_err err = { 0 };
 	if (parse(text, &a, &err)) {
-		fprintf(stderr, "%s: %s\n", name, err.msg);
-		failures++;
+		FAIL("%s: %s", name, err.msg);
 		return;
 	}
 	json_t *ja = hf_config_to_json(&a);
@@ -103,10 +103,8 @@ static void roundtrip(const char *name, const char *text)
 			continue;
 		int eq = json_equal(o, v) ||
 			 (json_is_number(o) && json_is_number(v) && json_number_value(o) == json_number_value(v));
-		if (!eq) {
-			fprintf(stderr, "%s: key %s differs after round trip\n", name, key);
-			failures++;
-		}
+		CHECK(eq,
+			"%s: key %s differs after round trip", name, key);
 	}
 	json_decref(orig);
 	json_decref(ja);
@@ -191,11 +189,9 @@ static void expect_bad(const char *base, const char *key, const char *repl, cons
 	coli_config c;
 	coli_err err = { 0 };
 	int rc = hf_config_from_json(j, &c, &err);
-	if (rc >= 0 || !strstr(err.msg, want)) {
-		fprintf(stderr, "%s=%s: rc=%d msg='%s' (wanted '%s')\n", key, repl ? repl : "(absent)", rc, err.msg,
+	CHECK(rc < 0 && strstr(err.msg, want),
+		"%s=%s: rc=%d msg='%s' (wanted '%s')", key, repl ? repl : "(absent)", rc, err.msg,
 			want);
-		failures++;
-	}
 	json_decref(j);
 }
 
@@ -270,7 +266,5 @@ int main(void)
 	coli_log_set_sink(sink, NULL);
 	test_public();
 	test_bad();
-	if (failures)
-		fprintf(stderr, "%d failures\n", failures);
-	return failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

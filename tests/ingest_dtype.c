@@ -9,15 +9,7 @@
 
 #include "ingest_dtype.h"
 #include "safetensors.h"
-
-static int failures;
-#define CHECK(cond)                                                                           \
-	do {                                                                                  \
-		if (!(cond)) {                                                                \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                           \
-		}                                                                             \
-	} while (0)
+#include "test_util.h"
 
 /* OCP FP8 E4M3FN by definition: bias 7, 3 mantissa bits, no infinities,
  * S.1111.111 NaN, exponent field 0 subnormal. */
@@ -60,10 +52,8 @@ static void test_fp8(void)
 	for (int c = 0; c < 256; c++) {
 		double want = fp8_ref(c);
 		float got = dtype_fp8_e4m3_to_f32((uint8_t)c);
-		if (!same(want, got)) {
-			fprintf(stderr, "fp8 code 0x%02x: got %g want %g\n", c, got, want);
-			failures++;
-		}
+		CHECK(same(want, got),
+			"fp8 code 0x%02x: got %g want %g", c, got, want);
 		if (isnan(want)) {
 			nan_count++;
 			continue;
@@ -104,8 +94,7 @@ static void test_f16(void)
 		double want = f16_ref(c);
 		float got = dtype_f16_to_f32((uint16_t)c);
 		if (!same(want, got)) {
-			fprintf(stderr, "f16 code 0x%04x: got %g want %g\n", c, got, want);
-			failures++;
+			FAIL("f16 code 0x%04x: got %g want %g", c, got, want);
 			continue;
 		}
 		if (isnan(want)) {
@@ -194,7 +183,5 @@ int main(void)
 	test_f16();
 	test_bf16();
 	test_bulk();
-	if (failures)
-		fprintf(stderr, "%d failures\n", failures);
-	return failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

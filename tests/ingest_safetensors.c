@@ -14,6 +14,7 @@
 #include "ingest_dtype.h"
 #include "ingest_util.h"
 #include "safetensors.h"
+#include "test_util.h"
 
 static void test_single(void)
 {
@@ -161,12 +162,10 @@ static void expect_fail(const char *what, const char *dir_or_file, const char *s
 	st_checkpoint *ck = NULL;
 	coli_err err = { 0 };
 	int rc = st_open_dir(dir_or_file, &ck, &err);
-	if (rc >= 0 || ck || !err.msg[0] || strchr(err.msg, '\n') ||
-	    (s1 && !strstr(err.msg, s1)) || (s2 && !strstr(err.msg, s2))) {
-		fprintf(stderr, "%s: rc=%d msg='%s' (wanted '%s' and '%s')\n", what, rc, err.msg,
+	CHECK(!(rc >= 0 || ck || !err.msg[0] || strchr(err.msg, '\n') ||
+	    (s1 && !strstr(err.msg, s1)) || (s2 && !strstr(err.msg, s2))),
+		"%s: rc=%d msg='%s' (wanted '%s' and '%s')", what, rc, err.msg,
 			s1 ? s1 : "", s2 ? s2 : "");
-		failures++;
-	}
 	st_close(ck);
 }
 
@@ -293,7 +292,5 @@ int main(void)
 	test_single();
 	test_sharded();
 	test_bad();
-	if (failures)
-		fprintf(stderr, "%d failures\n", failures);
-	return failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

@@ -9,6 +9,7 @@
 
 #include "ingest_util.h"
 #include "util_sha256.h"
+#include "test_util.h"
 
 static int force_portable;
 
@@ -90,7 +91,5 @@ int main(void)
 	test_vectors();
 	force_portable = 1;  /* the same checks on the portable code */
 	test_vectors();
-	if (failures)
-		fprintf(stderr, "%d failures\n", failures);
-	return failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

@@ -12,19 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures __attribute__((unused));
+#include "test_util.h"
 
 /* not every test uses every helper */
 #define UTIL_FN static __attribute__((unused))
-
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
 
 static char tmpdir[256];
 

@@ -15,6 +15,7 @@
 #include "util_crc32c.h"
 #include "kv_test.h"
 #include "util_sha256.h"
+#include "test_util.h"
 
 #define L 3
 #define W 8
@@ -579,10 +580,8 @@ static void test_write_faults(void)
 #else
 	/* the write-fault checks need a test build; CI must run them */
 	const char *ci = getenv("CI");
-	if (ci && !strcmp(ci, "true")) {
-		fprintf(stderr, "kv_file: built without --enable-fault-injection (CI=true: failing)\n");
-		kvt_failures++;
-	}
+	CHECK(!(ci && !strcmp(ci, "true")),
+		"kv_file: built without --enable-fault-injection (CI=true: failing)");
 #endif
 }
 
@@ -654,7 +653,5 @@ int main(void)
 		printf("%-22s %.3f s\n", t[i].name, (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9);
 	}
 	kvt_rmrf(dir);
-	if (kvt_failures)
-		fprintf(stderr, "%d checks failed\n", kvt_failures);
-	return kvt_failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

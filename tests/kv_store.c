@@ -12,6 +12,7 @@
 #include "util_sha256.h"
 #include "kv_store.h"
 #include "kv_test.h"
+#include "test_util.h"
 
 #define L 2
 #define W 4
@@ -299,7 +300,5 @@ int main(void)
 	test_prefix_index();
 	test_sizes_and_cache_dir();
 	kvt_rmrf(dir);
-	if (kvt_failures)
-		fprintf(stderr, "%d checks failed\n", kvt_failures);
-	return kvt_failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

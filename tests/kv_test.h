@@ -10,24 +10,10 @@
 
 #include "coli_log.h"
 #include "kv_file.h"
+#include "test_util.h"
 
 #define FP_A "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define FP_B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
-
-static int kvt_failures __attribute__((unused));
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		kvt_failures++; \
-	} } while (0)
-#define CHECK_RC(expr, want) do { \
-	coli_err e_ = { 0 }; (void)e_; \
-	int rc_ = (expr); \
-	if (rc_ != (want)) { \
-		fprintf(stderr, "%s:%d: %s returned %d, want %d\n", __FILE__, __LINE__, #expr, rc_, (want)); \
-		kvt_failures++; \
-	} } while (0)
 
 /* Warnings are counted, not printed: the torn-tail tests cut hundreds. */
 static int kvt_warnings __attribute__((unused));

@@ -11,17 +11,7 @@
 #include <string.h>
 
 #include "quant.h"
-
-static int fails;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__); \
-		fputc('\n', stderr); \
-		fails++; \
-	} \
-} while (0)
+#include "test_util.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -244,7 +234,5 @@ int main(void)
 	test_names();
 	test_layout();
 	test_bounds();
-	if (fails)
-		fprintf(stderr, "%d failures\n", fails);
-	return fails ? 1 : 0;
+	return test_summary(__FILE__);
 }

@@ -44,10 +44,8 @@ static void make_w(coli_qmat *w, void **data, int qtype, int rows, int cols)
 		f[i] = frand() * 0.1f;
 	size_t bytes = coli_qtype_bytes(qtype, rows, cols);
 	*data = malloc(bytes);
-	if (coli_quantize_rows(qtype, f, rows, cols, *data)) {
-		fails++;
-		printf("FAIL: quantize %d x %d\n", rows, cols);
-	}
+	CHECK(coli_quantize_rows(qtype, f, rows, cols, *data) == 0,
+		"quantize %d x %d", rows, cols);
 	free(f);
 	*w = (coli_qmat){ .qtype = qtype, .rows = rows, .cols = cols, .data = *data };
 }
@@ -226,6 +224,5 @@ int main(void)
 	}
 	free_group(p, count);
 	coli_q8act_free(&scr);
-	printf("%s: %d failure(s)\n", fails ? "FAIL" : "PASS", fails);
-	return fails ? 1 : 0;
+	return test_summary(__FILE__);
 }

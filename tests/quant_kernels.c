@@ -30,19 +30,9 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "test_util.h"
 
-static int fails;
 static double worst_ratio;
-
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static float frand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (float)((double)(rng >> 11) * 0x1p-53 * 2.0 - 1.0);
-}
 
 struct shape {
 	int rows, cols, nmax;
@@ -113,11 +103,9 @@ static void check_shape(coli_pool *pools[3], const char *isa, int qtype, struct 
 		coli_matmul(NULL, &m, x, n, y);
 		for (int kk = 0; kk < n; kk++) {
 			coli_matvec(NULL, &m, x + (size_t)kk * cols, yv);
-			if (memcmp(yv, y + (size_t)kk * rows, (size_t)rows * sizeof *yv)) {
-				fprintf(stderr, "%s %s %dx%d n=%d: matmul row %d != matvec\n",
+			CHECK(!memcmp(yv, y + (size_t)kk * rows, (size_t)rows * sizeof *yv),
+				"%s %s %dx%d n=%d: matmul row %d != matvec",
 					isa, coli_qtype_name(qtype), rows, cols, n, kk);
-				fails++;
-			}
 			for (int r = 0; r < rows; r++) {
 				size_t i = (size_t)kk * rows + r;
 				double err = fabs((double)y[i] - ref[i]);
@@ -125,29 +113,24 @@ static void check_shape(coli_pool *pools[3], const char *isa, int qtype, struct 
 				if (ratio > worst_ratio)
 					worst_ratio = ratio;
 				if (!(err <= tol * scale[i] + 1e-30)) {
-					fprintf(stderr, "%s %s %dx%d n=%d: y[%d][%d] = %.9g, ref %.9g (err %.3g, bound %.3g)\n",
+					FAIL("%s %s %dx%d n=%d: y[%d][%d] = %.9g, ref %.9g (err %.3g, bound %.3g)",
 						isa, coli_qtype_name(qtype), rows, cols, n,
 						kk, r, (double)y[i], ref[i], err, tol * scale[i]);
-					fails++;
 					goto next;
 				}
 			}
 		}
 		for (int p = 0; p < 3; p++) {
 			coli_matmul(pools[p], &m, x, n, y2);
-			if (memcmp(y, y2, (size_t)n * rows * sizeof *y)) {
-				fprintf(stderr, "%s %s %dx%d n=%d: pool of %d threads changed bits\n",
+			CHECK(!memcmp(y, y2, (size_t)n * rows * sizeof *y),
+				"%s %s %dx%d n=%d: pool of %d threads changed bits",
 					isa, coli_qtype_name(qtype), rows, cols, n,
 					coli_pool_size(pools[p]));
-				fails++;
-			}
 			coli_matvec(pools[p], &m, x, yv);
-			if (memcmp(y, yv, (size_t)rows * sizeof *yv)) {
-				fprintf(stderr, "%s %s %dx%d: matvec on a pool of %d changed bits\n",
+			CHECK(!memcmp(y, yv, (size_t)rows * sizeof *yv),
+				"%s %s %dx%d: matvec on a pool of %d changed bits",
 					isa, coli_qtype_name(qtype), rows, cols,
 					coli_pool_size(pools[p]));
-				fails++;
-			}
 		}
 next:;
 	}
@@ -183,6 +166,7 @@ next:;
 
 int main(int argc, char **argv)
 {
+	test_rng = 0x2545f4914f6cdd1dull; /* the cases this test has always drawn */
 	/* tests/avx512_env.sh: which path the process chose on its own */
 	if (argc > 1 && !strcmp(argv[1], "--print-isa")) {
 		printf("%s\n", coli_kernels_isa());
@@ -205,15 +189,12 @@ int main(int argc, char **argv)
 		int rc = coli_kernels_force_isa(isa);
 		if (rc == -ENOTSUP) {
 			printf("%s path: not available on this CPU/build, skipped\n", isa);
-			if (!strcmp(coli_kernels_isa(), isa)) {
-				fprintf(stderr, "refused path %s is in use\n", isa);
-				fails++;
-			}
+			CHECK(strcmp(coli_kernels_isa(), isa),
+				"refused path %s is in use", isa);
 			continue;
 		}
 		if (rc || strcmp(coli_kernels_isa(), isa)) {
-			fprintf(stderr, "forcing %s: rc %d, isa %s\n", isa, rc, coli_kernels_isa());
-			fails++;
+			FAIL("forcing %s: rc %d, isa %s", isa, rc, coli_kernels_isa());
 			continue;
 		}
 		for (size_t s = 0; s < sizeof quant_shapes / sizeof quant_shapes[0]; s++) {
@@ -226,17 +207,13 @@ int main(int argc, char **argv)
 		printf("%s path: worst error %.2f x 2^-24 x sum|w x|\n", isa, worst_ratio);
 		worst_ratio = 0.0;
 	}
-	if (coli_kernels_force_isa("no-such-path") != -EINVAL) {
-		fprintf(stderr, "an unknown path name was not refused\n");
-		fails++;
-	}
+	CHECK(coli_kernels_force_isa("no-such-path") == -EINVAL,
+		"an unknown path name was not refused");
 	/* the old switch still works and reports its previous setting */
 	coli_kernels_force_isa(NULL);
-	if (coli_kernels_force_generic(1) != 0 || strcmp(coli_kernels_isa(), "generic") ||
-	    coli_kernels_force_generic(0) != 1) {
-		fprintf(stderr, "coli_kernels_force_generic misbehaves\n");
-		fails++;
-	}
+	CHECK(!(coli_kernels_force_generic(1) != 0 || strcmp(coli_kernels_isa(), "generic") ||
+	    coli_kernels_force_generic(0) != 1),
+		"coli_kernels_force_generic misbehaves");
 	printf("process path: %s\n", coli_kernels_isa());
 
 	/* A matrix the kernels cannot handle gives NaN, not garbage. */
@@ -247,14 +224,10 @@ int main(int argc, char **argv)
 		printf("expect one error line below:\n");
 		fflush(stdout);
 		coli_matvec(NULL, &bad, xb, yb);
-		if (!isnan(yb[0]) || !isnan(yb[1])) {
-			fprintf(stderr, "bad matrix did not give NaN\n");
-			fails++;
-		}
+		CHECK(isnan(yb[0]) && isnan(yb[1]),
+			"bad matrix did not give NaN");
 	}
 	for (int p = 0; p < 3; p++)
 		coli_pool_free(pools[p]);
-	if (fails)
-		fprintf(stderr, "%d failures\n", fails);
-	return fails ? 1 : 0;
+	return test_summary(__FILE__);
 }

@@ -11,16 +11,7 @@
 
 #include "expert_stats.h"
 #include "server_internal.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
+#include "test_util.h"
 
 static const char *sget(json_t *j, const char *path)
 {
@@ -341,7 +332,5 @@ int main(void)
 	test_tools();
 	test_metrics();
 	test_util();
-	if (failures)
-		fprintf(stderr, "%d failure(s)\n", failures);
-	return failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

@@ -19,16 +19,7 @@
 #include <sys/socket.h>
 
 #include "server_internal.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
+#include "test_util.h"
 
 /* ---- scripted engine ---- */
 #define TOK_EOS 2
@@ -266,7 +257,5 @@ int main(void)
 	CHECK(srv_gen_start(&g, NULL, ids, 1, &r, 0, -1, NULL, &e) < 0 && e.status == 500);
 	srv_gen_free(&g);
 
-	if (failures)
-		fprintf(stderr, "%d failure(s)\n", failures);
-	return failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

@@ -7,16 +7,7 @@
 #include <string.h>
 
 #include "server_internal.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
+#include "test_util.h"
 
 typedef int (*parse_fn)(const char *, size_t, srv_request *, srv_error *);
 
@@ -33,9 +24,8 @@ static void expect_fail(parse_fn fn, const char *body, int status, const char *w
 	int rc = fn(body, strlen(body), &r, &e);
 	if (rc == 0 || e.status != status ||
 	    (what && !strstr(e.param, what) && !strstr(e.code, what) && !strstr(e.message, what))) {
-		fprintf(stderr, "expected %d (%s) for %s; got rc=%d status=%d param=%s code=%s msg=%s\n",
+		FAIL("expected %d (%s) for %s; got rc=%d status=%d param=%s code=%s msg=%s",
 			status, what ? what : "-", body, rc, e.status, e.param, e.code, e.message);
-		failures++;
 	}
 	srv_request_free(&r);
 }
@@ -269,7 +259,5 @@ int main(void)
 	test_structured();
 	test_completions();
 	test_messages();
-	if (failures)
-		fprintf(stderr, "%d failure(s)\n", failures);
-	return failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

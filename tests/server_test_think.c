@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "server_internal.h"
-
-static int failures;
+#include "test_util.h"
 
 static void run(const char *text, int open, size_t piece, const char *want_r, const char *want_a, int want_seen)
 {
@@ -21,11 +20,9 @@ static void run(const char *text, int open, size_t piece, const char *want_r, co
 		srv_think_push(&t, text + i, i + piece <= n ? piece : n - i, &r, &a);
 	srv_think_flush(&t, &r, &a);
 	const char *gr = r.p ? r.p : "", *ga = a.p ? a.p : "";
-	if (strcmp(gr, want_r) || strcmp(ga, want_a) || t.seen != want_seen) {
-		fprintf(stderr, "FAIL %s (open %d, pieces of %zu): reasoning \"%s\" answer \"%s\" seen %d\n", text,
+	CHECK(!strcmp(gr, want_r) && !strcmp(ga, want_a) && t.seen == want_seen,
+		"%s (open %d, pieces of %zu): reasoning \"%s\" answer \"%s\" seen %d", text,
 			open, piece, gr, ga, t.seen);
-		failures++;
-	}
 	srv_think_free(&t);
 	srv_buf_free(&r);
 	srv_buf_free(&a);
@@ -56,7 +53,5 @@ int main(void)
 	all_pieces("r</think>a</think>b", 1, "r", "a</think>b", 1);
 	/* UTF-8 around the markers */
 	all_pieces("思考</think>答え", 1, "思考", "答え", 1);
-	if (failures)
-		fprintf(stderr, "%d failures\n", failures);
-	return failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

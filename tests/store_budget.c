@@ -35,54 +35,54 @@ static void test_derive(void)
 	 * usage and is not subtracted again */
 	int64_t lim = 1425000000LL;
 	store_budget_terms t = terms(lim, 509 * MiB, 60 * MiB, 30 * GiB, 27 * MiB, 96 * MiB);
-	CHECK(store_budget_derive(&t) == 0);
-	CHECK(t.room == lim - (509 - 60) * MiB);
-	CHECK(t.total == lim - (509 - 60) * MiB - 27 * MiB - 96 * MiB);
+	REQUIRE(store_budget_derive(&t) == 0);
+	REQUIRE(t.room == lim - (509 - 60) * MiB);
+	REQUIRE(t.total == lim - (509 - 60) * MiB - 27 * MiB - 96 * MiB);
 	char line[512];
 	store_budget_explain(&t, line, sizeof line);
-	CHECK(strstr(line, "cgroup limit") && strstr(line, "usage 509.0 MiB") &&
+	REQUIRE(strstr(line, "cgroup limit") && strstr(line, "usage 509.0 MiB") &&
 	      strstr(line, "reclaimable cache 60.0 MiB") && strstr(line, "KV 27.0 MiB") &&
 	      strstr(line, "reserve 96.0 MiB") && strstr(line, "dense 440.0 MiB already in usage"));
 	/* MemAvailable below the cgroup's room sets the room */
 	t = terms(16 * GiB, 1 * GiB, 0, 2 * GiB, 1 * GiB, 100 * MiB);
-	CHECK(store_budget_derive(&t) == 0 && t.room == 2 * GiB && t.total == 1 * GiB - 100 * MiB);
+	REQUIRE(store_budget_derive(&t) == 0 && t.room == 2 * GiB && t.total == 1 * GiB - 100 * MiB);
 	store_budget_explain(&t, line, sizeof line);
-	CHECK(strstr(line, "MemAvailable 2.00 GiB") && !strstr(line, "cgroup"));
+	REQUIRE(strstr(line, "MemAvailable 2.00 GiB") && !strstr(line, "cgroup"));
 	/* no cgroup limit */
 	t = terms(-1, 0, 0, 4 * GiB, 0, 0);
-	CHECK(store_budget_derive(&t) == 0 && t.total == 4 * GiB);
+	REQUIRE(store_budget_derive(&t) == 0 && t.total == 4 * GiB);
 	/* never more than all experts, never negative */
 	t = terms(-1, 0, 0, 64 * GiB, 0, 0);
-	CHECK(store_budget_derive(&t) == 0 && t.total == 8 * GiB);
+	REQUIRE(store_budget_derive(&t) == 0 && t.total == 8 * GiB);
 	t = terms(1 * GiB, 2 * GiB, 0, -1, 0, 0);
-	CHECK(store_budget_derive(&t) == 0 && t.room == 0 && t.total == 0);
+	REQUIRE(store_budget_derive(&t) == 0 && t.room == 0 && t.total == 0);
 	t = terms(1 * GiB, 100 * MiB, 0, -1, 1 * GiB, 0);
-	CHECK(store_budget_derive(&t) == 0 && t.total == 0);
+	REQUIRE(store_budget_derive(&t) == 0 && t.total == 0);
 	/* reclaimable larger than usage (racy reads) counts as nothing used */
 	t = terms(1 * GiB, 10 * MiB, 20 * MiB, -1, 0, 0);
-	CHECK(store_budget_derive(&t) == 0 && t.room == 1 * GiB);
+	REQUIRE(store_budget_derive(&t) == 0 && t.room == 1 * GiB);
 	/* nothing known */
 	t = terms(-1, 0, 0, -1, 0, 0);
-	CHECK(store_budget_derive(&t) == -ENOENT);
+	REQUIRE(store_budget_derive(&t) == -ENOENT);
 }
 
 static void put(const char *dir, const char *name, const char *text)
 {
 	char p[4200];
 	coli_err e = { 0 };
-	CHECK(coli_mkdirs(dir, &e) == 0);
+	REQUIRE(coli_mkdirs(dir, &e) == 0);
 	snprintf(p, sizeof p, "%s/%s", dir, name);
 	FILE *f = fopen(p, "w");
-	CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+	REQUIRE(f && fputs(text, f) >= 0 && fclose(f) == 0);
 }
 
 static void test_cgroup_files(const char *tmp)
 {
 	char root[4096], d[4200];
 	size_cgroup_mem m;
-	CHECK(size_cgroup_stat("anon 5\nfile 9\ninactive_file 4096\n", "inactive_file") == 4096);
-	CHECK(size_cgroup_stat("total_inactive_file 7\ninactive_file 3\n", "inactive_file") == 3);
-	CHECK(size_cgroup_stat("anon 5\n", "inactive_file") == -1);
+	REQUIRE(size_cgroup_stat("anon 5\nfile 9\ninactive_file 4096\n", "inactive_file") == 4096);
+	REQUIRE(size_cgroup_stat("total_inactive_file 7\ninactive_file 3\n", "inactive_file") == 3);
+	REQUIRE(size_cgroup_stat("anon 5\n", "inactive_file") == -1);
 
 	/* v2: a limit on the parent, a tighter room on the leaf */
 	snprintf(root, sizeof root, "%s/v2", tmp);
@@ -94,12 +94,12 @@ static void test_cgroup_files(const char *tmp)
 	put(d, "memory.max", "1425000000\n");
 	put(d, "memory.current", "533725184\n");
 	put(d, "memory.stat", "anon 1\nactive_file 5\ninactive_file 62914560\n");
-	CHECK(size_cgroup_memory(root, "0::/box/job\n", &m) == 0);
-	CHECK(m.version == 2 && m.limit == 1425000000LL && m.usage == 533725184LL && m.reclaimable == 62914560LL);
+	REQUIRE(size_cgroup_memory(root, "0::/box/job\n", &m) == 0);
+	REQUIRE(m.version == 2 && m.limit == 1425000000LL && m.usage == 533725184LL && m.reclaimable == 62914560LL);
 	/* "max" on the leaf: the parent's limit applies */
 	put(d, "memory.max", "max\n");
-	CHECK(size_cgroup_memory(root, "0::/box/job\n", &m) == 0);
-	CHECK(m.limit == 2 * GiB && m.usage == 1 * GiB && m.reclaimable == 512 * MiB);
+	REQUIRE(size_cgroup_memory(root, "0::/box/job\n", &m) == 0);
+	REQUIRE(m.limit == 2 * GiB && m.usage == 1 * GiB && m.reclaimable == 512 * MiB);
 
 	/* v1: memory controller among others, usage_in_bytes, total_inactive_file */
 	snprintf(root, sizeof root, "%s/v1", tmp);
@@ -109,14 +109,14 @@ static void test_cgroup_files(const char *tmp)
 	put(d, "memory.stat", "cache 10\ninactive_file 1\ntotal_inactive_file 10485760\n");
 	snprintf(d, sizeof d, "%s/memory", root);
 	put(d, "memory.limit_in_bytes", "9223372036854771712\n");
-	CHECK(size_cgroup_memory(root, "12:pids:/x\n4:cpu,memory:/lxc/c1\n", &m) == 0);
-	CHECK(m.version == 1 && m.limit == 1 * GiB && m.usage == 100 * MiB && m.reclaimable == 10 * MiB);
+	REQUIRE(size_cgroup_memory(root, "12:pids:/x\n4:cpu,memory:/lxc/c1\n", &m) == 0);
+	REQUIRE(m.version == 1 && m.limit == 1 * GiB && m.usage == 100 * MiB && m.reclaimable == 10 * MiB);
 
 	/* no limit anywhere */
 	snprintf(root, sizeof root, "%s/none", tmp);
 	snprintf(d, sizeof d, "%s/a", root);
 	put(d, "memory.max", "max\n");
-	CHECK(size_cgroup_memory(root, "0::/a\n", &m) == -ENOENT && m.limit == -1);
+	REQUIRE(size_cgroup_memory(root, "0::/a\n", &m) == -ENOENT && m.limit == -1);
 }
 
 /* GLM-5.2: 78 layers of 512 + 64 numbers, 21 of them (here every third
@@ -136,24 +136,23 @@ static void test_kv_plan(void)
 		c.index_types[l] = n < 21 && l % 3 == 0 ? 'F' : 'S';
 		n += c.index_types[l] == 'F';
 	}
-	CHECK(coli_config_index_layers(&c) == 21);
-	CHECK(coli_config_kv_token_numbers(&c) * 4 == 190464);
+	REQUIRE(coli_config_index_layers(&c) == 21);
+	REQUIRE(coli_config_kv_token_numbers(&c) * 4 == 190464);
 	int ctx, kv_ram, slots;
-	CHECK(coli_kv_plan(&c, 8192, 0, 1, &ctx, &kv_ram, &slots) == 8192LL * 190464 && slots == 1);
+	REQUIRE(coli_kv_plan(&c, 8192, 0, 1, &ctx, &kv_ram, &slots) == 8192LL * 190464 && slots == 1);
 	c.index_topk = 0; /* no indexer: no keys */
-	CHECK(coli_config_index_layers(&c) == 0 && coli_config_kv_token_numbers(&c) * 4 == 179712);
+	REQUIRE(coli_config_index_layers(&c) == 0 && coli_config_kv_token_numbers(&c) * 4 == 179712);
 }
 
 int main(void)
 {
 	char tmp[] = "/tmp/store_budget.XXXXXX";
-	CHECK(mkdtemp(tmp));
+	REQUIRE(mkdtemp(tmp));
 	test_derive();
 	test_cgroup_files(tmp);
 	test_kv_plan();
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-	CHECK(system(cmd) == 0);
-	printf("ok\n");
-	return 0;
+	REQUIRE(system(cmd) == 0);
+	return test_summary(__FILE__);
 }

@@ -46,7 +46,7 @@ static expert_store *open_heat(test_model *m, const char *heat_dir)
 static int tier(const expert_store *s, int layer, int e)
 {
 	expert_stats_expert ex[EXPERTS];
-	CHECK(expert_stats_experts_get(expert_store_stats(s), layer, ex, EXPERTS) == EXPERTS);
+	REQUIRE(expert_stats_experts_get(expert_store_stats(s), layer, ex, EXPERTS) == EXPERTS);
 	return ex[e].tier;
 }
 
@@ -58,23 +58,23 @@ static void wait_idle(expert_store *s)
 {
 	for (long k = 0; k < 600000 && expert_store_poll(s) > 0; k++)
 		usleep(100);
-	CHECK(expert_store_poll(s) == 0);
+	REQUIRE(expert_store_poll(s) == 0);
 }
 
 static void patch(const char *path, long off, const void *bytes, size_t n)
 {
 	FILE *f = fopen(path, "r+b");
-	CHECK(f);
-	CHECK(fseek(f, off, SEEK_SET) == 0);
-	CHECK(fwrite(bytes, 1, n, f) == n);
-	CHECK(fclose(f) == 0);
+	REQUIRE(f);
+	REQUIRE(fseek(f, off, SEEK_SET) == 0);
+	REQUIRE(fwrite(bytes, 1, n, f) == n);
+	REQUIRE(fclose(f) == 0);
 }
 
 static void copy_file(const char *from, const char *to)
 {
 	char cmd[1200];
 	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
-	CHECK(system(cmd) == 0);
+	REQUIRE(system(cmd) == 0);
 }
 
 int main(void)
@@ -92,7 +92,7 @@ int main(void)
 	expert_store *s = open_heat(&m, heat_dir);
 	expert_stats_summary sum;
 	expert_stats_snapshot(expert_store_stats(s), &sum);
-	CHECK(sum.resident_pinned == 0);
+	REQUIRE(sum.resident_pinned == 0);
 	for (int t = 0; t < 300; t++) {
 		int a[TOPK] = { 3, 5 }, b[TOPK] = { 6, t % EXPERTS == 6 ? 0 : t % EXPERTS };
 		float w[TOPK] = { 0.5f, 0.5f };
@@ -100,49 +100,49 @@ int main(void)
 			a[1] = t / 10 % EXPERTS == 3 ? 4 : t / 10 % EXPERTS;
 		const void *r[TOPK];
 		coli_err e;
-		CHECK(expert_store_acquire(s, 1, a, TOPK, r, &e) == 0);
+		REQUIRE(expert_store_acquire(s, 1, a, TOPK, r, &e) == 0);
 		expert_store_note_routing(s, 1, a, w, TOPK);
-		CHECK(expert_store_acquire(s, 2, b, TOPK, r, &e) == 0);
+		REQUIRE(expert_store_acquire(s, 2, b, TOPK, r, &e) == 0);
 		expert_store_note_routing(s, 2, b, w, TOPK);
 		expert_store_release(s, 1);
 		expert_store_release(s, 2);
 	}
 	/* re-chosen while running (every 256 tokens) */
-	CHECK(tier(s, 1, 3) == EXPERT_TIER_PINNED);
-	CHECK(tier(s, 2, 6) == EXPERT_TIER_PINNED);
+	REQUIRE(tier(s, 1, 3) == EXPERT_TIER_PINNED);
+	REQUIRE(tier(s, 2, 6) == EXPERT_TIER_PINNED);
 	expert_stats_layer ly;
-	CHECK(expert_stats_layer_get(expert_store_stats(s), 1, &ly) == 0);
-	CHECK(ly.n == TOPK && ly.experts[0] == 3 && ly.weights[0] == 0.5f);
+	REQUIRE(expert_stats_layer_get(expert_store_stats(s), 1, &ly) == 0);
+	REQUIRE(ly.n == TOPK && ly.experts[0] == 3 && ly.weights[0] == 0.5f);
 	expert_store_free(s); /* saves heat.bin */
-	CHECK(access(heat, F_OK) == 0);
+	REQUIRE(access(heat, F_OK) == 0);
 	copy_file(heat, good);
 
 	/* Second run: the hot set is loaded at open and serves pinned hits. */
 	warnings = 0;
 	s = open_heat(&m, heat_dir);
-	CHECK(warnings == 0);
-	CHECK(tier(s, 1, 3) == EXPERT_TIER_PINNED);
-	CHECK(tier(s, 1, 5) == EXPERT_TIER_PINNED);
-	CHECK(tier(s, 2, 6) == EXPERT_TIER_PINNED);
-	CHECK(tier(s, 1, 7) == EXPERT_TIER_DISK);
+	REQUIRE(warnings == 0);
+	REQUIRE(tier(s, 1, 3) == EXPERT_TIER_PINNED);
+	REQUIRE(tier(s, 1, 5) == EXPERT_TIER_PINNED);
+	REQUIRE(tier(s, 2, 6) == EXPERT_TIER_PINNED);
+	REQUIRE(tier(s, 1, 7) == EXPERT_TIER_DISK);
 	expert_stats_snapshot(expert_store_stats(s), &sum);
-	CHECK(sum.resident_pinned == 3 * REC);
+	REQUIRE(sum.resident_pinned == 3 * REC);
 	int a[TOPK] = { 3, 5 };
 	const void *r[TOPK];
 	coli_err e;
-	CHECK(expert_store_acquire(s, 1, a, TOPK, r, &e) == 0);
-	CHECK(tm_check(&m, 1, 3, r[0]) && tm_check(&m, 1, 5, r[1]));
+	REQUIRE(expert_store_acquire(s, 1, a, TOPK, r, &e) == 0);
+	REQUIRE(tm_check(&m, 1, 3, r[0]) && tm_check(&m, 1, 5, r[1]));
 	expert_store_release(s, 1);
 	expert_stats_snapshot(expert_store_stats(s), &sum);
-	CHECK(sum.hits_pinned == 2 && sum.misses == 0);
+	REQUIRE(sum.hits_pinned == 2 && sum.misses == 0);
 	/* pinned records survive a flood of other experts */
 	for (int x = 0; x < EXPERTS; x++) {
 		int one = x;
-		CHECK(expert_store_acquire(s, 1, &one, 1, r, &e) == 0);
-		CHECK(tm_check(&m, 1, x, r[0]));
+		REQUIRE(expert_store_acquire(s, 1, &one, 1, r, &e) == 0);
+		REQUIRE(tm_check(&m, 1, x, r[0]));
 		expert_store_release(s, 1);
 	}
-	CHECK(tier(s, 1, 3) == EXPERT_TIER_PINNED);
+	REQUIRE(tier(s, 1, 3) == EXPERT_TIER_PINNED);
 	expert_store_free(s);
 
 	/* A pinned set smaller than the hot set, and room in the cache: the
@@ -155,7 +155,7 @@ int main(void)
 		o.pin_bytes = 2 * REC;
 		o.heat_dir = heat_dir;
 		coli_err_clear(&e);
-		CHECK(expert_store_open(&m.c, &o, &s, &e) == 0);
+		REQUIRE(expert_store_open(&m.c, &o, &s, &e) == 0);
 		int pinned = 0, warmed = 0;
 		for (int l = 1; l < LAYERS; l++)
 			for (int x = 0; x < EXPERTS; x++) {
@@ -163,10 +163,10 @@ int main(void)
 				pinned += t == EXPERT_TIER_PINNED;
 				warmed += t == EXPERT_TIER_CACHED || t == EXPERT_TIER_INFLIGHT;
 			}
-		CHECK(pinned == 2);
-		CHECK(warmed == 3);
+		REQUIRE(pinned == 2);
+		REQUIRE(warmed == 3);
 		/* the three hottest all resident, one way or the other */
-		CHECK(tier(s, 1, 3) != EXPERT_TIER_DISK && tier(s, 1, 5) != EXPERT_TIER_DISK &&
+		REQUIRE(tier(s, 1, 3) != EXPERT_TIER_DISK && tier(s, 1, 5) != EXPERT_TIER_DISK &&
 		      tier(s, 2, 6) != EXPERT_TIER_DISK);
 		expert_store_free(s);
 	}
@@ -180,18 +180,18 @@ int main(void)
 		o.pin_bytes = 0;
 		o.heat_dir = heat_dir;
 		coli_err_clear(&e);
-		CHECK(expert_store_open(&m.c, &o, &s, &e) == 0);
-		CHECK(tier(s, 1, 3) != EXPERT_TIER_DISK && tier(s, 1, 5) != EXPERT_TIER_DISK &&
+		REQUIRE(expert_store_open(&m.c, &o, &s, &e) == 0);
+		REQUIRE(tier(s, 1, 3) != EXPERT_TIER_DISK && tier(s, 1, 5) != EXPERT_TIER_DISK &&
 		      tier(s, 2, 6) != EXPERT_TIER_DISK);
-		CHECK(tier(s, 1, 7) == EXPERT_TIER_DISK);
+		REQUIRE(tier(s, 1, 7) == EXPERT_TIER_DISK);
 		wait_idle(s);
-		CHECK(expert_store_ready(s, 1, 3) && expert_store_ready(s, 1, 5));
+		REQUIRE(expert_store_ready(s, 1, 3) && expert_store_ready(s, 1, 5));
 		int hot[TOPK] = { 3, 5 };
-		CHECK(expert_store_acquire(s, 1, hot, TOPK, r, &e) == 0);
-		CHECK(tm_check(&m, 1, 3, r[0]) && tm_check(&m, 1, 5, r[1]));
+		REQUIRE(expert_store_acquire(s, 1, hot, TOPK, r, &e) == 0);
+		REQUIRE(tm_check(&m, 1, 3, r[0]) && tm_check(&m, 1, 5, r[1]));
 		expert_store_release(s, 1);
 		expert_stats_snapshot(expert_store_stats(s), &sum);
-		CHECK(sum.misses == 0 && sum.hits_cached == TOPK && sum.resident_pinned == 0);
+		REQUIRE(sum.misses == 0 && sum.hits_cached == TOPK && sum.resident_pinned == 0);
 		expert_store_free(s);
 	}
 
@@ -206,10 +206,10 @@ int main(void)
 		o.queue_depth = 2;
 		o.heat_dir = heat_dir;
 		coli_err_clear(&e);
-		CHECK(expert_store_open(&m.c, &o, &s, &e) == 0);
+		REQUIRE(expert_store_open(&m.c, &o, &s, &e) == 0);
 		int warm = (tier(s, 1, 3) != EXPERT_TIER_DISK) + (tier(s, 1, 5) != EXPERT_TIER_DISK) +
 			   (tier(s, 2, 6) != EXPERT_TIER_DISK);
-		CHECK(warm == 1);
+		REQUIRE(warm == 1);
 		/* each visit's release tops the warm list up while the ring is
 		 * at most half busy, one record at a time here. Waiting for the
 		 * reads in between makes the order depend on the store's rules
@@ -218,7 +218,7 @@ int main(void)
 		wait_idle(s);
 		for (int v = 1; v <= 4; v++) {
 			int cold = 0; /* a visit that reads nothing warm */
-			CHECK(expert_store_acquire(s, 0 + 1, &cold, 1, r, &e) == 0);
+			REQUIRE(expert_store_acquire(s, 0 + 1, &cold, 1, r, &e) == 0);
 			expert_store_release(s, 1);
 			wait_idle(s);
 			warm = expert_store_ready(s, 1, 3) + expert_store_ready(s, 1, 5) +
@@ -226,8 +226,8 @@ int main(void)
 			/* 4 slots (3 cache + 1 scratch): the cold record holds
 			 * one, the three hottest fill the rest, and a warm read
 			 * never evicts what this run used */
-			CHECK(warm == (v < 2 ? 1 + v : 3));
-			CHECK(expert_store_ready(s, 1, 0));
+			REQUIRE(warm == (v < 2 ? 1 + v : 3));
+			REQUIRE(expert_store_ready(s, 1, 0));
 		}
 		expert_store_free(s);
 	}
@@ -243,12 +243,12 @@ int main(void)
 	}
 	{
 		int hot[TOPK] = { 1, 2 };
-		CHECK(expert_store_acquire(s, 2, hot, TOPK, r, &e) == 0);
-		CHECK(tm_check(&m, 2, 1, r[0]) && tm_check(&m, 2, 2, r[1]));
+		REQUIRE(expert_store_acquire(s, 2, hot, TOPK, r, &e) == 0);
+		REQUIRE(tm_check(&m, 2, 1, r[0]) && tm_check(&m, 2, 2, r[1]));
 		expert_store_release(s, 2);
 		expert_stats_snapshot(expert_store_stats(s), &sum);
-		CHECK(sum.misses == 0 && sum.hits_pinned + sum.hits_prefetched == TOPK);
-		CHECK(tier(s, 2, 1) == EXPERT_TIER_PINNED);
+		REQUIRE(sum.misses == 0 && sum.hits_pinned + sum.hits_prefetched == TOPK);
+		REQUIRE(tier(s, 2, 1) == EXPERT_TIER_PINNED);
 	}
 	expert_store_free(s);
 
@@ -257,16 +257,16 @@ int main(void)
 	patch(heat, 100, "\x55", 1);
 	warnings = 0;
 	s = open_heat(&m, heat_dir);
-	CHECK(warnings == 1);
-	CHECK(tier(s, 1, 3) == EXPERT_TIER_DISK);
+	REQUIRE(warnings == 1);
+	REQUIRE(tier(s, 1, 3) == EXPERT_TIER_DISK);
 	expert_store_free(s);
 
 	/* Truncated. */
 	copy_file(good, heat);
-	CHECK(truncate(heat, 120) == 0);
+	REQUIRE(truncate(heat, 120) == 0);
 	warnings = 0;
 	s = open_heat(&m, heat_dir);
-	CHECK(warnings == 1);
+	REQUIRE(warnings == 1);
 	expert_store_free(s);
 
 	/* Unknown version. */
@@ -275,7 +275,7 @@ int main(void)
 	patch(heat, 8, &v, 4);
 	warnings = 0;
 	s = open_heat(&m, heat_dir);
-	CHECK(warnings == 1);
+	REQUIRE(warnings == 1);
 	expert_store_free(s);
 
 	/* Another model's heat (fingerprint differs). */
@@ -283,15 +283,14 @@ int main(void)
 	snprintf(m.c.fingerprint, sizeof m.c.fingerprint, "%064d", 8);
 	warnings = 0;
 	s = open_heat(&m, heat_dir);
-	CHECK(warnings == 1);
-	CHECK(tier(s, 1, 3) == EXPERT_TIER_DISK);
+	REQUIRE(warnings == 1);
+	REQUIRE(tier(s, 1, 3) == EXPERT_TIER_DISK);
 	expert_store_free(s);
 
 	/* No temporary file left behind. */
 	char tmp[720];
 	snprintf(tmp, sizeof tmp, "%s.tmp", heat);
-	CHECK(access(tmp, F_OK) != 0);
+	REQUIRE(access(tmp, F_OK) != 0);
 	tm_free(&m);
-	printf("store_heat: ok\n");
-	return 0;
+	return test_summary(__FILE__);
 }

@@ -15,8 +15,8 @@ static double rate(const expert_trace *t, int policy, int64_t cap, double hl)
 {
 	expert_replay_result r;
 	coli_err e;
-	CHECK(store_replay_hl(t, policy, cap, hl, &r, &e) == 0);
-	CHECK(r.accesses > 0 && r.hits <= r.accesses);
+	REQUIRE(store_replay_hl(t, policy, cap, hl, &r, &e) == 0);
+	REQUIRE(r.accesses > 0 && r.hits <= r.accesses);
 	return r.hit_rate;
 }
 
@@ -32,7 +32,7 @@ static void measure(int tokens)
 		for (int li = 0; li < 3; li++) {
 			expert_trace t;
 			coli_err e;
-			CHECK(expert_trace_synth(&t, 16, 64, 4, tokens, zipf[zi], loc[li], 42, &e) == 0);
+			REQUIRE(expert_trace_synth(&t, 16, 64, 4, tokens, zipf[zi], loc[li], 42, &e) == 0);
 			for (int ci = 0; ci < 6; ci++) {
 				int64_t cap = (int64_t)(caps[ci] * 16 * 64);
 				printf("%4.1f %3.1f %4.0f%%  %6.3f %6.3f", zipf[zi], loc[li], caps[ci] * 100,
@@ -54,14 +54,14 @@ int main(int argc, char **argv)
 	}
 	expert_trace t;
 	coli_err e;
-	CHECK(expert_trace_synth(&t, 6, 32, 4, 400, 1.0, 0.4, 7, &e) == 0);
+	REQUIRE(expert_trace_synth(&t, 6, 32, 4, 400, 1.0, 0.4, 7, &e) == 0);
 	/* every row holds top_k distinct experts in range */
 	for (int i = 0; i < t.n_tokens * t.n_layers; i++)
 		for (int j = 0; j < t.top_k; j++) {
 			int x = t.ids[i * t.top_k + j];
-			CHECK(x >= 0 && x < t.n_experts);
+			REQUIRE(x >= 0 && x < t.n_experts);
 			for (int k = 0; k < j; k++)
-				CHECK(t.ids[i * t.top_k + k] != x);
+				REQUIRE(t.ids[i * t.top_k + k] != x);
 		}
 	const int64_t caps[] = { 0, 1, 4, 16, 48, 96, 150, 192, 1000 };
 	for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
@@ -70,32 +70,32 @@ int main(int argc, char **argv)
 			if (p == EXPERT_POLICY_BELADY)
 				continue;
 			expert_replay_result r;
-			CHECK(expert_store_replay_trace(&t, p, caps[c], &r, &e) == 0);
-			CHECK(r.hit_rate <= b + 1e-12);
+			REQUIRE(expert_store_replay_trace(&t, p, caps[c], &r, &e) == 0);
+			REQUIRE(r.hit_rate <= b + 1e-12);
 			if (caps[c] == 0)
-				CHECK(r.hits == 0);
+				REQUIRE(r.hits == 0);
 		}
 		if (caps[c] >= 6 * 32) /* everything fits: only cold misses */
-			CHECK(b == rate(&t, EXPERT_POLICY_LRU, caps[c], 64));
+			REQUIRE(b == rate(&t, EXPERT_POLICY_LRU, caps[c], 64));
 	}
 	/* Why LFU-decay is the default: a cache smaller than one token's
 	 * working set (6 layers x top-4 = 24 records) gives LRU no hit at all,
 	 * LFU-decay keeps the often-routed experts. */
-	CHECK(rate(&t, EXPERT_POLICY_LRU, 16, 16) == 0.0);
-	CHECK(rate(&t, EXPERT_POLICY_LFU_DECAY, 16, 16) > 0.1);
-	CHECK(rate(&t, EXPERT_POLICY_LFU_NEXT, 16, 0) > 0.1);
+	REQUIRE(rate(&t, EXPERT_POLICY_LRU, 16, 16) == 0.0);
+	REQUIRE(rate(&t, EXPERT_POLICY_LFU_DECAY, 16, 16) > 0.1);
+	REQUIRE(rate(&t, EXPERT_POLICY_LFU_NEXT, 16, 0) > 0.1);
 
 	/* The default and what a flag value resolves to. */
-	CHECK(store_policy_resolve(-1) == EXPERT_POLICY_LFU_NEXT);
-	CHECK(store_policy_resolve(EXPERT_POLICY_BELADY) == EXPERT_POLICY_LFU_NEXT);
-	CHECK(store_policy_resolve(EXPERT_POLICY_LRU) == EXPERT_POLICY_LRU);
-	CHECK(store_policy_resolve(EXPERT_POLICY_LFU_DECAY) == EXPERT_POLICY_LFU_DECAY);
-	CHECK(!strcmp(expert_policy_name(store_policy_resolve(-1)), "lfu-next"));
+	REQUIRE(store_policy_resolve(-1) == EXPERT_POLICY_LFU_NEXT);
+	REQUIRE(store_policy_resolve(EXPERT_POLICY_BELADY) == EXPERT_POLICY_LFU_NEXT);
+	REQUIRE(store_policy_resolve(EXPERT_POLICY_LRU) == EXPERT_POLICY_LRU);
+	REQUIRE(store_policy_resolve(EXPERT_POLICY_LFU_DECAY) == EXPERT_POLICY_LFU_DECAY);
+	REQUIRE(!strcmp(expert_policy_name(store_policy_resolve(-1)), "lfu-next"));
 	expert_store_opts o;
 	expert_store_opts_default(&o);
-	CHECK(expert_store_opts_parse_flag(&o, "--cache-policy", "lfu-next", &e) == 1 &&
+	REQUIRE(expert_store_opts_parse_flag(&o, "--cache-policy", "lfu-next", &e) == 1 &&
 	      o.policy == EXPERT_POLICY_LFU_NEXT);
-	CHECK(expert_store_opts_parse_flag(&o, "--cache-policy=belady", NULL, &e) == -EINVAL);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--cache-policy=belady", NULL, &e) == -EINVAL);
 
 	/* Why lfu-next: 3 MoE layers (after a dense one), each routing the
 	 * same 2 experts every token: 6 records visited in a cycle, room for
@@ -104,15 +104,15 @@ int main(int argc, char **argv)
 	 * visited longest from now and hits on half the accesses (Belady:
 	 * 0.6; the test also runs 4 MoE-layer-free rows of a dense layer). */
 	expert_trace c;
-	CHECK(expert_trace_synth(&c, 4, 8, 2, 200, 1.0, 0.0, 3, &e) == 0);
+	REQUIRE(expert_trace_synth(&c, 4, 8, 2, 200, 1.0, 0.0, 3, &e) == 0);
 	for (int tok = 0; tok < c.n_tokens; tok++)
 		for (int l = 0; l < 4; l++)
 			for (int j = 0; j < 2; j++)
 				c.ids[(tok * 4 + l) * 2 + j] = l ? j + 2 * l : -1;
 	double c_lru = rate(&c, EXPERT_POLICY_LRU, 4, 0), c_lfu = rate(&c, EXPERT_POLICY_LFU_DECAY, 4, 0);
 	double c_next = rate(&c, EXPERT_POLICY_LFU_NEXT, 4, 0), c_bel = rate(&c, EXPERT_POLICY_BELADY, 4, 0);
-	CHECK(c_lru < 0.05 && c_lfu < 0.05);
-	CHECK(c_next > 0.45 && c_next <= c_bel + 1e-12);
+	REQUIRE(c_lru < 0.05 && c_lfu < 0.05);
+	REQUIRE(c_next > 0.45 && c_next <= c_bel + 1e-12);
 	expert_trace_free(&c);
 
 	/* Automatic pin budget: half below 4 x top-k records (the scratch
@@ -132,60 +132,59 @@ int main(int argc, char **argv)
 		expert_store_opts_default(&o);
 		int64_t pin, cache;
 		o.cache_bytes = 8 * R;
-		CHECK(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 4 * R && cache == 4 * R);
+		REQUIRE(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 4 * R && cache == 4 * R);
 		o.cache_bytes = 15 * R;
-		CHECK(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 15 * R / 2);
+		REQUIRE(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 15 * R / 2);
 		o.cache_bytes = 16 * R;
-		CHECK(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 0 && cache == 16 * R);
+		REQUIRE(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 0 && cache == 16 * R);
 		o.cache_bytes = 47 * R;
-		CHECK(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 0);
+		REQUIRE(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 0);
 		o.cache_bytes = 48 * R; /* everything */
-		CHECK(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 24 * R && cache == 24 * R);
+		REQUIRE(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 24 * R && cache == 24 * R);
 		o.max_batch = 2; /* 4 x max_batch = 8 records */
 		o.cache_bytes = 8 * R;
-		CHECK(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 0);
+		REQUIRE(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 0);
 		o.max_batch = 0;
 		o.pin_bytes = 3 * R; /* given: kept */
 		o.cache_bytes = 16 * R;
-		CHECK(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 3 * R && cache == 13 * R);
+		REQUIRE(store_budget_resolve(&ct, &o, &pin, &cache) == 0 && pin == 3 * R && cache == 13 * R);
 	}
 
 	/* LRU by hand: capacity 2 on one layer, sequence 0 1 0 2 1 */
 	expert_trace h;
-	CHECK(expert_trace_synth(&h, 1, 4, 1, 5, 1.0, 0.0, 1, &e) == 0);
+	REQUIRE(expert_trace_synth(&h, 1, 4, 1, 5, 1.0, 0.0, 1, &e) == 0);
 	const int seq[] = { 0, 1, 0, 2, 1 };
 	for (int i = 0; i < 5; i++)
 		h.ids[i] = seq[i];
 	expert_replay_result r;
-	CHECK(expert_store_replay_trace(&h, EXPERT_POLICY_LRU, 2, &r, &e) == 0);
-	CHECK(r.hits == 1); /* 0 hits; 2 evicts 1; 1 misses */
-	CHECK(expert_store_replay_trace(&h, EXPERT_POLICY_BELADY, 2, &r, &e) == 0);
-	CHECK(r.hits == 2); /* Belady evicts 0 (never used again) for 2 */
+	REQUIRE(expert_store_replay_trace(&h, EXPERT_POLICY_LRU, 2, &r, &e) == 0);
+	REQUIRE(r.hits == 1); /* 0 hits; 2 evicts 1; 1 misses */
+	REQUIRE(expert_store_replay_trace(&h, EXPERT_POLICY_BELADY, 2, &r, &e) == 0);
+	REQUIRE(r.hits == 2); /* Belady evicts 0 (never used again) for 2 */
 	expert_trace_free(&h);
 
 	/* text trace round trip */
 	char dir[] = "/tmp/store-policy-XXXXXX";
-	CHECK(mkdtemp(dir));
+	REQUIRE(mkdtemp(dir));
 	char path[64];
 	snprintf(path, sizeof path, "%s/trace.txt", dir);
 	FILE *f = fopen(path, "w");
-	CHECK(f);
+	REQUIRE(f);
 	fprintf(f, "1:3,5;2:0,7\n1:3,4;2:7,1\n");
-	CHECK(fclose(f) == 0);
+	REQUIRE(fclose(f) == 0);
 	expert_trace lt;
-	CHECK(expert_trace_load(&lt, path, 3, 8, 2, &e) == 0);
-	CHECK(lt.n_tokens == 2 && lt.ids[(0 * 3 + 1) * 2 + 1] == 5 && lt.ids[(1 * 3 + 2) * 2 + 0] == 7);
-	CHECK(lt.ids[0] == -1); /* layer 0 unused */
-	CHECK(expert_store_replay_trace(&lt, EXPERT_POLICY_LRU, 8, &r, &e) == 0);
-	CHECK(r.accesses == 8 && r.hits == 2);
+	REQUIRE(expert_trace_load(&lt, path, 3, 8, 2, &e) == 0);
+	REQUIRE(lt.n_tokens == 2 && lt.ids[(0 * 3 + 1) * 2 + 1] == 5 && lt.ids[(1 * 3 + 2) * 2 + 0] == 7);
+	REQUIRE(lt.ids[0] == -1); /* layer 0 unused */
+	REQUIRE(expert_store_replay_trace(&lt, EXPERT_POLICY_LRU, 8, &r, &e) == 0);
+	REQUIRE(r.accesses == 8 && r.hits == 2);
 	expert_trace_free(&lt);
 	f = fopen(path, "w");
-	CHECK(f);
+	REQUIRE(f);
 	fprintf(f, "1:3,99\n");
-	CHECK(fclose(f) == 0);
-	CHECK(expert_trace_load(&lt, path, 3, 8, 2, &e) == -EINVAL);
+	REQUIRE(fclose(f) == 0);
+	REQUIRE(expert_trace_load(&lt, path, 3, 8, 2, &e) == -EINVAL);
 	tm_rmrf(dir);
 	expert_trace_free(&t);
-	printf("store_policy: ok\n");
-	return 0;
+	return test_summary(__FILE__);
 }

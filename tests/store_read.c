@@ -43,7 +43,7 @@ static void check_budget(const expert_store *s)
 {
 	expert_stats_summary sum;
 	expert_stats_snapshot(expert_store_stats(s), &sum);
-	CHECK(sum.resident_pinned + sum.resident_cached + sum.resident_inflight <=
+	REQUIRE(sum.resident_pinned + sum.resident_cached + sum.resident_inflight <=
 	      sum.budget_pin + sum.budget_cache + sum.budget_scratch);
 }
 
@@ -71,14 +71,14 @@ static void run_tokens(test_model *m, expert_store *s, int tokens)
 			}
 			expert_store_prefetch(s, nl, nx, TOPK);
 			for (int j = 0; j < TOPK; j++)
-				CHECK(tm_check(m, l, ex[j], recs[j]));
+				REQUIRE(tm_check(m, l, ex[j], recs[j]));
 			expert_store_note_routing(s, l, ex, w, TOPK);
 			check_budget(s);
 			expert_store_release(s, l == 1 ? LAYERS - 1 : l - 1);
 			/* records of layer l must still be intact after the
 			 * prefetch above (it must not have reused them) */
 			for (int j = 0; j < TOPK; j++)
-				CHECK(tm_check(m, l, ex[j], recs[j]));
+				REQUIRE(tm_check(m, l, ex[j], recs[j]));
 		}
 	}
 	for (int l = 1; l < LAYERS; l++)
@@ -97,9 +97,9 @@ static expert_store *open_store(test_model *m, int64_t cache, int prefetch, int 
 	o.policy = next_policy++ % 2 ? EXPERT_POLICY_LFU_DECAY : EXPERT_POLICY_LRU;
 	if (mirror) {
 		coli_err e;
-		CHECK(expert_store_opts_parse_flag(&o, "--mirror", mirror, &e) == 1);
+		REQUIRE(expert_store_opts_parse_flag(&o, "--mirror", mirror, &e) == 1);
 		if (g_weights)
-			CHECK(expert_store_opts_parse_flag(&o, "--mirror-weights", g_weights, &e) == 1);
+			REQUIRE(expert_store_opts_parse_flag(&o, "--mirror-weights", g_weights, &e) == 1);
 	}
 	expert_store *s = NULL;
 	coli_err err;
@@ -122,21 +122,21 @@ static void test_poll(test_model *m)
 		x[i] = i;
 	expert_store_prefetch(s, 1, x, TOPK);
 	expert_stats_expert ex[EXPERTS];
-	CHECK(expert_stats_experts_get(expert_store_stats(s), 1, ex, EXPERTS) == EXPERTS);
+	REQUIRE(expert_stats_experts_get(expert_store_stats(s), 1, ex, EXPERTS) == EXPERTS);
 	int inflight = 0;
 	for (int i = 0; i < TOPK; i++)
 		inflight += ex[i].tier == EXPERT_TIER_INFLIGHT;
-	CHECK(inflight > 0);   /* issued, not yet taken */
+	REQUIRE(inflight > 0);   /* issued, not yet taken */
 	int left = 1;
 	for (int k = 0; k < 2000 && (left = expert_store_poll(s)) > 0; k++)
 		usleep(1000);
-	CHECK(left == 0);
-	CHECK(expert_stats_experts_get(expert_store_stats(s), 1, ex, EXPERTS) == EXPERTS);
+	REQUIRE(left == 0);
+	REQUIRE(expert_stats_experts_get(expert_store_stats(s), 1, ex, EXPERTS) == EXPERTS);
 	for (int i = 0; i < TOPK; i++)
-		CHECK(ex[i].tier == EXPERT_TIER_CACHED || ex[i].tier == EXPERT_TIER_PINNED);
+		REQUIRE(ex[i].tier == EXPERT_TIER_CACHED || ex[i].tier == EXPERT_TIER_PINNED);
 	expert_stats_summary sum;
 	expert_stats_snapshot(expert_store_stats(s), &sum);
-	CHECK(sum.resident_inflight == 0);
+	REQUIRE(sum.resident_inflight == 0);
 	expert_store_free(s);
 }
 
@@ -144,7 +144,7 @@ static void copy_tree(const char *from, const char *to)
 {
 	char cmd[1200];
 	snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp -r '%s/experts' '%s/'", to, from, to);
-	CHECK(system(cmd) == 0);
+	REQUIRE(system(cmd) == 0);
 }
 
 static void test_matrix(test_model *m, const char *mirror)
@@ -157,15 +157,15 @@ static void test_matrix(test_model *m, const char *mirror)
 				run_tokens(m, s, 20);
 				expert_stats_summary sum;
 				expert_stats_snapshot(expert_store_stats(s), &sum);
-				CHECK(sum.misses > 0);
+				REQUIRE(sum.misses > 0);
 				if (ci == 2) /* everything fits: each expert read once */
-					CHECK(sum.misses + sum.hits_prefetched <= (uint64_t)(LAYERS - 1) * EXPERTS);
+					REQUIRE(sum.misses + sum.hits_prefetched <= (uint64_t)(LAYERS - 1) * EXPERTS);
 				if (pf)
-					CHECK(sum.prefetch_issued > 0);
+					REQUIRE(sum.prefetch_issued > 0);
 				else
-					CHECK(sum.prefetch_issued == 0);
+					REQUIRE(sum.prefetch_issued == 0);
 				if (mirror)
-					CHECK(sum.n_drives >= 2 && sum.drives[1].bytes > 0);
+					REQUIRE(sum.n_drives >= 2 && sum.drives[1].bytes > 0);
 				expert_store_free(s);
 			}
 }
@@ -177,7 +177,7 @@ static void test_in_use(test_model *m)
 {
 	expert_store *s = open_store(m, 0, 1, 0, NULL);
 	int mb = expert_store_max_batch(s);
-	CHECK(mb == TOPK);
+	REQUIRE(mb == TOPK);
 	int a[2 * TOPK], b[2 * TOPK], c[2 * TOPK];
 	const void *ra[2 * TOPK], *rb[2 * TOPK], *rc[2 * TOPK];
 	for (int i = 0; i < mb; i++) {
@@ -186,29 +186,29 @@ static void test_in_use(test_model *m)
 		c[i] = i + 8;
 	}
 	coli_err err;
-	CHECK(expert_store_acquire(s, 1, a, mb, ra, &err) == 0);
-	CHECK(expert_store_acquire(s, 2, b, mb, rb, &err) == 0);
-	CHECK(expert_store_acquire(s, 3, c, mb, rc, &err) == -ENOBUFS);
+	REQUIRE(expert_store_acquire(s, 1, a, mb, ra, &err) == 0);
+	REQUIRE(expert_store_acquire(s, 2, b, mb, rb, &err) == 0);
+	REQUIRE(expert_store_acquire(s, 3, c, mb, rc, &err) == -ENOBUFS);
 	for (int i = 0; i < mb; i++) {
-		CHECK(tm_check(m, 1, a[i], ra[i]));
-		CHECK(tm_check(m, 2, b[i], rb[i]));
+		REQUIRE(tm_check(m, 1, a[i], ra[i]));
+		REQUIRE(tm_check(m, 2, b[i], rb[i]));
 	}
 	/* a prefetch now must not steal held records */
 	expert_store_prefetch(s, 3, c, mb);
 	for (int i = 0; i < mb; i++)
-		CHECK(tm_check(m, 1, a[i], ra[i]));
+		REQUIRE(tm_check(m, 1, a[i], ra[i]));
 	expert_store_release(s, 1);
-	CHECK(expert_store_acquire(s, 3, c, mb, rc, &err) == 0);
+	REQUIRE(expert_store_acquire(s, 3, c, mb, rc, &err) == 0);
 	for (int i = 0; i < mb; i++) {
-		CHECK(tm_check(m, 2, b[i], rb[i]));
-		CHECK(tm_check(m, 3, c[i], rc[i]));
+		REQUIRE(tm_check(m, 2, b[i], rb[i]));
+		REQUIRE(tm_check(m, 3, c[i], rc[i]));
 	}
 	expert_store_release(s, 2);
 	expert_store_release(s, 3);
 	/* bad arguments */
 	int bad = EXPERTS;
-	CHECK(expert_store_acquire(s, 1, &bad, 1, ra, &err) == -EINVAL);
-	CHECK(expert_store_acquire(s, 0, a, 1, ra, &err) == -EINVAL); /* dense layer */
+	REQUIRE(expert_store_acquire(s, 1, &bad, 1, ra, &err) == -EINVAL);
+	REQUIRE(expert_store_acquire(s, 0, a, 1, ra, &err) == -EINVAL); /* dense layer */
 	expert_store_free(s);
 }
 
@@ -236,23 +236,23 @@ static void test_engine_order(test_model *m)
 			int group = expert_store_max_batch(s);
 			for (int g = 0; g < TOPK; g += group) {
 				int gn = TOPK - g < group ? TOPK - g : group;
-				CHECK(expert_store_acquire(s, l, ex + g, gn, recs, &err) == 0);
+				REQUIRE(expert_store_acquire(s, l, ex + g, gn, recs, &err) == 0);
 				for (int j = 0; j < gn; j++)
-					CHECK(tm_check(m, l, ex[g + j], recs[j]));
+					REQUIRE(tm_check(m, l, ex[g + j], recs[j]));
 				expert_store_release(s, l);
 			}
 		}
 	expert_stats_summary sum;
 	expert_stats_snapshot(expert_store_stats(s), &sum);
-	CHECK(sum.prefetch_valid && sum.prefetch_issued > 0);
+	REQUIRE(sum.prefetch_valid && sum.prefetch_issued > 0);
 	if (getenv("STORE_TEST_VERBOSE"))
 		fprintf(stderr, "prefetch issued %llu used %llu hits_pref %llu misses %llu\n", (unsigned long long)sum.prefetch_issued, (unsigned long long)sum.prefetch_used, (unsigned long long)sum.hits_prefetched, (unsigned long long)sum.misses);
-	CHECK(sum.prefetch_used == sum.prefetch_issued);
-	CHECK(sum.prefetch_precision == 1.0);
-	CHECK(sum.prefetch_recall > 0.3 && sum.prefetch_recall < 1.0);
-	CHECK(sum.hits_prefetched >= sum.prefetch_used);
-	CHECK(sum.experts_loaded_per_token > 0);
-	CHECK(sum.tokens == 30);
+	REQUIRE(sum.prefetch_used == sum.prefetch_issued);
+	REQUIRE(sum.prefetch_precision == 1.0);
+	REQUIRE(sum.prefetch_recall > 0.3 && sum.prefetch_recall < 1.0);
+	REQUIRE(sum.hits_prefetched >= sum.prefetch_used);
+	REQUIRE(sum.experts_loaded_per_token > 0);
+	REQUIRE(sum.tokens == 30);
 	expert_store_free(s);
 }
 
@@ -278,7 +278,7 @@ static void test_request(test_model *m)
 							nx[j] = route(l + 1 < LAYERS ? t : t + 1, l + 1 < LAYERS ? l + 1 : 1, j);
 						}
 						int nu = ex[0] == ex[1] ? 1 : 2;
-						CHECK(expert_store_request(s, l, ex, nu) == 0);
+						REQUIRE(expert_store_request(s, l, ex, nu) == 0);
 						expert_store_prefetch(s, l + 1 < LAYERS ? l + 1 : 1, nx, TOPK);
 						for (int done = 0; done < nu; done++) {
 							int pick = done;
@@ -291,9 +291,9 @@ static void test_request(test_model *m)
 							ex[pick] = ex[done];
 							ex[done] = e;
 							const void *rec;
-							CHECK(expert_store_acquire(s, l, &e, 1, &rec, &err) == 0);
-							CHECK(tm_check(m, l, e, rec));
-							CHECK(expert_store_ready(s, l, e));
+							REQUIRE(expert_store_acquire(s, l, &e, 1, &rec, &err) == 0);
+							REQUIRE(tm_check(m, l, e, rec));
+							REQUIRE(expert_store_ready(s, l, e));
 							lookups++;
 						}
 						check_budget(s);
@@ -301,18 +301,18 @@ static void test_request(test_model *m)
 					}
 				expert_stats_summary sum;
 				expert_stats_snapshot(expert_store_stats(s), &sum);
-				CHECK(sum.hits_pinned + sum.hits_cached + sum.hits_prefetched + sum.misses == lookups);
-				CHECK(sum.busy_seconds > 0); /* reads were in flight a while */
-				CHECK(sum.misses > 0);
+				REQUIRE(sum.hits_pinned + sum.hits_cached + sum.hits_prefetched + sum.misses == lookups);
+				REQUIRE(sum.busy_seconds > 0); /* reads were in flight a while */
+				REQUIRE(sum.misses > 0);
 				if (!pf)
-					CHECK(sum.hits_prefetched == 0 && sum.prefetch_issued == 0);
+					REQUIRE(sum.hits_prefetched == 0 && sum.prefetch_issued == 0);
 				if (ci == 2)
-					CHECK(sum.misses + sum.hits_prefetched <= (uint64_t)(LAYERS - 1) * EXPERTS);
+					REQUIRE(sum.misses + sum.hits_prefetched <= (uint64_t)(LAYERS - 1) * EXPERTS);
 				/* more than max_batch, or a layer without experts: refused */
 				int many[4 * TOPK + 1] = { 0 };
-				CHECK(expert_store_request(s, 1, many, 4 * TOPK + 1) < 0);
-				CHECK(expert_store_request(s, 0, many, 1) < 0);
-				CHECK(!expert_store_ready(s, 0, 0) && !expert_store_ready(s, 1, EXPERTS));
+				REQUIRE(expert_store_request(s, 1, many, 4 * TOPK + 1) < 0);
+				REQUIRE(expert_store_request(s, 0, many, 1) < 0);
+				REQUIRE(!expert_store_ready(s, 0, 0) && !expert_store_ready(s, 1, EXPERTS));
 				expert_store_free(s);
 			}
 }
@@ -327,12 +327,12 @@ static void test_auto_budget(test_model *m)
 	expert_stats_summary sum;
 	expert_stats_snapshot(expert_store_stats(s), &sum);
 	int64_t all = (int64_t)(LAYERS - 1) * EXPERTS * REC;
-	CHECK(sum.budget_pin + sum.budget_cache == all);
-	CHECK(sum.budget_pin == all / 2);
+	REQUIRE(sum.budget_pin + sum.budget_cache == all);
+	REQUIRE(sum.budget_pin == all / 2);
 	/* scratch only tops the unpinned cache up to 2 x max_batch records */
 	int64_t want_scratch = 2 * TOPK * REC - sum.budget_cache;
-	CHECK(sum.budget_scratch == (want_scratch > 0 ? want_scratch : 0));
-	CHECK(sum.record_size == REC);
+	REQUIRE(sum.budget_scratch == (want_scratch > 0 ? want_scratch : 0));
+	REQUIRE(sum.record_size == REC);
 	run_tokens(m, s, 10);
 	expert_store_free(s);
 }
@@ -350,22 +350,22 @@ static void test_mirrors(test_model *m)
 	o.cache_bytes = 0;
 	o.pin_bytes = 0;
 	coli_err e;
-	CHECK(expert_store_opts_parse_flag(&o, "--mirror", mir, &e) == 1);
-	CHECK(expert_store_opts_parse_flag(&o, "--mirror-weights=0,1", NULL, &e) == 0);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--mirror", mir, &e) == 1);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--mirror-weights=0,1", NULL, &e) == 0);
 	expert_store *s;
-	CHECK(expert_store_open(&m->c, &o, &s, &e) == 0);
+	REQUIRE(expert_store_open(&m->c, &o, &s, &e) == 0);
 	run_tokens(m, s, 5);
 	expert_stats_summary sum;
 	expert_stats_snapshot(expert_store_stats(s), &sum);
-	CHECK(sum.drives[0].bytes == 0 && sum.drives[1].bytes > 0);
+	REQUIRE(sum.drives[0].bytes == 0 && sum.drives[1].bytes > 0);
 	expert_store_free(s);
 
 	/* a mirror shard of the wrong size is not used for that shard */
 	snprintf(cmd, sizeof cmd, "truncate -s 4096 '%s/experts/shard-002.bin'", mir);
-	CHECK(system(cmd) == 0);
+	REQUIRE(system(cmd) == 0);
 	warnings = 0;
 	s = open_store(m, 0, 1, 1, mir);
-	CHECK(warnings == 1);
+	REQUIRE(warnings == 1);
 	run_tokens(m, s, 10);
 	expert_store_free(s);
 	copy_tree(m->dir, mir);
@@ -384,13 +384,13 @@ static void test_mirrors(test_model *m)
 	run_tokens(m, s, 3);
 	for (int l = 1; l < LAYERS; l++) {
 		snprintf(cmd, sizeof cmd, "truncate -s 0 '%s/experts/shard-%03d.bin'", mir, l);
-		CHECK(system(cmd) == 0);
+		REQUIRE(system(cmd) == 0);
 	}
 	warnings = 0;
 	run_tokens(m, s, 10);
 	expert_stats_snapshot(expert_store_stats(s), &sum);
-	CHECK(sum.drives[1].enabled == 0);
-	CHECK(warnings == 1);
+	REQUIRE(sum.drives[1].enabled == 0);
+	REQUIRE(warnings == 1);
 	expert_store_free(s);
 
 	/* same size, wrong bytes: caught only with verify_mirrors (sha256) */
@@ -398,25 +398,25 @@ static void test_mirrors(test_model *m)
 	char *sums[LAYERS] = { NULL };
 	for (int l = 1; l < LAYERS; l++) {
 		char hex[65];
-		CHECK(coli_sha256_file(m->paths[l], hex, &e) == 0);
+		REQUIRE(coli_sha256_file(m->paths[l], hex, &e) == 0);
 		sums[l] = strdup(hex);
 	}
 	m->c.expert_shard_sha256 = sums;
 	snprintf(cmd, sizeof cmd, "%s/experts/shard-003.bin", mir);
 	FILE *f = fopen(cmd, "r+b");
-	CHECK(f && fseek(f, REC + 100, SEEK_SET) == 0 && fputc(0x5a, f) != EOF && fclose(f) == 0);
+	REQUIRE(f && fseek(f, REC + 100, SEEK_SET) == 0 && fputc(0x5a, f) != EOF && fclose(f) == 0);
 	expert_store_opts_default(&o);
 	o.cache_bytes = 0;
 	o.pin_bytes = 0;
 	o.verify_mirrors = 1;
-	CHECK(expert_store_opts_parse_flag(&o, "--mirror", mir, &e) == 1);
-	CHECK(expert_store_opts_parse_flag(&o, "--mirror-weights", "0,1", &e) == 1);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--mirror", mir, &e) == 1);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--mirror-weights", "0,1", &e) == 1);
 	warnings = 0;
-	CHECK(expert_store_open(&m->c, &o, &s, &e) == 0);
-	CHECK(warnings == 1);
+	REQUIRE(expert_store_open(&m->c, &o, &s, &e) == 0);
+	REQUIRE(warnings == 1);
 	run_tokens(m, s, 10); /* layer 3 from the primary, the rest mirrored */
 	expert_stats_snapshot(expert_store_stats(s), &sum);
-	CHECK(sum.drives[0].bytes > 0 && sum.drives[1].bytes > 0);
+	REQUIRE(sum.drives[0].bytes > 0 && sum.drives[1].bytes > 0);
 	expert_store_free(s);
 	m->c.expert_shard_sha256 = NULL;
 	for (int l = 0; l < LAYERS; l++)
@@ -426,7 +426,7 @@ static void test_mirrors(test_model *m)
 	/* a missing mirror directory is ignored with a warning */
 	warnings = 0;
 	s = open_store(m, 0, 1, 0, "/nonexistent/colitop-mirror");
-	CHECK(warnings == 1);
+	REQUIRE(warnings == 1);
 	run_tokens(m, s, 3);
 	expert_store_free(s);
 	tm_rmrf(mir);
@@ -444,15 +444,15 @@ static void with_fault(test_model *m, const char *var, const char *val, const ch
 	coli_err_clear(&err);
 	int rc = expert_store_acquire(s, 1, ex, TOPK, recs, &err);
 	if (expect_fail) {
-		CHECK(rc == -EIO);
-		CHECK(strstr(err.msg, "shard-001.bin"));
+		REQUIRE(rc == -EIO);
+		REQUIRE(strstr(err.msg, "shard-001.bin"));
 		/* the store keeps working */
-		CHECK(expert_store_acquire(s, 1, ex, TOPK, recs, &err) == 0);
+		REQUIRE(expert_store_acquire(s, 1, ex, TOPK, recs, &err) == 0);
 	} else {
-		CHECK(rc == 0);
+		REQUIRE(rc == 0);
 	}
 	for (int j = 0; j < TOPK; j++)
-		CHECK(tm_check(m, 1, ex[j], recs[j]));
+		REQUIRE(tm_check(m, 1, ex[j], recs[j]));
 	expert_store_release(s, 1);
 	run_tokens(m, s, 5);
 	expert_store_free(s);
@@ -473,11 +473,11 @@ static void test_faults(test_model *m)
 	g_weights = "1,0";
 	warnings = 0;
 	with_fault(m, "COLI_FAULT_READ_EIO", "1", mir, 0);
-	CHECK(warnings == 1);
+	REQUIRE(warnings == 1);
 	g_weights = NULL;
 	warnings = 0;
 	with_fault(m, "COLI_FAULT_MIRROR_EIO", "1", mir, 0);
-	CHECK(warnings == 1);
+	REQUIRE(warnings == 1);
 
 	/* O_DIRECT refused by the filesystem: buffered reads, same bytes */
 	setenv("COLI_FAULT_NO_DIRECT", "1", 1);
@@ -485,12 +485,12 @@ static void test_faults(test_model *m)
 	unsetenv("COLI_FAULT_NO_DIRECT");
 	expert_stats_summary sum;
 	expert_stats_snapshot(expert_store_stats(s), &sum);
-	CHECK(sum.direct == 0);
+	REQUIRE(sum.direct == 0);
 	run_tokens(m, s, 5);
 	expert_store_free(s);
 	s = open_store(m, 0, 1, 1, NULL);
 	expert_stats_snapshot(expert_store_stats(s), &sum);
-	CHECK(sum.direct == 1); /* this filesystem takes O_DIRECT */
+	REQUIRE(sum.direct == 1); /* this filesystem takes O_DIRECT */
 	expert_store_free(s);
 	tm_rmrf(mir);
 }
@@ -520,6 +520,5 @@ int main(void)
 	printf("store_read: read-fault checks not compiled (configure --enable-fault-injection)\n");
 #endif
 	tm_free(&m);
-	printf("store_read: ok\n");
-	return 0;
+	return test_summary(__FILE__);
 }

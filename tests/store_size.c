@@ -26,8 +26,8 @@ static void bad(const char *s)
 	int64_t v;
 	coli_err e;
 	coli_err_clear(&e);
-	CHECK(size_parse_with(s, 1000, "--expert-cache", &v, &e) < 0);
-	CHECK(strstr(e.msg, "--expert-cache"));
+	REQUIRE(size_parse_with(s, 1000, "--expert-cache", &v, &e) < 0);
+	REQUIRE(strstr(e.msg, "--expert-cache"));
 }
 
 int main(void)
@@ -58,51 +58,51 @@ int main(void)
 	bad("8GBs");
 	bad("1e30T");
 
-	CHECK(size_meminfo_available("MemTotal: 100 kB\nMemFree: 5 kB\nMemAvailable:   2048 kB\n") == 2048 * K);
-	CHECK(size_meminfo_available("MemTotal: 100 kB\n") == -1);
-	CHECK(size_cgroup_limit("max\n") == -1);
-	CHECK(size_cgroup_limit("1073741824\n") == G);
-	CHECK(size_cgroup_limit("9223372036854771712\n") == -1); /* v1 "unlimited" */
-	CHECK(size_mem_available() > 0);
+	REQUIRE(size_meminfo_available("MemTotal: 100 kB\nMemFree: 5 kB\nMemAvailable:   2048 kB\n") == 2048 * K);
+	REQUIRE(size_meminfo_available("MemTotal: 100 kB\n") == -1);
+	REQUIRE(size_cgroup_limit("max\n") == -1);
+	REQUIRE(size_cgroup_limit("1073741824\n") == G);
+	REQUIRE(size_cgroup_limit("9223372036854771712\n") == -1); /* v1 "unlimited" */
+	REQUIRE(size_mem_available() > 0);
 	char cg[256];
 	const char *v1 = "9:name=systemd:/\n4:memory:/process_api/abc\n3:cpuset:/\n0::/\n";
-	CHECK(size_cgroup_path(v1, 0, cg, sizeof cg) == 0 && !strcmp(cg, "/process_api/abc"));
-	CHECK(size_cgroup_path(v1, 1, cg, sizeof cg) == 0 && !strcmp(cg, "/"));
-	CHECK(size_cgroup_path("5:cpu,memory:/a/b\n", 0, cg, sizeof cg) == 0 && !strcmp(cg, "/a/b"));
-	CHECK(size_cgroup_path("0::/user.slice/x.scope", 1, cg, sizeof cg) == 0 && !strcmp(cg, "/user.slice/x.scope"));
-	CHECK(size_cgroup_path("4:memoryx:/z\n", 0, cg, sizeof cg) == -ENOENT);
-	CHECK(size_cgroup_path("", 1, cg, sizeof cg) == -ENOENT);
+	REQUIRE(size_cgroup_path(v1, 0, cg, sizeof cg) == 0 && !strcmp(cg, "/process_api/abc"));
+	REQUIRE(size_cgroup_path(v1, 1, cg, sizeof cg) == 0 && !strcmp(cg, "/"));
+	REQUIRE(size_cgroup_path("5:cpu,memory:/a/b\n", 0, cg, sizeof cg) == 0 && !strcmp(cg, "/a/b"));
+	REQUIRE(size_cgroup_path("0::/user.slice/x.scope", 1, cg, sizeof cg) == 0 && !strcmp(cg, "/user.slice/x.scope"));
+	REQUIRE(size_cgroup_path("4:memoryx:/z\n", 0, cg, sizeof cg) == -ENOENT);
+	REQUIRE(size_cgroup_path("", 1, cg, sizeof cg) == -ENOENT);
 	int64_t v;
-	CHECK(size_parse("10%", "x", &v, NULL) == 0 && v > 0);
+	REQUIRE(size_parse("10%", "x", &v, NULL) == 0 && v > 0);
 
 	char buf[32];
-	CHECK(!strcmp(size_format(512 * M, buf, sizeof buf), "512.0 MiB"));
-	CHECK(!strcmp(size_format(3 * G / 2, buf, sizeof buf), "1.50 GiB"));
+	REQUIRE(!strcmp(size_format(512 * M, buf, sizeof buf), "512.0 MiB"));
+	REQUIRE(!strcmp(size_format(3 * G / 2, buf, sizeof buf), "1.50 GiB"));
 
 	/* the shared flag parser */
 	expert_store_opts o;
 	expert_store_opts_default(&o);
 	coli_err e;
-	CHECK(o.cache_bytes == -1 && o.pin_bytes == -1 && o.prefetch == 1 && o.direct == -1);
-	CHECK(expert_store_opts_parse_flag(&o, "--expert-cache", "8GB", &e) == 1 && o.cache_bytes == 8 * G);
-	CHECK(expert_store_opts_parse_flag(&o, "--pin-budget=1G", NULL, &e) == 0 && o.pin_bytes == G);
-	CHECK(expert_store_opts_parse_flag(&o, "--no-prefetch", NULL, &e) == 0 && o.prefetch == 0);
-	CHECK(expert_store_opts_parse_flag(&o, "--no-direct", NULL, &e) == 0 && o.direct == 0);
-	CHECK(expert_store_opts_parse_flag(&o, "--direct", NULL, &e) == 0 && o.direct == 1);
-	CHECK(expert_store_opts_parse_flag(&o, "--mirror", "/a", &e) == 1);
-	CHECK(expert_store_opts_parse_flag(&o, "--mirror=/b", NULL, &e) == 0);
-	CHECK(o.mirrors && !strcmp(o.mirrors[0], "/a") && !strcmp(o.mirrors[1], "/b") && !o.mirrors[2]);
-	CHECK(expert_store_opts_parse_flag(&o, "--mirror-weights", "1,2.5,0.5", &e) == 1);
-	CHECK(o.mirror_weights[1] == 2.5 && o.mirror_weights[2] == 0.5);
-	CHECK(expert_store_opts_parse_flag(&o, "--cache-policy", "lfu-decay", &e) == 1 &&
+	REQUIRE(o.cache_bytes == -1 && o.pin_bytes == -1 && o.prefetch == 1 && o.direct == -1);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--expert-cache", "8GB", &e) == 1 && o.cache_bytes == 8 * G);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--pin-budget=1G", NULL, &e) == 0 && o.pin_bytes == G);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--no-prefetch", NULL, &e) == 0 && o.prefetch == 0);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--no-direct", NULL, &e) == 0 && o.direct == 0);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--direct", NULL, &e) == 0 && o.direct == 1);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--mirror", "/a", &e) == 1);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--mirror=/b", NULL, &e) == 0);
+	REQUIRE(o.mirrors && !strcmp(o.mirrors[0], "/a") && !strcmp(o.mirrors[1], "/b") && !o.mirrors[2]);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--mirror-weights", "1,2.5,0.5", &e) == 1);
+	REQUIRE(o.mirror_weights[1] == 2.5 && o.mirror_weights[2] == 0.5);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--cache-policy", "lfu-decay", &e) == 1 &&
 	      o.policy == EXPERT_POLICY_LFU_DECAY);
-	CHECK(expert_store_opts_parse_flag(&o, "--verify-mirrors", NULL, &e) == 0 && o.verify_mirrors == 1);
-	CHECK(expert_store_opts_parse_flag(&o, "--port", "80", &e) == -ENOENT);
-	CHECK(expert_store_opts_parse_flag(&o, "--expert-cache", "lots", &e) == -EINVAL);
-	CHECK(strstr(e.msg, "--expert-cache"));
-	CHECK(expert_store_opts_parse_flag(&o, "--expert-cache", NULL, &e) == -EINVAL);
-	CHECK(expert_store_opts_parse_flag(&o, "--no-prefetch=1", NULL, &e) == -EINVAL);
-	CHECK(expert_store_opts_parse_flag(&o, "--mirror-weights", "1,x", &e) == -EINVAL);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--verify-mirrors", NULL, &e) == 0 && o.verify_mirrors == 1);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--port", "80", &e) == -ENOENT);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--expert-cache", "lots", &e) == -EINVAL);
+	REQUIRE(strstr(e.msg, "--expert-cache"));
+	REQUIRE(expert_store_opts_parse_flag(&o, "--expert-cache", NULL, &e) == -EINVAL);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--no-prefetch=1", NULL, &e) == -EINVAL);
+	REQUIRE(expert_store_opts_parse_flag(&o, "--mirror-weights", "1,x", &e) == -EINVAL);
 
 	expert_store_opts_default(&o);
 	setenv("COLI_EXPERT_CACHE", "2GB", 1);
@@ -110,31 +110,30 @@ int main(void)
 	setenv("COLI_PREFETCH", "0", 1);
 	setenv("COLI_DIRECT", "auto", 1);
 	setenv("COLI_MODEL_MIRROR", "/m1:/m2", 1);
-	CHECK(expert_store_opts_from_env(&o, &e) == 0);
-	CHECK(o.cache_bytes == 2 * G && o.pin_bytes == 0 && o.prefetch == 0 && o.direct == -1);
-	CHECK(!strcmp(o.mirrors[0], "/m1") && !strcmp(o.mirrors[1], "/m2") && !o.mirrors[2]);
+	REQUIRE(expert_store_opts_from_env(&o, &e) == 0);
+	REQUIRE(o.cache_bytes == 2 * G && o.pin_bytes == 0 && o.prefetch == 0 && o.direct == -1);
+	REQUIRE(!strcmp(o.mirrors[0], "/m1") && !strcmp(o.mirrors[1], "/m2") && !o.mirrors[2]);
 	setenv("COLI_PREFETCH", "always", 1);
-	CHECK(expert_store_opts_from_env(&o, &e) == 0 && o.prefetch == 2);
+	REQUIRE(expert_store_opts_from_env(&o, &e) == 0 && o.prefetch == 2);
 	/* the prefetch gate pauses only when reads bind and guesses are poor,
 	 * reopens below the closing point, and never in modes 0 / 2 */
-	CHECK(store_prefetch_gate(1, 0, 0.6, 0.5) == 1);
-	CHECK(store_prefetch_gate(1, 0, 0.3, 0.5) == 0);
-	CHECK(store_prefetch_gate(1, 0, 0.9, 0.9) == 0);
-	CHECK(store_prefetch_gate(1, 1, 0.45, 0.5) == 1);
-	CHECK(store_prefetch_gate(1, 1, 0.35, 0.5) == 0);
-	CHECK(store_prefetch_gate(2, 0, 0.9, 0.1) == 0 && store_prefetch_gate(0, 0, 0.9, 0.1) == 0);
+	REQUIRE(store_prefetch_gate(1, 0, 0.6, 0.5) == 1);
+	REQUIRE(store_prefetch_gate(1, 0, 0.3, 0.5) == 0);
+	REQUIRE(store_prefetch_gate(1, 0, 0.9, 0.9) == 0);
+	REQUIRE(store_prefetch_gate(1, 1, 0.45, 0.5) == 1);
+	REQUIRE(store_prefetch_gate(1, 1, 0.35, 0.5) == 0);
+	REQUIRE(store_prefetch_gate(2, 0, 0.9, 0.1) == 0 && store_prefetch_gate(0, 0, 0.9, 0.1) == 0);
 	setenv("COLI_PREFETCH", "maybe", 1);
-	CHECK(expert_store_opts_from_env(&o, &e) == -EINVAL && strstr(e.msg, "COLI_PREFETCH"));
+	REQUIRE(expert_store_opts_from_env(&o, &e) == -EINVAL && strstr(e.msg, "COLI_PREFETCH"));
 	/* iobench's pure helpers */
 	int net = -1;
-	CHECK(!strcmp(iobench_fs_name(0xEF53, &net), "ext4") && net == 0);
-	CHECK(!strcmp(iobench_fs_name(0x6969, &net), "nfs") && net == 1);
-	CHECK(!strcmp(iobench_fs_name((long)0xFF534D42u, &net), "cifs") && net == 1);
-	CHECK(iobench_fs_name(0x1234, &net) == NULL && net == 0);
+	REQUIRE(!strcmp(iobench_fs_name(0xEF53, &net), "ext4") && net == 0);
+	REQUIRE(!strcmp(iobench_fs_name(0x6969, &net), "nfs") && net == 1);
+	REQUIRE(!strcmp(iobench_fs_name((long)0xFF534D42u, &net), "cifs") && net == 1);
+	REQUIRE(iobench_fs_name(0x1234, &net) == NULL && net == 0);
 	double tps = iobench_decode_ceiling(2e9, 1000000000, 0);
-	CHECK(tps > 1.99 && tps < 2.01);
+	REQUIRE(tps > 1.99 && tps < 2.01);
 	tps = iobench_decode_ceiling(2e9, 1000000000, 0.9);
-	CHECK(tps > 19.9 && tps < 20.1);
-	printf("store_size: ok\n");
-	return 0;
+	REQUIRE(tps > 19.9 && tps < 20.1);
+	return test_summary(__FILE__);
 }

@@ -14,13 +14,7 @@
 #include <unistd.h>
 
 #include "model_container.h"
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		exit(1); \
-	} \
-} while (0)
+#include "test_util.h"
 
 typedef struct test_model {
 	char dir[256];
@@ -57,19 +51,19 @@ static inline void tm_write_shards(const test_model *m, const char *root)
 	mkdir(p, 0777);
 	size_t rec = m->c.expert_record_size;
 	uint64_t *buf = malloc(rec);
-	CHECK(buf);
+	REQUIRE(buf);
 	for (int l = 0; l < m->c.config.num_hidden_layers; l++) {
 		if (!m->c.expert_shard_paths[l])
 			continue;
 		snprintf(p, sizeof p, "%s/experts/shard-%03d.bin", root, l);
 		FILE *f = fopen(p, "wb");
-		CHECK(f);
+		REQUIRE(f);
 		for (int e = 0; e < m->c.config.n_routed_experts; e++) {
 			for (size_t i = 0; i < rec / 8; i++)
 				buf[i] = tm_word(l, e, i);
-			CHECK(fwrite(buf, 1, rec, f) == rec);
+			REQUIRE(fwrite(buf, 1, rec, f) == rec);
 		}
-		CHECK(fclose(f) == 0);
+		REQUIRE(fclose(f) == 0);
 	}
 	free(buf);
 }
@@ -80,7 +74,7 @@ static inline void tm_make(test_model *m, int layers, int experts, int top_k, si
 	memset(m, 0, sizeof *m);
 	const char *tmp = getenv("TMPDIR");
 	snprintf(m->dir, sizeof m->dir, "%s/store-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	CHECK(mkdtemp(m->dir));
+	REQUIRE(mkdtemp(m->dir));
 	m->c.dir = m->dir;
 	m->c.config.num_hidden_layers = layers;
 	m->c.config.n_routed_experts = experts;
@@ -105,7 +99,7 @@ static inline void tm_rmrf(const char *dir)
 {
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	CHECK(system(cmd) == 0);
+	REQUIRE(system(cmd) == 0);
 }
 
 static inline void tm_free(test_model *m)

@@ -19,16 +19,7 @@
 #include "ingest_dtype.h"
 #include "safetensors.h"
 #include "safetensors_write.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                           \
-	do {                                                                                  \
-		if (!(cond)) {                                                                \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                           \
-		}                                                                             \
-	} while (0)
+#include "test_util.h"
 
 static int count_files(const char *dir)
 {
@@ -207,9 +198,5 @@ int main(void)
 	refusals(dir);
 	clean(dir);
 	rmdir(dir);
-	if (failures)
-		fprintf(stderr, "synth_writer: %d failures\n", failures);
-	else
-		printf("synth_writer: ok\n");
-	return failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

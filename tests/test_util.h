@@ -1,31 +1,108 @@
-/* test_util.h - what the C unit tests share: a failure counter with a
- * CHECK that reports and goes on, and a small deterministic generator (so
- * a failing case is the same on every run). Header-only: each test program
- * is one file. */
+/* test_util.h - what the C unit tests share: one way to check and report,
+ * and a small deterministic generator (so a failing case is the same on
+ * every run). Header-only: each test program is one file.
+ *
+ * Reporting convention (every C test, so a log reads the same everywhere):
+ *   FILE:LINE: check failed: EXPRESSION[: message]     on stderr, per failure
+ *   NAME: N checks, N failed                           at the end (test_summary)
+ * and the program exits nonzero when any check failed.
+ *
+ *   CHECK(cond)               count, report, go on
+ *   CHECK(cond, "fmt", ...)   the same with a printf-style message (a literal)
+ *   REQUIRE(cond[, ...])      report and stop at once (exit 1): for a check
+ *                             whose failure would make the next lines crash
+ *   FAIL("fmt", ...)          an unconditional failure found by other means
+ *   CHECK_RC(expr, want)      an int-returning call, reporting both values
+ *   CHECK_STR(a, b)           two strings equal, reporting both
+ *   return test_summary(argv0 or NAME);   at the end of main */
 #ifndef COLI_TEST_UTIL_H
 #define COLI_TEST_UTIL_H
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-static int fails;
+#define TEST_UNUSED __attribute__((unused))
 
-/* CHECK(condition, printf-format, ...): counts and prints a failure. */
-#define CHECK(c, ...)                                              \
-	do {                                                       \
-		if (!(c)) {                                        \
-			fails++;                                   \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                       \
-			printf("\n");                              \
-		}                                                  \
+static int test_checks TEST_UNUSED;   /* checks evaluated */
+static int test_failures TEST_UNUSED; /* checks that failed */
+
+/* FMT always starts with one space (the macros prepend it so that a check
+ * without a message still passes a non-empty literal); " " alone means no
+ * message. */
+TEST_UNUSED __attribute__((format(printf, 4, 5)))
+static void test_fail_at(const char *file, int line, const char *expr, const char *fmt, ...)
+{
+	test_failures++;
+	fprintf(stderr, "%s:%d: check failed", file, line);
+	if (expr)
+		fprintf(stderr, ": %s", expr);
+	if (fmt[0] && fmt[1]) {
+		va_list ap;
+		va_start(ap, fmt);
+		fputc(':', stderr);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+	}
+	fputc('\n', stderr);
+}
+
+#define CHECK(cond, ...)                                                            \
+	do {                                                                        \
+		test_checks++;                                                      \
+		if (!(cond))                                                        \
+			test_fail_at(__FILE__, __LINE__, #cond, " " __VA_ARGS__);    \
 	} while (0)
 
+#define REQUIRE(cond, ...)                                                          \
+	do {                                                                        \
+		test_checks++;                                                      \
+		if (!(cond)) {                                                      \
+			test_fail_at(__FILE__, __LINE__, #cond, " " __VA_ARGS__);    \
+			exit(1);                                                    \
+		}                                                                   \
+	} while (0)
+
+#define FAIL(...)                                                                   \
+	do {                                                                        \
+		test_checks++;                                                      \
+		test_fail_at(__FILE__, __LINE__, NULL, " " __VA_ARGS__);             \
+	} while (0)
+
+#define CHECK_RC(expr, want)                                                        \
+	do {                                                                        \
+		int rc_ = (expr), want_ = (want);                                   \
+		test_checks++;                                                      \
+		if (rc_ != want_)                                                   \
+			test_fail_at(__FILE__, __LINE__, #expr, " returned %d, want %d", \
+				     rc_, want_);                                   \
+	} while (0)
+
+#define CHECK_STR(a, b)                                                             \
+	do {                                                                        \
+		const char *a_ = (a), *b_ = (b);                                    \
+		test_checks++;                                                      \
+		if (!a_ || !b_ || strcmp(a_, b_))                                   \
+			test_fail_at(__FILE__, __LINE__, #a " == " #b, " \"%s\" != \"%s\"", \
+				     a_ ? a_ : "(null)", b_ ? b_ : "(null)");      \
+	} while (0)
+
+/* The last line of every C test; returns main's exit status. */
+TEST_UNUSED static int test_summary(const char *name)
+{
+	const char *base = strrchr(name, '/');
+	fprintf(stderr, "%s: %d checks, %d failed\n", base ? base + 1 : name, test_checks,
+		test_failures);
+	return test_failures ? 1 : 0;
+}
+
 /* xorshift64; set test_rng to seed it (nonzero) */
-static uint64_t test_rng = 0x9e3779b97f4a7c15ull;
+static uint64_t test_rng TEST_UNUSED = 0x9e3779b97f4a7c15ull;
 
 /* uniform in [-1, 1) */
-static inline float frand(void)
+TEST_UNUSED static inline float frand(void)
 {
 	test_rng ^= test_rng << 13;
 	test_rng ^= test_rng >> 7;

@@ -18,9 +18,7 @@
 #include "tokenizer.h"
 #include "tokenizer_impl.h"
 #include "util_unicode.h"
-
-static int failures;
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); failures++; } } while (0)
+#include "test_util.h"
 
 static void test_lossy(void)
 {
@@ -432,8 +430,7 @@ int main(void)
 			test_threads(t);
 			coli_tokenizer_free(t);
 		} else {
-			fprintf(stderr, "%s\n", err.msg);
-			failures++;
+			FAIL("%s", err.msg);
 		}
 	} else {
 		printf("note: %s absent, real-file streaming test not run\n", p);
@@ -442,6 +439,5 @@ int main(void)
 	unlink(write_file("tokenizer.json", ""));
 	unlink(write_file("tokenizer_config.json", ""));
 	rmdir(tmpdir);
-	printf("%s: %d failures\n", __FILE__, failures);
-	return failures ? 1 : 0;
+	return test_summary(__FILE__);
 }

@@ -17,23 +17,7 @@
 #include "tui_log.h"
 #include "tui_text.h"
 #include "tui_theme.h"
-
-static int failures;
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		failures++; \
-	} \
-} while (0)
-
-#define CHECK_STR(a, b) do { \
-	const char *a_ = (a), *b_ = (b); \
-	if (strcmp(a_, b_)) { \
-		fprintf(stderr, "%s:%d: \"%s\" != \"%s\"\n", __FILE__, __LINE__, a_, b_); \
-		failures++; \
-	} \
-} while (0)
+#include "test_util.h"
 
 /* Every visible pane lies on screen above the status line, no two overlap,
  * each is at least 3 rows and 20 columns, and together they cover every
@@ -61,9 +45,8 @@ static void check_layout(int rows, int cols)
 	for (int y = 0; y < rows - 2; y++)
 		for (int x = 0; x < cols; x++)
 			if (cover[y * cols + x] != 1) {
-				fprintf(stderr, "layout %dx%d: cell (%d,%d) covered %d times\n", cols, rows, y, x,
+				FAIL("layout %dx%d: cell (%d,%d) covered %d times", cols, rows, y, x,
 					cover[y * cols + x]);
-				failures++;
 				y = rows;
 				break;
 			}
@@ -559,10 +542,5 @@ int main(void)
 	test_log();
 	test_chat_transcript();
 	test_chat_transcript_thinking();
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("tui_unit: all checks passed\n");
-	return 0;
+	return test_summary(__FILE__);
 }
