@@ -23,10 +23,10 @@ tests_server_test_format_LDADD = libcoli.a $(COLI_LIBS)
 tests_server_test_gen_SOURCES = tests/server_test_gen.c
 tests_server_test_gen_LDADD = libcoli.a $(COLI_LIBS)
 # The request fuzzer (tests/fuzz/fuzz_request.c, run by
-# tests/fuzz/run-fuzz-request.sh with clang) over its seed corpus.
+# tests/fuzz/run-fuzz.sh with clang) over its seed corpus.
 tests_server_fuzz_corpus_SOURCES = tests/server_fuzz_corpus.c tests/fuzz/fuzz_request.c
 tests_server_fuzz_corpus_LDADD = libcoli.a $(COLI_LIBS)
-EXTRA_DIST += tests/fuzz/run-fuzz-request.sh tests/fuzz/request.dict tests/fuzz/corpus-request
+EXTRA_DIST += tests/fuzz/request.dict tests/fuzz/corpus-request
 
 # End to end against a live `coli serve` on a tiny synthesized model: the
 # curl bad-input battery, and the official SDKs (npm openai,

@@ -6,11 +6,10 @@
  * target sets fuzz_accepted). Linked with one tests/fuzz/fuzz_*.c. */
 #include "config.h"
 
-#include <dirent.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "fuzz_corpus.h"
 
 #ifndef FUZZ_CORPUS
 #error "FUZZ_CORPUS (the corpus directory name) must be defined"
@@ -19,61 +18,18 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 extern int fuzz_accepted;
 
-static int run_one(const char *dir, const char *name)
+static int judge(const char *name, const uint8_t *data, size_t len)
 {
-	char path[1400];
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		perror(path);
-		return 1;
-	}
-	uint8_t *buf = NULL;
-	size_t len = 0, cap = 0, n;
-	do {
-		if (len == cap) {
-			uint8_t *p = realloc(buf, cap = cap * 2 + 4096);
-			if (!p) {
-				free(buf);
-				fclose(f);
-				return 1;
-			}
-			buf = p;
-		}
-		n = fread(buf + len, 1, cap - len, f);
-		len += n;
-	} while (n > 0);
-	fclose(f);
 	fuzz_accepted = -1;
-	LLVMFuzzerTestOneInput(buf, len);
-	free(buf);
-	int bad = (!strncmp(name, "ok-", 3) && fuzz_accepted != 1) ||
-		  (!strncmp(name, "bad-", 4) && fuzz_accepted != 0);
-	if (bad)
-		fprintf(stderr, "%s/%s: %s, want %s\n", FUZZ_CORPUS, name,
-			fuzz_accepted ? "accepted" : "refused", name[0] == 'o' ? "accepted" : "refused");
-	return bad;
+	LLVMFuzzerTestOneInput(data, len);
+	int want = !strncmp(name, "ok-", 3) ? 1 : !strncmp(name, "bad-", 4) ? 0 : fuzz_accepted;
+	if (fuzz_accepted != want)
+		fprintf(stderr, "%s: %s, want %s\n", name, fuzz_accepted == 1 ? "accepted" : "refused",
+			want ? "accepted" : "refused");
+	return fuzz_accepted == want;
 }
 
 int main(void)
 {
-	const char *top = getenv("top_srcdir");
-	char dir[1024];
-	snprintf(dir, sizeof dir, "%s/tests/fuzz/%s", top && top[0] ? top : COLI_SRCDIR, FUZZ_CORPUS);
-	DIR *d = opendir(dir);
-	if (!d) {
-		perror(dir);
-		return 1;
-	}
-	int failures = 0, count = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		failures += run_one(dir, de->d_name);
-		count++;
-	}
-	closedir(d);
-	printf("%s: %d seeds, %d failures\n", FUZZ_CORPUS, count, failures);
-	return failures || count == 0 ? 1 : 0;
+	return fuzz_corpus_run(FUZZ_CORPUS, judge);
 }

@@ -68,3 +68,4 @@ tests_fuzz_tokenizer_corpus_SOURCES = tests/fuzz_corpus.c tests/fuzz/fuzz_tokeni
 tests_fuzz_tokenizer_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-tokenizer"'
 tests_fuzz_tokenizer_corpus_LDADD = libcoli.a $(COLI_LIBS)
 EXTRA_DIST += tests/fuzz/corpus-manifest tests/fuzz/corpus-kv tests/fuzz/corpus-tokenizer
+EXTRA_DIST += tests/test_util.h tests/fuzz_corpus.h

@@ -46,9 +46,6 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 if [ -x tests/fuzz/run-fuzz.sh ]; then
 	tests/fuzz/run-fuzz.sh "$top/build/fuzz" || status=1
 fi
-if [ -x tests/fuzz/run-fuzz-request.sh ]; then
-	tests/fuzz/run-fuzz-request.sh "$top/build/fuzz/request" || status=1
-fi
 # distcheck proves the tarball builds and passes from scratch; its copy has
 # no tests/node/node_modules, so the checks that need the npm packages skip
 # there (CI unset): they ran, and must pass, in the release and asan runs.

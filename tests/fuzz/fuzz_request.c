@@ -20,7 +20,7 @@
  *    the size limit, or refused with 400/413/414/431/505; a passed head
  *    passes alone, whatever followed it.
  *
- * Built by tests/fuzz/run-fuzz-request.sh with clang -fsanitize=fuzzer; the
+ * Built by tests/fuzz/run-fuzz.sh (target request) with clang -fsanitize=fuzzer; the
  * same file is linked into tests/server_fuzz_corpus so the seed corpus runs
  * in `make check`. */
 #include "config.h"

@@ -1,42 +1,60 @@
 #!/bin/sh
-# run-fuzz.sh OUTDIR - build the libFuzzer targets with clang and run each
-# for a bounded time (COLI_FUZZ_SECONDS per target, default 25), as many at
-# once as there are cores (COLI_FUZZ_JOBS), each from a copy of its seed
-# corpus. The targets are the parsers that read files from outside:
+# run-fuzz.sh OUTDIR [NAME...] - build the libFuzzer targets with clang and
+# run each for a bounded time (COLI_FUZZ_SECONDS per target, default 25), as
+# many at once as there are cores (COLI_FUZZ_JOBS), each from a copy of its
+# seed corpus. The targets are the parsers that see outside input:
 #   ingest     safetensors headers + config.json   (corpus/, ingest.dict)
 #   manifest   a container's manifest.json         (corpus-manifest/)
 #   kv         KV session files                    (corpus-kv/)
 #   tokenizer  tokenizer.json + tokenizer_config.json (corpus-tokenizer/)
-# With 4 targets on 2 cores the stage takes about 2 x 25 s plus the builds.
+#   request    the OpenAI/Anthropic request parsers, chat templates, error
+#              text, tool-call markup               (corpus-request/, request.dict)
+# NAMEs pick some of them (default: all). The targets link the engine
+# library itself: configure runs once in OUTDIR/lib with clang and the
+# sanitizer flags and builds libcoli.a, so no target lists the engine's
+# sources by hand (such lists went stale whenever a parser grew a
+# dependency). With 5 targets on 2 cores the stage takes about 3 x 25 s
+# plus the library build.
 # New inputs stay in OUTDIR (nothing is merged back into the source tree).
 # Writes OUTDIR/fuzz-NAME.trs per target (automake-style ":test-result:
 # PASS|FAIL|SKIP") for tools/summarize-tests.sh and OUTDIR/NAME.log; exits
 # non-zero when a fuzzer finds a crash, leak or sanitizer report (the
 # reproducer is in OUTDIR/crashes-NAME/).
 set -u
-out=${1:?usage: run-fuzz.sh OUTDIR}
+out=${1:?usage: run-fuzz.sh OUTDIR [NAME...]}
+shift
 secs=${COLI_FUZZ_SECONDS:-25}
 jobs=${COLI_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../../src" && pwd)
+top=$(cd "$here/../.." && pwd)
 CLANG=${CLANG:-clang}
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
-rm -f "$out"/*.trs
 
-# Each target: NAME|CORPUS_DIR|DICT (or -)|MAX_LEN|SOURCES (in src/, besides coli_err.c and
-# coli_log.c)|PKG-CONFIG MODULES
-TARGETS='ingest|corpus|ingest.dict|65536|safetensors.c safetensors_dir.c ingest_dtype.c hf_config.c hf_config_write.c|jansson
-manifest|corpus-manifest|-|65536|model_container.c model_dir.c model_manifest.c hf_config.c util_sha256.c quant.c model_weight_mem.c model_bind.c|jansson
-kv|corpus-kv|-|65536|kv_file.c kv_session.c kv_store.c util_crc32c.c kv_cache_dir.c model_manifest.c util_sha256.c|jansson
-tokenizer|corpus-tokenizer|-|65536|tokenizer.c tokenizer_bpe.c tokenizer_decode.c tokenizer_load.c tokenizer_map.c tokenizer_pretok.c tokenizer_tiktoken.c util_unicode.c|jansson libpcre2-8 libutf8proc'
+# Each target: NAME|CORPUS_DIR|DICT (or -)|MAX_LEN
+ALL='ingest|corpus|ingest.dict|65536
+manifest|corpus-manifest|-|65536
+kv|corpus-kv|-|65536
+tokenizer|corpus-tokenizer|-|65536
+request|corpus-request|request.dict|16384'
+TARGETS=
+if [ $# -eq 0 ]; then
+	TARGETS=$ALL
+else
+	for want in "$@"; do
+		line=$(echo "$ALL" | grep "^$want|") || { echo "run-fuzz: no target $want" >&2; exit 2; }
+		TARGETS="$TARGETS$line
+"
+	done
+fi
+names=$(echo "$TARGETS" | cut -d'|' -f1)
+for n in $names; do rm -f "$out/fuzz-$n.trs"; done
 
 result() { # NAME PASS|FAIL|SKIP
 	printf ':test-result: %s\n:global-test-result: %s\n:recheck: no\n:copy-in-global-log: no\n' \
 		"$2" "$2" >"$out/fuzz-$1.trs"
 }
-names=$(echo "$TARGETS" | cut -d'|' -f1)
-
 if ! command -v "$CLANG" >/dev/null 2>&1; then
 	for n in $names; do
 		if [ "${CI:-}" = true ]; then result "$n" FAIL; else result "$n" SKIP; fi
@@ -49,20 +67,27 @@ if ! command -v "$CLANG" >/dev/null 2>&1; then
 	exit 0
 fi
 
-# The engine sources expect config.h from configure; the few definitions
-# they need here are spelled out.
-mkdir -p "$out/include"
-printf '#define _GNU_SOURCE 1\n#define PACKAGE_VERSION "fuzz"\n#define COLI_SRCDIR "/nonexistent"\n#define COLI_DATADIR "/nonexistent"\n' >"$out/include/config.h"
+# The engine library, instrumented for coverage (fuzzer-no-link) and the
+# sanitizers; its link flags come from the same Makefile.
+lib="$out/lib"
+mkdir -p "$lib"
+echo "run-fuzz: building libcoli.a with $CLANG in $lib"
+if ! (cd "$lib" && { [ -f Makefile ] || "$top/configure" -q CC="$CLANG" \
+		CFLAGS="-g -O1 -fsanitize=fuzzer-no-link $SAN"; } &&
+		make -s -j"$jobs" libcoli.a) >"$out/lib.log" 2>&1; then
+	echo "run-fuzz: the library build failed (see $out/lib.log)"
+	tail -n 20 "$out/lib.log"
+	for n in $names; do result "$n" FAIL; done
+	exit 1
+fi
+libs=$(printf 'print-libs:\n\t@echo "link: $(COLI_LIBS) $(LIBS)"\n' |
+	make -s --no-print-directory -C "$lib" -f Makefile -f - print-libs 2>/dev/null | sed -n 's/^link: //p')
 
-build() { # NAME SOURCES MODULES
-	set -- "$1" "$2" "$3"
-	files=
-	for f in $2 coli_err.c coli_log.c; do files="$files $src/$f"; done
+build() { # NAME
 	# shellcheck disable=SC2086
-	$CLANG -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-I"$out/include" -I"$src" $(pkg-config --cflags $3) \
-		-o "$out/fuzz_$1" "$here/fuzz_$1.c" $files \
-		$(pkg-config --libs $3) -lm -pthread >"$out/$1.log" 2>&1
+	$CLANG -std=gnu11 -g -O1 -fsanitize=fuzzer $SAN -I"$lib" -I"$top/src" -I"$here" \
+		$(pkg-config --cflags jansson libpcre2-8 libutf8proc) \
+		-o "$out/fuzz_$1" "$here/fuzz_$1.c" "$lib/libcoli.a" $libs -pthread >"$out/$1.log" 2>&1
 }
 
 run() { # NAME CORPUS DICT MAX_LEN
@@ -79,10 +104,10 @@ run() { # NAME CORPUS DICT MAX_LEN
 
 # one target: build, fuzz, record the result
 one() { # the TARGETS line
-	IFS='|' read -r n corpus dict maxlen srcs mods <<EOF
+	IFS='|' read -r n corpus dict maxlen <<EOF
 $1
 EOF
-	if ! build "$n" "$srcs" "$mods"; then
+	if ! build "$n"; then
 		echo "run-fuzz: $n: build failed (see $out/$n.log)"
 		tail -n 20 "$out/$n.log"
 		result "$n" FAIL
