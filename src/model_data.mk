@@ -9,7 +9,7 @@ EXTRA_DIST += tests/model_tokenizer.sh tests/model_default.sh
 
 # Offline pipeline (never run by the build): see tools/train/README.md.
 EXTRA_DIST += tools/train/README.md tools/train/loss.png tools/train/chat_template.jinja \
-	tools/train/corpus.py tools/train/bpe.py tools/train/model.py tools/train/train.py \
+	tools/train/corpus.py tools/train/bpe.py tools/train/byte_alphabet.py tools/train/model.py tools/train/train.py \
 	tools/train/container.py tools/train/analyze.py tools/train/plot.py
 
 # Held-out fixtures of the tests (not installed).

@@ -12,19 +12,9 @@ unnamed (the loader names them <|reserved_token_ID|>). Without --pat-str
 the config names tokenizer_class TikTokenTokenizer, i.e. Kimi's pattern."""
 import base64, json, os, sys
 
-
-def bytes_of():
-    # GPT-2's byte <-> printable-character alphabet
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {chr(c): b for b, c in zip(bs, cs)}
+# the byte alphabet lives with the tokenizer trainer (tools/train)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "train"))
+from byte_alphabet import unicode_to_bytes  # noqa: E402
 
 
 def main():
@@ -36,7 +26,7 @@ def main():
         del args[i:i + 2]
     src, out = args
     tj = json.load(open(src, encoding="utf-8"))
-    dec = bytes_of()
+    dec = unicode_to_bytes()
     special = {t["content"] for t in tj.get("added_tokens", [])}
 
     def raw(s):

@@ -29,6 +29,9 @@ from collections import Counter
 
 import regex
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from byte_alphabet import bytes_to_unicode  # noqa: E402
+
 BOS = "<｜begin▁of▁sentence｜>"
 EOS = "<｜end▁of▁sentence｜>"
 USER = "<｜User｜>"
@@ -45,20 +48,6 @@ SPLITS = [
 _SPLIT_RE = [regex.compile(p) for p in SPLITS]
 _SPECIAL_RE = regex.compile("|".join(regex.escape(s) for s in SPECIALS + TAIL_SPECIALS))
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def bytes_to_unicode():
-    """GPT-2's reversible byte -> printable character map."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs)))
 
 
 B2U = bytes_to_unicode()
