@@ -13,7 +13,8 @@ tests_synth_writer_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/synth_writer tests/synth_cli.sh tests/synth_files.sh tests/synth_tokenizer.sh tests/ref_self.sh tests/ref_forward.sh
 EXTRA_DIST += tests/synth_cli.sh tests/synth_files.sh tests/synth_tokenizer.sh tests/ref_self.sh tests/ref_forward.sh \
 	tests/ref/ref_model.py tests/ref/ref_logits.py tests/ref/compare.py \
-	tests/ref/st_check.py tests/ref/ref_selftest.py tests/ref/README.md
+	tests/ref/st_check.py tests/ref/ref_selftest.py tests/ref/README.md \
+	tests/ref/container_weights.py tests/ref/greedy.py
 
 man_MANS += man/coli-synth.1
 EXTRA_DIST += man/coli-synth.1.in

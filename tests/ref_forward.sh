@@ -3,9 +3,12 @@
 # reference (tests/ref/ref_model.py) on synthesized tiny models of the real
 # architecture: for each variant, coli synth -> coli convert --quant f32 ->
 # tests/ref/compare.py (max relative logit difference <= 1e-4 at every
-# position, and incremental decode == full pass within 1e-5). Then int8 and
-# int4-g64 conversions report KL and top-1 agreement (int8 must agree on
-# top-1 for at least half the positions). Prints one JSON line per run.
+# position, and incremental decode == full pass exactly, bit for bit). Then int8 and
+# int4-g64 conversions: the reference run on the container's own weights
+# (decoded from the documented byte layout by tests/ref/container_weights.py)
+# must agree within the same 1e-4, and the quantization error against the
+# source is reported as KL and top-1 agreement (int8 must agree on top-1
+# for at least half the positions). Prints one JSON line per run.
 # Variants: q LoRA on/off, YaRN on/off, n_group > 1 with topk_group <
 # n_group, a single group, 1088 experts in 68 groups, norm_topk_prob off
 # with routed_scaling_factor 1.7, two dense layers, sharded input, BF16 and
@@ -86,4 +89,7 @@ run dsa-v32 f32 --long --seed 45 --index-topk 6 --layers 4 --indexer-types FSSS 
 	--dtype fp8
 run base int8
 run base int4-g64
+# int4 on the GLM-5 layout (DSA indexer weights quantized too) and from FP8
+run glm5tiny int4-g64
+run fp8 int4-g64
 exit $failed

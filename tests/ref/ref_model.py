@@ -288,13 +288,15 @@ def silu(x):
 
 
 class Model:
-    def __init__(self, path, cache_limit=1 << 22):
+    def __init__(self, path, cache_limit=1 << 22, ck=None):
         """cache_limit: tensors with more elements are re-read from disk at
         each use instead of kept (as float64) in memory, so GLM-5-sized
-        slices fit in a few GB."""
+        slices fit in a few GB. ck: where the weights come from instead of
+        the checkpoint at PATH (its config.json still gives the shape),
+        e.g. a container_weights.ContainerCheckpoint."""
         with open(os.path.join(path, "config.json")) as f:
             self.cfg = Config(json.load(f))
-        self.ck = Checkpoint(path)
+        self.ck = ck if ck is not None else Checkpoint(path)
         self._cache = {}
         self.cache_limit = cache_limit
         self.stats = {"mask_disagreements": 0}
