@@ -364,6 +364,12 @@ struct kv_prefix_index {
 	char dir[PATH_MAX];
 	ix_entry *e;
 	int n, cap;
+	/* name -> entry: open addressing over e[] (slot = index + 1, 0 empty),
+	 * at most half full; rebuilt when it grows or entries are removed. A
+	 * refresh looks up every file of the directory, so a linear search
+	 * made it quadratic in the number of sessions. */
+	int *slot;
+	uint32_t mask;
 };
 
 int kv_prefix_index_new(const char *dir, kv_prefix_index **out, coli_err *err)
@@ -388,14 +394,51 @@ void kv_prefix_index_free(kv_prefix_index *ix)
 	for (int i = 0; i < ix->n; i++)
 		free(ix->e[i].hist);
 	free(ix->e);
+	free(ix->slot);
 	free(ix);
+}
+
+static uint32_t ix_hash(const char *name)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return h;
+}
+
+/* The slot of NAME, or of the empty slot where it would go. */
+static uint32_t ix_probe(const kv_prefix_index *ix, const char *name)
+{
+	uint32_t h = ix_hash(name) & ix->mask;
+	while (ix->slot[h] && strcmp(ix->e[ix->slot[h] - 1].name, name))
+		h = (h + 1) & ix->mask;
+	return h;
+}
+
+/* Size the table for cap entries (at most half full) and fill it. */
+static int ix_rehash(kv_prefix_index *ix)
+{
+	uint32_t size = 64;
+	while (size < 2u * (uint32_t)ix->cap)
+		size *= 2;
+	int *t = calloc(size, sizeof *t);
+	if (!t)
+		return -ENOMEM;
+	free(ix->slot);
+	ix->slot = t;
+	ix->mask = size - 1;
+	for (int i = 0; i < ix->n; i++)
+		ix->slot[ix_probe(ix, ix->e[i].name)] = i + 1;
+	return 0;
 }
 
 static ix_entry *ix_get(kv_prefix_index *ix, const char *name)
 {
-	for (int i = 0; i < ix->n; i++)
-		if (!strcmp(ix->e[i].name, name))
-			return &ix->e[i];
+	if (!ix->slot && ix_rehash(ix) < 0)
+		return NULL;
+	uint32_t h = ix_probe(ix, name);
+	if (ix->slot[h])
+		return &ix->e[ix->slot[h] - 1];
 	if (ix->n == ix->cap) {
 		int nc = ix->cap ? ix->cap * 2 : 16;
 		ix_entry *p = realloc(ix->e, (size_t)nc * sizeof *p);
@@ -407,6 +450,14 @@ static ix_entry *ix_get(kv_prefix_index *ix, const char *name)
 	ix_entry *e = &ix->e[ix->n++];
 	memset(e, 0, sizeof *e);
 	snprintf(e->name, sizeof e->name, "%s", name);
+	if (2u * (uint32_t)ix->cap > ix->mask + 1) {
+		if (ix_rehash(ix) < 0) {
+			ix->n--;
+			return NULL;
+		}
+	} else {
+		ix->slot[h] = ix->n;
+	}
 	return e;
 }
 
@@ -498,7 +549,7 @@ static int ix_refresh(kv_prefix_index *ix, coli_err *err)
 		memcpy(name, de->d_name, len - 3);
 		name[len - 3] = '\0';
 		if (kv_store_path(ix->dir, name, "kv", path, sizeof path, NULL) < 0 ||
-		    stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		    fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
 			continue;
 		ix_entry *e = ix_get(ix, name);
 		if (!e) {
@@ -512,6 +563,7 @@ static int ix_refresh(kv_prefix_index *ix, coli_err *err)
 	}
 	if (d)
 		closedir(d);
+	int removed = 0;
 	for (int i = 0; i < ix->n;) {
 		if (ix->e[i].seen) {
 			i++;
@@ -519,7 +571,10 @@ static int ix_refresh(kv_prefix_index *ix, coli_err *err)
 		}
 		free(ix->e[i].hist);
 		ix->e[i] = ix->e[--ix->n];
+		removed = 1;
 	}
+	if (removed && ix_rehash(ix) < 0)
+		return coli_err_set(err, -ENOMEM, "out of memory");
 	return 0;
 }
 
