@@ -43,6 +43,14 @@ tests_server_test_think_LDADD = libcoli.a $(COLI_LIBS)
 noinst_PROGRAMS += bench/grammar_bench
 bench_grammar_bench_SOURCES = bench/grammar_bench.c
 bench_grammar_bench_LDADD = libcoli.a $(COLI_LIBS)
+# a stalled reader vs the other slots' decode rate, and admission beside
+# 10..1,000 saved sessions (bench/README.md); built, never run by make check
+noinst_PROGRAMS += bench/stalled_client_bench bench/session_admission_bench
+bench_stalled_client_bench_SOURCES = bench/stalled_client_bench.c
+bench_stalled_client_bench_LDADD = libcoli.a $(COLI_LIBS)
+bench_session_admission_bench_SOURCES = bench/session_admission_bench.c
+bench_session_admission_bench_LDADD = libcoli.a $(COLI_LIBS)
+EXTRA_DIST += bench/stalled_client.sh bench/session_admission.sh
 # --no-heat / COLI_NO_HEAT / bench --cold: no routing heat loaded or saved;
 # the default cache directory keyed by the container fingerprint.
 TESTS += tests/engine_no_heat.sh tests/engine_cache_dir.sh

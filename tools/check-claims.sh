@@ -13,13 +13,14 @@
 # tokenizer (throughput), http (tests/server_load.py), idle (colitop's
 # idle CPU), dsa (bench/dsa_decode.sh: the DSA indexer against dense
 # MLA on a GLM-5-shaped slice, synthesized once into
-# /var/tmp/coli-dsa-bench, 700 MB, and reused) and batch
+# /var/tmp/coli-dsa-bench, 700 MB, and reused), batch
 # (bench/batch_parallel.sh --requests 16: coli batch --parallel 1, 4, 8, 16
 # on the GLM-5 slice, 1/3 of the experts cached, memory cgroup; about 40
 # minutes on a busy 2-core machine, 2.7 GB kept in /var/tmp/coli-glm5-slice,
-# root for the cgroup); the other GLM-5 slice figures need
+# root for the cgroup), stalled (bench/stalled_client.sh) and admission
+# (bench/session_admission.sh); the other GLM-5 slice figures need
 # bench/glm5_slice.sh (tens of minutes and 40 GB of disk: run it by hand,
-# see bench/README.md).
+# see bench/README.md). Run --all under `nice -n -10` on a quiet machine.
 # Output: one line per figure, "NAME: measured ... | README: ...".
 # Exit status 1 when a command failed.
 set -u
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
 	--all) mode=all ;;
 	--coli) coli=$2; shift ;;
 	--only) only=$2; shift ;;
-	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
 	*) echo "check-claims.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -44,8 +45,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
 
-readme() { # the README row whose first cell contains $1
-	grep -F "| $1" "$top/README.md" | head -n1 | sed 's/^| [^|]* | //; s/ |$//'
+readme() { # the README (or bench/README) row whose first cell contains $1
+	grep -F -h "| $1" "$top/README.md" "$top/bench/README.md" | head -n1 | sed 's/^| [^|]* | //; s/ |$//'
 }
 want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 say() { # NAME MEASURED README-KEY
@@ -137,17 +138,33 @@ fi
 [ $mode = all ] || exit $status
 
 if want kernels; then
-	if "$coli" bench "$top/data/default-model" --prompt 8 --gen 8 >"$tmp/bench.json" 2>/dev/null; then
-		m=$("$PY" - "$tmp/bench.json" <<'PY'
+	# One `coli bench` per kernel path: each measures the STREAM triad and
+	# the int4 matvecs in the same invocation, on the same 2 threads, so
+	# each ratio has its own triad (both best-of-passes).
+	m= kfail=
+	for isa in avx512 avx2; do
+		if COLI_KERNELS_ISA=$isa "$coli" bench "$top/data/default-model" --threads 2 --prompt 1 --gen 1 \
+			>"$tmp/bench-$isa.json" 2>"$tmp/bench-$isa.err"; then
+			m="$m$("$PY" - "$tmp/bench-$isa.json" "$isa" <<'PY'
 import json, sys
-d = json.load(open(sys.argv[1]))
-k = d.get("kernels", {})
-print(json.dumps(k)[:400])
+k = json.load(open(sys.argv[1]))["kernels"]
+if k["isa"] != sys.argv[2]:
+    print("%s: not on this CPU (ran %s); " % (sys.argv[2], k["isa"]))
+    sys.exit(0)
+r = sorted(x["ratio_to_triad"] for x in k["int4"])
+print("%s %.2f-%.2f (median %.2f; %d shapes, triad %.1f GB/s, int4 %.1f-%.1f GB/s, %d threads); " % (
+    k["isa"], r[0], r[-1], r[len(r) // 2], len(r), k["triad"]["gbps"],
+    min(x["gbps"] for x in k["int4"]), max(x["gbps"] for x in k["int4"]), k["threads"]))
 PY
-)
-		say kernels "$m" "int4 matvec bandwidth"
+)"
+		else
+			kfail="$kfail $isa: $(tail -n 1 "$tmp/bench-$isa.err");"
+		fi
+	done
+	if [ -z "$kfail" ]; then
+		say kernels "int4 matvec / triad: $m" "int4 matvec bandwidth"
 	else
-		failed kernels "coli bench"
+		failed kernels "coli bench with COLI_KERNELS_ISA=$kfail"
 	fi
 fi
 
@@ -172,6 +189,24 @@ if want dsa; then
 		say dsa "$m" "DSA sparse attention"
 	else
 		failed dsa "bench/dsa_decode.sh"
+	fi
+fi
+
+if want stalled; then
+	if m=$(sh "$top/bench/stalled_client.sh" --coli "$coli" 2>/dev/null | tail -n 1) &&
+		m=$(echo "$m" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print("decode rate beside a stalled reader / beside a reading one %.2f (alone %.0f, reading %.0f, stalled %.0f tok/s; the stalled one cancelled after %d-%d tokens)" % (d["ratio_stalled_to_reading"], d["b_tps_alone"], d["b_tps_beside_reading"], d["b_tps_beside_stalled"], *d["a_tokens_before_cancel"]))'); then
+		say stalled "$m" "stalled client"
+	else
+		failed stalled "bench/stalled_client.sh"
+	fi
+fi
+
+if want admission; then
+	if m=$(sh "$top/bench/session_admission.sh" --coli "$coli" 2>/dev/null | tail -n 1) &&
+		m=$(echo "$m" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print("TTFT beside 10/100/1000 sessions %.2f/%.2f/%.2f ms (1000/10 = %.2f); index lookup %.0f/%.0f/%.0f us" % (*d["ttft_ms"], d["ttft_ratio_1000_to_10"], *d["lookup_us"]))'); then
+		say admission "$m" "admission beside saved sessions"
+	else
+		failed admission "bench/session_admission.sh"
 	fi
 fi
 

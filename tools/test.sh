@@ -1,8 +1,9 @@
 #!/bin/bash
 # The whole test suite from scratch: install dependencies (Debian packages,
 # then the npm packages of tests/node), build warning-free (-Werror), run
-# `make check`, run it again under ASan+UBSan, run the fuzzers for a bounded
-# time, and check `make distcheck`. Results are summarised per configuration
+# `make check`, run tools/check-claims.sh --quick (the README's figures),
+# run the suite again under ASan+UBSan, run the fuzzers for a bounded time,
+# and check `make distcheck`. Results are summarised per configuration
 # by tools/summarize-tests.sh; a failed install, build or distcheck counts
 # as a failure in the last line ("N passed, N failed, N skipped").
 set -u
@@ -41,6 +42,18 @@ run_build() { # name configure-flags...
 }
 
 run_build release --enable-werror --enable-fault-injection || status=1
+# README's quick figures, recomputed by the commands the README names
+# (tiny models, a few minutes; the speed figures need a quiet machine and
+# are left to `tools/check-claims.sh --all`).
+if [ -x build/release/coli ]; then
+	./tools/check-claims.sh --quick --coli "$top/build/release/coli" >build/release/check-claims.log 2>&1
+	rc=$?
+	cat build/release/check-claims.log
+else
+	rc=1
+fi
+stage check-claims $rc
+[ $rc = 0 ] || status=1
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	COLI_TEST_SANITIZED=1 run_build asan --enable-werror --enable-sanitizers --enable-fault-injection || status=1
 if [ -x tests/fuzz/run-fuzz.sh ]; then
