@@ -195,7 +195,7 @@ fi
 if want stalled; then
 	if m=$(sh "$top/bench/stalled_client.sh" --coli "$coli" 2>/dev/null | tail -n 1) &&
 		m=$(echo "$m" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print("decode rate beside a stalled reader / beside a reading one %.2f (alone %.0f, reading %.0f, stalled %.0f tok/s; the stalled one cancelled after %d-%d tokens)" % (d["ratio_stalled_to_reading"], d["b_tps_alone"], d["b_tps_beside_reading"], d["b_tps_beside_stalled"], *d["a_tokens_before_cancel"]))'); then
-		say stalled "$m" "stalled client"
+		say stalled "$m" "decode rate of a slot beside a client that stops"
 	else
 		failed stalled "bench/stalled_client.sh"
 	fi
@@ -204,7 +204,7 @@ fi
 if want admission; then
 	if m=$(sh "$top/bench/session_admission.sh" --coli "$coli" 2>/dev/null | tail -n 1) &&
 		m=$(echo "$m" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print("TTFT beside 10/100/1000 sessions %.2f/%.2f/%.2f ms (1000/10 = %.2f); index lookup %.0f/%.0f/%.0f us" % (*d["ttft_ms"], d["ttft_ratio_1000_to_10"], *d["lookup_us"]))'); then
-		say admission "$m" "admission beside saved sessions"
+		say admission "$m" "admission of a request without a session"
 	else
 		failed admission "bench/session_admission.sh"
 	fi
