@@ -147,9 +147,8 @@ next:;
 		for (int kk = 0; kk < n_all; kk++)
 			bad |= memcmp(&y1[kk], &y[(size_t)kk * rows + r], sizeof *y1) != 0;
 		if (bad) {
-			fprintf(stderr, "%s %s %dx%d: row %d alone != its row of the whole product\n", isa,
-				coli_qtype_name(qtype), rows, cols, r);
-			fails++;
+			FAIL("%s %s %dx%d: row %d alone != its row of the whole product", isa,
+			     coli_qtype_name(qtype), rows, cols, r);
 			break;
 		}
 	}

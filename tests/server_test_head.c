@@ -11,16 +11,7 @@
 #include <string.h>
 
 #include "server_internal.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
+#include "test_util.h"
 
 #define MAX_BODY 1000
 
@@ -36,18 +27,15 @@ static void ok(const char *head, const char *tail, const char *method, const cha
 	for (size_t k = 0; k < n; k++) {
 		int rc = srv_head_check(buf, k, MAX_BODY, &h, &e);
 		if (rc != 0) {
-			fprintf(stderr, "valid head %.40s...: prefix of %zu bytes gave %d (%d %s)\n",
+			FAIL("valid head %.40s...: prefix of %zu bytes gave %d (%d %s)",
 				head, k, rc, rc < 0 ? e.status : 0, rc < 0 ? e.message : "");
-			failures++;
 			break;
 		}
 	}
 	int rc = srv_head_check(buf, n + strlen(tail), MAX_BODY, &h, &e);
-	if (rc != 1 || h.len != n || strcmp(h.method, method) || strcmp(h.path, path)) {
-		fprintf(stderr, "valid head %.40s...: rc %d len %zu/%zu method %s path %s (%s)\n", head, rc,
+	CHECK(rc == 1 && h.len == n && !strcmp(h.method, method) && !strcmp(h.path, path),
+		"valid head %.40s...: rc %d len %zu/%zu method %s path %s (%s)", head, rc,
 			h.len, n, h.method, h.path, rc < 0 ? e.message : "");
-		failures++;
-	}
 	free(buf);
 }
 
@@ -64,9 +52,8 @@ static void bad_n(const char *head, size_t n, int status, size_t decided)
 		int rc = srv_head_check(head, k, MAX_BODY, &h, &e);
 		int want = k >= decided ? -1 : 0;
 		if (rc != want || (rc < 0 && e.status != status) || (rc < 0 && !e.message[0])) {
-			fprintf(stderr, "bad head %.40s...: %zu of %zu bytes gave %d (%d %s), want %d (%d)\n",
+			FAIL("bad head %.40s...: %zu of %zu bytes gave %d (%d %s), want %d (%d)",
 				head, k, n, rc, e.status, e.message, want, status);
-			failures++;
 			return;
 		}
 	}
@@ -189,10 +176,5 @@ int main(void)
 		srv_head_check("\0", 1, MAX_BODY, &h, &e);
 		CHECK(!srv_head_anthropic(&h));
 	}
-	if (failures) {
-		fprintf(stderr, "server_test_head: %d failure(s)\n", failures);
-		return 1;
-	}
-	printf("server_test_head: ok\n");
-	return 0;
+	return test_summary(__FILE__);
 }
