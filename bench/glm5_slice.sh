@@ -4,7 +4,7 @@
 #
 #   bench/glm5_slice.sh [--work DIR] [--reuse] [--keep] [--gen N] [--prompt N]
 #                       [--threads N] [--no-cgroup] [--no-skew] [--throttle BPS]
-#                       [--coli PATH]
+#                       [--budget-rounds N] [--coli PATH]
 #
 # Steps (each result is kept as JSON in WORK/results/):
 #   1. coli synth --preset glm5-slice --layers 3 --dense-layers 1 --experts 64
@@ -18,7 +18,12 @@
 #   Then per variant:
 #   3. coli bench --cold --iobench with an expert cache of 1/3 of the experts,
 #      (a) unconstrained, (b) inside a memory cgroup (v1) limited to
-#      dense + 1/3 of the experts + 256 MiB (page cache included).
+#      dense + 1/3 of the experts + 256 MiB (page cache included);
+#      (c, uniform) in the same group, --budget-rounds rounds (default 2,
+#      0 = none) of the automatic budget (no --expert-cache) interleaved
+#      with hand-set ones (1/4, 1/3, 1/3 + 4 and + 8 records): the default
+#      against the best hand-set value (a run the group kills is recorded
+#      as failed, not fatal).
 #   4. a warm run: cache = all experts, prefill touches them, so decode is
 #      all RAM hits; its ms/token is the compute time of a step.
 #   5. learned heat: the same workload twice with a budget of 25% of the
@@ -36,7 +41,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=/var/tmp/coli-glm5-slice
-reuse=0 keep=0 gen=32 prompt=64 threads=0 cgroup=1 skew=1 throttle=500000000
+reuse=0 keep=0 gen=32 prompt=64 threads=0 cgroup=1 skew=1 throttle=500000000 budget_rounds=2
 coli=${COLI:-}
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -49,8 +54,9 @@ while [ $# -gt 0 ]; do
 	--no-cgroup) cgroup=0 ;;
 	--no-skew) skew=0 ;;
 	--throttle) throttle=$2; shift ;;
+	--budget-rounds) budget_rounds=$2; shift ;;
 	--coli) coli=$2; shift ;;
-	-h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,40p' "$0"; exit 0 ;;
 	*) echo "glm5_slice.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -132,6 +138,16 @@ run() {
 		echo "glm5_slice.sh: $name failed:" >&2; tail -5 "$res/$name.log" >&2; exit 1; }
 }
 
+# try NAME CMD...: as run, but a failure (an OOM kill in the cgroup) is
+# recorded in NAME.failed and the script goes on
+try() {
+	name=$1; shift
+	echo "run: $name: $*" >&2
+	/usr/bin/time -v -o "$res/$name.time" "$@" >"$res/$name.json" 2>"$res/$name.log" || {
+		echo "glm5_slice.sh: $name failed (kept going):" >&2; tail -2 "$res/$name.log" >&2
+		: >"$res/$name.failed"; rm -f "$res/$name.json"; }
+}
+
 # --- 2. the drive at the record size ----------------------------------------
 run iobench "$coli" iobench "$shard1" --size "$rec" --seconds 3 --json
 
@@ -158,6 +174,20 @@ for v in $variants; do
 		cat "$cg/memory.max_usage_in_bytes" >"$res/$v-cgroup.max_usage"
 		cat "$cg/memory.failcnt" >"$res/$v-cgroup.failcnt"
 		echo "$limit" >"$res/$v-cgroup.limit"
+		# --- 3c. the automatic budget against hand-set ones, same group
+		if [ "$v" = uniform ] && [ "$budget_rounds" -gt 0 ]; then
+			r=1
+			while [ "$r" -le "$budget_rounds" ]; do
+				for b in auto $((quarter)) $((third)) $((third + 4 * rec)) $((third + 8 * rec)); do
+					ec="--expert-cache $b"
+					[ "$b" = auto ] && ec=
+					# shellcheck disable=SC2016,SC2086
+					try "$v-budget-$b-$r" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" \
+						"$coli" bench "$m" --cold --iobench $ec $targs
+				done
+				r=$((r + 1))
+			done
+		fi
 		rmdir "$cg"
 	else
 		echo "glm5_slice.sh: no writable cgroup v1 memory controller; skipping the cgroup run" >&2

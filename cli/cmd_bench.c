@@ -218,6 +218,12 @@ int cmd_bench(int argc, char **argv)
 	if (cold && mo.store.direct < 0)
 		mo.store.direct = 1;
 	mo.mtp = mtp;
+	/* the automatic cache budget subtracts the KV this command allocates
+	 * (one sequence of prompt + gen, coli_state_new below), not the
+	 * engine's --ctx x slots */
+	mo.store.kv_ctx = (int)(n_prompt + n_gen + 1);
+	mo.store.kv_ram = 0;
+	mo.store.kv_parallel = 1;
 	if (cold)
 		fl.opts.no_heat = 1; /* a cold run must not warm-start from history */
 	if (fl.opts.cache_dir && !fl.opts.no_heat) {

@@ -33,6 +33,24 @@ int64_t coli_kv_plan(const coli_config *c, int ctx_opt, int kv_ram_opt, int para
 	return per * slots;
 }
 
+int64_t store_budget_pin(int64_t total, int64_t pin, int64_t all, int64_t record, int batch)
+{
+	int64_t p = pin;
+	if (p < 0)
+		p = total < 4 * (int64_t)batch * record || total >= all ? total / 2 : 0;
+	return p > all ? all : p;
+}
+
+int64_t store_budget_store_bytes(int64_t total, int64_t pin, int64_t all, int64_t record, int batch)
+{
+	int64_t p = store_budget_pin(total, pin, all, record, batch);
+	if (total < p)
+		total = p;
+	int64_t pin_slots = p / record, cache_slots = (total - p) / record;
+	int64_t floor = 2 * (int64_t)batch;
+	return (pin_slots + (cache_slots > floor ? cache_slots : floor)) * record;
+}
+
 int store_budget_derive(store_budget_terms *t)
 {
 	int64_t room = -1;
@@ -44,38 +62,53 @@ int store_budget_derive(store_budget_terms *t)
 	if (t->mem_available >= 0 && (room < 0 || t->mem_available < room))
 		room = t->mem_available;
 	if (room < 0) {
-		t->room = t->total = 0;
+		t->room = t->total = t->store = 0;
 		return -ENOENT;
 	}
 	t->room = room;
-	int64_t total = room - (t->kv > 0 ? t->kv : 0) - (t->reserve > 0 ? t->reserve : 0);
-	if (total < 0)
-		total = 0;
-	if (t->all >= 0 && total > t->all)
-		total = t->all;
-	t->total = total;
+	int64_t free_ = room - (t->kv > 0 ? t->kv : 0) - (t->margin > 0 ? t->margin : 0);
+	int64_t rec = t->record > 0 ? t->record : 1;
+	int batch = t->batch > 0 ? t->batch : 1;
+	int64_t all = t->all >= 0 ? t->all : 0;
+	/* the largest whole number of records whose store fits: the store's
+	 * bytes grow with the budget (never shrink), so bisect on records */
+	int64_t lo = 0, hi = (free_ < all ? free_ : all) / rec;
+	if (hi < 0)
+		hi = 0;
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo + 1) / 2;
+		if (store_budget_store_bytes(mid * rec, t->pin, all, rec, batch) <= free_)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	t->total = lo * rec;
+	t->store = store_budget_store_bytes(t->total, t->pin, all, rec, batch);
 	return 0;
 }
 
 int store_budget_explain(const store_budget_terms *t, char *buf, size_t n)
 {
-	char tot[32], lim[32], use[32], rec[32], av[32], kv[32], res[32], den[32], all[32];
+	char tot[32], lim[32], use[32], rec[32], av[32], kv[32], mar[32], den[32], all[32], sto[32];
 	size_format(t->total, tot, sizeof tot);
 	size_format(t->kv, kv, sizeof kv);
-	size_format(t->reserve, res, sizeof res);
+	size_format(t->margin, mar, sizeof mar);
 	size_format(t->dense, den, sizeof den);
 	size_format(t->all, all, sizeof all);
+	size_format(t->store, sto, sizeof sto);
 	size_format(t->mem_available, av, sizeof av);
 	/* name the term that set the room: the cgroup or MemAvailable */
 	int cgroup = t->limit >= 0 && (t->mem_available < 0 || t->room < t->mem_available);
 	if (cgroup)
 		return snprintf(buf, n,
-				"budget %s = cgroup limit %s - (usage %s - reclaimable cache %s) - KV %s - reserve %s "
-				"(dense %s already in usage; experts total %s)",
+				"budget %s = cgroup limit %s - (usage %s - reclaimable cache %s) - KV %s - margin %s, "
+				"in whole records (store %s with its scratch pool; dense %s already in usage; "
+				"experts total %s)",
 				tot, size_format(t->limit, lim, sizeof lim), size_format(t->usage, use, sizeof use),
-				size_format(t->reclaimable > 0 ? t->reclaimable : 0, rec, sizeof rec), kv, res, den,
-				all);
+				size_format(t->reclaimable > 0 ? t->reclaimable : 0, rec, sizeof rec), kv, mar, sto,
+				den, all);
 	return snprintf(buf, n,
-			"budget %s = MemAvailable %s - KV %s - reserve %s (dense %s already loaded; experts total %s)",
-			tot, av, kv, res, den, all);
+			"budget %s = MemAvailable %s - KV %s - margin %s, in whole records (store %s with its "
+			"scratch pool; dense %s already loaded; experts total %s)",
+			tot, av, kv, mar, sto, den, all);
 }

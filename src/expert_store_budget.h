@@ -4,22 +4,33 @@
  *   room    = cgroup limit - (usage - reclaimable page cache), the tightest
  *             level of the process's memory cgroup path; MemAvailable when
  *             smaller or when there is no limit
- *   total   = room - KV - reserve, within 0..all expert bytes
+ *   free    = room - KV - margin
+ *   total   = the largest budget whose store fits in free, within 0..all
+ *             expert bytes, where the store of a budget holds
+ *             pinned + max(cache, scratch) bytes (expert_store.c: the
+ *             scratch pool tops a cache below 2 x max_batch records up)
  *
  * The dense part is read into RAM before the store opens, so it is already
  * inside usage (and outside MemAvailable): it is shown, not subtracted a
  * second time (the old rule did, and came out at 0 B inside a 1.4 GB
- * cgroup). KV is what the engine will allocate for its context and slots;
- * the reserve is the store's scratch pool (allocated beside the budget)
- * plus a fixed margin for allocator slack, thread stacks and I/O rings. */
+ * cgroup). KV is what the caller will allocate for its context and slots
+ * (the engine: --ctx x slots; `coli bench`: its prompt + gen, one
+ * sequence). The scratch pool is counted only where the store adds it,
+ * below 2 x max_batch records of cache: subtracting it from every budget
+ * (the previous rule) left 2 x top-k records of the cgroup unused, ~340
+ * MiB on a GLM-5 slice (bench/glm5_slice.sh step 3c measured it). The
+ * margin covers allocator slack, thread stacks, I/O rings and the
+ * activations of a step; bench/glm5_slice.sh's "over dense+budget"
+ * column measures what a run holds beyond dense + budget (60 MiB on the
+ * slice). */
 #ifndef COLI_EXPERT_STORE_BUDGET_H
 #define COLI_EXPERT_STORE_BUDGET_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* Allocator slack, thread stacks, io_uring rings, logits: the part of the
- * reserve not sized from the model. */
+/* Allocator slack, thread stacks, io_uring rings, a step's activations:
+ * the part of what the process holds that is not sized from the model. */
 #define STORE_BUDGET_MARGIN (64LL * 1024 * 1024)
 
 struct coli_config;
@@ -40,16 +51,30 @@ typedef struct store_budget_terms {
 	int64_t mem_available; /* MemAvailable; -1 = unknown */
 	int64_t dense;         /* dense bytes as loaded (inside usage) */
 	int64_t kv;            /* KV bytes for the configured ctx x slots */
-	int64_t reserve;       /* scratch pool + STORE_BUDGET_MARGIN */
+	int64_t margin;        /* STORE_BUDGET_MARGIN */
+	int64_t record;        /* bytes of one expert record (> 0) */
+	int batch;             /* the store's max_batch (records per call) */
+	int64_t pin;           /* --pin-budget; -1 = automatic */
 	int64_t all;           /* all routed expert bytes */
 	/* outputs */
 	int64_t room;
-	int64_t total;
+	int64_t total;         /* the budget (pinned + cached) */
+	int64_t store;         /* RAM the store holds for it, scratch included */
 } store_budget_terms;
 
-/* Fill t->room and t->total from the inputs. -ENOENT when neither a limit
- * nor MemAvailable is known. */
+/* Fill t->room, t->total and t->store from the inputs. -ENOENT when
+ * neither a limit nor MemAvailable is known. */
 int store_budget_derive(store_budget_terms *t);
+
+/* The pinned part of a budget of total bytes: pin (--pin-budget) when
+ * >= 0, else the automatic rule of store_budget_resolve (half of total
+ * below 4 x batch records or when total holds all; none between); never
+ * more than all. */
+int64_t store_budget_pin(int64_t total, int64_t pin, int64_t all, int64_t record, int batch);
+
+/* RAM the store holds for a budget of total bytes: pinned + max(cache,
+ * 2 x batch records), in whole records, as expert_store_open sizes it. */
+int64_t store_budget_store_bytes(int64_t total, int64_t pin, int64_t all, int64_t record, int batch);
 
 /* The terms measured now for container c under options o (/proc/meminfo,
  * /proc/self/cgroup, /sys/fs/cgroup), derived. What the store does at open
@@ -59,9 +84,10 @@ struct expert_store_opts;
 int store_budget_measure(const struct coli_container *c, const struct expert_store_opts *o,
 			 store_budget_terms *t);
 
-/* One line naming every term: "budget 512 MiB = limit 1.33 GiB - (usage
- * ... - reclaimable ...) - KV ... - reserve ... (dense ... already in
- * usage; experts total ...)". snprintf's return. */
+/* One line naming every term: "budget 512 MiB = cgroup limit 1.33 GiB -
+ * (usage ... - reclaimable cache ...) - KV ... - margin ... (store ...
+ * with its scratch pool; dense ... already in usage; experts total ...)".
+ * snprintf's return. */
 int store_budget_explain(const store_budget_terms *t, char *buf, size_t n);
 
 #endif

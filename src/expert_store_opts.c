@@ -21,8 +21,9 @@
  * 0.11-0.31 at 8-10 records (expert_store_policy.c has the table).
  * Automatic total (cache "auto"): store_budget_derive
  * (expert_store_budget.h): the room (cgroup limit - (usage - inactive page
- * cache), or MemAvailable when smaller) - the KV the engine will allocate
- * - a reserve (the scratch pool + a 64 MiB margin), never more than all
+ * cache), or MemAvailable when smaller) - the KV the caller will allocate
+ * - a 64 MiB margin, then the largest budget whose store (scratch pool
+ * included where the store adds one) fits in that, never more than all
  * expert bytes, never negative. The dense part is already loaded, inside
  * usage, and is not subtracted again. */
 #include "config.h"
@@ -59,6 +60,15 @@ static int64_t total_expert_bytes(const coli_container *c)
 	return t;
 }
 
+/* The store's max_batch (expert_store_open): one layer's top-k. */
+static int store_batch(const coli_container *c, const expert_store_opts *o)
+{
+	int batch = o->max_batch > 0 ? o->max_batch : c->config.num_experts_per_tok;
+	if (batch > c->config.n_routed_experts)
+		batch = c->config.n_routed_experts;
+	return batch < 1 ? 1 : batch;
+}
+
 int store_budget_measure(const coli_container *c, const expert_store_opts *o, store_budget_terms *t)
 {
 	char buf[4096];
@@ -87,10 +97,12 @@ int store_budget_measure(const coli_container *c, const expert_store_opts *o, st
 	t->dense = (int64_t)c->dense_bytes;
 	t->kv = o->kv_bytes >= 0 ? o->kv_bytes
 				 : coli_kv_plan(&c->config, o->kv_ctx, o->kv_ram, o->kv_parallel, NULL, NULL, NULL);
-	/* the scratch pool the store adds beside a small budget: one layer's
-	 * set held while the next layer's is prefetched */
-	int64_t batch = o->max_batch > 0 ? o->max_batch : c->config.num_experts_per_tok;
-	t->reserve = 2 * batch * (int64_t)c->expert_record_size + STORE_BUDGET_MARGIN;
+	/* the store's own sizing rule (pinned + cache, topped up by the
+	 * scratch pool below 2 x max_batch records) is inverted by derive */
+	t->margin = STORE_BUDGET_MARGIN;
+	t->record = (int64_t)c->expert_record_size;
+	t->batch = store_batch(c, o);
+	t->pin = o->pin_bytes;
 	t->all = total_expert_bytes(c);
 	return store_budget_derive(t);
 }
@@ -110,17 +122,7 @@ int store_budget_resolve(const coli_container *c, const expert_store_opts *o,
 		store_budget_explain(&t, line, sizeof line);
 		coli_info("expert store: automatic %s", line);
 	}
-	int64_t p = o->pin_bytes;
-	if (p < 0) {
-		int64_t batch = o->max_batch > 0 ? o->max_batch : c->config.num_experts_per_tok;
-		if (batch > c->config.n_routed_experts)
-			batch = c->config.n_routed_experts;
-		if (batch < 1)
-			batch = 1;
-		p = total < 4 * batch * (int64_t)c->expert_record_size || total >= all ? total / 2 : 0;
-	}
-	if (p > all)
-		p = all;
+	int64_t p = store_budget_pin(total, o->pin_bytes, all, (int64_t)c->expert_record_size, store_batch(c, o));
 	if (total < p)
 		total = p;
 	*pin = p;

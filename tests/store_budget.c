@@ -19,12 +19,14 @@
 #define MiB (1024LL * 1024)
 #define GiB (1024LL * MiB)
 
+#define REC (20 * MiB) /* one record; batch 8: the scratch pool is 16 */
+
 static store_budget_terms terms(int64_t limit, int64_t usage, int64_t reclaim, int64_t avail, int64_t kv,
-				int64_t reserve)
+				int64_t margin)
 {
 	store_budget_terms t = { .limit = limit, .usage = usage, .reclaimable = reclaim,
-				 .mem_available = avail, .dense = 440 * MiB, .kv = kv, .reserve = reserve,
-				 .all = 8 * GiB };
+				 .mem_available = avail, .dense = 440 * MiB, .kv = kv, .margin = margin,
+				 .record = REC, .batch = 8, .pin = -1, .all = 400 * REC };
 	return t;
 }
 
@@ -32,28 +34,56 @@ static void test_derive(void)
 {
 	/* the issue's case: a 1.425 GB cgroup, 509 MiB used of which 60 MiB
 	 * is page cache from reading the dense part; the dense 440 MiB is in
-	 * usage and is not subtracted again */
+	 * usage and is not subtracted again; above 4 x 8 records nothing is
+	 * pinned and no scratch pool is added, so the whole rest is budget
+	 * (the previous rule also took 16 records of scratch off: 320 MiB) */
 	int64_t lim = 1425000000LL;
-	store_budget_terms t = terms(lim, 509 * MiB, 60 * MiB, 30 * GiB, 27 * MiB, 96 * MiB);
+	int64_t free_ = lim - (509 - 60) * MiB - 27 * MiB - 64 * MiB;
+	store_budget_terms t = terms(lim, 509 * MiB, 60 * MiB, 30 * GiB, 27 * MiB, 64 * MiB);
 	REQUIRE(store_budget_derive(&t) == 0);
 	REQUIRE(t.room == lim - (509 - 60) * MiB);
-	REQUIRE(t.total == lim - (509 - 60) * MiB - 27 * MiB - 96 * MiB);
+	REQUIRE(t.total == free_ / REC * REC && t.store == t.total && t.total / REC == 40);
 	char line[512];
 	store_budget_explain(&t, line, sizeof line);
-	REQUIRE(strstr(line, "cgroup limit") && strstr(line, "usage 509.0 MiB") &&
+	REQUIRE(strstr(line, "budget 800.0 MiB = cgroup limit") && strstr(line, "usage 509.0 MiB") &&
 	      strstr(line, "reclaimable cache 60.0 MiB") && strstr(line, "KV 27.0 MiB") &&
-	      strstr(line, "reserve 96.0 MiB") && strstr(line, "dense 440.0 MiB already in usage"));
+	      strstr(line, "margin 64.0 MiB") && strstr(line, "store 800.0 MiB") &&
+	      strstr(line, "dense 440.0 MiB already in usage"));
 	/* MemAvailable below the cgroup's room sets the room */
-	t = terms(16 * GiB, 1 * GiB, 0, 2 * GiB, 1 * GiB, 100 * MiB);
-	REQUIRE(store_budget_derive(&t) == 0 && t.room == 2 * GiB && t.total == 1 * GiB - 100 * MiB);
+	t = terms(16 * GiB, 1 * GiB, 0, 2 * GiB, 1 * GiB, 64 * MiB);
+	REQUIRE(store_budget_derive(&t) == 0 && t.room == 2 * GiB && t.total == (1 * GiB - 64 * MiB) / REC * REC);
 	store_budget_explain(&t, line, sizeof line);
 	REQUIRE(strstr(line, "MemAvailable 2.00 GiB") && !strstr(line, "cgroup"));
-	/* no cgroup limit */
-	t = terms(-1, 0, 0, 4 * GiB, 0, 0);
-	REQUIRE(store_budget_derive(&t) == 0 && t.total == 4 * GiB);
-	/* never more than all experts, never negative */
+	/* no cgroup limit, no margin: exactly the room in records */
+	t = terms(-1, 0, 0, 40 * REC, 0, 0);
+	REQUIRE(store_budget_derive(&t) == 0 && t.total == 40 * REC && t.store == 40 * REC);
+	/* below 4 x batch records half is pinned and the cache half is topped
+	 * up to 16 records: the store holds total/2 + 16 records (whole
+	 * slots of each half), so 24 records of room give a budget of 17
+	 * (8 pinned + 8 cached slots, the cache topped up to 16), not 24
+	 * (which would hold 12 + 16 = 28) */
+	t = terms(-1, 0, 0, 24 * REC, 0, 0);
+	REQUIRE(store_budget_derive(&t) == 0 && t.total == 17 * REC && t.store == 24 * REC);
+	t = terms(-1, 0, 0, 31 * REC, 0, 0); /* 31 -> 15 + 16 slots = 31 */
+	REQUIRE(store_budget_derive(&t) == 0 && t.total == 31 * REC && t.store == 31 * REC);
+	/* 32 records and above: no pin, no scratch: all of it */
+	t = terms(-1, 0, 0, 32 * REC + REC / 2, 0, 0);
+	REQUIRE(store_budget_derive(&t) == 0 && t.total == 32 * REC && t.store == 32 * REC);
+	/* less room than the scratch pool: no budget (the store still holds
+	 * its 16 records; nothing smaller can run) */
+	t = terms(-1, 0, 0, 10 * REC, 0, 0);
+	REQUIRE(store_budget_derive(&t) == 0 && t.total == 0 && t.store == 16 * REC);
+	/* a fixed --pin-budget is held on top of the cache */
+	t = terms(-1, 0, 0, 100 * REC, 0, 0);
+	t.pin = 50 * REC;
+	REQUIRE(store_budget_derive(&t) == 0 && t.total == 100 * REC && t.store == 100 * REC);
+	t.pin = 84 * REC; /* 84 pinned + 16 cached: the floor, no more */
+	REQUIRE(store_budget_derive(&t) == 0 && t.total == 100 * REC && t.store == 100 * REC);
+	t.pin = 90 * REC; /* 90 + the 16-record floor cannot fit: 0 (the store still holds the pin) */
+	REQUIRE(store_budget_derive(&t) == 0 && t.total == 0 && t.store == 106 * REC);
+	/* never more than all experts (all held: half pinned, half cached) */
 	t = terms(-1, 0, 0, 64 * GiB, 0, 0);
-	REQUIRE(store_budget_derive(&t) == 0 && t.total == 8 * GiB);
+	REQUIRE(store_budget_derive(&t) == 0 && t.total == 400 * REC && t.store == 400 * REC);
 	t = terms(1 * GiB, 2 * GiB, 0, -1, 0, 0);
 	REQUIRE(store_budget_derive(&t) == 0 && t.room == 0 && t.total == 0);
 	t = terms(1 * GiB, 100 * MiB, 0, -1, 1 * GiB, 0);
@@ -64,6 +94,13 @@ static void test_derive(void)
 	/* nothing known */
 	t = terms(-1, 0, 0, -1, 0, 0);
 	REQUIRE(store_budget_derive(&t) == -ENOENT);
+	/* the pin rule and the store's size, as expert_store_open has them */
+	REQUIRE(store_budget_pin(20 * REC, -1, 400 * REC, REC, 8) == 10 * REC);
+	REQUIRE(store_budget_pin(32 * REC, -1, 400 * REC, REC, 8) == 0);
+	REQUIRE(store_budget_pin(400 * REC, -1, 400 * REC, REC, 8) == 200 * REC);
+	REQUIRE(store_budget_pin(500 * REC, 450 * REC, 400 * REC, REC, 8) == 400 * REC);
+	REQUIRE(store_budget_store_bytes(0, -1, 400 * REC, REC, 8) == 16 * REC);
+	REQUIRE(store_budget_store_bytes(20 * REC, -1, 400 * REC, REC, 8) == 26 * REC);
 }
 
 static void put(const char *dir, const char *name, const char *text)
