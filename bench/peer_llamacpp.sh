@@ -14,8 +14,8 @@
 # fetched with `npm pack` from the configured registry), cloned and built
 # with cmake (llama-bench only: -DLLAMA_CURL=OFF, no server/tests/examples,
 # native CPU flags, under nice -n 10) in ~/.cache/colitop-peer (or
-# $XDG_CACHE_HOME/colitop-peer); the build is kept and reused (about an
-# hour on 2 busy cores). --prebuilt instead takes the libraries node-llama-cpp
+# $XDG_CACHE_HOME/colitop-peer); the build is kept and reused (1 h 42 min
+# on 2 busy cores here). --prebuilt instead takes the libraries node-llama-cpp
 # ships prebuilt for linux-x64 (npm pack @node-llama-cpp/linux-x64@3.21.1:
 # libllama, libggml with CPU variants chosen at run time) and compiles only
 # llama-bench against them (minutes). The GGUF
