@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_convert_flags.h"
 #include "coli_log.h"
 #include "convert.h"
 #include "model_manifest.h"
@@ -51,12 +52,8 @@ static void print_quant_error(const char *out_dir)
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "quant", required_argument, NULL, 'q' },
-		{ "mtp-quant", required_argument, NULL, 'm' },
-		{ "embed-quant", required_argument, NULL, 'e' },
-		{ "force", no_argument, NULL, 'f' },
+		CLI_CONVERT_LONGOPTS,
 		{ "delete-source", no_argument, NULL, 'D' },
-		{ "threads", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -68,43 +65,15 @@ int cmd_convert(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "fh", longopts, NULL)) != -1) {
+		int r = cli_convert_flag("convert", c, optarg, &o);
+		if (r < 0)
+			return COLI_EXIT_USAGE;
+		if (r > 0)
+			continue;
 		switch (c) {
-		case 'q':
-		case 'm':
-		case 'e': {
-			int q = coli_qtype_parse(optarg);
-			if (q < 0) {
-				cli_errorf("convert", "--%s: unknown type '%s' (int4-g64, int8, f32)",
-					   c == 'q' ? "quant" : c == 'm' ? "mtp-quant" : "embed-quant",
-					   optarg);
-				return COLI_EXIT_USAGE;
-			}
-			if (c == 'q') {
-				o.quant = q;
-			} else if (c == 'm') {
-				o.mtp_quant = q;
-			} else {
-				o.embed_quant = q;
-				o.embed_quant_set = 1;
-			}
-			break;
-		}
-		case 'f':
-			o.force = 1;
-			break;
 		case 'D':
 			o.delete_source = 1;
 			break;
-		case 't': {
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			if (*optarg == '\0' || *end || n < 0 || n > 1024) {
-				cli_errorf("convert", "--threads: '%s' is not a count in [0, 1024]", optarg);
-				return COLI_EXIT_USAGE;
-			}
-			o.threads = (int)n;
-			break;
-		}
 		case 'h':
 			usage(stdout);
 			return COLI_EXIT_OK;

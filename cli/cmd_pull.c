@@ -8,9 +8,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_convert_flags.h"
 #include "coli_log.h"
 #include "pull.h"
-#include "quant.h"
+#include "util_args.h"
 
 static void usage(FILE *f)
 {
@@ -24,29 +25,13 @@ static void usage(FILE *f)
 		"are read from the environment. See coli-pull(1).\n");
 }
 
-static int parse_count(const char *flag, const char *s, int lo, int hi, int *out)
-{
-	char *end;
-	long n = strtol(s, &end, 10);
-	if (!*s || *end || n < lo || n > hi) {
-		cli_errorf("pull", "%s: '%s' is not a count in [%d, %d]", flag, s, lo, hi);
-		return -1;
-	}
-	*out = (int)n;
-	return 0;
-}
-
 int cmd_pull(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "quant", required_argument, NULL, 'q' },
-		{ "mtp-quant", required_argument, NULL, 'm' },
-		{ "embed-quant", required_argument, NULL, 'e' },
-		{ "threads", required_argument, NULL, 't' },
+		CLI_CONVERT_LONGOPTS,
 		{ "connections", required_argument, NULL, 'c' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'Q' },
-		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -54,48 +39,30 @@ int cmd_pull(int argc, char **argv)
 	pull_summary s;
 	coli_err err = { 0, "" };
 	char target[512];
+	long n;
 	int c;
 	pull_opts_default(&o);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "fhnq", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fhn", longopts, NULL)) != -1) {
+		int r = cli_convert_flag("pull", c, optarg, &o.conv);
+		if (r < 0)
+			return COLI_EXIT_USAGE;
+		if (r > 0)
+			continue;
 		switch (c) {
-		case 'q':
-		case 'm':
-		case 'e': {
-			int q = coli_qtype_parse(optarg);
-			if (q < 0) {
-				cli_errorf("pull", "--%s: unknown type '%s' (int4-g64, int8, f32)",
-					   c == 'q' ? "quant" : c == 'm' ? "mtp-quant" : "embed-quant",
-					   optarg);
-				return COLI_EXIT_USAGE;
-			}
-			if (c == 'q') {
-				o.conv.quant = q;
-			} else if (c == 'm') {
-				o.conv.mtp_quant = q;
-			} else {
-				o.conv.embed_quant = q;
-				o.conv.embed_quant_set = 1;
-			}
-			break;
-		}
-		case 't':
-			if (parse_count("--threads", optarg, 0, 1024, &o.conv.threads) < 0)
-				return COLI_EXIT_USAGE;
-			break;
 		case 'c':
-			if (parse_count("--connections", optarg, 1, 64, &o.connections) < 0)
+			if (cli_parse_int(optarg, "--connections", 1, 64, &n, &err)) {
+				cli_errorf("pull", "%s", err.msg);
 				return COLI_EXIT_USAGE;
+			}
+			o.connections = (int)n;
 			break;
 		case 'n':
 			o.dry_run = 1;
 			break;
 		case 'Q':
 			o.quiet = 1;
-			break;
-		case 'f':
-			o.conv.force = 1;
 			break;
 		case 'h':
 			usage(stdout);

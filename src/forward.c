@@ -28,6 +28,7 @@
 
 #include "forward_ops.h"
 #include "forward_indexer.h"
+#include "forward_matmul.h"
 #include "forward_moe.h"
 #include "forward_state.h"
 #include "forward_vec_ops.h"
@@ -37,31 +38,6 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* A product in the model's activation mode, over pool p (NULL: this
- * thread) with q8 scratch scr. */
-static void model_product(const coli_model *m, coli_pool *p, const coli_qmat *w, const float *x, int n,
-			  float *y, coli_q8act *scr)
-{
-	if (m->act_quant == COLI_ACT_Q8)
-		coli_matmul_q8(p, w, x, n, y, scr);
-	else
-		coli_matmul(p, w, x, n, y);
-}
-
-void coli_model_matmul(const coli_model *m, coli_state *s, const coli_qmat *w, const float *x,
-		       int n, float *y)
-{
-	model_product(m, m->pool, w, x, n, y, &s->q8act);
-}
-
-void coli_model_matmul_group(const coli_model *m, coli_state *s, const coli_mm *g, int count)
-{
-	if (m->act_quant == COLI_ACT_Q8)
-		coli_matmul_q8_group(m->pool, g, count, &s->q8act);
-	else
-		coli_matmul_group(m->pool, g, count);
 }
 
 struct attn_job {
@@ -268,7 +244,7 @@ static void attn_heads(void *arg, int task)
 	const int V = c->v_head_dim;
 	for (int h = h0; h < h1; h++) {
 		coli_qmat wuv = fwd_rows(&j->w->kv_b, h * (c->qk_nope_head_dim + V) + c->qk_nope_head_dim, V);
-		model_product(m, NULL, &wuv, s->ctxlat + (size_t)h * B * L, j->n, s->vhead + (size_t)h * B * V,
+		coli_model_product(m, NULL, &wuv, s->ctxlat + (size_t)h * B * L, j->n, s->vhead + (size_t)h * B * V,
 			      s->head_q8 ? &s->head_q8[h] : NULL);
 	}
 }
@@ -469,32 +445,7 @@ int coli_forward_seq(coli_model *m, coli_state *s, coli_seq *q, const int *token
 int coli_forward_seqs(coli_model *m, coli_state *s, coli_seq *const *seqs, const int *tokens,
 		      int n, float *logits, coli_err *err)
 {
-	const coli_config *c = &m->cfg;
-	const int H = c->hidden_size;
-	if (n <= 0 || n > s->max_batch)
-		return coli_err_set(err, -EINVAL, "batch of %d sequences: the state was sized for at most %d rows per step (its max_batch)", n, s->max_batch);
-	for (int b = 0; b < n; b++) {
-		const coli_seq *q = seqs[b];
-		if (q->pos - q->base + 1 > q->cap || q->pos + 1 > s->cap)
-			return coli_err_set(err, -E2BIG, "context is full: %d tokens", q->pos);
-		if (q->base > 0 && n > 1)
-			return coli_err_set(err, -EINVAL, "a sequence with spilled KV rows must be decoded alone");
-		for (int k = 0; k < b; k++)
-			if (seqs[k] == q)
-				return coli_err_set(err, -EINVAL, "a sequence appears twice in one step");
-		s->row_seq[b] = seqs[b];
-		s->row_pos[b] = q->pos;
-	}
-	const double t_call = now_s();
-	int rc = forward_chunk(m, s, tokens, n, err);
-	if (rc)
-		return rc;
-	for (int b = 0; b < n; b++)
-		fwd_rmsnorm(s->logits_h + (size_t)b * H, s->x + (size_t)b * H, m->final_norm, H, c->rms_norm_eps);
-	coli_model_matmul(m, s, &m->lm_head, s->logits_h, n, logits);
-	s->timing.total += now_s() - t_call;
-	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
-	return 0;
+	return coli_forward_rows(m, s, seqs, NULL, n, tokens, logits, err);
 }
 
 int coli_forward_rows(coli_model *m, coli_state *s, coli_seq *const *seqs, const int *counts,
@@ -505,9 +456,11 @@ int coli_forward_rows(coli_model *m, coli_state *s, coli_seq *const *seqs, const
 	int n = 0;
 	for (int i = 0; i < n_seqs; i++) {
 		const coli_seq *q = seqs[i];
-		const int k = counts[i];
-		if (k < 1 || n + k > s->max_batch)
-			return coli_err_set(err, -EINVAL, "a step of more than %d rows", s->max_batch);
+		const int k = counts ? counts[i] : 1;
+		if (k < 1)
+			return coli_err_set(err, -EINVAL, "sequence %d of the step has %d rows", i, k);
+		if (n + k > s->max_batch)
+			return coli_err_set(err, -EINVAL, "more than %d rows in one step: the state was sized for at most that many (its max_batch)", s->max_batch);
 		if (q->pos - q->base + k > q->cap || q->pos + k > s->cap)
 			return coli_err_set(err, -E2BIG, "context is full: %d tokens + %d new", q->pos, k);
 		if (q->base > 0 && n_seqs > 1)

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "forward_matmul.h"
 #include "forward_ops.h"
 #include "forward_moe.h"
 #include "forward_state.h"

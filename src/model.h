@@ -135,15 +135,6 @@ typedef struct coli_timing {
 
 typedef struct coli_state coli_state;
 
-/* Y[n][rows] = X[n][cols] W^T as the model's activation mode says:
- * coli_matmul, or coli_matmul_q8 with the state's scratch (for forward.c
- * and forward_moe.c; engine thread only, not from inside pool tasks). */
-void coli_model_matmul(const coli_model *m, coli_state *s, const coli_qmat *w, const float *x,
-		       int n, float *y);
-/* The products g[0..count) the same way, in one pool run where they fit
- * (coli_matmul_group): the same bits as one coli_model_matmul each. */
-void coli_model_matmul_group(const coli_model *m, coli_state *s, const coli_mm *g, int count);
-
 /* One sequence's compressed KV cache (for batching several sequences: the
  * engine keeps one per slot). */
 typedef struct coli_seq coli_seq;
@@ -251,7 +242,8 @@ int coli_forward_seqs(coli_model *m, coli_state *s, coli_seq *const *seqs, const
  * max_batch rows; a sequence with spilled rows must be alone): the
  * speculative-decoding verify step. Every weight and routed expert is
  * fetched once for all rows; logits (rows, vocab), and each row's logits
- * equal those of evaluating its tokens one at a time. */
+ * equal those of evaluating its tokens one at a time. counts NULL: one row
+ * each (coli_forward_seqs). */
 int coli_forward_rows(coli_model *m, coli_state *s, coli_seq *const *seqs, const int *counts,
 		      int n_seqs, const int *tokens, float *logits, coli_err *err);
 

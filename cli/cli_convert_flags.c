@@ -1,0 +1,46 @@
+/* cli_convert_flags.c - see cli_convert_flags.h. */
+#include "config.h"
+
+#include "cli.h"
+#include "cli_convert_flags.h"
+#include "quant.h"
+#include "util_args.h"
+
+int cli_convert_flag(const char *cmd, int c, const char *arg, convert_opts *o)
+{
+	coli_err err = { 0, "" };
+	long n;
+	int q;
+	switch (c) {
+	case 'q':
+	case 'm':
+	case 'e':
+		q = coli_qtype_parse(arg);
+		if (q < 0) {
+			cli_errorf(cmd, "--%s: unknown type '%s' (int4-g64, int8, f32)",
+				   c == 'q' ? "quant" : c == 'm' ? "mtp-quant" : "embed-quant", arg);
+			return -1;
+		}
+		if (c == 'q') {
+			o->quant = q;
+		} else if (c == 'm') {
+			o->mtp_quant = q;
+		} else {
+			o->embed_quant = q;
+			o->embed_quant_set = 1;
+		}
+		return 1;
+	case 't':
+		if (cli_parse_int(arg, "--threads", 0, 1024, &n, &err)) {
+			cli_errorf(cmd, "%s", err.msg);
+			return -1;
+		}
+		o->threads = (int)n;
+		return 1;
+	case 'f':
+		o->force = 1;
+		return 1;
+	default:
+		return 0;
+	}
+}
