@@ -338,15 +338,6 @@ int coli_engine_queue_len(const coli_engine *e)
 	return n;
 }
 
-unsigned long coli_engine_served(const coli_engine *e)
-{
-	coli_engine *m = (coli_engine *)e;
-	pthread_mutex_lock(&m->lock);
-	unsigned long n = m->served;
-	pthread_mutex_unlock(&m->lock);
-	return n;
-}
-
 int coli_engine_submit(coli_engine *e, const int *prompt, int n_prompt, const coli_gen_params *p,
 		       coli_request **out, coli_err *err)
 {

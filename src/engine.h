@@ -169,8 +169,6 @@ void coli_request_free(coli_request *r);
 
 /* Requests queued or being served (for status lines and /metrics). */
 int coli_engine_queue_len(const coli_engine *e);
-/* Requests finished since start (any outcome). */
-unsigned long coli_engine_served(const coli_engine *e);
 
 /* Speculative decoding figures since start (any thread; lock-free,
  * each field exact, a set may straddle one step). */

@@ -93,7 +93,6 @@ struct coli_engine {
 	int q_head, q_len, q_cap;
 	int stop;
 	int active;            /* slots serving a request */
-	unsigned long served;  /* requests finished (guarded by lock) */
 	/* token histories of the session files, kept current incrementally,
 	 * created on first use (only with opts.share_session_prefixes) */
 	struct kv_prefix_index *prefix_ix;

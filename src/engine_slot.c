@@ -155,7 +155,6 @@ void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, i
 	sl->last_used = engine_now();
 	pthread_mutex_lock(&e->lock);
 	e->active--;
-	e->served++;
 	pthread_mutex_unlock(&e->lock);
 	engine_request_unref(r);
 }

@@ -280,20 +280,10 @@ void coli_state_free(coli_state *s)
 	free(s);
 }
 
-int coli_state_pos(const coli_state *s) { return s->own->pos; }
-int coli_state_capacity(const coli_state *s) { return s->own->cap; }
 coli_seq *coli_state_seq(coli_state *s) { return s->own; }
 const coli_routing *coli_state_routing(const coli_state *s) { return &s->routing; }
 const coli_timing *coli_state_timing(const coli_state *s) { return &s->timing; }
 
-int coli_state_index_stats(const coli_state *s, int layer, int *kept, int *context)
-{
-	if (!s->idx_kept || layer < 0 || layer >= s->n_layers)
-		return -1;
-	*kept = s->idx_kept[layer];
-	*context = s->idx_context[layer];
-	return 0;
-}
 const float *coli_state_hidden(const coli_state *s, int row)
 {
 	return s->logits_h + (size_t)row * (size_t)s->hidden;

@@ -151,11 +151,6 @@ void grammar_vocab_free(grammar_vocab *v)
 	free(v);
 }
 
-int grammar_vocab_size(const grammar_vocab *v)
-{
-	return v->n_vocab;
-}
-
 /* Walk the sorted tokens tok[0..n) like a trie; set the allowed ones. */
 static int walk(const vtok *tok, const uint16_t *lcp, int n, grammar_matcher *m, uint64_t *mask)
 {

@@ -23,7 +23,6 @@ typedef struct grammar_vocab grammar_vocab;
 int grammar_vocab_new(const coli_tokenizer *t, int n_vocab, const int *eos, int n_eos, grammar_vocab **out,
 		      coli_err *err);
 void grammar_vocab_free(grammar_vocab *v);
-int grammar_vocab_size(const grammar_vocab *v);
 
 /* mask: (n_vocab + 63) / 64 words, bit set = allowed. Returns the number of
  * allowed tokens. Allocates nothing. */

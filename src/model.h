@@ -186,18 +186,12 @@ int coli_seq_set_window(coli_seq *q, int base, int pos, coli_err *err);
 int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state **out,
 		   coli_err *err);
 void coli_state_free(coli_state *s);
-int coli_state_pos(const coli_state *s);        /* tokens in the KV cache */
-int coli_state_capacity(const coli_state *s);
 /* Forget everything after n tokens (n <= pos). */
 void coli_state_rewind(coli_state *s, int n);
 const coli_routing *coli_state_routing(const coli_state *s);
 /* The state's own sequence (what coli_forward appends to). */
 coli_seq *coli_state_seq(coli_state *s);
 const coli_timing *coli_state_timing(const coli_state *s);
-/* DSA models: how many keys layer `layer` let the last evaluated row
- * attend to (*kept) out of its context (*context); 0/0 before any step.
- * -1 when the model has no indexer. */
-int coli_state_index_stats(const coli_state *s, int layer, int *kept, int *context);
 
 /* Run tokens[0..n) at positions pos..pos+n, appending to the KV cache.
  * logits: NULL, or (n, vocab) when all_logits, else (vocab) for the last

@@ -89,8 +89,6 @@ int coli_server_host_is_loopback(const char *host);
  * (/health included, so balancers move away). Idempotent; coli_server_stop
  * does it too. */
 void coli_server_quiesce(coli_server *s);
-/* Requests between their headers and the end of their response. */
-int coli_server_in_flight(const coli_server *s);
 /* Drain and stop: quiesce, give in-flight requests the shutdown grace, then
  * stop the rest (a stream ends with an error event and [DONE], a waiting
  * client gets 503), let those answers go out (bounded), join the threads,

@@ -587,11 +587,6 @@ void coli_server_quiesce(coli_server *s)
 	srv_door_close(s->door);
 }
 
-int coli_server_in_flight(const coli_server *s)
-{
-	return s ? atomic_load(&((coli_server *)s)->open_reqs) : 0;
-}
-
 static double mono_now(void)
 {
 	struct timespec ts;
