@@ -16,12 +16,13 @@
 
 static const char *const finish_names[] = { "", "stop", "length", "cancelled", "error" };
 
-const char *chat_finish_name(int finish)
+/* Names of enum coli_finish values as stored in "last_finish". */
+static const char *chat_finish_name(int finish)
 {
 	return finish >= 0 && finish < 5 ? finish_names[finish] : "";
 }
 
-int chat_finish_parse(const char *name)
+static int chat_finish_parse(const char *name)
 {
 	for (int k = 1; name && k < 5; k++)
 		if (!strcmp(name, finish_names[k]))

@@ -45,8 +45,5 @@ int chat_transcript_set_reasoning(chat_transcript *t, int i, const char *text, s
 void chat_transcript_truncate(chat_transcript *t, int n);
 void chat_transcript_free(chat_transcript *t);
 
-/* Names of enum coli_finish values as stored in "last_finish". */
-const char *chat_finish_name(int finish);
-int chat_finish_parse(const char *name);
 
 #endif

@@ -386,7 +386,8 @@ static int shard_header_end(const char *path, uint64_t *end, coli_err *err)
 	return 0;
 }
 
-int convert_release_sources(convert_session *s, int i, coli_err *err)
+/* --delete-source: free the source shards no file after i reads. */
+static int convert_release_sources(convert_session *s, int i, coli_err *err)
 {
 	const st_checkpoint *ck = s->p.ck;
 	int rc;
@@ -416,7 +417,8 @@ int convert_release_sources(convert_session *s, int i, coli_err *err)
 	return 0;
 }
 
-int convert_remove_sources(convert_session *s, coli_err *err)
+/* --delete-source, after convert_finish: remove the source shards. */
+static int convert_remove_sources(convert_session *s, coli_err *err)
 {
 	const st_checkpoint *ck = s->p.ck;
 	for (int k = 0; k < ck->n_files; k++)
@@ -452,7 +454,8 @@ int convert_begin(const convert_opts *o, convert_session *s, coli_err *err)
 	return 0;
 }
 
-int convert_check_space(const convert_session *s, coli_err *err)
+/* Refuse when OUT cannot hold what is left to write. */
+static int convert_check_space(const convert_session *s, coli_err *err)
 {
 	return check_space(s->o, &s->p, err);
 }

@@ -137,12 +137,6 @@ struct coli_pool;
  * f->err. *written += bytes written. pool may be NULL (one thread). */
 int convert_file_write(const convert_plan *p, convert_file *f, const char *out_dir,
 		       struct coli_pool *pool, uint64_t *written, coli_err *err);
-/* Error of the chosen format over rows [row0, row0 + rows) of a matrix of
- * total_rows rows, and of the alternative format (symmetric int4 for int4,
- * affine int4 for int8 embed/lm_head) over an even sample of <= 256 of the
- * matrix's rows. `q` holds those rows quantized as qtype (NULL for f32). */
-void convert_measure(int cls, int qtype, const float *src, const void *q, int row0, int rows,
-		     int total_rows, int cols, convert_err_acc *acc);
 /* Files copied into tokenizer/ (tokenizer*, vocab.json, merges.txt, ...). */
 int convert_is_tokenizer_file(const char *name);
 /* Call fn for every source tensor file f reads (scale_inv companions
@@ -168,19 +162,13 @@ typedef struct convert_session {
 
 /* Plan, check OUT, load the resume state. convert_end() in every case. */
 int convert_begin(const convert_opts *o, convert_session *s, coli_err *err);
-/* Refuse when OUT cannot hold what is left to write. */
-int convert_check_space(const convert_session *s, coli_err *err);
 /* Is file i finished (this run, or an earlier one whose size and sha256
  * verify)? The verification is done once. */
 int convert_file_done(convert_session *s, int i);
 /* Keep or write file i and record it in the resume state. */
 int convert_file_ensure(convert_session *s, int i, coli_err *err);
-/* --delete-source: free the source shards no file after i reads. */
-int convert_release_sources(convert_session *s, int i, coli_err *err);
 /* Write manifest.json, remove the state, fill the summary. */
 int convert_finish(convert_session *s, const char *src_label, coli_err *err);
-/* --delete-source, after convert_finish: remove the source shards. */
-int convert_remove_sources(convert_session *s, coli_err *err);
 void convert_end(convert_session *s, convert_summary *sum);
 
 /* Free a safetensors file's data but keep its header and its size (the

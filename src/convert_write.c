@@ -136,8 +136,12 @@ static void w_free(wfile *w)
 	free(w->final);
 }
 
-void convert_measure(int cls, int qtype, const float *src, const void *q, int row0, int rows,
-		     int total_rows, int cols, convert_err_acc *acc)
+/* Error of the chosen format over rows [row0, row0 + rows) of a matrix of
+ * total_rows rows, and of the alternative format (symmetric int4 for int4,
+ * affine int4 for int8 embed/lm_head) over an even sample of <= 256 of the
+ * matrix's rows. `q` holds those rows quantized as qtype (NULL for f32). */
+static void convert_measure(int cls, int qtype, const float *src, const void *q, int row0, int rows,
+			    int total_rows, int cols, convert_err_acc *acc)
 {
 	size_t rb = coli_qtype_row_bytes(qtype, cols);
 	float *row = malloc((size_t)cols * sizeof *row);

@@ -111,9 +111,6 @@ void engine_slot_prefill(coli_engine *e, engine_slot *sl);
 void engine_slots_decode(coli_engine *e);
 /* coli_seq_spill_fn reading a slot's rows back from its session file. */
 int engine_slot_spill_read(void *ctx, int layer, int first, int n, float *out);
-/* Make room in RAM for n more KV rows: spill the oldest rows to the
- * slot's session file (they are read back on demand). */
-int engine_slot_make_room(coli_engine *e, engine_slot *sl, int n, coli_err *err);
 /* Show a decoded token to the client (it becomes `pending`) and check the
  * stop conditions: 0 to go on, else the enum coli_finish reason; then
  * engine_slot_end finishes the slot (the caller first rewinds the

@@ -76,7 +76,9 @@ int engine_slot_spill_read(void *ctx, int layer, int first, int n, float *out)
 	return rc;
 }
 
-int engine_slot_make_room(coli_engine *e, engine_slot *sl, int n, coli_err *err)
+/* Make room in RAM for n more KV rows: spill the oldest rows to the
+ * slot's session file (they are read back on demand). */
+static int engine_slot_make_room(coli_engine *e, engine_slot *sl, int n, coli_err *err)
 {
 	coli_seq *q = sl->seq;
 	const int in_ram = coli_seq_pos(q) - coli_seq_base(q), cap = coli_seq_capacity(q);

@@ -79,7 +79,7 @@ const expert_stats *expert_store_stats(const expert_store *s)
 	return s ? s->stats : NULL;
 }
 
-void store_update_resident(expert_store *s)
+static void store_update_resident(expert_store *s)
 {
 	expert_stats_set_resident(s->stats, s->n_res_hot * (int64_t)s->rec,
 				  s->n_res_cached * (int64_t)s->rec,

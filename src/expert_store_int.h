@@ -212,8 +212,6 @@ int store_heat_load(expert_store *s);
 int store_budget_resolve(const coli_container *c, const expert_store_opts *o,
 			 int64_t *pin, int64_t *cache);
 
-/* expert_store.c */
-void store_update_resident(expert_store *s);
 /* The prefetch gate's decision: 1 = pause prefetching (mode = opts.prefetch,
  * closed = the current state, figures smoothed over recent windows). */
 int store_prefetch_gate(int mode, int closed, double wait_fraction, double precision);

@@ -27,8 +27,17 @@ static int argmax_untaken(const float *v, const unsigned char *taken, int n)
 	return best;
 }
 
-void moe_route(const coli_config *c, const float *logits, const float *bias, int *sel,
-	       float *weights, float *tmp, unsigned char *taken)
+/* Choose experts for one position from router logits (E values).
+ * sigmoid scores; selection on scores + bias; with n_group > 1 only the
+ * topk_group groups with the largest sum of their two best biased scores
+ * are eligible (experts of dropped groups are never chosen, as in
+ * DeepSeek's inference code; transformers fills them with 0 instead, which
+ * differs only when a kept expert's biased score is negative); weights are
+ * the unbiased scores, normalized when norm_topk_prob, times
+ * routed_scaling_factor. Output sorted by expert id. tmp: 3*E floats,
+ * taken: 2*E bytes (scratch: no limit on E or n_group). */
+static void moe_route(const coli_config *c, const float *logits, const float *bias, int *sel,
+		      float *weights, float *tmp, unsigned char *taken)
 {
 	const int E = c->n_routed_experts, K = c->num_experts_per_tok;
 	float *score = tmp, *choice = tmp + E;

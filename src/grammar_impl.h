@@ -122,10 +122,5 @@ struct grammar_frame {
  * any key. Any run of ordinary characters (no '"', '\\', control byte)
  * continues it (grammar_mask.c's fast path). */
 int grammar_matcher_plain_text(const grammar_matcher *m);
-/* Add a node (zeroed, given kind); returns its index or -ENOMEM. */
-int grammar_node_add(coli_grammar *g, int kind);
-/* The node accepting any JSON value (built on first use). */
-int grammar_node_any(coli_grammar *g);
-coli_grammar *grammar_alloc(void);
 
 #endif

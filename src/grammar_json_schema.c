@@ -62,7 +62,7 @@ static int in_list(const char *const *l, const char *k)
 	return 0;
 }
 
-coli_grammar *grammar_alloc(void)
+static coli_grammar *grammar_alloc(void)
 {
 	coli_grammar *g = calloc(1, sizeof *g);
 	if (g)
@@ -70,7 +70,8 @@ coli_grammar *grammar_alloc(void)
 	return g;
 }
 
-int grammar_node_add(coli_grammar *g, int kind)
+/* Add a node (zeroed, given kind); returns its index or -ENOMEM. */
+static int grammar_node_add(coli_grammar *g, int kind)
 {
 	if (g->n_nodes == g->cap) {
 		int cap = g->cap ? g->cap * 2 : 16;
@@ -122,7 +123,8 @@ static int alts_add(coli_grammar *g, int node, int alt)
 	return 0;
 }
 
-int grammar_node_any(coli_grammar *g)
+/* The node accepting any JSON value (built on first use). */
+static int grammar_node_any(coli_grammar *g)
 {
 	if (g->any >= 0)
 		return g->any;

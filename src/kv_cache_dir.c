@@ -60,7 +60,9 @@ static void container_fingerprint(const char *model_dir, char fp[65])
 	free(bytes);
 }
 
-int coli_cache_dir_name(const char *model_dir, char *out, size_t cap)
+/* The default cache directory's last component for model_dir (rule 2
+ * above); snprintf's return. */
+static int coli_cache_dir_name(const char *model_dir, char *out, size_t cap)
 {
 	char name[256], fp[65];
 	if (!model_dir || !*model_dir)

@@ -18,9 +18,6 @@
 
 #include "coli_err.h"
 
-/* The default cache directory's last component for model_dir (rule 2
- * above); snprintf's return. */
-int coli_cache_dir_name(const char *model_dir, char *out, size_t cap);
 
 /* Compute the cache dir for a model dir (creates nothing). */
 int coli_cache_dir(const char *model_dir, char *out, size_t cap, coli_err *err);

@@ -211,7 +211,7 @@ int kv_fmt_header_read(int fd, const char *path, uint64_t size, kv_header *h, co
 
 
 
-int kv_fmt_rec_push(kv_rec **recs, int *n, int *cap, kv_rec r)
+static int kv_fmt_rec_push(kv_rec **recs, int *n, int *cap, kv_rec r)
 {
 	if (*n == *cap) {
 		int nc = *cap ? *cap * 2 : 64;

@@ -121,7 +121,6 @@ int kv_fmt_header_read(int fd, const char *path, uint64_t size, kv_header *h, co
 /* 1 if the 16-byte record head at off has a known type and a length that
  * fits in w->size and matches w's shape (no CRC check). */
 int kv_fmt_frame_plausible(const kv_walk *w, uint64_t off, const unsigned char *head);
-int kv_fmt_rec_push(kv_rec **recs, int *n, int *cap, kv_rec r);
 /* Walk the records of w->size bytes: fills recs, n_tokens, end, status,
  * problem (and the destinations when given). <0 only on I/O errors. */
 int kv_fmt_walk(kv_walk *w);

@@ -40,7 +40,8 @@ size_t st_dtype_size(int dtype)
 	return dtype >= 0 && dtype < ST_DTYPE_COUNT ? dtype_info[dtype].size : 0;
 }
 
-int st_dtype_from_name(const char *name)
+/* enum st_dtype for a safetensors dtype string, or -1. */
+static int st_dtype_from_name(const char *name)
 {
 	for (int i = 0; i < ST_DTYPE_COUNT; i++)
 		if (!strcmp(dtype_info[i].name, name))

@@ -97,7 +97,5 @@ const st_tensor *st_find_scale_inv(const st_checkpoint *ck, const st_tensor *t);
 int64_t st_numel(const st_tensor *t);
 const char *st_dtype_name(int dtype);      /* "BF16", ...; "?" if unknown */
 size_t st_dtype_size(int dtype);           /* bytes per element, 0 if unknown */
-/* enum st_dtype for a safetensors dtype string, or -1. */
-int st_dtype_from_name(const char *name);
 
 #endif

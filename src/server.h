@@ -85,10 +85,6 @@ int coli_server_port(const coli_server *s);
 /* 1 when host is a loopback address (127.0.0.0/8, ::1) or "localhost":
  * binding elsewhere without an API key deserves a warning. */
 int coli_server_host_is_loopback(const char *host);
-/* Stop accepting connections; new requests on open connections answer 503
- * (/health included, so balancers move away). Idempotent; coli_server_stop
- * does it too. */
-void coli_server_quiesce(coli_server *s);
 /* Drain and stop: quiesce, give in-flight requests the shutdown grace, then
  * stop the rest (a stream ends with an error event and [DONE], a waiting
  * client gets 503), let those answers go out (bounded), join the threads,

@@ -286,7 +286,7 @@ out:
 
 /* ---- formatting ---- */
 
-const char *srv_finish_anthropic(int finish)
+static const char *srv_finish_anthropic(int finish)
 {
 	switch (finish) {
 	case SRV_FINISH_LENGTH: return "max_tokens";

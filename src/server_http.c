@@ -579,7 +579,10 @@ int coli_server_port(const coli_server *s)
 	return s ? s->port : -1;
 }
 
-void coli_server_quiesce(coli_server *s)
+/* Stop accepting connections; new requests on open connections answer 503
+ * (/health included, so balancers move away). Idempotent; coli_server_stop
+ * does it too. */
+static void coli_server_quiesce(coli_server *s)
 {
 	if (!s || atomic_exchange(&s->draining, 1))
 		return;

@@ -218,7 +218,6 @@ int srv_openai_chunk_usage(srv_buf *b, const srv_stream_ctx *c, const srv_usage 
 int srv_openai_chunk_error(srv_buf *b, const char *type, const char *message);
 int srv_sse_done(srv_buf *b);
 char *srv_openai_error_json(const srv_error *e);
-const char *srv_finish_openai(int finish);
 char *srv_openai_models_json(const char *model_id, long long created);
 
 /* ---- formatting: Anthropic ---- */
@@ -236,7 +235,6 @@ int srv_anthropic_ev_delta(srv_buf *b, const srv_result *r);
 int srv_anthropic_ev_stop(srv_buf *b);
 int srv_anthropic_ev_error(srv_buf *b, const char *type, const char *message);
 char *srv_anthropic_error_json(const srv_error *e);
-const char *srv_finish_anthropic(int finish);
 
 /* ---- metrics ---- */
 enum srv_route {
@@ -260,7 +258,6 @@ typedef struct srv_metrics {
 	_Atomic int active_streams;
 } srv_metrics;
 
-const char *srv_route_name(int route);
 void srv_metrics_request(srv_metrics *m, int route, int status);
 void srv_metrics_generation(srv_metrics *m, const srv_usage *u, double ttft_ms, double tps);
 /* Prometheus text exposition; caller frees. queue_len < 0 = unknown. */

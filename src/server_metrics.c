@@ -18,7 +18,7 @@ static const double ttft_le_ms[SRV_TTFT_BUCKETS] = { 5, 10, 25, 50, 100, 250, 50
 						     5000, 10000, 30000 };
 static const double tps_le[SRV_TPS_BUCKETS] = { 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000 };
 
-const char *srv_route_name(int route)
+static const char *srv_route_name(int route)
 {
 	static const char *const names[SRV_ROUTE_COUNT] = {
 		"models", "chat_completions", "completions", "messages", "count_tokens",

@@ -16,7 +16,7 @@
 
 #include "server_internal.h"
 
-const char *srv_finish_openai(int finish)
+static const char *srv_finish_openai(int finish)
 {
 	switch (finish) {
 	case SRV_FINISH_LENGTH: return "length";

@@ -140,8 +140,6 @@ int tok_load_config(coli_tokenizer *t, const char *cfg_path, coli_err *err);
 /* tokenizer_tiktoken.c */
 /* Load DIR/tiktoken.model with DIR/tokenizer_config.json. */
 int tok_load_tiktoken(const char *model_path, coli_tokenizer **out, coli_err *err);
-/* "[A&&[^B]]" -> "(?:(?![B])[A])" for PCRE2; malloc'd, NULL + err. */
-char *tok_tiktoken_pattern_rewrite(const char *pat, coli_err *err);
 
 /* tokenizer_map.c */
 int tok_strmap_init(tok_strmap *m, uint32_t expect);

@@ -86,7 +86,7 @@ static char *scripts_as_sc(const char *pat)
 /* Rewrite every "[A&&[^B]]" as "(?:(?!B)[A])" (A and B without brackets),
  * and bare script names as sc=. Returns a malloc'd pattern, or NULL with
  * err set. */
-char *tok_tiktoken_pattern_rewrite(const char *pat_in, coli_err *err)
+static char *tok_tiktoken_pattern_rewrite(const char *pat_in, coli_err *err)
 {
 	char *pat = scripts_as_sc(pat_in);
 	size_t n = pat ? strlen(pat) : 0;
