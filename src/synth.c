@@ -91,122 +91,75 @@ void synth_resolve_index(synth_opts *o)
 	c->index_types[L] = '\0';
 }
 
+/* The presets: the real models' shapes (slices: fewer layers, a small
+ * vocabulary) and tiny ones for tests. model_type NULL: deepseek_v3;
+ * rope_theta 0: synth_common's; index_topk 0: no DSA indexer. */
+static const struct synth_shape {
+	const char *name, *model_type;
+	int vocab, hidden, inter, moe_inter, layers, dense, heads, q_lora, kv_lora, nope, rope, v;
+	int experts, per_tok, n_group, topk_group, mtp, index_head_dim, index_heads, index_topk;
+	float eps;
+	double rope_theta;
+	int max_pos, dtype;
+	bool yarn;
+} synth_shapes[] = {
+	{ "tiny", NULL, SYNTH_TOKENIZER_SIZE, 128, 256, 64, 4, 1, 4, 64, 64, 32, 32, 32,
+	  16, 4, 4, 2, 1, 0, 0, 0, 1e-6f, 0, 163840, ST_F32, true },
+	{ "glm5-slice", "glm_moe_dsa", 4096, 6144, 12288, 2048, 4, 1, 64, 2048, 512, 192, 64, 256,
+	  256, 8, 1, 1, 0, 128, 32, 2048, 1e-5f, 1000000.0, 202752, ST_BF16, false },
+	/* GLM-5's config keys, eps and DSA indexer at tiny size, with unequal
+	 * nope/rope/v head dims so a mixed-up dimension cannot pass unnoticed
+	 * (tiny has them all equal, as in the brief). */
+	{ "glm5-tiny", "glm_moe_dsa", SYNTH_TOKENIZER_SIZE, 256, 512, 64, 3, 1, 4, 128, 64, 48, 16, 64,
+	  16, 4, 1, 1, 1, 32, 4, 2048, 1e-5f, 1000000.0, 202752, ST_F32, false },
+	{ "dsv3-slice", NULL, 4096, 7168, 18432, 2048, 4, 1, 128, 1536, 512, 128, 64, 128,
+	  256, 8, 8, 4, 0, 0, 0, 0, 1e-6f, 0, 163840, ST_BF16, true },
+};
+
 int synth_preset(const char *name, synth_opts *o, coli_err *err)
 {
 	memset(o, 0, sizeof(*o));
 	coli_config *c = &o->cfg;
 	synth_common(c);
 	o->n_shards = 1;
-	if (!strcmp(name, "tiny")) {
-		c->vocab_size = SYNTH_TOKENIZER_SIZE;
-		c->hidden_size = 128;
-		c->intermediate_size = 256;
-		c->moe_intermediate_size = 64;
-		c->num_hidden_layers = 4;
-		c->first_k_dense_replace = 1;
-		c->num_attention_heads = 4;
-		c->q_lora_rank = 64;
-		c->kv_lora_rank = 64;
-		c->qk_nope_head_dim = 32;
-		c->qk_rope_head_dim = 32;
-		c->v_head_dim = 32;
-		c->n_routed_experts = 16;
-		c->num_experts_per_tok = 4;
-		c->n_group = 4;
-		c->topk_group = 2;
-		c->routed_scaling_factor = 2.5f;
-		c->rms_norm_eps = 1e-6f;
-		c->max_position_embeddings = 163840;
-		c->num_nextn_predict_layers = 1;
-		o->dtype = ST_F32;
-		synth_set_yarn(o, true);
-	} else if (!strcmp(name, "glm5-slice")) {
-		strcpy(c->model_type, "glm_moe_dsa");
-		c->vocab_size = 4096;
-		c->hidden_size = 6144;
-		c->intermediate_size = 12288;
-		c->moe_intermediate_size = 2048;
-		c->num_hidden_layers = 4;
-		c->first_k_dense_replace = 1;
-		c->num_attention_heads = 64;
-		c->q_lora_rank = 2048;
-		c->kv_lora_rank = 512;
-		c->qk_nope_head_dim = 192;
-		c->qk_rope_head_dim = 64;
-		c->v_head_dim = 256;
-		c->n_routed_experts = 256;
-		c->num_experts_per_tok = 8;
-		c->n_group = 1;
-		c->topk_group = 1;
-		c->routed_scaling_factor = 2.5f;
-		c->rms_norm_eps = 1e-5f;
-		c->rope_theta = 1000000.0;
-		c->max_position_embeddings = 202752;
-		c->num_nextn_predict_layers = 0;
-		c->index_head_dim = 128;
-		c->index_n_heads = 32;
-		c->indexer_rope_interleave = true;
-		synth_set_index_topk(o, 2048);
-		o->dtype = ST_BF16;
-		synth_set_yarn(o, false);
-	} else if (!strcmp(name, "glm5-tiny")) {
-		/* GLM-5's config keys, eps and DSA indexer at tiny size, with
-		 * unequal nope/rope/v head dims so a mixed-up dimension cannot
-		 * pass unnoticed (tiny has them all equal, as in the brief). */
-		strcpy(c->model_type, "glm_moe_dsa");
-		c->vocab_size = SYNTH_TOKENIZER_SIZE;
-		c->hidden_size = 256;
-		c->intermediate_size = 512;
-		c->moe_intermediate_size = 64;
-		c->num_hidden_layers = 3;
-		c->first_k_dense_replace = 1;
-		c->num_attention_heads = 4;
-		c->q_lora_rank = 128;
-		c->kv_lora_rank = 64;
-		c->qk_nope_head_dim = 48;
-		c->qk_rope_head_dim = 16;
-		c->v_head_dim = 64;
-		c->n_routed_experts = 16;
-		c->num_experts_per_tok = 4;
-		c->n_group = 1;
-		c->topk_group = 1;
-		c->routed_scaling_factor = 2.5f;
-		c->rms_norm_eps = 1e-5f;
-		c->rope_theta = 1000000.0;
-		c->max_position_embeddings = 202752;
-		c->num_nextn_predict_layers = 1;
-		c->index_head_dim = 32;
-		c->index_n_heads = 4;
-		c->indexer_rope_interleave = true;
-		synth_set_index_topk(o, 2048);
-		o->dtype = ST_F32;
-		synth_set_yarn(o, false);
-	} else if (!strcmp(name, "dsv3-slice")) {
-		c->vocab_size = 4096;
-		c->hidden_size = 7168;
-		c->intermediate_size = 18432;
-		c->moe_intermediate_size = 2048;
-		c->num_hidden_layers = 4;
-		c->first_k_dense_replace = 1;
-		c->num_attention_heads = 128;
-		c->q_lora_rank = 1536;
-		c->kv_lora_rank = 512;
-		c->qk_nope_head_dim = 128;
-		c->qk_rope_head_dim = 64;
-		c->v_head_dim = 128;
-		c->n_routed_experts = 256;
-		c->num_experts_per_tok = 8;
-		c->n_group = 8;
-		c->topk_group = 4;
-		c->routed_scaling_factor = 2.5f;
-		c->rms_norm_eps = 1e-6f;
-		c->max_position_embeddings = 163840;
-		c->num_nextn_predict_layers = 0;
-		o->dtype = ST_BF16;
-		synth_set_yarn(o, true);
-	} else {
+	const struct synth_shape *p = NULL;
+	for (size_t i = 0; i < sizeof(synth_shapes) / sizeof(synth_shapes[0]); i++)
+		if (!strcmp(name, synth_shapes[i].name))
+			p = &synth_shapes[i];
+	if (!p)
 		return coli_err_set(err, -EINVAL, "--preset: unknown preset '%s' (tiny, glm5-tiny, glm5-slice, dsv3-slice)", name);
+	if (p->model_type)
+		strcpy(c->model_type, p->model_type);
+	c->vocab_size = p->vocab;
+	c->hidden_size = p->hidden;
+	c->intermediate_size = p->inter;
+	c->moe_intermediate_size = p->moe_inter;
+	c->num_hidden_layers = p->layers;
+	c->first_k_dense_replace = p->dense;
+	c->num_attention_heads = p->heads;
+	c->q_lora_rank = p->q_lora;
+	c->kv_lora_rank = p->kv_lora;
+	c->qk_nope_head_dim = p->nope;
+	c->qk_rope_head_dim = p->rope;
+	c->v_head_dim = p->v;
+	c->n_routed_experts = p->experts;
+	c->num_experts_per_tok = p->per_tok;
+	c->n_group = p->n_group;
+	c->topk_group = p->topk_group;
+	c->routed_scaling_factor = 2.5f;
+	c->rms_norm_eps = p->eps;
+	if (p->rope_theta)
+		c->rope_theta = p->rope_theta;
+	c->max_position_embeddings = p->max_pos;
+	c->num_nextn_predict_layers = p->mtp;
+	if (p->index_topk) {
+		c->index_head_dim = p->index_head_dim;
+		c->index_n_heads = p->index_heads;
+		c->indexer_rope_interleave = true;
+		synth_set_index_topk(o, p->index_topk);
 	}
+	o->dtype = p->dtype;
+	synth_set_yarn(o, p->yarn);
 	c->num_key_value_heads = c->num_attention_heads;
 	c->attn_norm_eps = c->rms_norm_eps;
 	snprintf(o->preset, sizeof(o->preset), "%s", name);
