@@ -31,7 +31,7 @@ int cli_convert_flag(const char *cmd, int c, const char *arg, convert_opts *o)
 		}
 		return 1;
 	case 't':
-		if (cli_parse_int(arg, "--threads", 0, 1024, &n, &err)) {
+		if (util_parse_int(arg, "--threads", 0, 1024, &n, &err)) {
 			cli_errorf(cmd, "%s", err.msg);
 			return -1;
 		}

@@ -185,16 +185,16 @@ int cmd_bench(int argc, char **argv)
 			status = COLI_EXIT_OK;
 			goto out;
 		} else if (!strcmp(a, "--prompt") && has) {
-			if (cli_parse_int(argv[++i], a, 1, 1 << 20, &n_prompt, &err))
+			if (util_parse_int(argv[++i], a, 1, 1 << 20, &n_prompt, &err))
 				goto usage_err;
 		} else if (!strcmp(a, "--gen") && has) {
-			if (cli_parse_int(argv[++i], a, 1, 1 << 20, &n_gen, &err))
+			if (util_parse_int(argv[++i], a, 1, 1 << 20, &n_gen, &err))
 				goto usage_err;
 		} else if (!strcmp(a, "--seed") && has) {
-			if (cli_parse_int(argv[++i], a, 0, 0x7fffffff, &seed, &err))
+			if (util_parse_int(argv[++i], a, 0, 0x7fffffff, &seed, &err))
 				goto usage_err;
 		} else if (!strcmp(a, "--kernel-seconds") && has) {
-			if (cli_parse_float(argv[++i], a, 0.1, 600, &kernel_seconds, &err))
+			if (util_parse_float(argv[++i], a, 0.1, 600, &kernel_seconds, &err))
 				goto usage_err;
 		} else if (!strcmp(a, "--cold")) {
 			cold = 1;
@@ -229,7 +229,7 @@ int cmd_bench(int argc, char **argv)
 	if (fl.opts.cache_dir && !fl.opts.no_heat) {
 		/* heat persistence, as the engine does it (engine.c) */
 		snprintf(heat_dir, sizeof heat_dir, "%s/hot-experts", fl.opts.cache_dir);
-		if (coli_mkdirs(heat_dir, &err))
+		if (kv_mkdirs(heat_dir, &err))
 			goto fail;
 		mo.store.heat_dir = heat_dir;
 	}
@@ -247,16 +247,16 @@ int cmd_bench(int argc, char **argv)
 	json_object_set_new(out, "dense_bytes", json_integer((json_int_t)m->container->dense_bytes));
 
 	/* the disk ceiling is measured before the model runs */
-	iobench_report io_rep;
+	store_iobench_report io_rep;
 	int have_io = 0;
 	if (io && c->n_routed_experts > 0) {
-		iobench_opts io_o;
+		store_iobench_opts io_o;
 		memset(&io_o, 0, sizeof io_o);
 		for (int l = 0; l < c->num_hidden_layers && !io_o.path; l++)
 			io_o.path = m->container->expert_shard_paths[l];
 		io_o.record = (int64_t)m->container->expert_record_size;
 		io_o.seconds = 2.0;
-		if (iobench_run(&io_o, &io_rep, &err) == 0)
+		if (store_iobench_run(&io_o, &io_rep, &err) == 0)
 			have_io = 1;
 		else
 			coli_err_clear(&err);

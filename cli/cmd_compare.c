@@ -85,16 +85,16 @@ static int parse_args(int argc, char **argv, coli_engine_flags *fl, struct cmp_a
 		} else if (str && has) {
 			*str = argv[++i];
 		} else if (!strcmp(s, "--rounds") && has) {
-			if (cli_parse_int(argv[++i], s, 1, 1000, &a->rounds, err))
+			if (util_parse_int(argv[++i], s, 1, 1000, &a->rounds, err))
 				return -EINVAL;
 		} else if (!strcmp(s, "--max-tokens") && has) {
-			if (cli_parse_int(argv[++i], s, 0, 1 << 20, &a->max_tokens, err))
+			if (util_parse_int(argv[++i], s, 0, 1 << 20, &a->max_tokens, err))
 				return -EINVAL;
 		} else if (!strcmp(s, "--timeout") && has) {
-			if (cli_parse_int(argv[++i], s, 1, 86400, &a->timeout, err))
+			if (util_parse_int(argv[++i], s, 1, 86400, &a->timeout, err))
 				return -EINVAL;
 		} else if (!strcmp(s, "--temperature") && has) {
-			if (cli_parse_float(argv[++i], s, 0, 2, &a->temperature, err))
+			if (util_parse_float(argv[++i], s, 0, 2, &a->temperature, err))
 				return -EINVAL;
 		} else if (!strcmp(s, "--json")) {
 			a->json = 1;

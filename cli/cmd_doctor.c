@@ -113,7 +113,7 @@ static void check_storage(doctor *d, const coli_container *c)
 	struct statfs sf;
 	int network = 0;
 	if (statfs(shard, &sf) == 0) {
-		const char *fs = iobench_fs_name((long)sf.f_type, &network);
+		const char *fs = store_iobench_fs_name((long)sf.f_type, &network);
 		report(d, network ? DOC_WARN : DOC_OK, "filesystem", "experts on %s%s", fs ? fs : "unknown filesystem",
 		       network ? ": network filesystems are far below NVMe bandwidth; decode will be I/O bound" : "");
 	}
@@ -214,7 +214,7 @@ static void check_cache_dir(doctor *d, const char *model_dir)
 	const char *env = getenv("COLI_CACHE_DIR");
 	if (env && *env)
 		snprintf(dir, sizeof dir, "%s", env);
-	else if (coli_cache_dir(model_dir, dir, sizeof dir, &err)) {
+	else if (kv_cache_dir(model_dir, dir, sizeof dir, &err)) {
 		report(d, DOC_WARN, "cache-dir", "%s", err.msg);
 		return;
 	}

@@ -111,7 +111,7 @@ int cmd_generate(int argc, char **argv)
 		coli_err_set(&err, -EINVAL, "give exactly one of -p TEXT or --tokens IDS");
 		goto usage_err;
 	}
-	if (tokens_arg && cli_parse_ids(tokens_arg, &ids, &n_ids, &err))
+	if (tokens_arg && util_parse_ids(tokens_arg, &ids, &n_ids, &err))
 		goto usage_err;
 	fl.opts.model_dir = dir;
 	if (coli_engine_new(&fl.opts, &e, &err))

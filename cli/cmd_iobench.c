@@ -23,7 +23,7 @@ static void usage(FILE *f)
 
 int cmd_iobench(int argc, char **argv)
 {
-	iobench_opts o;
+	store_iobench_opts o;
 	memset(&o, 0, sizeof o);
 	int json = 0;
 	for (int i = 1; i < argc; i++) {
@@ -69,16 +69,16 @@ int cmd_iobench(int argc, char **argv)
 		cli_errorf("iobench", "--size: must be a multiple of 4096");
 		return COLI_EXIT_USAGE;
 	}
-	iobench_report r;
+	store_iobench_report r;
 	coli_err err;
 	coli_err_clear(&err);
-	if (iobench_run(&o, &r, &err) < 0) {
+	if (store_iobench_run(&o, &r, &err) < 0) {
 		cli_errorf("iobench", "%s", err.msg);
 		return COLI_EXIT_FAIL;
 	}
 	if (json)
-		iobench_print_json(stdout, &r);
+		store_iobench_print_json(stdout, &r);
 	else
-		iobench_print(stdout, &r);
+		store_iobench_print(stdout, &r);
 	return COLI_EXIT_OK;
 }

@@ -70,7 +70,7 @@ int cmd_logits(int argc, char **argv)
 		status = COLI_EXIT_USAGE;
 		goto out;
 	}
-	if (cli_parse_ids(tokens_arg, &ids, &n, &err)) {
+	if (util_parse_ids(tokens_arg, &ids, &n, &err)) {
 		cli_errorf("logits", "--tokens: %s", err.msg);
 		status = COLI_EXIT_USAGE;
 		goto out;

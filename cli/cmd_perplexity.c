@@ -241,7 +241,7 @@ int cmd_perplexity(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--mtp")) {
 			r.mtp = 1;
 		} else if (!strcmp(argv[i], "--window") && i + 1 < argc) {
-			if (cli_parse_int(argv[++i], "--window", 2, 1 << 20, &window, &err))
+			if (util_parse_int(argv[++i], "--window", 2, 1 << 20, &window, &err))
 				goto usage_err;
 		} else if ((argv[i][0] != '-' || !argv[i][1]) && npos < 2) {
 			pos[npos++] = argv[i];

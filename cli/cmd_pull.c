@@ -52,7 +52,7 @@ int cmd_pull(int argc, char **argv)
 			continue;
 		switch (c) {
 		case 'c':
-			if (cli_parse_int(optarg, "--connections", 1, 64, &n, &err)) {
+			if (util_parse_int(optarg, "--connections", 1, 64, &n, &err)) {
 				cli_errorf("pull", "%s", err.msg);
 				return COLI_EXIT_USAGE;
 			}

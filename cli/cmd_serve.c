@@ -62,24 +62,24 @@ static int serve_env(struct serve_args *a, coli_err *err)
 		a->host = v;
 	if ((v = getenv("COLI_API_KEY_ENV")) && *v)
 		a->key_env = v;
-	if ((v = getenv("COLI_PORT")) && *v && cli_parse_int(v, "COLI_PORT", 0, 65535, &a->port, err))
+	if ((v = getenv("COLI_PORT")) && *v && util_parse_int(v, "COLI_PORT", 0, 65535, &a->port, err))
 		return -EINVAL;
 	if ((v = getenv("COLI_MAX_QUEUE")) && *v &&
-	    cli_parse_int(v, "COLI_MAX_QUEUE", 1, 1 << 20, &a->max_queue, err))
+	    util_parse_int(v, "COLI_MAX_QUEUE", 1, 1 << 20, &a->max_queue, err))
 		return -EINVAL;
 	if ((v = getenv("COLI_HTTP_TIMEOUT")) && *v &&
-	    cli_parse_int(v, "COLI_HTTP_TIMEOUT", 1, 86400, &a->timeout, err))
+	    util_parse_int(v, "COLI_HTTP_TIMEOUT", 1, 86400, &a->timeout, err))
 		return -EINVAL;
 	if ((v = getenv("COLI_REQUEST_TIMEOUT")) && *v &&
-	    cli_parse_int(v, "COLI_REQUEST_TIMEOUT", 1, 86400, &a->req_timeout, err))
+	    util_parse_int(v, "COLI_REQUEST_TIMEOUT", 1, 86400, &a->req_timeout, err))
 		return -EINVAL;
 	if ((v = getenv("COLI_MAX_CONNECTIONS")) && *v &&
-	    cli_parse_int(v, "COLI_MAX_CONNECTIONS", 1, 100000, &a->max_conn, err))
+	    util_parse_int(v, "COLI_MAX_CONNECTIONS", 1, 100000, &a->max_conn, err))
 		return -EINVAL;
 	if ((v = getenv("COLI_MAX_BODY")) && *v && size_parse(v, "COLI_MAX_BODY", &a->max_body, err))
 		return -EINVAL;
 	if ((v = getenv("COLI_SHUTDOWN_GRACE")) && *v &&
-	    cli_parse_float(v, "COLI_SHUTDOWN_GRACE", 0, 86400, &a->grace, err))
+	    util_parse_float(v, "COLI_SHUTDOWN_GRACE", 0, 86400, &a->grace, err))
 		return -EINVAL;
 	if ((v = getenv("COLI_LOG_FILE")) && *v)
 		a->log_file = v;
@@ -178,24 +178,24 @@ int cmd_serve(int argc, char **argv)
 		} else if (!strcmp(s, "--host") && has) {
 			a.host = argv[++i];
 		} else if (!strcmp(s, "--port") && has) {
-			if (cli_parse_int(argv[++i], s, 0, 65535, &a.port, &err))
+			if (util_parse_int(argv[++i], s, 0, 65535, &a.port, &err))
 				goto usage_err;
 		} else if (!strcmp(s, "--api-key-env") && has) {
 			a.key_env = argv[++i];
 		} else if (!strcmp(s, "--max-queue") && has) {
-			if (cli_parse_int(argv[++i], s, 1, 1 << 20, &a.max_queue, &err))
+			if (util_parse_int(argv[++i], s, 1, 1 << 20, &a.max_queue, &err))
 				goto usage_err;
 		} else if (!strcmp(s, "--timeout") && has) {
-			if (cli_parse_int(argv[++i], s, 1, 86400, &a.timeout, &err))
+			if (util_parse_int(argv[++i], s, 1, 86400, &a.timeout, &err))
 				goto usage_err;
 		} else if (!strcmp(s, "--request-timeout") && has) {
-			if (cli_parse_int(argv[++i], s, 1, 86400, &a.req_timeout, &err))
+			if (util_parse_int(argv[++i], s, 1, 86400, &a.req_timeout, &err))
 				goto usage_err;
 		} else if (!strcmp(s, "--max-connections") && has) {
-			if (cli_parse_int(argv[++i], s, 1, 100000, &a.max_conn, &err))
+			if (util_parse_int(argv[++i], s, 1, 100000, &a.max_conn, &err))
 				goto usage_err;
 		} else if (!strcmp(s, "--shutdown-grace") && has) {
-			if (cli_parse_float(argv[++i], s, 0, 86400, &a.grace, &err))
+			if (util_parse_float(argv[++i], s, 0, 86400, &a.grace, &err))
 				goto usage_err;
 		} else if (!strcmp(s, "--ignore-eos")) {
 			a.ignore_eos = 1;

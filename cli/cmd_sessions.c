@@ -349,7 +349,7 @@ int cmd_sessions(int argc, char **argv)
 			return COLI_EXIT_USAGE;
 		}
 		snprintf(cache, sizeof cache, "%s", cache_opt);
-	} else if (coli_cache_dir(model, cache, sizeof cache, &err) < 0) {
+	} else if (kv_cache_dir(model, cache, sizeof cache, &err) < 0) {
 		cli_errorf(CMD, "%s", err.msg);
 		return COLI_EXIT_FAIL;
 	}

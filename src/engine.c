@@ -208,7 +208,7 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	mo.store.kv_parallel = e->opts.parallel;
 	if (e->opts.cache_dir) {
 		snprintf(e->cache_dir, sizeof e->cache_dir, "%s", e->opts.cache_dir);
-	} else if ((rc = coli_cache_dir(e->model_dir, e->cache_dir, sizeof e->cache_dir, err))) {
+	} else if ((rc = kv_cache_dir(e->model_dir, e->cache_dir, sizeof e->cache_dir, err))) {
 		goto fail;
 	}
 	snprintf(e->kv_dir, sizeof e->kv_dir, "%s/kv", e->cache_dir);
@@ -220,7 +220,7 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	made_heat = !e->opts.no_heat && stat(e->heat_dir, &st) != 0;
 	if (e->opts.no_heat) {
 		coli_info("routing heat off (--no-heat): no warm start, nothing saved");
-	} else if (coli_mkdirs(e->heat_dir, err)) {
+	} else if (kv_mkdirs(e->heat_dir, err)) {
 		/* routing heat is an optimisation: run without persisting it */
 		coli_warn("%s; routing heat will not be saved", err->msg);
 		coli_err_clear(err);

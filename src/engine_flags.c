@@ -182,19 +182,19 @@ int coli_gen_flags_parse(coli_gen_params *p, int argc, char **argv, int *i, coli
 	double dv;
 	int rc;
 	if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens")) {
-		if ((rc = cli_parse_int(v, a, 1, 1 << 24, &lv, err)))
+		if ((rc = util_parse_int(v, a, 1, 1 << 24, &lv, err)))
 			return rc;
 		p->max_tokens = (int)lv;
 	} else if (!strcmp(a, "--temp")) {
-		if ((rc = cli_parse_float(v, a, 0, 100, &dv, err)))
+		if ((rc = util_parse_float(v, a, 0, 100, &dv, err)))
 			return rc;
 		p->temperature = (float)dv;
 	} else if (!strcmp(a, "--top-p")) {
-		if ((rc = cli_parse_float(v, a, 0, 1, &dv, err)))
+		if ((rc = util_parse_float(v, a, 0, 1, &dv, err)))
 			return rc;
 		p->top_p = (float)dv;
 	} else {
-		if ((rc = cli_parse_int(v, a, 0, 0x7fffffffffffffffL, &lv, err)))
+		if ((rc = util_parse_int(v, a, 0, 0x7fffffffffffffffL, &lv, err)))
 			return rc;
 		p->seed = (uint64_t)lv;
 	}

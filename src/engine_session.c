@@ -80,7 +80,7 @@ int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_
 	int rc = kv_store_name_check(name, err);
 	if (rc)
 		return rc;
-	if ((rc = coli_mkdirs(e->kv_dir, err)))
+	if ((rc = kv_mkdirs(e->kv_dir, err)))
 		return rc;
 	const coli_config *c = &e->model->cfg;
 	const int L = c->num_hidden_layers, W = coli_config_kv_width(c), F = coli_config_index_layers(c);

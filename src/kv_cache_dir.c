@@ -62,7 +62,7 @@ static void container_fingerprint(const char *model_dir, char fp[65])
 
 /* The default cache directory's last component for model_dir (rule 2
  * above); snprintf's return. */
-static int coli_cache_dir_name(const char *model_dir, char *out, size_t cap)
+static int kv_cache_dir_name(const char *model_dir, char *out, size_t cap)
 {
 	char name[256], fp[65];
 	if (!model_dir || !*model_dir)
@@ -74,7 +74,7 @@ static int coli_cache_dir_name(const char *model_dir, char *out, size_t cap)
 	return snprintf(out, cap, "%s-%.*s", name, CACHE_FP_CHARS, fp);
 }
 
-int coli_cache_dir(const char *model_dir, char *out, size_t cap, coli_err *err)
+int kv_cache_dir(const char *model_dir, char *out, size_t cap, coli_err *err)
 {
 	const char *env = getenv("COLI_CACHE_DIR");
 	int n;
@@ -83,7 +83,7 @@ int coli_cache_dir(const char *model_dir, char *out, size_t cap, coli_err *err)
 	} else {
 		char name[300], root[PATH_MAX];
 		const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-		coli_cache_dir_name(model_dir, name, sizeof name);
+		kv_cache_dir_name(model_dir, name, sizeof name);
 		if (xdg && xdg[0] == '/')
 			snprintf(root, sizeof root, "%s/colitop", xdg);
 		else if (home && *home)
@@ -111,7 +111,7 @@ int coli_cache_dir(const char *model_dir, char *out, size_t cap, coli_err *err)
 	return 0;
 }
 
-int coli_mkdirs(const char *path, coli_err *err)
+int kv_mkdirs(const char *path, coli_err *err)
 {
 	char buf[PATH_MAX];
 	size_t len = strlen(path);

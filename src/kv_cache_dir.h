@@ -11,8 +11,8 @@
  *      is NULL.
  * A command's --cache-dir flag overrides both (callers handle it).
  * Inside: kv/ (sessions), hot-experts/, logs/. */
-#ifndef COLI_CACHE_DIR_H
-#define COLI_CACHE_DIR_H
+#ifndef COLI_KV_CACHE_DIR_H
+#define COLI_KV_CACHE_DIR_H
 
 #include <stddef.h>
 
@@ -20,9 +20,9 @@
 
 
 /* Compute the cache dir for a model dir (creates nothing). */
-int coli_cache_dir(const char *model_dir, char *out, size_t cap, coli_err *err);
+int kv_cache_dir(const char *model_dir, char *out, size_t cap, coli_err *err);
 
 /* mkdir -p with mode 0700 for created components. */
-int coli_mkdirs(const char *path, coli_err *err);
+int kv_mkdirs(const char *path, coli_err *err);
 
 #endif

@@ -19,7 +19,7 @@
  * model adds, per full indexer layer, [n_tokens][I] index keys: the
  * *_indexed calls, whose "layers" are slots, the L layers then those F
  * index key parts):
- *   kv_dir = coli_cache_dir(model_dir) + "/kv"  (kv_cache_dir.h)
+ *   kv_dir = kv_cache_dir(model_dir) + "/kv"  (kv_cache_dir.h)
  *   rc = kv_session_open(kv_dir, name, fp, L, W, 0, &s, &loaded, &err);
  *   if (rc == -ENOENT) rc = kv_session_create(kv_dir, name, fp, L, W, 0, &s, &err);
  *   -> loaded.tokens / loaded.rows[l] seed the cache: no re-prefill

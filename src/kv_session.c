@@ -153,7 +153,7 @@ int kv_session_create_indexed(const char *dir, const char *name, const char *fin
 				    name, n_layers, width, index_layers, index_width);
 	if ((rc = session_new(dir, name, flags, &s, err)) < 0)
 		return rc;
-	if ((rc = coli_mkdirs(dir, err)) < 0 || (rc = kv_store_lock(dir, name, &s->lock_fd, err)) < 0)
+	if ((rc = kv_mkdirs(dir, err)) < 0 || (rc = kv_store_lock(dir, name, &s->lock_fd, err)) < 0)
 		goto fail;
 	if (!(flags & KV_CREATE_OVERWRITE) && access(s->path, F_OK) == 0) {
 		rc = coli_err_set(err, -EEXIST, "%s: session already exists", s->path);

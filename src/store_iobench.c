@@ -29,7 +29,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-const char *iobench_fs_name(long t, int *network)
+const char *store_iobench_fs_name(long t, int *network)
 {
 	static const struct { unsigned long magic; const char *name; int net; } fs[] = {
 		{ 0xEF53, "ext4", 0 }, { 0x58465342, "xfs", 0 }, { 0x9123683E, "btrfs", 0 },
@@ -49,7 +49,7 @@ const char *iobench_fs_name(long t, int *network)
 	return NULL;
 }
 
-double iobench_decode_ceiling(double bps, int64_t bytes_per_token, double hit)
+double store_iobench_decode_ceiling(double bps, int64_t bytes_per_token, double hit)
 {
 	double miss = (1.0 - hit) * (double)bytes_per_token;
 	return miss > 0 ? bps / miss : 0;
@@ -68,7 +68,7 @@ static int read_int_file(const char *path)
 }
 
 /* Block device behind `path`: name, rotational, virtual. */
-static void describe_device(const char *path, iobench_report *r)
+static void describe_device(const char *path, store_iobench_report *r)
 {
 	struct stat st;
 	r->rotational = -1;
@@ -146,7 +146,7 @@ static uint64_t rnd(uint64_t *s)
 }
 
 /* Random reads of `block` bytes at depth qd for `secs` seconds. */
-static void run_test(int fd, int open_errno, int64_t fsize, iobench_test *t, double secs)
+static void run_test(int fd, int open_errno, int64_t fsize, store_iobench_test *t, double secs)
 {
 	struct io_uring ring;
 	void *bufs = NULL;
@@ -224,7 +224,7 @@ out:
 	free(bufs);
 }
 
-int iobench_run(const iobench_opts *o, iobench_report *r, coli_err *err)
+int store_iobench_run(const store_iobench_opts *o, store_iobench_report *r, coli_err *err)
 {
 	memset(r, 0, sizeof *r);
 	struct stat st;
@@ -236,7 +236,7 @@ int iobench_run(const iobench_opts *o, iobench_report *r, coli_err *err)
 	double secs = o->seconds > 0 ? o->seconds : 3.0;
 	struct statfs sf;
 	if (statfs(o->path, &sf) == 0) {
-		const char *n = iobench_fs_name((long)sf.f_type, &r->network);
+		const char *n = store_iobench_fs_name((long)sf.f_type, &r->network);
 		if (n)
 			snprintf(r->fs_type, sizeof r->fs_type, "%s", n);
 		else
@@ -285,7 +285,7 @@ int iobench_run(const iobench_opts *o, iobench_report *r, coli_err *err)
 	const int qds[2] = { o->qd_small > 0 ? o->qd_small : 32, o->qd_large > 0 ? o->qd_large : 8 };
 	for (int b = 0; b < 2; b++)
 		for (int d = 1; d >= 0; d--) {
-			iobench_test *t = &r->tests[r->n_tests++];
+			store_iobench_test *t = &r->tests[r->n_tests++];
 			t->block = blocks[b];
 			t->qd = qds[b];
 			t->direct = d;
@@ -301,7 +301,7 @@ int iobench_run(const iobench_opts *o, iobench_report *r, coli_err *err)
 	return 0;
 }
 
-void iobench_print(FILE *f, const iobench_report *r)
+void store_iobench_print(FILE *f, const store_iobench_report *r)
 {
 	char b1[32], b2[32];
 	fprintf(f, "file: %s (%s%s)\n", r->file, size_format(r->file_bytes, b1, sizeof b1),
@@ -312,7 +312,7 @@ void iobench_print(FILE *f, const iobench_report *r)
 		r->virtual_disk ? ", virtual disk" : "");
 	fprintf(f, "%-10s %-9s %4s %12s %10s\n", "block", "mode", "qd", "IOPS", "GB/s");
 	for (int i = 0; i < r->n_tests; i++) {
-		const iobench_test *t = &r->tests[i];
+		const store_iobench_test *t = &r->tests[i];
 		if (!t->ok) {
 			fprintf(f, "%-10s %-9s %4d %12s %10s  (%s)\n", size_format(t->block, b2, sizeof b2),
 				t->direct ? "direct" : "buffered", t->qd, "n/a", "n/a", t->note);
@@ -341,16 +341,16 @@ void iobench_print(FILE *f, const iobench_report *r)
 		fprintf(f, "note: %s is a virtual disk: figures depend on the host and its neighbours\n", r->device);
 	fprintf(f, "decode ceiling at %.2f GB/s with %s of experts per token (all misses): %.3f tok/s; "
 		"50%% hits: %.3f; 90%% hits: %.3f tok/s\n", gbs, size_format(r->bytes_per_token, b1, sizeof b1),
-		iobench_decode_ceiling(r->best_large_bps, r->bytes_per_token, 0),
-		iobench_decode_ceiling(r->best_large_bps, r->bytes_per_token, 0.5),
-		iobench_decode_ceiling(r->best_large_bps, r->bytes_per_token, 0.9));
+		store_iobench_decode_ceiling(r->best_large_bps, r->bytes_per_token, 0),
+		store_iobench_decode_ceiling(r->best_large_bps, r->bytes_per_token, 0.5),
+		store_iobench_decode_ceiling(r->best_large_bps, r->bytes_per_token, 0.9));
 }
 
-int iobench_print_json(FILE *f, const iobench_report *r)
+int store_iobench_print_json(FILE *f, const store_iobench_report *r)
 {
 	json_t *tests = json_array();
 	for (int i = 0; i < r->n_tests; i++) {
-		const iobench_test *t = &r->tests[i];
+		const store_iobench_test *t = &r->tests[i];
 		json_t *o = json_pack("{s:I,s:s,s:i,s:b}", "block", (json_int_t)t->block,
 				      "mode", t->direct ? "direct" : "buffered", "qd", t->qd, "ok", t->ok);
 		if (t->ok) {
@@ -369,9 +369,9 @@ int iobench_print_json(FILE *f, const iobench_report *r)
 				 "filesystem", r->fs_type, "network", r->network, "device", r->device,
 				 "virtual_disk", r->virtual_disk, "tests", tests,
 				 "bytes_per_token", (json_int_t)r->bytes_per_token,
-				 "decode_ceiling_tps", iobench_decode_ceiling(r->best_large_bps, r->bytes_per_token, 0),
-				 "decode_ceiling_tps_50", iobench_decode_ceiling(r->best_large_bps, r->bytes_per_token, 0.5),
-				 "decode_ceiling_tps_90", iobench_decode_ceiling(r->best_large_bps, r->bytes_per_token, 0.9));
+				 "decode_ceiling_tps", store_iobench_decode_ceiling(r->best_large_bps, r->bytes_per_token, 0),
+				 "decode_ceiling_tps_50", store_iobench_decode_ceiling(r->best_large_bps, r->bytes_per_token, 0.5),
+				 "decode_ceiling_tps_90", store_iobench_decode_ceiling(r->best_large_bps, r->bytes_per_token, 0.9));
 	if (!root)
 		return -ENOMEM;
 	json_object_set_new(root, "rotational", r->rotational < 0 ? json_null() : json_boolean(r->rotational));

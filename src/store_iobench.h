@@ -5,15 +5,15 @@
  * with posix_fadvise DONTNEED on each range read, so buffered figures are
  * disk figures too). Also says what the storage is: network filesystem,
  * rotational disk, virtual disk, and what that means for decode speed. */
-#ifndef COLI_IOBENCH_H
-#define COLI_IOBENCH_H
+#ifndef COLI_STORE_IOBENCH_H
+#define COLI_STORE_IOBENCH_H
 
 #include <stdint.h>
 #include <stdio.h>
 
 #include "coli_err.h"
 
-typedef struct iobench_opts {
+typedef struct store_iobench_opts {
 	const char *path;      /* a directory (a test file is made there) or a file */
 	int64_t record;        /* large block size; 0 = 16 MiB */
 	double seconds;        /* per test; 0 = 3 */
@@ -21,9 +21,9 @@ typedef struct iobench_opts {
 	int qd_small, qd_large; /* 0 = 32 and 8 */
 	int experts_per_token; /* for the decode ceiling; 0 = 8 */
 	int moe_layers;        /* for the decode ceiling; 0 = 75 (GLM-5) */
-} iobench_opts;
+} store_iobench_opts;
 
-typedef struct iobench_test {
+typedef struct store_iobench_test {
 	int64_t block;
 	int direct;            /* 1 O_DIRECT, 0 buffered */
 	int qd;
@@ -31,9 +31,9 @@ typedef struct iobench_test {
 	char note[96];         /* why not, when !ok */
 	uint64_t ops;
 	double seconds, iops, bytes_per_s;
-} iobench_test;
+} store_iobench_test;
 
-typedef struct iobench_report {
+typedef struct store_iobench_report {
 	char file[1024];       /* what was read */
 	int created;           /* 1 = a temporary file was made (and removed) */
 	int64_t file_bytes;
@@ -43,20 +43,20 @@ typedef struct iobench_report {
 	int rotational;        /* 1 spinning, 0 solid state, -1 unknown */
 	int virtual_disk;      /* virtio/xen disk */
 	int n_tests;
-	iobench_test tests[4];
+	store_iobench_test tests[4];
 	double best_large_bps; /* best large-block bandwidth */
 	int64_t bytes_per_token; /* experts_per_token x moe_layers x record */
-} iobench_report;
+} store_iobench_report;
 
-int iobench_run(const iobench_opts *o, iobench_report *r, coli_err *err);
+int store_iobench_run(const store_iobench_opts *o, store_iobench_report *r, coli_err *err);
 /* Human summary with warnings and the decode ceiling. */
-void iobench_print(FILE *f, const iobench_report *r);
+void store_iobench_print(FILE *f, const store_iobench_report *r);
 /* One JSON object (newline-terminated). */
-int iobench_print_json(FILE *f, const iobench_report *r);
+int store_iobench_print_json(FILE *f, const store_iobench_report *r);
 
 /* Pure helpers (tested). */
-const char *iobench_fs_name(long f_type, int *network);
+const char *store_iobench_fs_name(long f_type, int *network);
 /* Tokens/s ceiling when a fraction `hit` of expert reads are RAM hits. */
-double iobench_decode_ceiling(double bytes_per_s, int64_t bytes_per_token, double hit);
+double store_iobench_decode_ceiling(double bytes_per_s, int64_t bytes_per_token, double hit);
 
 #endif

@@ -8,7 +8,7 @@
 
 #include "util_args.h"
 
-int cli_parse_ids(const char *s, int **ids, int *n, coli_err *err)
+int util_parse_ids(const char *s, int **ids, int *n, coli_err *err)
 {
 	size_t cap = 16, len = 0;
 	int *v = malloc(cap * sizeof *v);
@@ -51,7 +51,7 @@ int cli_parse_ids(const char *s, int **ids, int *n, coli_err *err)
 	return 0;
 }
 
-int cli_parse_int(const char *s, const char *what, long lo, long hi, long *out, coli_err *err)
+int util_parse_int(const char *s, const char *what, long lo, long hi, long *out, coli_err *err)
 {
 	char *end;
 	errno = 0;
@@ -62,7 +62,7 @@ int cli_parse_int(const char *s, const char *what, long lo, long hi, long *out, 
 	return 0;
 }
 
-int cli_parse_float(const char *s, const char *what, double lo, double hi, double *out, coli_err *err)
+int util_parse_float(const char *s, const char *what, double lo, double hi, double *out, coli_err *err)
 {
 	char *end;
 	errno = 0;

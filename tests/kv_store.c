@@ -250,22 +250,22 @@ static void test_sizes_and_cache_dir(void)
 	char out[4300], want[4300];
 	coli_err err = { 0 };
 	setenv("COLI_CACHE_DIR", "/x/cache", 1);
-	CHECK(coli_cache_dir("/m/glm", out, sizeof out, &err) == 0 && !strcmp(out, "/x/cache"));
+	CHECK(kv_cache_dir("/m/glm", out, sizeof out, &err) == 0 && !strcmp(out, "/x/cache"));
 	unsetenv("COLI_CACHE_DIR");
 	setenv("XDG_CACHE_HOME", "/xdg", 1);
-	CHECK(coli_cache_dir("/nonexistent/glm-5.2-int4-g64/", out, sizeof out, &err) == 0 &&
+	CHECK(kv_cache_dir("/nonexistent/glm-5.2-int4-g64/", out, sizeof out, &err) == 0 &&
 	      !strcmp(out, "/xdg/colitop/glm-5.2-int4-g64"));
-	CHECK(coli_cache_dir(NULL, out, sizeof out, &err) == 0 && !strcmp(out, "/xdg/colitop/default"));
+	CHECK(kv_cache_dir(NULL, out, sizeof out, &err) == 0 && !strcmp(out, "/xdg/colitop/default"));
 	unsetenv("XDG_CACHE_HOME");
 	setenv("HOME", dir, 1);
 	snprintf(want, sizeof want, "%s/.cache/colitop/%s", dir, strrchr(dir, '/') + 1);
-	CHECK(coli_cache_dir(dir, out, sizeof out, &err) == 0 && !strcmp(out, want));
+	CHECK(kv_cache_dir(dir, out, sizeof out, &err) == 0 && !strcmp(out, want));
 	/* two models named alike in different parents: the fingerprint of
 	 * their manifests tells them apart (name + first 12 hex digits) */
 	char m1[4200], m2[4200], fp[65];
 	snprintf(m1, sizeof m1, "%s/p1/glm", dir);
 	snprintf(m2, sizeof m2, "%s/p2/glm", dir);
-	CHECK(coli_mkdirs(m1, &err) == 0 && coli_mkdirs(m2, &err) == 0);
+	CHECK(kv_mkdirs(m1, &err) == 0 && kv_mkdirs(m2, &err) == 0);
 	const char *man1 = "{\"format_version\":1,\"x\":1}\n", *man2 = "{\"format_version\":1,\"x\":2}\n";
 	snprintf(out, sizeof out, "%s/manifest.json", m1);
 	CHECK(manifest_write_atomic(out, man1, strlen(man1), &err) == 0);
@@ -274,19 +274,19 @@ static void test_sizes_and_cache_dir(void)
 	setenv("XDG_CACHE_HOME", "/xdg", 1);
 	coli_sha256_hex(man1, strlen(man1), fp);
 	snprintf(want, sizeof want, "/xdg/colitop/glm-%.12s", fp);
-	CHECK(coli_cache_dir(m1, out, sizeof out, &err) == 0 && !strcmp(out, want));
+	CHECK(kv_cache_dir(m1, out, sizeof out, &err) == 0 && !strcmp(out, want));
 	coli_sha256_hex(man2, strlen(man2), fp);
 	snprintf(want, sizeof want, "/xdg/colitop/glm-%.12s", fp);
-	CHECK(coli_cache_dir(m2, out, sizeof out, &err) == 0 && !strcmp(out, want));
+	CHECK(kv_cache_dir(m2, out, sizeof out, &err) == 0 && !strcmp(out, want));
 	unsetenv("XDG_CACHE_HOME");
 	char small[8];
-	CHECK(coli_cache_dir("/m/glm", small, sizeof small, &err) == -ENAMETOOLONG);
+	CHECK(kv_cache_dir("/m/glm", small, sizeof small, &err) == -ENAMETOOLONG);
 	snprintf(out, sizeof out, "%s/a/b/c/kv", dir);
-	CHECK(coli_mkdirs(out, &err) == 0 && coli_mkdirs(out, &err) == 0);
+	CHECK(kv_mkdirs(out, &err) == 0 && kv_mkdirs(out, &err) == 0);
 	struct stat st;
 	CHECK(stat(out, &st) == 0 && (st.st_mode & 0777) == 0700);
 	snprintf(out, sizeof out, "%s/p10.kv/x", dir);
-	CHECK(coli_mkdirs(out, &err) < 0);
+	CHECK(kv_mkdirs(out, &err) < 0);
 }
 
 int main(void)

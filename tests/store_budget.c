@@ -107,7 +107,7 @@ static void put(const char *dir, const char *name, const char *text)
 {
 	char p[4200];
 	coli_err e = { 0 };
-	REQUIRE(coli_mkdirs(dir, &e) == 0);
+	REQUIRE(kv_mkdirs(dir, &e) == 0);
 	snprintf(p, sizeof p, "%s/%s", dir, name);
 	FILE *f = fopen(p, "w");
 	REQUIRE(f && fputs(text, f) >= 0 && fclose(f) == 0);

@@ -127,13 +127,13 @@ int main(void)
 	REQUIRE(expert_store_opts_from_env(&o, &e) == -EINVAL && strstr(e.msg, "COLI_PREFETCH"));
 	/* iobench's pure helpers */
 	int net = -1;
-	REQUIRE(!strcmp(iobench_fs_name(0xEF53, &net), "ext4") && net == 0);
-	REQUIRE(!strcmp(iobench_fs_name(0x6969, &net), "nfs") && net == 1);
-	REQUIRE(!strcmp(iobench_fs_name((long)0xFF534D42u, &net), "cifs") && net == 1);
-	REQUIRE(iobench_fs_name(0x1234, &net) == NULL && net == 0);
-	double tps = iobench_decode_ceiling(2e9, 1000000000, 0);
+	REQUIRE(!strcmp(store_iobench_fs_name(0xEF53, &net), "ext4") && net == 0);
+	REQUIRE(!strcmp(store_iobench_fs_name(0x6969, &net), "nfs") && net == 1);
+	REQUIRE(!strcmp(store_iobench_fs_name((long)0xFF534D42u, &net), "cifs") && net == 1);
+	REQUIRE(store_iobench_fs_name(0x1234, &net) == NULL && net == 0);
+	double tps = store_iobench_decode_ceiling(2e9, 1000000000, 0);
 	REQUIRE(tps > 1.99 && tps < 2.01);
-	tps = iobench_decode_ceiling(2e9, 1000000000, 0.9);
+	tps = store_iobench_decode_ceiling(2e9, 1000000000, 0.9);
 	REQUIRE(tps > 19.9 && tps < 20.1);
 	return test_summary(__FILE__);
 }

@@ -75,10 +75,10 @@ static int parse_env(args *a, coli_err *err)
 		a->key_env = v;
 	if ((v = getenv("COLI_SESSION")) && *v)
 		a->session = v;
-	if ((v = getenv("COLI_PORT")) && *v && cli_parse_int(v, "COLI_PORT", 0, 65535, &a->port, err))
+	if ((v = getenv("COLI_PORT")) && *v && util_parse_int(v, "COLI_PORT", 0, 65535, &a->port, err))
 		return -EINVAL;
 	if ((v = getenv("COLI_SHUTDOWN_GRACE")) && *v &&
-	    cli_parse_float(v, "COLI_SHUTDOWN_GRACE", 0, 86400, &a->grace, err))
+	    util_parse_float(v, "COLI_SHUTDOWN_GRACE", 0, 86400, &a->grace, err))
 		return -EINVAL;
 	return 0;
 }
@@ -104,7 +104,7 @@ static int parse_args(int argc, char **argv, args *a, coli_engine_flags *fl, int
 		} else if (!strcmp(s, "--model") && has) {
 			a->model = argv[++i];
 		} else if (!strcmp(s, "--port") && has) {
-			if (cli_parse_int(argv[++i], s, 0, 65535, &a->port, err))
+			if (util_parse_int(argv[++i], s, 0, 65535, &a->port, err))
 				return -EINVAL;
 			a->no_server = 0;
 		} else if (!strcmp(s, "--ignore-eos")) {
@@ -118,13 +118,13 @@ static int parse_args(int argc, char **argv, args *a, coli_engine_flags *fl, int
 		} else if (!strcmp(s, "--session") && has) {
 			a->session = argv[++i];
 		} else if (!strcmp(s, "--max-tokens") && has) {
-			if (cli_parse_int(argv[++i], s, 1, 1 << 24, &a->max_tokens, err))
+			if (util_parse_int(argv[++i], s, 1, 1 << 24, &a->max_tokens, err))
 				return -EINVAL;
 		} else if (!strcmp(s, "--shutdown-grace") && has) {
-			if (cli_parse_float(argv[++i], s, 0, 86400, &a->grace, err))
+			if (util_parse_float(argv[++i], s, 0, 86400, &a->grace, err))
 				return -EINVAL;
 		} else if (!strcmp(s, "--temperature") && has) {
-			if (cli_parse_float(argv[++i], s, 0.0, 10.0, &a->temperature, err))
+			if (util_parse_float(argv[++i], s, 0.0, 10.0, &a->temperature, err))
 				return -EINVAL;
 		} else {
 			return coli_err_set(err, -EINVAL, "unexpected argument '%s' (see --help)", s);
@@ -301,7 +301,7 @@ int main(int argc, char **argv)
 		goto fail;
 	if (fl.opts.cache_dir)
 		snprintf(cache_dir, sizeof cache_dir, "%s", fl.opts.cache_dir);
-	else if (coli_cache_dir(model_dir, cache_dir, sizeof cache_dir, &err))
+	else if (kv_cache_dir(model_dir, cache_dir, sizeof cache_dir, &err))
 		goto fail;
 	/* the ring first: the log file is created once the model is open,
 	 * so a failed open leaves nothing in the cache directory */
@@ -318,7 +318,7 @@ int main(int argc, char **argv)
 	if (coli_engine_new(&fl.opts, &a->eng, &err))
 		goto fail;
 	snprintf(path, sizeof path, "%s/logs", cache_dir);
-	if (coli_mkdirs(path, &err)) {
+	if (kv_mkdirs(path, &err)) {
 		tui_log_add(&log, 2, "%s (logging to the Log pane only)", err.msg);
 		coli_err_clear(&err);
 	} else {
