@@ -153,14 +153,46 @@ static json_t *policy_json(const expert_trace *t, int64_t capacity)
 	return o;
 }
 
+struct bench_args {
+	long n_prompt, n_gen, seed;
+	double kernel_seconds;
+	int cold, kernels, io, mtp;
+};
+
+/* bench's own flags (coli_cmd_flag_fn). */
+static int bench_flag(void *ctx, int argc, char **argv, int *i, coli_err *err)
+{
+	struct bench_args *b = ctx;
+	const char *a = argv[*i];
+	int has = *i + 1 < argc;
+	if (!strcmp(a, "--prompt") && has)
+		return util_parse_int(argv[++*i], a, 1, 1 << 20, &b->n_prompt, err) ? -EINVAL : 1;
+	if (!strcmp(a, "--gen") && has)
+		return util_parse_int(argv[++*i], a, 1, 1 << 20, &b->n_gen, err) ? -EINVAL : 1;
+	if (!strcmp(a, "--seed") && has)
+		return util_parse_int(argv[++*i], a, 0, 0x7fffffff, &b->seed, err) ? -EINVAL : 1;
+	if (!strcmp(a, "--kernel-seconds") && has)
+		return util_parse_float(argv[++*i], a, 0.1, 600, &b->kernel_seconds, err) ? -EINVAL : 1;
+	if (!strcmp(a, "--cold"))
+		b->cold = 1;
+	else if (!strcmp(a, "--iobench"))
+		b->io = 1;
+	else if (!strcmp(a, "--no-kernels"))
+		b->kernels = 0;
+	else if (!strcmp(a, "--mtp"))
+		b->mtp = 1;
+	else
+		return 0;
+	return 1;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	coli_err err = { 0 };
 	coli_engine_flags fl;
 	const char *dir_arg = NULL;
-	long n_prompt = 64, n_gen = 32, seed = 1;
-	double kernel_seconds = 3.0;
-	int cold = 0, kernels = 1, io = 0, mtp = 0, status = COLI_EXIT_FAIL;
+	struct bench_args b = { .n_prompt = 64, .n_gen = 32, .seed = 1, .kernel_seconds = 3.0, .kernels = 1 };
+	int status = COLI_EXIT_FAIL;
 	char dir[4096], heat_dir[4200];
 	coli_model *m = NULL;
 	coli_state *s = NULL;
@@ -172,59 +204,28 @@ int cmd_bench(int argc, char **argv)
 		cli_errorf("bench", "%s", err.msg);
 		return COLI_EXIT_USAGE;
 	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int rr = coli_engine_flags_parse(&fl, argc, argv, &i, &err);
-		if (rr < 0)
-			goto usage_err;
-		if (rr)
-			continue;
-		int has = i + 1 < argc;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			status = COLI_EXIT_OK;
-			goto out;
-		} else if (!strcmp(a, "--prompt") && has) {
-			if (util_parse_int(argv[++i], a, 1, 1 << 20, &n_prompt, &err))
-				goto usage_err;
-		} else if (!strcmp(a, "--gen") && has) {
-			if (util_parse_int(argv[++i], a, 1, 1 << 20, &n_gen, &err))
-				goto usage_err;
-		} else if (!strcmp(a, "--seed") && has) {
-			if (util_parse_int(argv[++i], a, 0, 0x7fffffff, &seed, &err))
-				goto usage_err;
-		} else if (!strcmp(a, "--kernel-seconds") && has) {
-			if (util_parse_float(argv[++i], a, 0.1, 600, &kernel_seconds, &err))
-				goto usage_err;
-		} else if (!strcmp(a, "--cold")) {
-			cold = 1;
-		} else if (!strcmp(a, "--iobench")) {
-			io = 1;
-		} else if (!strcmp(a, "--no-kernels")) {
-			kernels = 0;
-		} else if (!strcmp(a, "--mtp")) {
-			mtp = 1;
-		} else if (a[0] != '-' && !dir_arg) {
-			dir_arg = a;
-		} else {
-			coli_err_set(&err, -EINVAL, "unexpected argument '%s' (see --help)", a);
-			goto usage_err;
-		}
+	int rr = coli_engine_flags_parse_args(&fl, NULL, argc, argv, bench_flag, &b, &dir_arg, &err);
+	if (rr == COLI_ARGS_HELP) {
+		usage(stdout);
+		status = COLI_EXIT_OK;
+		goto out;
 	}
+	if (rr < 0)
+		goto usage_err;
 	if (coli_model_dir_resolve(dir_arg, dir, sizeof dir, &err))
 		goto fail;
 	coli_model_opts mo;
 	coli_engine_flags_model_opts(&fl, &mo);
-	if (cold && mo.store.direct < 0)
+	if (b.cold && mo.store.direct < 0)
 		mo.store.direct = 1;
-	mo.mtp = mtp;
+	mo.mtp = b.mtp;
 	/* the automatic cache budget subtracts the KV this command allocates
 	 * (one sequence of prompt + gen, coli_state_new below), not the
 	 * engine's --ctx x slots */
-	mo.store.kv_ctx = (int)(n_prompt + n_gen + 1);
+	mo.store.kv_ctx = (int)(b.n_prompt + b.n_gen + 1);
 	mo.store.kv_ram = 0;
 	mo.store.kv_parallel = 1;
-	if (cold)
+	if (b.cold)
 		fl.opts.no_heat = 1; /* a cold run must not warm-start from history */
 	if (fl.opts.cache_dir && !fl.opts.no_heat) {
 		/* heat persistence, as the engine does it (engine.c) */
@@ -249,7 +250,7 @@ int cmd_bench(int argc, char **argv)
 	/* the disk ceiling is measured before the model runs */
 	store_iobench_report io_rep;
 	int have_io = 0;
-	if (io && c->n_routed_experts > 0) {
+	if (b.io && c->n_routed_experts > 0) {
 		store_iobench_opts io_o;
 		memset(&io_o, 0, sizeof io_o);
 		for (int l = 0; l < c->num_hidden_layers && !io_o.path; l++)
@@ -268,17 +269,17 @@ int cmd_bench(int argc, char **argv)
 			fclose(cr);
 		}
 	}
-	if (cold)
+	if (b.cold)
 		drop_expert_pages(m->container);
 
-	toks = malloc(sizeof(int) * (size_t)(n_prompt + n_gen));
+	toks = malloc(sizeof(int) * (size_t)(b.n_prompt + b.n_gen));
 	logits = malloc(sizeof(float) * (size_t)c->vocab_size);
 	if (!toks || !logits) {
 		coli_err_set(&err, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	uint64_t rng = (uint64_t)seed * 0x9e3779b97f4a7c15ULL + 1;
-	for (long i = 0; i < n_prompt; i++) {
+	uint64_t rng = (uint64_t)b.seed * 0x9e3779b97f4a7c15ULL + 1;
+	for (long i = 0; i < b.n_prompt; i++) {
 		rng ^= rng << 13;
 		rng ^= rng >> 7;
 		rng ^= rng << 17;
@@ -287,25 +288,25 @@ int cmd_bench(int argc, char **argv)
 	/* prompt positions per forward call: --prefill-batch, as the engine's
 	 * chunks (64 when not given, this command's figure so far) */
 	const int chunk = fl.opts.prefill_batch > 0 ? fl.opts.prefill_batch : 64;
-	if (coli_state_new(m, (int)(n_prompt + n_gen + 1), chunk, &s, &err))
+	if (coli_state_new(m, (int)(b.n_prompt + b.n_gen + 1), chunk, &s, &err))
 		goto fail;
-	float *draft = mtp ? malloc(sizeof(float) * (size_t)c->vocab_size) : NULL;
+	float *draft = b.mtp ? malloc(sizeof(float) * (size_t)c->vocab_size) : NULL;
 	long drafted = 0, accepted = 0;
 	int draft_tok = -1;
-	if (mtp && !m->n_mtp) {
+	if (b.mtp && !m->n_mtp) {
 		coli_err_set(&err, -ENOTSUP, "%s has no MTP module", dir);
 		free(draft);
 		goto fail;
 	}
 	double cpu_pf0 = cpu_s();
 	t0 = now_s();
-	if (!mtp) {
-		if (coli_forward(m, s, toks, (int)n_prompt, logits, 0, &err))
+	if (!b.mtp) {
+		if (coli_forward(m, s, toks, (int)b.n_prompt, logits, 0, &err))
 			goto fail;
 	} else {
 		/* the MTP cache needs an entry per position: prefill one by one */
-		for (long i = 0; i < n_prompt; i++) {
-			int next = i + 1 < n_prompt ? toks[i + 1] : -1;
+		for (long i = 0; i < b.n_prompt; i++) {
+			int next = i + 1 < b.n_prompt ? toks[i + 1] : -1;
 			if (coli_forward(m, s, toks + i, 1, logits, 0, &err))
 				goto fail_mtp;
 			if (next < 0)
@@ -318,11 +319,11 @@ int cmd_bench(int argc, char **argv)
 	double t_prefill = now_s() - t0;
 	double cpu_prefill = cpu_s() - cpu_pf0;
 	json_t *pf = json_object();
-	json_object_set_new(pf, "tokens", json_integer(n_prompt));
-	json_object_set_new(pf, "chunk", json_integer(mtp ? 1 : chunk));
+	json_object_set_new(pf, "tokens", json_integer(b.n_prompt));
+	json_object_set_new(pf, "chunk", json_integer(b.mtp ? 1 : chunk));
 	json_object_set_new(pf, "seconds", json_real(t_prefill));
-	json_object_set_new(pf, "tokens_per_s", json_real(n_prompt / t_prefill));
-	json_object_set_new(pf, "cpu_ms_per_token", json_real(1000.0 * cpu_prefill / n_prompt));
+	json_object_set_new(pf, "tokens_per_s", json_real(b.n_prompt / t_prefill));
+	json_object_set_new(pf, "cpu_ms_per_token", json_real(1000.0 * cpu_prefill / b.n_prompt));
 	json_object_set_new(out, "prefill", pf);
 
 	/* decode, recording the routing trace */
@@ -330,7 +331,7 @@ int cmd_bench(int argc, char **argv)
 	trace.n_layers = L;
 	trace.n_experts = c->n_routed_experts;
 	trace.top_k = K;
-	trace.ids = malloc(sizeof(int32_t) * (size_t)n_gen * L * (K > 0 ? K : 1));
+	trace.ids = malloc(sizeof(int32_t) * (size_t)b.n_gen * L * (K > 0 ? K : 1));
 	if (!trace.ids) {
 		coli_err_set(&err, -ENOMEM, "out of memory");
 		goto fail;
@@ -344,11 +345,11 @@ int cmd_bench(int argc, char **argv)
 	coli_timing tm_before = *coli_state_timing(s);
 	double cpu0 = cpu_s();
 	t0 = now_s();
-	for (long g = 0; g < n_gen; g++) {
+	for (long g = 0; g < b.n_gen; g++) {
 		int tok = coli_argmax(logits, c->vocab_size);
 		if (coli_forward(m, s, &tok, 1, logits, 0, &err))
 			goto fail_mtp;
-		if (mtp) {
+		if (b.mtp) {
 			/* the draft made one step ago predicted the token after tok */
 			int next = coli_argmax(logits, c->vocab_size);
 			drafted++;
@@ -370,16 +371,16 @@ int cmd_bench(int argc, char **argv)
 		expert_stats_snapshot(st, &after);
 	const coli_timing *tm = coli_state_timing(s);
 	json_t *dc = json_object();
-	json_object_set_new(dc, "tokens", json_integer(n_gen));
+	json_object_set_new(dc, "tokens", json_integer(b.n_gen));
 	json_object_set_new(dc, "seconds", json_real(t_decode));
-	json_object_set_new(dc, "tokens_per_s", json_real(n_gen / t_decode));
-	json_object_set_new(dc, "ms_per_token", json_real(1000.0 * t_decode / n_gen));
+	json_object_set_new(dc, "tokens_per_s", json_real(b.n_gen / t_decode));
+	json_object_set_new(dc, "ms_per_token", json_real(1000.0 * t_decode / b.n_gen));
 	/* CPU time (all threads): on a shared machine wall time also counts
 	 * the cores other processes took; cpu_share says how much we got */
-	json_object_set_new(dc, "cpu_ms_per_token", json_real(1000.0 * cpu_decode / n_gen));
+	json_object_set_new(dc, "cpu_ms_per_token", json_real(1000.0 * cpu_decode / b.n_gen));
 	json_object_set_new(dc, "cpu_share", json_real(cpu_decode / t_decode / coli_pool_size(m->pool)));
 	json_t *split = json_object();
-	double per = 1000.0 / n_gen;
+	double per = 1000.0 / b.n_gen;
 	json_object_set_new(split, "attention_ms", json_real((tm->attention - tm_before.attention) * per));
 	/* DSA models: the indexer's part of attention_ms */
 	json_object_set_new(split, "indexer_ms", json_real((tm->indexer - tm_before.indexer) * per));
@@ -389,7 +390,7 @@ int cmd_bench(int argc, char **argv)
 	json_object_set_new(split, "other_ms", json_real((tm->other - tm_before.other) * per));
 	json_object_set_new(dc, "time_split", split);
 	json_object_set_new(out, "decode", dc);
-	if (mtp) {
+	if (b.mtp) {
 		json_t *mj = json_object();
 		json_object_set_new(mj, "drafts", json_integer(drafted));
 		json_object_set_new(mj, "accepted", json_integer(accepted));
@@ -405,7 +406,7 @@ int cmd_bench(int argc, char **argv)
 		uint64_t hits = (after.hits_pinned + after.hits_cached + after.hits_prefetched) -
 				(before.hits_pinned + before.hits_cached + before.hits_prefetched);
 		uint64_t misses = after.misses - before.misses;
-		double bpt = (double)bytes / n_gen;
+		double bpt = (double)bytes / b.n_gen;
 		json_object_set_new(ex, "record_bytes", json_integer(after.record_size));
 		json_object_set_new(ex, "budget_pin", json_integer(after.budget_pin));
 		json_object_set_new(ex, "budget_cache", json_integer(after.budget_cache));
@@ -438,18 +439,18 @@ int cmd_bench(int argc, char **argv)
 		 * apart from the bytes wasted on prefetched records never used */
 		uint64_t needed = (misses + (after.hits_prefetched - before.hits_prefetched)) * after.record_size;
 		uint64_t wasted = (issued > used ? issued - used : 0) * after.record_size;
-		double npt = (double)needed / n_gen;
+		double npt = (double)needed / b.n_gen;
 		json_object_set_new(ex, "needed_bytes_per_token", json_real(npt));
-		json_object_set_new(ex, "wasted_prefetch_bytes_per_token", json_real((double)wasted / n_gen));
+		json_object_set_new(ex, "wasted_prefetch_bytes_per_token", json_real((double)wasted / b.n_gen));
 		/* step time against the slower of its two parts: 1.0 when reads
 		 * and compute overlap perfectly, 2.0 when they run one after the
 		 * other in equal shares */
-		double io_s = busy / n_gen, compute_s = (t_decode - (after.wait_seconds - before.wait_seconds)) / n_gen;
+		double io_s = busy / b.n_gen, compute_s = (t_decode - (after.wait_seconds - before.wait_seconds)) / b.n_gen;
 		double slower = io_s > compute_s ? io_s : compute_s;
-		json_object_set_new(ex, "step_ms", json_real(t_decode / n_gen * 1e3));
+		json_object_set_new(ex, "step_ms", json_real(t_decode / b.n_gen * 1e3));
 		json_object_set_new(ex, "io_busy_ms_per_token", json_real(io_s * 1e3));
 		json_object_set_new(ex, "compute_ms_per_token", json_real(compute_s * 1e3));
-		json_object_set_new(ex, "step_over_max_io_compute", slower > 0 ? json_real(t_decode / n_gen / slower)
+		json_object_set_new(ex, "step_over_max_io_compute", slower > 0 ? json_real(t_decode / b.n_gen / slower)
 									       : json_null());
 		json_object_set_new(out, "experts", ex);
 		int64_t cap = after.record_size > 0 ? (after.budget_pin + after.budget_cache) / after.record_size : 0;
@@ -464,7 +465,7 @@ int cmd_bench(int argc, char **argv)
 				 * not raise the ceiling */
 				double ceiling = gbps / npt;
 				json_object_set_new(ij, "ceiling_tokens_per_s", json_real(ceiling));
-				json_object_set_new(ij, "decode_ratio_to_ceiling", json_real((n_gen / t_decode) / ceiling));
+				json_object_set_new(ij, "decode_ratio_to_ceiling", json_real((b.n_gen / t_decode) / ceiling));
 			}
 			if (bpt > 0) {
 				/* the read rate (needed and wasted bytes alike) over the
@@ -486,9 +487,9 @@ int cmd_bench(int argc, char **argv)
 		coli_model_free(m);
 		m = NULL;
 		/* --cold: the engine reads experts with O_DIRECT too */
-		if (cold && fl.opts.store.direct < 0)
+		if (b.cold && fl.opts.store.direct < 0)
 			fl.opts.store.direct = 1;
-		json_t *dj = bench_draft_run(&fl.opts, dir, (int)n_prompt, (int)n_gen, fl.opts.draft, (uint64_t)seed, &err);
+		json_t *dj = bench_draft_run(&fl.opts, dir, (int)b.n_prompt, (int)b.n_gen, fl.opts.draft, (uint64_t)b.seed, &err);
 		if (!dj)
 			goto fail;
 		json_object_set_new(out, "draft", dj);
@@ -498,9 +499,9 @@ int cmd_bench(int argc, char **argv)
 	/* free the model before the kernel figures so memory is available */
 	coli_state_free(s);
 	s = NULL;
-	if (kernels) {
+	if (b.kernels) {
 		coli_pool *p = coli_pool_new(fl.opts.threads);
-		json_t *k = p ? coli_bench_kernels(p, kernel_seconds) : NULL;
+		json_t *k = p ? coli_bench_kernels(p, b.kernel_seconds) : NULL;
 		coli_pool_free(p);
 		json_object_set_new(out, "kernels", k ? k : json_null());
 	}

@@ -279,6 +279,28 @@ static int chat_loop(chat *c)
 	return status;
 }
 
+struct chat_flags {
+	chat *c;
+	cli_json_flags *jf;
+};
+
+/* chat's own flags and the JSON-output ones (coli_cmd_flag_fn). */
+static int chat_flag(void *ctx, int argc, char **argv, int *i, coli_err *err)
+{
+	struct chat_flags *cf = ctx;
+	const char *a = argv[*i];
+	int rr = cli_json_flags_parse(cf->jf, &cf->c->gp, argc, argv, i, err);
+	if (rr)
+		return rr;
+	if (!strcmp(a, "--system") && *i + 1 < argc)
+		cf->c->system_msg = argv[++*i];
+	else if (!strcmp(a, "--session") && *i + 1 < argc)
+		cf->c->gp.session = argv[++*i];
+	else
+		return 0;
+	return 1;
+}
+
 int cmd_chat(int argc, char **argv)
 {
 	coli_err err = { 0 };
@@ -294,33 +316,15 @@ int cmd_chat(int argc, char **argv)
 		cli_errorf("chat", "%s", err.msg);
 		return COLI_EXIT_USAGE;
 	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int rr = coli_engine_flags_parse(&fl, argc, argv, &i, &err);
-		if (!rr)
-			rr = coli_gen_flags_parse(&c.gp, argc, argv, &i, &err);
-		if (!rr)
-			rr = cli_json_flags_parse(&jf, &c.gp, argc, argv, &i, &err);
-		if (rr < 0)
-			goto usage_err;
-		if (rr)
-			continue;
-		int has = i + 1 < argc;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			status = COLI_EXIT_OK;
-			goto out;
-		} else if (!strcmp(a, "--system") && has) {
-			c.system_msg = argv[++i];
-		} else if (!strcmp(a, "--session") && has) {
-			c.gp.session = argv[++i];
-		} else if (a[0] != '-' && !dir) {
-			dir = a;
-		} else {
-			coli_err_set(&err, -EINVAL, "unexpected argument '%s' (see --help)", a);
-			goto usage_err;
-		}
+	struct chat_flags cf = { &c, &jf };
+	int rr = coli_engine_flags_parse_args(&fl, &c.gp, argc, argv, chat_flag, &cf, &dir, &err);
+	if (rr == COLI_ARGS_HELP) {
+		usage(stdout);
+		status = COLI_EXIT_OK;
+		goto out;
 	}
+	if (rr < 0)
+		goto usage_err;
 	if (c.gp.session && kv_store_name_check(c.gp.session, &err))
 		goto usage_err;
 	c.tty_in = isatty(STDIN_FILENO);

@@ -59,53 +59,48 @@ struct cmp_args {
 	int json;
 };
 
+/* compare's own flags (coli_cmd_flag_fn). */
+static int compare_flag(void *ctx, int argc, char **argv, int *i, coli_err *err)
+{
+	struct cmp_args *a = ctx;
+	const char *s = argv[*i];
+	int has = *i + 1 < argc;
+	const char **str = !strcmp(s, "--remote")        ? &a->remote
+			   : !strcmp(s, "--remote-model")  ? &a->remote_model
+			   : !strcmp(s, "--key-env")       ? &a->key_env
+			   : !strcmp(s, "--local")         ? &a->local
+			   : !strcmp(s, "--model")         ? &a->model_dir
+			   : !strcmp(s, "--local-model")   ? &a->local_model
+			   : !strcmp(s, "--local-key-env") ? &a->local_key_env
+			   : !strcmp(s, "--format")        ? &a->format
+							    : NULL;
+	if (str && has)
+		*str = argv[++*i];
+	else if (!strcmp(s, "--rounds") && has)
+		return util_parse_int(argv[++*i], s, 1, 1000, &a->rounds, err) ? -EINVAL : 1;
+	else if (!strcmp(s, "--max-tokens") && has)
+		return util_parse_int(argv[++*i], s, 0, 1 << 20, &a->max_tokens, err) ? -EINVAL : 1;
+	else if (!strcmp(s, "--timeout") && has)
+		return util_parse_int(argv[++*i], s, 1, 86400, &a->timeout, err) ? -EINVAL : 1;
+	else if (!strcmp(s, "--temperature") && has)
+		return util_parse_float(argv[++*i], s, 0, 2, &a->temperature, err) ? -EINVAL : 1;
+	else if (!strcmp(s, "--json"))
+		a->json = 1;
+	else
+		return 0;
+	return 1;
+}
+
 static int parse_args(int argc, char **argv, coli_engine_flags *fl, struct cmp_args *a,
 		      int *help, coli_err *err)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i];
-		int rr = coli_engine_flags_parse(fl, argc, argv, &i, err);
-		if (rr < 0)
-			return rr;
-		if (rr)
-			continue;
-		int has = i + 1 < argc;
-		const char **str = !strcmp(s, "--remote")          ? &a->remote
-				   : !strcmp(s, "--remote-model")  ? &a->remote_model
-				   : !strcmp(s, "--key-env")       ? &a->key_env
-				   : !strcmp(s, "--local")         ? &a->local
-				   : !strcmp(s, "--model")         ? &a->model_dir
-				   : !strcmp(s, "--local-model")   ? &a->local_model
-				   : !strcmp(s, "--local-key-env") ? &a->local_key_env
-				   : !strcmp(s, "--format")        ? &a->format
-								   : NULL;
-		if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-			*help = 1;
-			return 0;
-		} else if (str && has) {
-			*str = argv[++i];
-		} else if (!strcmp(s, "--rounds") && has) {
-			if (util_parse_int(argv[++i], s, 1, 1000, &a->rounds, err))
-				return -EINVAL;
-		} else if (!strcmp(s, "--max-tokens") && has) {
-			if (util_parse_int(argv[++i], s, 0, 1 << 20, &a->max_tokens, err))
-				return -EINVAL;
-		} else if (!strcmp(s, "--timeout") && has) {
-			if (util_parse_int(argv[++i], s, 1, 86400, &a->timeout, err))
-				return -EINVAL;
-		} else if (!strcmp(s, "--temperature") && has) {
-			if (util_parse_float(argv[++i], s, 0, 2, &a->temperature, err))
-				return -EINVAL;
-		} else if (!strcmp(s, "--json")) {
-			a->json = 1;
-		} else if (s[0] != '-' && !a->prompts) {
-			a->prompts = s;
-		} else {
-			return coli_err_set(err, -EINVAL, "unexpected argument '%s' (see --help)", s);
-		}
-	}
-	if (*help)
+	int rr = coli_engine_flags_parse_args(fl, NULL, argc, argv, compare_flag, a, &a->prompts, err);
+	if (rr < 0)
+		return rr;
+	if (rr == COLI_ARGS_HELP) {
+		*help = 1;
 		return 0;
+	}
 	if (!a->prompts)
 		return coli_err_set(err, -EINVAL, "PROMPTS missing (see --help)");
 	if (!a->remote || !a->remote_model)

@@ -43,6 +43,49 @@ static void on_sigint(int sig)
 	interrupted = 1;
 }
 
+struct gen_args {
+	coli_gen_params *gp;
+	cli_json_flags *jf;
+	const char *prompt, *tokens_arg, *stops[9];
+	int n_stops, ids_only, no_bos, stats, verbose;
+};
+
+/* generate's own flags and the JSON-output ones (coli_cmd_flag_fn). */
+static int generate_flag(void *ctx, int argc, char **argv, int *i, coli_err *err)
+{
+	struct gen_args *g = ctx;
+	const char *a = argv[*i];
+	int has = *i + 1 < argc;
+	int rr = cli_json_flags_parse(g->jf, g->gp, argc, argv, i, err);
+	if (rr)
+		return rr;
+	if ((!strcmp(a, "-p") || !strcmp(a, "--prompt")) && has) {
+		g->prompt = argv[++*i];
+	} else if (!strcmp(a, "--tokens") && has) {
+		g->tokens_arg = argv[++*i];
+	} else if (!strcmp(a, "--stop") && has) {
+		if (g->n_stops == 8)
+			return coli_err_set(err, -EINVAL, "--stop: at most 8 stop sequences");
+		g->stops[g->n_stops++] = argv[++*i];
+	} else if (!strcmp(a, "--session") && has) {
+		g->gp->session = argv[++*i];
+	} else if (!strcmp(a, "--ids")) {
+		g->ids_only = 1;
+	} else if (!strcmp(a, "--no-bos")) {
+		g->no_bos = 1;
+	} else if (!strcmp(a, "--ignore-eos")) {
+		g->gp->ignore_eos = 1;
+	} else if (!strcmp(a, "--stats")) {
+		g->stats = 1;
+	} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+		g->verbose = 1;
+		coli_log_set_level(COLI_LOG_INFO);
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
 int cmd_generate(int argc, char **argv)
 {
 	coli_err err = { 0 };
@@ -50,79 +93,42 @@ int cmd_generate(int argc, char **argv)
 	coli_gen_params gp;
 	coli_gen_params_default(&gp);
 	gp.max_tokens = 128;
-	const char *dir = NULL, *prompt = NULL, *tokens_arg = NULL, *stops[9] = { 0 };
-	int n_stops = 0, ids_only = 0, no_bos = 0, stats = 0, verbose = 0, status = COLI_EXIT_FAIL;
+	const char *dir = NULL;
+	int status = COLI_EXIT_FAIL;
 	int *ids = NULL, n_ids = 0;
 	coli_engine *e = NULL;
 	coli_request *r = NULL;
 	cli_json_flags jf = { 0 };
+	struct gen_args g = { .gp = &gp, .jf = &jf };
 	if (coli_engine_flags_init(&fl, &err)) {
 		cli_errorf("generate", "%s", err.msg);
 		return COLI_EXIT_USAGE;
 	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int rr = coli_engine_flags_parse(&fl, argc, argv, &i, &err);
-		if (!rr)
-			rr = coli_gen_flags_parse(&gp, argc, argv, &i, &err);
-		if (!rr)
-			rr = cli_json_flags_parse(&jf, &gp, argc, argv, &i, &err);
-		if (rr < 0)
-			goto usage_err;
-		if (rr)
-			continue;
-		int has = i + 1 < argc;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			status = COLI_EXIT_OK;
-			goto out;
-		} else if ((!strcmp(a, "-p") || !strcmp(a, "--prompt")) && has) {
-			prompt = argv[++i];
-		} else if (!strcmp(a, "--tokens") && has) {
-			tokens_arg = argv[++i];
-		} else if (!strcmp(a, "--stop") && has) {
-			if (n_stops == 8) {
-				coli_err_set(&err, -EINVAL, "--stop: at most 8 stop sequences");
-				goto usage_err;
-			}
-			stops[n_stops++] = argv[++i];
-		} else if (!strcmp(a, "--session") && has) {
-			gp.session = argv[++i];
-		} else if (!strcmp(a, "--ids")) {
-			ids_only = 1;
-		} else if (!strcmp(a, "--no-bos")) {
-			no_bos = 1;
-		} else if (!strcmp(a, "--ignore-eos")) {
-			gp.ignore_eos = 1;
-		} else if (!strcmp(a, "--stats")) {
-			stats = 1;
-		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-			verbose = 1;
-			coli_log_set_level(COLI_LOG_INFO);
-		} else if (a[0] != '-' && !dir) {
-			dir = a;
-		} else {
-			coli_err_set(&err, -EINVAL, "unexpected argument '%s' (see --help)", a);
-			goto usage_err;
-		}
+	int rr = coli_engine_flags_parse_args(&fl, &gp, argc, argv, generate_flag, &g, &dir, &err);
+	if (rr == COLI_ARGS_HELP) {
+		usage(stdout);
+		status = COLI_EXIT_OK;
+		goto out;
 	}
-	gp.stop = n_stops ? stops : NULL;
-	if (!prompt == !tokens_arg) {
+	if (rr < 0)
+		goto usage_err;
+	gp.stop = g.n_stops ? g.stops : NULL;
+	if (!g.prompt == !g.tokens_arg) {
 		coli_err_set(&err, -EINVAL, "give exactly one of -p TEXT or --tokens IDS");
 		goto usage_err;
 	}
-	if (tokens_arg && util_parse_ids(tokens_arg, &ids, &n_ids, &err))
+	if (g.tokens_arg && util_parse_ids(g.tokens_arg, &ids, &n_ids, &err))
 		goto usage_err;
 	fl.opts.model_dir = dir;
 	if (coli_engine_new(&fl.opts, &e, &err))
 		goto fail;
-	if (prompt) {
+	if (g.prompt) {
 		const coli_tokenizer *tok = coli_engine_tokenizer(e);
 		int *enc = NULL;
 		size_t n_enc = 0;
-		if (coli_tokenizer_encode(tok, prompt, strlen(prompt), &enc, &n_enc, &err))
+		if (coli_tokenizer_encode(tok, g.prompt, strlen(g.prompt), &enc, &n_enc, &err))
 			goto fail;
-		int bos = no_bos ? -1 : coli_tokenizer_bos_id(tok);
+		int bos = g.no_bos ? -1 : coli_tokenizer_bos_id(tok);
 		ids = malloc(sizeof(int) * (n_enc + 1));
 		if (!ids) {
 			free(enc);
@@ -150,7 +156,7 @@ int cmd_generate(int argc, char **argv)
 			continue;
 		}
 		if (ev.kind == COLI_EV_TEXT) {
-			if (ids_only) {
+			if (g.ids_only) {
 				if (ev.token >= 0) {
 					printf(first ? "%d" : " %d", ev.token);
 					first = 0;
@@ -170,10 +176,10 @@ int cmd_generate(int argc, char **argv)
 	}
 	putchar('\n');
 	fflush(stdout);
-	if (stats)
+	if (g.stats)
 		fprintf(stderr, "prompt %d tokens (%d cached), generated %d, ttft %.1f ms, %.2f tok/s\n",
 			ev.prompt_tokens, ev.cached_tokens, ev.completion_tokens, ev.ttft_ms, ev.decode_tps);
-	if (stats || verbose) {
+	if (g.stats || g.verbose) {
 		coli_draft_stats ds;
 		coli_engine_draft_stats(e, &ds);
 		char mode[16];

@@ -24,12 +24,34 @@ static void usage(FILE *f)
 		coli_engine_flags_help);
 }
 
+struct logits_args {
+	const char *tokens_arg;
+	int incremental, mtp;
+};
+
+/* logits' own flags (coli_cmd_flag_fn). */
+static int logits_flag(void *ctx, int argc, char **argv, int *i, coli_err *err)
+{
+	struct logits_args *la = ctx;
+	(void)err;
+	if (!strcmp(argv[*i], "--tokens") && *i + 1 < argc)
+		la->tokens_arg = argv[++*i];
+	else if (!strcmp(argv[*i], "--incremental"))
+		la->incremental = 1;
+	else if (!strcmp(argv[*i], "--mtp"))
+		la->mtp = 1;
+	else
+		return 0;
+	return 1;
+}
+
 int cmd_logits(int argc, char **argv)
 {
 	coli_err err = { 0 };
 	coli_engine_flags fl;
-	const char *dir_arg = NULL, *tokens_arg = NULL;
-	int incremental = 0, mtp = 0, status = COLI_EXIT_FAIL, *ids = NULL, n = 0;
+	const char *dir_arg = NULL;
+	struct logits_args la = { 0 };
+	int status = COLI_EXIT_FAIL, *ids = NULL, n = 0;
 	coli_model *m = NULL;
 	coli_state *s = NULL;
 	float *logits = NULL;
@@ -38,39 +60,23 @@ int cmd_logits(int argc, char **argv)
 		cli_errorf("logits", "%s", err.msg);
 		return COLI_EXIT_USAGE;
 	}
-	for (int i = 1; i < argc; i++) {
-		int r = coli_engine_flags_parse(&fl, argc, argv, &i, &err);
-		if (r < 0) {
-			cli_errorf("logits", "%s", err.msg);
-			status = COLI_EXIT_USAGE;
-			goto out;
-		}
-		if (r)
-			continue;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage(stdout);
-			status = COLI_EXIT_OK;
-			goto out;
-		} else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) {
-			tokens_arg = argv[++i];
-		} else if (!strcmp(argv[i], "--incremental")) {
-			incremental = 1;
-		} else if (!strcmp(argv[i], "--mtp")) {
-			mtp = 1;
-		} else if (argv[i][0] != '-' && !dir_arg) {
-			dir_arg = argv[i];
-		} else {
-			cli_errorf("logits", "unexpected argument '%s' (see --help)", argv[i]);
-			status = COLI_EXIT_USAGE;
-			goto out;
-		}
+	int rr = coli_engine_flags_parse_args(&fl, NULL, argc, argv, logits_flag, &la, &dir_arg, &err);
+	if (rr == COLI_ARGS_HELP) {
+		usage(stdout);
+		status = COLI_EXIT_OK;
+		goto out;
 	}
-	if (!tokens_arg) {
+	if (rr < 0) {
+		cli_errorf("logits", "%s", err.msg);
+		status = COLI_EXIT_USAGE;
+		goto out;
+	}
+	if (!la.tokens_arg) {
 		cli_errorf("logits", "--tokens is required");
 		status = COLI_EXIT_USAGE;
 		goto out;
 	}
-	if (util_parse_ids(tokens_arg, &ids, &n, &err)) {
+	if (util_parse_ids(la.tokens_arg, &ids, &n, &err)) {
 		cli_errorf("logits", "--tokens: %s", err.msg);
 		status = COLI_EXIT_USAGE;
 		goto out;
@@ -79,27 +85,27 @@ int cmd_logits(int argc, char **argv)
 		goto fail;
 	coli_model_opts mo;
 	coli_engine_flags_model_opts(&fl, &mo);
-	mo.mtp = mtp;
-	if (mtp && n < 2) {
+	mo.mtp = la.mtp;
+	if (la.mtp && n < 2) {
 		cli_errorf("logits", "--mtp needs at least 2 tokens");
 		status = COLI_EXIT_USAGE;
 		goto out;
 	}
 	if (coli_model_open(dir, &mo, &m, &err))
 		goto fail;
-	if (mtp && !m->n_mtp) {
+	if (la.mtp && !m->n_mtp) {
 		coli_err_set(&err, -ENOTSUP, "%s has no MTP module", dir);
 		goto fail;
 	}
 	const int V = m->cfg.vocab_size;
-	if (coli_state_new(m, n, incremental ? 1 : (n < 64 ? n : 64), &s, &err))
+	if (coli_state_new(m, n, la.incremental ? 1 : (n < 64 ? n : 64), &s, &err))
 		goto fail;
 	logits = malloc(sizeof(float) * (size_t)V * (size_t)n);
 	if (!logits) {
 		cli_errorf("logits", "out of memory");
 		goto out;
 	}
-	if (mtp) {
+	if (la.mtp) {
 		/* main model one position at a time; its normed hidden state and
 		 * the next token feed the MTP module at the same position */
 		coli_seq *q = coli_state_seq(s);
@@ -109,7 +115,7 @@ int cmd_logits(int argc, char **argv)
 					     logits + (size_t)t * V, &err))
 				goto fail;
 		n--;
-	} else if (incremental) {
+	} else if (la.incremental) {
 		for (int t = 0; t < n; t++)
 			if (coli_forward(m, s, ids + t, 1, logits + (size_t)t * V, 0, &err))
 				goto fail;

@@ -147,6 +147,41 @@ static void log_file_close(log_file *lf)
 	lf->f = NULL;
 }
 
+/* serve's own flags (coli_cmd_flag_fn). */
+static int serve_flag(void *ctx, int argc, char **argv, int *i, coli_err *err)
+{
+	struct serve_args *a = ctx;
+	const char *s = argv[*i];
+	int has = *i + 1 < argc;
+	if (!strcmp(s, "--host") && has)
+		a->host = argv[++*i];
+	else if (!strcmp(s, "--port") && has)
+		return util_parse_int(argv[++*i], s, 0, 65535, &a->port, err) ? -EINVAL : 1;
+	else if (!strcmp(s, "--api-key-env") && has)
+		a->key_env = argv[++*i];
+	else if (!strcmp(s, "--max-queue") && has)
+		return util_parse_int(argv[++*i], s, 1, 1 << 20, &a->max_queue, err) ? -EINVAL : 1;
+	else if (!strcmp(s, "--timeout") && has)
+		return util_parse_int(argv[++*i], s, 1, 86400, &a->timeout, err) ? -EINVAL : 1;
+	else if (!strcmp(s, "--request-timeout") && has)
+		return util_parse_int(argv[++*i], s, 1, 86400, &a->req_timeout, err) ? -EINVAL : 1;
+	else if (!strcmp(s, "--max-connections") && has)
+		return util_parse_int(argv[++*i], s, 1, 100000, &a->max_conn, err) ? -EINVAL : 1;
+	else if (!strcmp(s, "--shutdown-grace") && has)
+		return util_parse_float(argv[++*i], s, 0, 86400, &a->grace, err) ? -EINVAL : 1;
+	else if (!strcmp(s, "--ignore-eos"))
+		a->ignore_eos = 1;
+	else if (!strcmp(s, "--log-file") && has)
+		a->log_file = argv[++*i];
+	else if (!strcmp(s, "--max-body") && has)
+		return size_parse(argv[++*i], s, &a->max_body, err) ? -EINVAL : 1;
+	else if (!strcmp(s, "-v") || !strcmp(s, "--verbose"))
+		a->verbose = 1;
+	else
+		return 0;
+	return 1;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	coli_err err = { 0 };
@@ -163,56 +198,14 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (serve_env(&a, &err))
 		goto usage_err;
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i];
-		int rr = coli_engine_flags_parse(&fl, argc, argv, &i, &err);
-		if (rr < 0)
-			goto usage_err;
-		if (rr)
-			continue;
-		int has = i + 1 < argc;
-		if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-			usage(stdout);
-			status = COLI_EXIT_OK;
-			goto out;
-		} else if (!strcmp(s, "--host") && has) {
-			a.host = argv[++i];
-		} else if (!strcmp(s, "--port") && has) {
-			if (util_parse_int(argv[++i], s, 0, 65535, &a.port, &err))
-				goto usage_err;
-		} else if (!strcmp(s, "--api-key-env") && has) {
-			a.key_env = argv[++i];
-		} else if (!strcmp(s, "--max-queue") && has) {
-			if (util_parse_int(argv[++i], s, 1, 1 << 20, &a.max_queue, &err))
-				goto usage_err;
-		} else if (!strcmp(s, "--timeout") && has) {
-			if (util_parse_int(argv[++i], s, 1, 86400, &a.timeout, &err))
-				goto usage_err;
-		} else if (!strcmp(s, "--request-timeout") && has) {
-			if (util_parse_int(argv[++i], s, 1, 86400, &a.req_timeout, &err))
-				goto usage_err;
-		} else if (!strcmp(s, "--max-connections") && has) {
-			if (util_parse_int(argv[++i], s, 1, 100000, &a.max_conn, &err))
-				goto usage_err;
-		} else if (!strcmp(s, "--shutdown-grace") && has) {
-			if (util_parse_float(argv[++i], s, 0, 86400, &a.grace, &err))
-				goto usage_err;
-		} else if (!strcmp(s, "--ignore-eos")) {
-			a.ignore_eos = 1;
-		} else if (!strcmp(s, "--log-file") && has) {
-			a.log_file = argv[++i];
-		} else if (!strcmp(s, "--max-body") && has) {
-			if (size_parse(argv[++i], s, &a.max_body, &err))
-				goto usage_err;
-		} else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) {
-			a.verbose = 1;
-		} else if (s[0] != '-' && !a.dir) {
-			a.dir = s;
-		} else {
-			coli_err_set(&err, -EINVAL, "unexpected argument '%s' (see --help)", s);
-			goto usage_err;
-		}
+	int rr = coli_engine_flags_parse_args(&fl, NULL, argc, argv, serve_flag, &a, &a.dir, &err);
+	if (rr == COLI_ARGS_HELP) {
+		usage(stdout);
+		status = COLI_EXIT_OK;
+		goto out;
 	}
+	if (rr < 0)
+		goto usage_err;
 	if (a.max_body < 1024) {
 		coli_err_set(&err, -EINVAL, "--max-body: at least 1K");
 		goto usage_err;

@@ -201,6 +201,30 @@ int coli_gen_flags_parse(coli_gen_params *p, int argc, char **argv, int *i, coli
 	return 1;
 }
 
+int coli_engine_flags_parse_args(coli_engine_flags *f, coli_gen_params *gp, int argc, char **argv,
+				 coli_cmd_flag_fn own, void *ctx, const char **pos, coli_err *err)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int rr = coli_engine_flags_parse(f, argc, argv, &i, err);
+		if (!rr && gp)
+			rr = coli_gen_flags_parse(gp, argc, argv, &i, err);
+		if (!rr && (!strcmp(a, "--help") || !strcmp(a, "-h")))
+			return COLI_ARGS_HELP;
+		if (!rr && own)
+			rr = own(ctx, argc, argv, &i, err);
+		if (rr < 0)
+			return rr;
+		if (rr)
+			continue;
+		if (pos && a[0] != '-' && !*pos)
+			*pos = a;
+		else
+			return coli_err_set(err, -EINVAL, "unexpected argument '%s' (see --help)", a);
+	}
+	return 0;
+}
+
 void coli_engine_flags_model_opts(const coli_engine_flags *f, coli_model_opts *mo)
 {
 	coli_model_opts_default(mo);

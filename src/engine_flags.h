@@ -31,6 +31,25 @@ int coli_engine_flags_parse(coli_engine_flags *f, int argc, char **argv, int *i,
 int coli_gen_flags_parse(coli_gen_params *p, int argc, char **argv, int *i, coli_err *err);
 extern const char coli_gen_flags_help[];
 
+/* A command's own flags, same convention as coli_engine_flags_parse: 1
+ * when argv[*i] was one (*i advanced past a separate value), 0 when it was
+ * not, negative with err set on a bad value. */
+typedef int (*coli_cmd_flag_fn)(void *ctx, int argc, char **argv, int *i, coli_err *err);
+
+/* What coli_engine_flags_parse_args returns for --help / -h. */
+#define COLI_ARGS_HELP 1
+
+/* The argument loop of a model-running command, so every command reads its
+ * arguments the same way: each argument is tried as an engine flag, then as
+ * a sampling flag (only when gp is non-NULL), then --help/-h, then as one of
+ * the command's own flags through own(ctx) (may be NULL), then as the one
+ * positional argument (into *pos when pos is non-NULL and *pos is still
+ * NULL; a word not starting with '-'). Anything else is "unexpected
+ * argument". Returns 0, COLI_ARGS_HELP at --help (the rest is not read), or
+ * negative with err set; the caller reports err as a usage error. */
+int coli_engine_flags_parse_args(coli_engine_flags *f, coli_gen_params *gp, int argc, char **argv,
+				 coli_cmd_flag_fn own, void *ctx, const char **pos, coli_err *err);
+
 /* Model options (threads, expert store) from parsed engine flags, for
  * commands that run the model without the engine thread. */
 void coli_engine_flags_model_opts(const coli_engine_flags *f, coli_model_opts *mo);
