@@ -44,3 +44,42 @@ int cli_convert_flag(const char *cmd, int c, const char *arg, convert_opts *o)
 		return 0;
 	}
 }
+
+int cli_convert_args(const char *cmd, int argc, char **argv, const char *shortopts,
+		     const struct option *longopts, convert_opts *o, cli_convert_own_fn own, void *ctx,
+		     void (*usage)(FILE *), const char *positionals, int *exit_code)
+{
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		int r = cli_convert_flag(cmd, c, optarg, o);
+		if (!r && own)
+			r = own(ctx, c, optarg);
+		if (r < 0) {
+			*exit_code = COLI_EXIT_USAGE;
+			return 1;
+		}
+		if (r > 0)
+			continue;
+		if (c == 'h') {
+			usage(stdout);
+			*exit_code = COLI_EXIT_OK;
+			return 1;
+		}
+		if (optopt)
+			cli_errorf(cmd, "option -%c: unknown or missing its value", optopt);
+		else
+			cli_errorf(cmd, "unknown option '%s'", argv[optind - 1]);
+		usage(stderr);
+		*exit_code = COLI_EXIT_USAGE;
+		return 1;
+	}
+	if (argc - optind != 2) {
+		cli_errorf(cmd, "expected %s", positionals);
+		usage(stderr);
+		*exit_code = COLI_EXIT_USAGE;
+		return 1;
+	}
+	return 0;
+}

@@ -49,6 +49,17 @@ static void print_quant_error(const char *out_dir)
 	json_decref(m);
 }
 
+/* convert's own getopt codes (cli_convert_own_fn). */
+static int convert_flag(void *ctx, int c, const char *arg)
+{
+	convert_opts *o = ctx;
+	(void)arg;
+	if (c != 'D')
+		return 0;
+	o->delete_source = 1;
+	return 1;
+}
+
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -60,37 +71,11 @@ int cmd_convert(int argc, char **argv)
 	convert_opts o;
 	convert_summary s;
 	coli_err err = { 0, "" };
-	int c;
+	int code;
 	convert_opts_default(&o);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "fh", longopts, NULL)) != -1) {
-		int r = cli_convert_flag("convert", c, optarg, &o);
-		if (r < 0)
-			return COLI_EXIT_USAGE;
-		if (r > 0)
-			continue;
-		switch (c) {
-		case 'D':
-			o.delete_source = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return COLI_EXIT_OK;
-		default:
-			if (optopt)
-				cli_errorf("convert", "option -%c: unknown or missing its value", optopt);
-			else
-				cli_errorf("convert", "unknown option '%s'", argv[optind - 1]);
-			usage(stderr);
-			return COLI_EXIT_USAGE;
-		}
-	}
-	if (argc - optind != 2) {
-		cli_errorf("convert", "expected SRC_HF_DIR and OUT_DIR");
-		usage(stderr);
-		return COLI_EXIT_USAGE;
-	}
+	if (cli_convert_args("convert", argc, argv, "fh", longopts, &o, convert_flag, &o, usage,
+			     "SRC_HF_DIR and OUT_DIR", &code))
+		return code;
 	/* Progress (one line per file) is part of this command's output: show
 	 * info-level lines unless the user chose a level. */
 	if (!getenv("COLI_LOG_LEVEL"))

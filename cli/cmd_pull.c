@@ -25,6 +25,31 @@ static void usage(FILE *f)
 		"are read from the environment. See coli-pull(1).\n");
 }
 
+/* pull's own getopt codes (cli_convert_own_fn). */
+static int pull_flag(void *ctx, int c, const char *arg)
+{
+	pull_opts *o = ctx;
+	coli_err err = { 0, "" };
+	long n;
+	switch (c) {
+	case 'c':
+		if (util_parse_int(arg, "--connections", 1, 64, &n, &err)) {
+			cli_errorf("pull", "%s", err.msg);
+			return -1;
+		}
+		o->connections = (int)n;
+		return 1;
+	case 'n':
+		o->dry_run = 1;
+		return 1;
+	case 'Q':
+		o->quiet = 1;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 int cmd_pull(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -39,48 +64,11 @@ int cmd_pull(int argc, char **argv)
 	pull_summary s;
 	coli_err err = { 0, "" };
 	char target[512];
-	long n;
-	int c;
+	int code;
 	pull_opts_default(&o);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "fhn", longopts, NULL)) != -1) {
-		int r = cli_convert_flag("pull", c, optarg, &o.conv);
-		if (r < 0)
-			return COLI_EXIT_USAGE;
-		if (r > 0)
-			continue;
-		switch (c) {
-		case 'c':
-			if (util_parse_int(optarg, "--connections", 1, 64, &n, &err)) {
-				cli_errorf("pull", "%s", err.msg);
-				return COLI_EXIT_USAGE;
-			}
-			o.connections = (int)n;
-			break;
-		case 'n':
-			o.dry_run = 1;
-			break;
-		case 'Q':
-			o.quiet = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return COLI_EXIT_OK;
-		default:
-			if (optopt)
-				cli_errorf("pull", "option -%c: unknown or missing its value", optopt);
-			else
-				cli_errorf("pull", "unknown option '%s'", argv[optind - 1]);
-			usage(stderr);
-			return COLI_EXIT_USAGE;
-		}
-	}
-	if (argc - optind != 2) {
-		cli_errorf("pull", "expected REPO[@REVISION] and OUT_DIR");
-		usage(stderr);
-		return COLI_EXIT_USAGE;
-	}
+	if (cli_convert_args("pull", argc, argv, "fhn", longopts, &o.conv, pull_flag, &o, usage,
+			     "REPO[@REVISION] and OUT_DIR", &code))
+		return code;
 	if (strlen(argv[optind]) >= sizeof target) {
 		cli_errorf("pull", "%s: too long for a repository name", argv[optind]);
 		return COLI_EXIT_USAGE;
