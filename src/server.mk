@@ -38,7 +38,7 @@ TESTS += tests/server_badinput.sh tests/server_sdk.sh tests/server_hardening.sh 
 EXTRA_DIST += tests/server_vocab.sh tests/server_badinput.sh tests/server_sdk.sh tests/server_hardening.sh tests/server_common.sh \
 	tests/server_protocol.sh tests/server_protocol_cases.py tests/server_signals.sh tests/server_signals_clients.py \
 	tests/server_slowloris.sh tests/server_slowloris_clients.py \
-	tests/server_sdk.js tests/server_httpx.py tests/server_load.py \
+	tests/server_sdk.js tests/sdk_clients.js tests/server_httpx.py tests/server_load.py \
 	bench/server_siege.sh bench/server_siege.py
 
 man_MANS += man/coli-serve.1

@@ -3,40 +3,14 @@
 // Checks the shapes the SDKs parse, streaming order, usage, stop strings and
 // that errors surface as the SDK's APIError subclasses with the right status.
 'use strict';
-const { createRequire } = require('module');
-const path = require('path');
 const assert = require('assert');
+const { load, clients, check, run, passed } = require('./sdk_clients.js');
 
-const nodeDir = path.join(process.env.top_srcdir || '.', 'tests', 'node', 'package.json');
-const req = createRequire(nodeDir);
-let OpenAI, Anthropic;
-try {
-	OpenAI = req('openai');
-	Anthropic = req('@anthropic-ai/sdk');
-} catch (e) {
-	console.log('SKIP: openai / @anthropic-ai/sdk not installed in tests/node (' + e.message + ')');
-	process.exit(77);
-}
-OpenAI = OpenAI.default || OpenAI;
-Anthropic = Anthropic.default || Anthropic;
-
+const sdk = load(false);
+const { OpenAI, Anthropic } = sdk;
 const url = process.argv[2];            // http://127.0.0.1:PORT/v1
-const base = url.replace(/\/v1$/, '');
-const key = process.env.COLI_TEST_KEY;
-const oai = new OpenAI({ baseURL: url, apiKey: key, maxRetries: 0 });
-const ant = new Anthropic({ baseURL: base, apiKey: key, maxRetries: 0 });
+const { oai, ant, base } = clients(sdk, url, process.env.COLI_TEST_KEY);
 const msgs = [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'Hello there' }];
-let passed = 0;
-
-async function check(name, fn) {
-	try {
-		await fn();
-		passed++;
-	} catch (e) {
-		console.error(`FAIL ${name}:`, e && e.stack ? e.stack : e);
-		process.exitCode = 1;
-	}
-}
 
 async function expectStatus(status, cls, fn) {
 	try {
@@ -233,10 +207,7 @@ async function main() {
 			bad.messages.create({ model: 'x', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] }));
 	});
 
-	console.log(`${passed} SDK checks passed`);
+	console.log(`${passed()} SDK checks passed`);
 }
 
-main().catch((e) => {
-	console.error(e);
-	process.exit(1);
-});
+run(main);

@@ -7,28 +7,14 @@
 //   zodFunction (parsed_arguments), logprobs fields;
 //   @anthropic-ai/sdk: a forced tool, streamed and not.
 'use strict';
-const { createRequire } = require('module');
-const path = require('path');
 const assert = require('assert');
+const { load, clients, check, run, passed } = require('./sdk_clients.js');
 
-const req = createRequire(path.resolve(process.env.top_srcdir || '.', 'tests', 'node', 'package.json'));
-let OpenAI, Anthropic, zodHelpers, z;
-try {
-	OpenAI = req('openai');
-	Anthropic = req('@anthropic-ai/sdk');
-	zodHelpers = req('openai/helpers/zod');
-	z = req('zod');
-} catch (e) {
-	console.log('SKIP: openai / @anthropic-ai/sdk / zod not installed in tests/node (' + e.message + ')');
-	process.exit(77);
-}
-OpenAI = OpenAI.default || OpenAI;
-Anthropic = Anthropic.default || Anthropic;
-const { zodResponseFormat, zodFunction } = zodHelpers;
-
+const sdk = load(true);
+const { zodResponseFormat, zodFunction } = sdk.zodHelpers;
+const z = sdk.z;
 const url = process.argv[2];
-const oai = new OpenAI({ baseURL: url, apiKey: 'none', maxRetries: 0 });
-const ant = new Anthropic({ baseURL: url.replace(/\/v1$/, ''), apiKey: 'none', maxRetries: 0 });
+const { oai, ant } = clients(sdk, url, 'none');
 const msgs = [{ role: 'user', content: 'Tell me a fortune in English.' }];
 const Fortune = z.object({
 	fortune: z.string().max(40),
@@ -36,17 +22,6 @@ const Fortune = z.object({
 	language: z.enum(['en', 'de', 'es']),
 	tags: z.array(z.string().max(10)).max(3),
 });
-let passed = 0;
-
-async function check(name, fn) {
-	try {
-		await fn();
-		passed++;
-	} catch (e) {
-		console.error(`FAIL ${name}:`, e && e.stack ? e.stack : e);
-		process.exitCode = 1;
-	}
-}
 
 async function main() {
 	const model = (await oai.models.list()).data[0].id;
@@ -128,10 +103,7 @@ async function main() {
 		assert.strictEqual(f.stop_reason, 'tool_use');
 		assert.ok(u2 && typeof u2.input.city === 'string' && Number.isInteger(u2.input.days));
 	});
-	console.log(`${passed} checks passed`);
+	console.log(`${passed()} checks passed`);
 }
 
-main().catch((e) => {
-	console.error(e);
-	process.exit(1);
-});
+run(main);

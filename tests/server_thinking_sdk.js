@@ -13,41 +13,16 @@
 //   text in finalMessage), max_tokens counting the thinking; without
 //   thinking asked, no thinking block.
 'use strict';
-const { createRequire } = require('module');
-const path = require('path');
 const assert = require('assert');
+const { load, clients, check, run, passed } = require('./sdk_clients.js');
 
-const req = createRequire(path.resolve(process.env.top_srcdir || '.', 'tests', 'node', 'package.json'));
-let OpenAI, Anthropic, zodHelpers, z;
-try {
-	OpenAI = req('openai');
-	Anthropic = req('@anthropic-ai/sdk');
-	zodHelpers = req('openai/helpers/zod');
-	z = req('zod');
-} catch (e) {
-	console.log('SKIP: openai / @anthropic-ai/sdk / zod not installed in tests/node (' + e.message + ')');
-	process.exit(77);
-}
-OpenAI = OpenAI.default || OpenAI;
-Anthropic = Anthropic.default || Anthropic;
-const { zodResponseFormat } = zodHelpers;
-
+const sdk = load(true);
+const { zodResponseFormat } = sdk.zodHelpers;
+const z = sdk.z;
 const url = process.argv[2];
 const END = process.argv[3];
-const oai = new OpenAI({ baseURL: url, apiKey: 'none', maxRetries: 0 });
-const ant = new Anthropic({ baseURL: url.replace(/\/v1$/, ''), apiKey: 'none', maxRetries: 0 });
+const { oai, ant } = clients(sdk, url, 'none');
 const messages = [{ role: 'user', content: 'Why is the sky blue?' }];
-let passed = 0;
-
-async function check(name, fn) {
-	try {
-		await fn();
-		passed++;
-	} catch (e) {
-		console.error(`FAIL ${name}:`, e && e.stack ? e.stack : e);
-		process.exitCode = 1;
-	}
-}
 
 async function main() {
 	const model = (await oai.models.list()).data[0].id;
@@ -115,10 +90,7 @@ async function main() {
 		const m = await ant.messages.create({ model, max_tokens: 4, temperature: 0, messages });
 		assert.ok(m.content.every((b) => b.type !== 'thinking'), JSON.stringify(m.content));
 	});
-	console.log(`${passed} checks passed`);
+	console.log(`${passed()} checks passed`);
 }
 
-main().catch((e) => {
-	console.error(e);
-	process.exit(1);
-});
+run(main);
