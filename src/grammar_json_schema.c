@@ -225,6 +225,23 @@ static int compile_lits(cctx *c, json_t *s, const char *path, int node)
 	return 0;
 }
 
+/* The value of additionalProperties or items (keyword `key` of the schema at
+ * `path`): absent or true allows anything (the any node), false nothing
+ * (-1), a schema its node; anything else is an error ending in `bad`.
+ * Returns the node, -1, or a negative errno below -1. */
+static int compile_bool_or_schema(cctx *c, json_t *v, const char *path, const char *key, const char *bad)
+{
+	char sub[1024];
+	if (!v || json_is_true(v))
+		return grammar_node_any(c->g);
+	if (json_is_false(v))
+		return -1;
+	if (!json_is_object(v))
+		return coli_err_set(c->err, -EINVAL, "%s.%s: %s", path, key, bad);
+	snprintf(sub, sizeof sub, "%s.%s", path, key);
+	return compile(c, v, sub);
+}
+
 static int compile_object(cctx *c, json_t *s, const char *path, int node)
 {
 	char sub[1024];
@@ -234,17 +251,8 @@ static int compile_object(cctx *c, json_t *s, const char *path, int node)
 		return coli_err_set(c->err, -EINVAL, "%s.properties: must be an object", path);
 	if (req && !json_is_array(req))
 		return coli_err_set(c->err, -EINVAL, "%s.required: must be an array of names", path);
-	int additional;
-	if (!add || json_is_true(add)) {
-		additional = grammar_node_any(c->g);
-	} else if (json_is_false(add)) {
-		additional = -1;
-	} else if (json_is_object(add)) {
-		snprintf(sub, sizeof sub, "%s.additionalProperties", path);
-		additional = compile(c, add, sub);
-	} else {
-		return coli_err_set(c->err, -EINVAL, "%s.additionalProperties: must be a boolean or a schema", path);
-	}
+	int additional = compile_bool_or_schema(c, add, path, "additionalProperties",
+						"must be a boolean or a schema");
 	if (additional < -1)
 		return additional == -ENOMEM ? oom(c) : additional;
 	size_t n = (props ? json_object_size(props) : 0) + (req ? json_array_size(req) : 0);
@@ -311,17 +319,7 @@ static int compile_array(cctx *c, json_t *s, const char *path, int node)
 	json_t *pre = json_object_get(s, "prefixItems"), *items = json_object_get(s, "items");
 	if (pre && !json_is_array(pre))
 		return coli_err_set(c->err, -EINVAL, "%s.prefixItems: must be an array of schemas", path);
-	int it;
-	if (!items || json_is_true(items)) {
-		it = grammar_node_any(c->g);
-	} else if (json_is_false(items)) {
-		it = -1;
-	} else if (json_is_object(items)) {
-		snprintf(sub, sizeof sub, "%s.items", path);
-		it = compile(c, items, sub);
-	} else {
-		return coli_err_set(c->err, -EINVAL, "%s.items: must be a schema (a list is prefixItems)", path);
-	}
+	int it = compile_bool_or_schema(c, items, path, "items", "must be a schema (a list is prefixItems)");
 	if (it < -1)
 		return it == -ENOMEM ? oom(c) : it;
 	size_t np = pre ? json_array_size(pre) : 0;
