@@ -32,22 +32,10 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 work=/var/tmp/coli-glm5-slice
 reuse=0 requests=32 gen=32 words=24 parallel="1 4 8 16" threads=0 cgroup=1
 coli=${COLI:-}
-while [ $# -gt 0 ]; do
-	case $1 in
-	--work) work=$2; shift ;;
-	--reuse) reuse=1 ;;
-	--requests) requests=$2; shift ;;
-	--gen) gen=$2; shift ;;
-	--prompt-words) words=$2; shift ;;
-	--parallel) parallel=$2; shift ;;
-	--threads) threads=$2; shift ;;
-	--no-cgroup) cgroup=0 ;;
-	--coli) coli=$2; shift ;;
-	-h|--help) sed -n '2,29p' "$0"; exit 0 ;;
-	*) echo "batch_parallel.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-	esac
-	shift
-done
+. "$top/bench/bench_args.sh"
+bench_args batch_parallel.sh 2,29 '--work=work --reuse:reuse=1 --requests=requests --gen=gen
+	--prompt-words=words --parallel=parallel --threads=threads
+	--no-cgroup:cgroup=0 --coli=coli' "$@"
 . "$top/bench/find_coli.sh"
 find_coli batch_parallel.sh
 py=/usr/bin/python3

@@ -31,21 +31,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 work=/var/tmp/coli-draft-slice
 reuse=0 keep=0 gen=128 threads=0 slice=1 default=1 n_exp=16
 coli=${COLI:-}
-while [ $# -gt 0 ]; do
-	case $1 in
-	--work) work=$2; shift ;;
-	--reuse) reuse=1 ;;
-	--keep) keep=1 ;;
-	--gen) gen=$2; shift ;;
-	--threads) threads=$2; shift ;;
-	--no-slice) slice=0 ;;
-	--no-default) default=0 ;;
-	--coli) coli=$2; shift ;;
-	-h|--help) sed -n '2,28p' "$0"; exit 0 ;;
-	*) echo "draft.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-	esac
-	shift
-done
+. "$top/bench/bench_args.sh"
+bench_args draft.sh 2,28 '--work=work --reuse:reuse=1 --keep:keep=1 --gen=gen --threads=threads
+	--no-slice:slice=0 --no-default:default=0 --coli=coli' "$@"
 . "$top/bench/find_coli.sh"
 find_coli draft.sh
 py=/usr/bin/python3

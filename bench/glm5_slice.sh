@@ -43,24 +43,10 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 work=/var/tmp/coli-glm5-slice
 reuse=0 keep=0 gen=32 prompt=64 threads=0 cgroup=1 skew=1 throttle=500000000 budget_rounds=2
 coli=${COLI:-}
-while [ $# -gt 0 ]; do
-	case $1 in
-	--work) work=$2; shift ;;
-	--reuse) reuse=1 ;;
-	--keep) keep=1 ;;
-	--gen) gen=$2; shift ;;
-	--prompt) prompt=$2; shift ;;
-	--threads) threads=$2; shift ;;
-	--no-cgroup) cgroup=0 ;;
-	--no-skew) skew=0 ;;
-	--throttle) throttle=$2; shift ;;
-	--budget-rounds) budget_rounds=$2; shift ;;
-	--coli) coli=$2; shift ;;
-	-h|--help) sed -n '2,40p' "$0"; exit 0 ;;
-	*) echo "glm5_slice.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-	esac
-	shift
-done
+. "$top/bench/bench_args.sh"
+bench_args glm5_slice.sh 2,40 '--work=work --reuse:reuse=1 --keep:keep=1 --gen=gen --prompt=prompt
+	--threads=threads --no-cgroup:cgroup=0 --no-skew:skew=0 --throttle=throttle
+	--budget-rounds=budget_rounds --coli=coli' "$@"
 . "$top/bench/find_coli.sh"
 find_coli glm5_slice.sh
 py=/usr/bin/python3

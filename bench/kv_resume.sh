@@ -20,19 +20,9 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 ntok=4000 preset=glm5-tiny quant=int4-g64 work="" threads=0 coli=${COLI:-}
-while [ $# -gt 0 ]; do
-	case $1 in
-	--tokens) ntok=$2; shift ;;
-	--preset) preset=$2; shift ;;
-	--quant) quant=$2; shift ;;
-	--work) work=$2; shift ;;
-	--threads) threads=$2; shift ;;
-	--coli) coli=$2; shift ;;
-	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
-	*) echo "kv_resume.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-	esac
-	shift
-done
+. "$top/bench/bench_args.sh"
+bench_args kv_resume.sh 2,19 '--tokens=ntok --preset=preset --quant=quant --work=work --threads=threads
+	--coli=coli' "$@"
 . "$top/bench/find_coli.sh"
 find_coli kv_resume.sh
 keep=1

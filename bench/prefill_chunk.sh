@@ -20,20 +20,9 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 model='' prompt=512 gen=32 threads=1 rounds=3 chunks="1 2 4 8 16 32 64 128 512"
 coli=${COLI:-}
-while [ $# -gt 0 ]; do
-	case $1 in
-	--model) model=$2; shift ;;
-	--prompt) prompt=$2; shift ;;
-	--gen) gen=$2; shift ;;
-	--threads) threads=$2; shift ;;
-	--rounds) rounds=$2; shift ;;
-	--chunks) chunks=$2; shift ;;
-	--coli) coli=$2; shift ;;
-	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
-	*) echo "prefill_chunk.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-	esac
-	shift
-done
+. "$top/bench/bench_args.sh"
+bench_args prefill_chunk.sh 2,19 '--model=model --prompt=prompt --gen=gen --threads=threads --rounds=rounds
+	--chunks=chunks --coli=coli' "$@"
 . "$top/bench/find_coli.sh"
 find_coli prefill_chunk.sh
 out=$(mktemp) || exit 1

@@ -24,18 +24,8 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 coli=${COLI:-} model=$top/data/default-model gen=512 records=8,12,16,24,32 seed=1
-while [ $# -gt 0 ]; do
-	case $1 in
-	--coli) coli=$2; shift ;;
-	--model) model=$2; shift ;;
-	--gen) gen=$2; shift ;;
-	--records) records=$2; shift ;;
-	--seed) seed=$2; shift ;;
-	-h|--help) sed -n '2,23p' "$0"; exit 0 ;;
-	*) echo "routing_policy.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-	esac
-	shift
-done
+. "$top/bench/bench_args.sh"
+bench_args routing_policy.sh 2,23 '--coli=coli --model=model --gen=gen --records=records --seed=seed' "$@"
 . "$top/bench/find_coli.sh"
 export COLI_PREFETCH=${COLI_PREFETCH:-always}
 find_coli routing_policy.sh

@@ -12,16 +12,8 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 rounds=30 threads=2 coli=${COLI:-}
-while [ $# -gt 0 ]; do
-	case $1 in
-	--rounds) rounds=$2; shift ;;
-	--threads) threads=$2; shift ;;
-	--coli) coli=$2; shift ;;
-	-h|--help) sed -n '2,11p' "$0"; exit 0 ;;
-	*) echo "session_admission.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-	esac
-	shift
-done
+. "$top/bench/bench_args.sh"
+bench_args session_admission.sh 2,11 '--rounds=rounds --threads=threads --coli=coli' "$@"
 . "$top/bench/find_coli.sh"
 find_coli session_admission.sh
 bin=$(dirname "$coli")/bench/session_admission_bench

@@ -14,16 +14,8 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 rounds=5 threads=2 coli=${COLI:-}
-while [ $# -gt 0 ]; do
-	case $1 in
-	--rounds) rounds=$2; shift ;;
-	--threads) threads=$2; shift ;;
-	--coli) coli=$2; shift ;;
-	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
-	*) echo "stalled_client.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-	esac
-	shift
-done
+. "$top/bench/bench_args.sh"
+bench_args stalled_client.sh 2,14 '--rounds=rounds --threads=threads --coli=coli' "$@"
 . "$top/bench/find_coli.sh"
 find_coli stalled_client.sh
 bin=$(dirname "$coli")/bench/stalled_client_bench

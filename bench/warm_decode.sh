@@ -18,17 +18,8 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=/var/tmp/coli-warm runs=3 threads=0 coli=${COLI:-}
-while [ $# -gt 0 ]; do
-	case $1 in
-	--work) work=$2; shift ;;
-	--runs) runs=$2; shift ;;
-	--threads) threads=$2; shift ;;
-	--coli) coli=$2; shift ;;
-	-h|--help) sed -n '2,17p' "$0"; exit 0 ;;
-	*) echo "warm_decode.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-	esac
-	shift
-done
+. "$top/bench/bench_args.sh"
+bench_args warm_decode.sh 2,17 '--work=work --runs=runs --threads=threads --coli=coli' "$@"
 . "$top/bench/find_coli.sh"
 find_coli warm_decode.sh
 bench_bin=$(dirname "$coli")/tests/quant_bench

@@ -47,7 +47,7 @@ bench_store_bench_LDADD = libcoli.a $(COLI_LIBS)
 
 # The tiered store on a GLM-5-shaped slice (issue 4); results in bench/README.md.
 EXTRA_DIST += bench/README.md bench/glm5_slice.sh bench/glm5_slice_report.py \
-	bench/skew_router.py bench/routing_policy.sh bench/find_coli.sh bench/warm_decode.sh
+	bench/skew_router.py bench/routing_policy.sh bench/find_coli.sh bench/bench_args.sh bench/warm_decode.sh
 # colitop against llama.cpp on the same slice (issue 21; never run by make check)
 EXTRA_DIST += bench/peer_llamacpp.sh bench/slice_to_gguf.py
 # Cost of the per-record scale check next to the record's products (a

@@ -26,17 +26,8 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 mode=quick coli=${COLI:-} only=""
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) mode=quick ;;
-	--all) mode=all ;;
-	--coli) coli=$2; shift ;;
-	--only) only=$2; shift ;;
-	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
-	*) echo "check-claims.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-	esac
-	shift
-done
+. "$top/bench/bench_args.sh"
+bench_args check-claims.sh 2,25 '--quick:mode=quick --all:mode=all --coli=coli --only=only' "$@"
 . "$top/bench/find_coli.sh"
 find_coli check-claims.sh
 builddir=$(cd "$(dirname "$coli")" && pwd)
