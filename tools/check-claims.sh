@@ -44,6 +44,32 @@ say() { # NAME MEASURED README-KEY
 	printf '%s: measured %s\n    README: %s\n' "$1" "$2" "$(readme "$3")"
 }
 failed() { echo "$1: FAILED ($2)"; status=1; }
+# last N both|out CMD...: run CMD keeping its stdout (and its stderr with
+# "both"), print the last N lines on one line, and return CMD's status;
+# `m=$(CMD | tail)` would return tail's, so a failing bench would pass.
+last() {
+	_n=$1 _w=$2
+	shift 2
+	if [ "$_w" = both ]; then
+		"$@" >"$tmp/last" 2>&1
+	else
+		"$@" >"$tmp/last" 2>/dev/null
+	fi
+	_rc=$?
+	tail -n "$_n" "$tmp/last" | tr '\n' ' '
+	return $_rc
+}
+# bench_json NAME SCRIPT README-KEY EXPR: run bench/SCRIPT, whose last
+# stdout line is a JSON object d, and say NAME with the text the Python
+# expression EXPR makes of d.
+bench_json() {
+	if m=$(last 1 out sh "$top/bench/$2" --coli "$coli") &&
+		m=$(echo "$m" | "$PY" -c "import json,sys; d=json.load(sys.stdin); print($4)"); then
+		say "$1" "$m" "$3"
+	else
+		failed "$1" "bench/$2"
+	fi
+}
 
 if want ref; then
 	if COLI=$coli top_srcdir=$top sh "$top/tests/ref_forward.sh" >"$tmp/ref.log" 2>&1; then
@@ -160,7 +186,7 @@ PY
 fi
 
 if want tokenizer; then
-	if m=$(sh "$top/bench/tokenizer_bench.sh" 2>&1 | tail -n 3 | tr '\n' ' '); then
+	if m=$(last 3 both sh "$top/bench/tokenizer_bench.sh"); then
 		say tokenizer "$m" "tokenizer, DeepSeek-V3"
 	else
 		failed tokenizer "bench/tokenizer_bench.sh"
@@ -168,7 +194,7 @@ if want tokenizer; then
 fi
 
 if want http; then
-	if m=$(COLI=$coli "$PY" "$top/tests/server_load.py" 2>&1 | tail -n 3 | tr '\n' ' '); then
+	if m=$(last 3 both env COLI="$coli" "$PY" "$top/tests/server_load.py"); then
 		say http "$m" "HTTP"
 	else
 		failed http "tests/server_load.py"
@@ -176,7 +202,7 @@ if want http; then
 fi
 
 if want dsa; then
-	if m=$(nice -n -10 sh "$top/bench/dsa_decode.sh" --coli "$coli" --reuse 2>&1 | tail -n 9 | tr '\n' ' '); then
+	if m=$(last 9 both nice -n -10 sh "$top/bench/dsa_decode.sh" --coli "$coli" --reuse); then
 		say dsa "$m" "DSA sparse attention"
 	else
 		failed dsa "bench/dsa_decode.sh"
@@ -184,25 +210,17 @@ if want dsa; then
 fi
 
 if want stalled; then
-	if m=$(sh "$top/bench/stalled_client.sh" --coli "$coli" 2>/dev/null | tail -n 1) &&
-		m=$(echo "$m" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print("decode rate beside a stalled reader / beside a reading one %.2f (alone %.0f, reading %.0f, stalled %.0f tok/s; the stalled one cancelled after %d-%d tokens)" % (d["ratio_stalled_to_reading"], d["b_tps_alone"], d["b_tps_beside_reading"], d["b_tps_beside_stalled"], *d["a_tokens_before_cancel"]))'); then
-		say stalled "$m" "decode rate of a slot beside a client that stops"
-	else
-		failed stalled "bench/stalled_client.sh"
-	fi
+	bench_json stalled stalled_client.sh "decode rate of a slot beside a client that stops" \
+		'"decode rate beside a stalled reader / beside a reading one %.2f (alone %.0f, reading %.0f, stalled %.0f tok/s; the stalled one cancelled after %d-%d tokens)" % (d["ratio_stalled_to_reading"], d["b_tps_alone"], d["b_tps_beside_reading"], d["b_tps_beside_stalled"], *d["a_tokens_before_cancel"])'
 fi
 
 if want admission; then
-	if m=$(sh "$top/bench/session_admission.sh" --coli "$coli" 2>/dev/null | tail -n 1) &&
-		m=$(echo "$m" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print("TTFT beside 10/100/1000 sessions %.2f/%.2f/%.2f ms (1000/10 = %.2f); index lookup %.0f/%.0f/%.0f us" % (*d["ttft_ms"], d["ttft_ratio_1000_to_10"], *d["lookup_us"]))'); then
-		say admission "$m" "admission of a request without a session"
-	else
-		failed admission "bench/session_admission.sh"
-	fi
+	bench_json admission session_admission.sh "admission of a request without a session" \
+		'"TTFT beside 10/100/1000 sessions %.2f/%.2f/%.2f ms (1000/10 = %.2f); index lookup %.0f/%.0f/%.0f us" % (*d["ttft_ms"], d["ttft_ratio_1000_to_10"], *d["lookup_us"])'
 fi
 
 if want idle; then
-	if m=$(COLI=$coli sh "$top/tui/bench_colitop.sh" 2>&1 | tail -n 2 | tr '\n' ' '); then
+	if m=$(last 2 both env COLI="$coli" sh "$top/tui/bench_colitop.sh"); then
 		say idle "$m" "colitop idle CPU"
 	else
 		failed idle "tui/bench_colitop.sh"
