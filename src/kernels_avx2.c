@@ -25,10 +25,11 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
-#include <cpuid.h>
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <string.h>
+
+#include "kernels_cpu.h"
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
@@ -339,16 +340,6 @@ AVX2 static void rows_q4_avx2(const coli_qmat *w, const float *x, int n,
 	}
 }
 
-/* Not every compiler's __builtin_cpu_supports knows "f16c": ask cpuid
- * (leaf 1, ecx bit 29). The OS-saves-YMM check is part of "avx2". */
-static int has_f16c(void)
-{
-	unsigned a, b, c, d;
-	if (!__get_cpuid(1, &a, &b, &c, &d))
-		return 0;
-	return (int)((c >> 29) & 1);
-}
-
 coli_rows_fn coli_kernels_avx2_rows(int qtype)
 {
 	/* Every thread computes the same answer; relaxed is enough. */
@@ -356,7 +347,7 @@ coli_rows_fn coli_kernels_avx2_rows(int qtype)
 	int h = atomic_load_explicit(&have, memory_order_relaxed);
 	if (h < 0) {
 		__builtin_cpu_init();
-		h = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
+		h = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && coli_cpu_has_f16c();
 		atomic_store_explicit(&have, h, memory_order_relaxed);
 	}
 	if (!h)

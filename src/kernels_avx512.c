@@ -41,11 +41,11 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
-#include <cpuid.h>
 #include <immintrin.h>
 #include <stdatomic.h>
 
 #include "kernels_avx512_inline.h"
+#include "kernels_cpu.h"
 
 #define TARGET_512 COLI_AVX512_TARGET
 #define AVX512 __attribute__((target(TARGET_512)))
@@ -440,16 +440,6 @@ AVX512 static void rows_q4_avx512(const coli_qmat *w, const float *x, int n,
 	}
 }
 
-/* F16C has no __builtin_cpu_supports name in every compiler: cpuid leaf
- * 1, ecx bit 29. The OS-saves-ZMM check is part of "avx512f". */
-static int has_f16c(void)
-{
-	unsigned a, b, c, d;
-	if (!__get_cpuid(1, &a, &b, &c, &d))
-		return 0;
-	return (int)((c >> 29) & 1);
-}
-
 coli_rows_fn coli_kernels_avx512_rows(int qtype)
 {
 	/* Every thread computes the same answer; relaxed is enough. */
@@ -459,7 +449,7 @@ coli_rows_fn coli_kernels_avx512_rows(int qtype)
 		__builtin_cpu_init();
 		h = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
 		    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-		    __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
+		    __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && coli_cpu_has_f16c();
 		atomic_store_explicit(&have, h, memory_order_relaxed);
 	}
 	if (!h)

@@ -2,7 +2,7 @@
 # Weight formats, matrix kernels, compute pool, kernel benchmark.
 libcoli_a_SOURCES += \
 	src/quant.c src/quant.h \
-	src/kernels.c src/kernels_group.c src/kernels_avx2.c src/kernels_avx512.c src/kernels.h src/kernels_tiling.h \
+	src/kernels.c src/kernels_group.c src/kernels_avx2.c src/kernels_avx512.c src/kernels.h src/kernels_tiling.h src/kernels_cpu.h \
 	src/kernels_avx512_inline.h \
 	src/quant_pool.c \
 	src/quant_kernel_bench.c src/quant_kernel_bench.h
