@@ -26,3 +26,7 @@ coli_SOURCES = \
 	cli/cmd_tokenize.c \
 	cli/cmd_tokenize_chat.c
 coli_LDADD = libcoli.a $(COLI_LIBS)
+
+# every command answers --help
+TESTS += tests/cli_help.sh
+EXTRA_DIST += tests/cli_help.sh

@@ -223,18 +223,20 @@ int cmd_compare(int argc, char **argv)
 		return COLI_EXIT_USAGE;
 	}
 	cmp_endpoint L = { .name = "local" }, Rm = { .name = "remote" };
-	if (parse_args(argc, argv, &fl, &a, &help, &err) || parse_format(a.format, &fmt, &err) ||
-	    key_from_env(a.key_env, "--key-env", &Rm.key, &err) ||
-	    key_from_env(a.local_key_env, "--local-key-env", &L.key, &err) ||
-	    cmp_base_url(a.remote, Rm.base, sizeof Rm.base, &err) ||
-	    (!a.model_dir && cmp_base_url(a.local ? a.local : "http://127.0.0.1:8080/v1", L.base,
-					  sizeof L.base, &err)))
+	if (parse_args(argc, argv, &fl, &a, &help, &err))
 		goto usage_err;
 	if (help) {
 		usage(stdout);
 		status = COLI_EXIT_OK;
 		goto out;
 	}
+	if (parse_format(a.format, &fmt, &err) ||
+	    key_from_env(a.key_env, "--key-env", &Rm.key, &err) ||
+	    key_from_env(a.local_key_env, "--local-key-env", &L.key, &err) ||
+	    cmp_base_url(a.remote, Rm.base, sizeof Rm.base, &err) ||
+	    (!a.model_dir && cmp_base_url(a.local ? a.local : "http://127.0.0.1:8080/v1", L.base,
+					  sizeof L.base, &err)))
+		goto usage_err;
 	if (cmp_prompts_read(a.prompts, &ps, &err))
 		goto usage_err;
 	L.model = a.local_model;
