@@ -30,3 +30,6 @@ coli_LDADD = libcoli.a $(COLI_LIBS)
 # every command answers --help
 TESTS += tests/cli_help.sh
 EXTRA_DIST += tests/cli_help.sh
+# coli doctor's checks
+TESTS += tests/core_doctor.sh
+EXTRA_DIST += tests/core_doctor.sh

@@ -10,3 +10,33 @@ libcoli_a_SOURCES += \
 	src/engine_stop_match.c src/engine_stop_match.h
 
 EXTRA_DIST += bench/draft.sh bench/prefill_chunk.sh
+
+# Engine tests: stop strings, batched decode, MTP drafting (through the
+# engine and its auto rule), sessions, parallel slots, long context, DSA
+# through the engine, a stalled reader, heat and the cache directory.
+check_PROGRAMS += tests/core_stop_match_test tests/core_batch_test tests/core_draft_test tests/core_draft_auto_test \
+	tests/core_stalled_client
+TESTS += tests/core_stop_match_test tests/core_draft.sh tests/core_draft_auto_test tests/core_session_resume.sh \
+	tests/core_batch.sh tests/core_parallel.sh tests/core_long_context.sh tests/core_dsa.sh \
+	tests/core_stalled_client.sh tests/engine_no_heat.sh tests/engine_cache_dir.sh
+tests_core_stop_match_test_SOURCES = tests/core_stop_match_test.c
+tests_core_stop_match_test_LDADD = libcoli.a $(COLI_LIBS)
+tests_core_batch_test_SOURCES = tests/core_batch_test.c
+tests_core_batch_test_LDADD = libcoli.a $(COLI_LIBS)
+tests_core_draft_test_SOURCES = tests/core_draft_test.c
+tests_core_draft_test_LDADD = libcoli.a $(COLI_LIBS)
+tests_core_draft_auto_test_SOURCES = tests/core_draft_auto_test.c tests/test_util.h
+tests_core_draft_auto_test_LDADD = libcoli.a $(COLI_LIBS)
+tests_core_stalled_client_SOURCES = tests/core_stalled_client.c
+tests_core_stalled_client_LDADD = libcoli.a $(COLI_LIBS)
+EXTRA_DIST += tests/core_draft.sh tests/core_session_resume.sh tests/core_batch.sh tests/core_parallel.sh \
+	tests/core_long_context.sh tests/core_dsa.sh tests/core_stalled_client.sh \
+	tests/engine_no_heat.sh tests/engine_cache_dir.sh
+# a stalled reader vs the other slots' decode rate, and admission beside
+# 10..1,000 saved sessions (bench/README.md); built, never run by make check
+noinst_PROGRAMS += bench/stalled_client_bench bench/session_admission_bench
+bench_stalled_client_bench_SOURCES = bench/stalled_client_bench.c
+bench_stalled_client_bench_LDADD = libcoli.a $(COLI_LIBS)
+bench_session_admission_bench_SOURCES = bench/session_admission_bench.c
+bench_session_admission_bench_LDADD = libcoli.a $(COLI_LIBS)
+EXTRA_DIST += bench/stalled_client.sh bench/session_admission.sh

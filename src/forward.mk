@@ -20,3 +20,7 @@ noinst_PROGRAMS += bench/dsa_bench
 bench_dsa_bench_SOURCES = bench/dsa_bench.c
 bench_dsa_bench_LDADD = libcoli.a $(COLI_LIBS)
 EXTRA_DIST += bench/dsa_decode.sh
+
+# the MTP head against the independent reference
+TESTS += tests/core_mtp.sh
+EXTRA_DIST += tests/core_mtp.sh

@@ -7,3 +7,7 @@ libcoli_a_SOURCES += \
 	src/model_container.c src/model_container.h \
 	src/model_weight_mem.c src/model_weight_mem.h \
 	src/model_manifest.c src/model_manifest.h
+
+# Damaged and inconsistent containers (issue 20, items 8-9).
+TESTS += tests/model_damage.sh
+EXTRA_DIST += tests/model_damage.sh tests/damage_container.py

@@ -46,3 +46,12 @@ EXTRA_DIST += man/coli-serve.1.in
 # The "draft" request field and the speculative-decoding metrics (issue 14).
 TESTS += tests/server_draft.sh
 EXTRA_DIST += tests/server_draft.sh
+
+# Structured output and reasoning over HTTP (the wire and the official
+# SDKs); reasoning split out of answers (server_think.c).
+check_PROGRAMS += tests/server_test_think
+TESTS += tests/server_structured.sh tests/server_structured_sdk.sh tests/server_thinking.sh tests/server_test_think
+tests_server_test_think_SOURCES = tests/server_test_think.c
+tests_server_test_think_LDADD = libcoli.a $(COLI_LIBS)
+EXTRA_DIST += tests/server_structured.sh tests/server_structured_wire.py tests/server_structured_sdk.sh \
+	tests/server_structured_sdk.js tests/server_thinking.sh tests/server_thinking_wire.py tests/server_thinking_sdk.js

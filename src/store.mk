@@ -55,3 +55,7 @@ EXTRA_DIST += bench/peer_llamacpp.sh bench/slice_to_gguf.py
 noinst_PROGRAMS += bench/scale_check_bench
 bench_scale_check_bench_SOURCES = bench/scale_check_bench.c
 bench_scale_check_bench_LDADD = libcoli.a $(COLI_LIBS)
+
+# placement never changes the model; `coli bench`'s needed vs wasted bytes
+TESTS += tests/core_placement.sh tests/bench_figures.sh
+EXTRA_DIST += tests/core_placement.sh tests/bench_figures.sh
