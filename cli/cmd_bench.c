@@ -186,6 +186,49 @@ static int bench_flag(void *ctx, int argc, char **argv, int *i, coli_err *err)
 	return 1;
 }
 
+/* Decode CPU time by part (enum coli_part) next to the weight bytes each
+ * part streams a token: where a part's share of the time exceeds its share
+ * of the bytes, it runs below the rate the rest of the step streams at.
+ * total_ms: the decode's CPU milliseconds per token. */
+static json_t *breakdown_json(const coli_model *m, const coli_timing *t0, const coli_timing *t1, long n_gen,
+			      double total_ms)
+{
+	double bytes[COLI_PART_COUNT], ms[COLI_PART_COUNT], ms_sum = 0.0, bytes_sum = 0.0;
+	coli_model_part_bytes(m, bytes);
+	for (int p = 0; p < COLI_PART_COUNT; p++) {
+		ms[p] = (t1->part[p] - t0->part[p]) * 1e3 / n_gen;
+		ms_sum += ms[p];
+		bytes_sum += bytes[p];
+	}
+	json_t *o = json_object(), *parts = json_object();
+	double attn_ms = 0.0, attn_bytes = 0.0;
+	for (int p = 0; p < COLI_PART_COUNT; p++) {
+		json_t *e = json_object();
+		json_object_set_new(e, "cpu_ms_per_token", json_real(ms[p]));
+		json_object_set_new(e, "time_share", total_ms > 0 ? json_real(ms[p] / total_ms) : json_null());
+		json_object_set_new(e, "weight_bytes", json_integer((json_int_t)bytes[p]));
+		json_object_set_new(e, "bytes_share", bytes_sum > 0 ? json_real(bytes[p] / bytes_sum) : json_null());
+		/* the rate the part streamed its weights at per thread (bytes
+		 * over its CPU time) */
+		json_object_set_new(e, "gbps_per_thread",
+				    ms[p] > 0 && bytes[p] > 0 ? json_real(bytes[p] / ms[p] * 1e-6) : json_null());
+		json_object_set_new(parts, coli_part_name(p), e);
+		if (p <= COLI_PART_O_PROJ) {
+			attn_ms += ms[p];
+			attn_bytes += bytes[p];
+		}
+	}
+	json_object_set_new(o, "parts", parts);
+	json_object_set_new(o, "total_cpu_ms_per_token", json_real(total_ms));
+	/* norms, residual adds, embedding, argmax: what no part names */
+	json_object_set_new(o, "other_cpu_ms_per_token", json_real(total_ms - ms_sum));
+	json_object_set_new(o, "weight_bytes_per_token", json_integer((json_int_t)bytes_sum));
+	json_object_set_new(o, "attention_cpu_ms_per_token", json_real(attn_ms));
+	json_object_set_new(o, "attention_time_share", total_ms > 0 ? json_real(attn_ms / total_ms) : json_null());
+	json_object_set_new(o, "attention_bytes_share", bytes_sum > 0 ? json_real(attn_bytes / bytes_sum) : json_null());
+	return o;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	coli_err err = { 0 };
@@ -389,6 +432,7 @@ int cmd_bench(int argc, char **argv)
 	json_object_set_new(split, "dense_ffn_ms", json_real((tm->dense_ffn - tm_before.dense_ffn) * per));
 	json_object_set_new(split, "other_ms", json_real((tm->other - tm_before.other) * per));
 	json_object_set_new(dc, "time_split", split);
+	json_object_set_new(dc, "breakdown", breakdown_json(m, &tm_before, tm, b.n_gen, 1000.0 * cpu_decode / b.n_gen));
 	json_object_set_new(out, "decode", dc);
 	if (b.mtp) {
 		json_t *mj = json_object();

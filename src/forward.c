@@ -24,7 +24,6 @@
 #include <float.h>
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "forward_ops.h"
 #include "forward_indexer.h"
@@ -32,13 +31,6 @@
 #include "forward_moe.h"
 #include "forward_state.h"
 #include "forward_vec_ops.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 struct attn_job {
 	const coli_model *m;
@@ -170,6 +162,8 @@ static void attn_heads(void *arg, int task)
 	const int qrow = nh * qk;
 	const int h0 = task * j->heads_per_task;
 	const int h1 = h0 + j->heads_per_task < nh ? h0 + j->heads_per_task : nh;
+	/* this task's seconds in q_b, absorb, attend, w_uv (the breakdown) */
+	double *tt = s->task_time + (size_t)task * 4, tp = fwd_now_s(), tn;
 	for (int h = h0; h < h1; h++) {
 		/* the head's rows of q_b (streamed), then its absorption
 		 * (computed): the two alternate head by head, so the memory bus
@@ -179,11 +173,17 @@ static void attn_heads(void *arg, int task)
 				coli_matmul_q8_rows(&j->w->q_b, &s->q8act, h * qk, (h + 1) * qk, s->q);
 			else
 				coli_matmul_rows(&j->w->q_b, s->qa, j->n, s->qb_xsum, h * qk, (h + 1) * qk, s->q);
+			tn = fwd_now_s();
+			tt[0] += tn - tp;
+			tp = tn;
 		}
 		for (int b = 0; b < j->n; b++)
 			fwd_rope(s->q + (size_t)b * qrow + (size_t)h * qk + c->qk_nope_head_dim, R, s->row_pos[b],
 				 m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
 		attn_absorb_head(arg, h);
+		tn = fwd_now_s();
+		tt[1] += tn - tp;
+		tp = tn;
 	}
 	for (int b = 0; b < j->n; b++) {
 		const int t = s->row_pos[b];
@@ -241,12 +241,33 @@ static void attn_heads(void *arg, int task)
 					      rows, (size_t)W, p1 - p0, L);
 		}
 	}
+	tn = fwd_now_s();
+	tt[2] += tn - tp;
+	tp = tn;
 	const int V = c->v_head_dim;
 	for (int h = h0; h < h1; h++) {
 		coli_qmat wuv = fwd_rows(&j->w->kv_b, h * (c->qk_nope_head_dim + V) + c->qk_nope_head_dim, V);
 		coli_model_product(m, NULL, &wuv, s->ctxlat + (size_t)h * B * L, j->n, s->vhead + (size_t)h * B * V,
 			      s->head_q8 ? &s->head_q8[h] : NULL);
 	}
+	tt[3] += fwd_now_s() - tp;
+}
+
+/* The attention tasks' CPU time `cpu`, shared out among q_b, absorb,
+ * attend and w_uv in proportion to the (wall) seconds the tasks spent in
+ * each: they run interleaved on every thread, and a CPU clock read per
+ * head would cost microseconds. */
+static void attn_share_time(coli_state *s, int tasks, double cpu)
+{
+	static const int parts[4] = { COLI_PART_Q_B, COLI_PART_ABSORB, COLI_PART_ATTEND, COLI_PART_W_UV };
+	double sum[4] = { 0 }, all = 0.0;
+	for (int t = 0; t < tasks; t++)
+		for (int k = 0; k < 4; k++)
+			sum[k] += s->task_time[(size_t)t * 4 + k];
+	for (int k = 0; k < 4; k++)
+		all += sum[k];
+	for (int k = 0; k < 4 && all > 0.0; k++)
+		s->timing.part[parts[k]] += cpu * sum[k] / all;
 }
 
 static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err *err)
@@ -256,6 +277,9 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 	const int H = c->hidden_size, L = c->kv_lora_rank, R = c->qk_rope_head_dim;
 	const int nh = c->num_attention_heads;
 	const int V = c->v_head_dim, W = s->kv_width, B = s->max_batch, AW = coli_config_attn_width(c);
+	/* the breakdown's CPU seconds (process clock: every thread) */
+	double *part = s->timing.part, idx_cpu = 0.0;
+	const double c0 = fwd_cpu_s();
 	for (int b = 0; b < n; b++)
 		fwd_rmsnorm(s->xn + (size_t)b * H, s->x + (size_t)b * H, w->attn_norm, H, c->rms_norm_eps);
 	/* queries */
@@ -277,11 +301,12 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 		if (w->has_indexer) {
 			/* before q_b's input is prepared: both use the q8 scratch;
 			 * the head weights stay exact (f32 activations) */
-			const double ti = now_s();
+			const double ti = fwd_now_s(), ci = fwd_cpu_s();
 			coli_model_matmul(m, s, &w->idx_wq_b, s->qa, n, s->idx_q);
 			coli_matmul(m->pool, &w->idx_w, s->xn, n, s->idx_w);
 			indexer_queries(m, s, n);
-			s->timing.indexer += now_s() - ti;
+			s->timing.indexer += fwd_now_s() - ti;
+			idx_cpu += fwd_cpu_s() - ci;
 		}
 		/* q_b runs inside the attention tasks, each for its own heads'
 		 * rows (attn_heads): its input is prepared once here */
@@ -318,17 +343,26 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 	/* the keys each row attends to: this layer's own indexer, or the
 	 * selection of the nearest earlier full layer (already in s->isel) */
 	if (w->has_indexer) {
-		const double ti = now_s();
+		const double ti = fwd_now_s(), ci = fwd_cpu_s();
 		indexer_keys(m, s, w, l, n);
 		indexer_select(m, s, l, n);
-		s->timing.indexer += now_s() - ti;
+		s->timing.indexer += fwd_now_s() - ti;
+		idx_cpu += fwd_cpu_s() - ci;
 	}
 	if (coli_config_has_indexer(c))
 		indexer_note(m, s, l, n);
+	const double c1 = fwd_cpu_s();
+	/* everything before the heads' tasks that is not the indexer's */
+	part[COLI_PART_INDEXER] += idx_cpu;
+	part[COLI_PART_Q_A_KV_A] += c1 - c0 - idx_cpu;
 	int hpt = (nh + 2 * coli_pool_size(m->pool) - 1) / (2 * coli_pool_size(m->pool));
 	hpt = hpt < 1 ? 1 : hpt > ATTN_HEADS_MAX ? ATTN_HEADS_MAX : hpt;
 	struct attn_job job = { m, s, w, l, n, hpt, qb_in_tasks };
-	coli_pool_run(m->pool, (nh + hpt - 1) / hpt, attn_heads, &job);
+	const int tasks = (nh + hpt - 1) / hpt;
+	memset(s->task_time, 0, sizeof(double) * 4 * (size_t)tasks);
+	coli_pool_run(m->pool, tasks, attn_heads, &job);
+	const double c2 = fwd_cpu_s();
+	attn_share_time(s, tasks, c2 - c1);
 	for (int h = 0; h < nh; h++)
 		for (int b = 0; b < n; b++)
 			memcpy(s->vout + (size_t)b * nh * V + (size_t)h * V,
@@ -336,6 +370,7 @@ static int attention(const coli_model *m, coli_state *s, int l, int n, coli_err 
 	coli_model_matmul(m, s, &w->o, s->vout, n, s->ffn_out);
 	for (size_t i = 0; i < (size_t)n * H; i++)
 		s->x[i] += s->ffn_out[i];
+	part[COLI_PART_O_PROJ] += fwd_cpu_s() - c2;
 	return 0;
 }
 
@@ -357,7 +392,7 @@ static int forward_chunk(coli_model *m, coli_state *s, const int *tokens, int n,
 {
 	const coli_config *c = &m->cfg;
 	const int H = c->hidden_size;
-	const double t_start = now_s();
+	const double t_start = fwd_now_s();
 	for (int b = 0; b < n; b++) {
 		if (tokens[b] < 0 || tokens[b] >= c->vocab_size)
 			return coli_err_set(err, -EINVAL, "token id %d is outside the vocabulary (0..%d)",
@@ -365,7 +400,7 @@ static int forward_chunk(coli_model *m, coli_state *s, const int *tokens, int n,
 		coli_qmat r = fwd_rows(&m->embed, tokens[b], 1);
 		coli_dequantize_rows(r.qtype, r.data, 1, H, s->x + (size_t)b * H);
 	}
-	double t0 = now_s(), t1;
+	double t0 = fwd_now_s(), t1;
 	s->timing.other += t0 - t_start;
 	for (int l = 0; l < c->num_hidden_layers; l++) {
 		const coli_layer_weights *w = &m->layers[l];
@@ -374,20 +409,28 @@ static int forward_chunk(coli_model *m, coli_state *s, const int *tokens, int n,
 			return arc;
 		for (int b = 0; b < n; b++)
 			fwd_rmsnorm(s->xn + (size_t)b * H, s->x + (size_t)b * H, w->ffn_norm, H, c->rms_norm_eps);
-		t1 = now_s();
+		t1 = fwd_now_s();
 		s->timing.attention += t1 - t0;
 		if (w->is_moe) {
+			/* the experts' part is the layer's time the router's
+			 * is not (moe_forward adds to both) */
+			const double parts0 = s->timing.part[COLI_PART_ROUTER] + s->timing.part[COLI_PART_EXPERTS];
+			const double cm = fwd_cpu_s();
 			int rc = moe_forward(m, s, l, n, err);
 			if (rc)
 				return rc;
-			t0 = now_s();
+			t0 = fwd_now_s();
 			s->timing.moe += t0 - t1;
+			s->timing.part[COLI_PART_EXPERTS] += fwd_cpu_s() - cm - (s->timing.part[COLI_PART_ROUTER] +
+										 s->timing.part[COLI_PART_EXPERTS] - parts0);
 		} else {
 			/* the next layer's expert reads overlap this FFN */
 			if (m->store)
 				moe_prefetch_next(m, s, l, n);
+			const double cf = fwd_cpu_s();
 			dense_ffn(m, s, l, n);
-			t0 = now_s();
+			s->timing.part[COLI_PART_DENSE_FFN] += fwd_cpu_s() - cf;
+			t0 = fwd_now_s();
 			s->timing.dense_ffn += t0 - t1;
 		}
 	}
@@ -412,7 +455,7 @@ int coli_forward_seq(coli_model *m, coli_state *s, coli_seq *q, const int *token
 	if (q->pos - q->base + n > q->cap || q->pos + n > s->cap)
 		return coli_err_set(err, -E2BIG, "context is full: %d tokens + %d new exceed %d",
 				    q->pos, n, q->pos - q->base + n > q->cap ? q->base + q->cap : s->cap);
-	const double t_call = now_s();
+	const double t_call = fwd_now_s();
 	for (int done = 0; done < n;) {
 		int chunk = n - done < s->max_batch ? n - done : s->max_batch;
 		for (int b = 0; b < chunk; b++) {
@@ -425,6 +468,7 @@ int coli_forward_seq(coli_model *m, coli_state *s, coli_seq *q, const int *token
 		done += chunk;
 		if (!logits)
 			continue;
+		const double ch = fwd_cpu_s();
 		if (all_logits) {
 			for (int b = 0; b < chunk; b++)
 				fwd_rmsnorm(s->logits_h + (size_t)b * H, s->x + (size_t)b * H, m->final_norm, H,
@@ -435,8 +479,9 @@ int coli_forward_seq(coli_model *m, coli_state *s, coli_seq *q, const int *token
 			fwd_rmsnorm(s->logits_h, s->x + (size_t)(chunk - 1) * H, m->final_norm, H, c->rms_norm_eps);
 			coli_model_matmul(m, s, &m->lm_head, s->logits_h, 1, logits);
 		}
+		s->timing.part[COLI_PART_LM_HEAD] += fwd_cpu_s() - ch;
 	}
-	const double t_end = now_s();
+	const double t_end = fwd_now_s();
 	s->timing.total += t_end - t_call;
 	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
 	return 0;
@@ -478,14 +523,16 @@ int coli_forward_rows(coli_model *m, coli_state *s, coli_seq *const *seqs, const
 	}
 	if (n < 1)
 		return coli_err_set(err, -EINVAL, "nothing to evaluate");
-	const double t_call = now_s();
+	const double t_call = fwd_now_s();
 	int rc = forward_chunk(m, s, tokens, n, err);
 	if (rc)
 		return rc;
+	const double ch = fwd_cpu_s();
 	for (int b = 0; b < n; b++)
 		fwd_rmsnorm(s->logits_h + (size_t)b * H, s->x + (size_t)b * H, m->final_norm, H, c->rms_norm_eps);
 	coli_model_matmul(m, s, &m->lm_head, s->logits_h, n, logits);
-	s->timing.total += now_s() - t_call;
+	s->timing.part[COLI_PART_LM_HEAD] += fwd_cpu_s() - ch;
+	s->timing.total += fwd_now_s() - t_call;
 	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
 	return 0;
 }
@@ -519,7 +566,7 @@ int coli_forward_mtp_tail(coli_model *m, coli_state *s, coli_seq *q, const float
 		return coli_err_set(err, -ENOTSUP, "MTP drafts need the whole context in RAM");
 	if (q->mtp_pos + n > q->cap || q->mtp_pos + n > s->cap)
 		return coli_err_set(err, -E2BIG, "MTP context is full: %d positions", q->mtp_pos);
-	const double t_call = now_s();
+	const double t_call = fwd_now_s();
 	for (int b = 0; b < n; b++) {
 		if (next[b] < 0 || next[b] >= c->vocab_size)
 			return coli_err_set(err, -EINVAL, "token id %d is outside the vocabulary", next[b]);
@@ -552,7 +599,7 @@ int coli_forward_mtp_tail(coli_model *m, coli_state *s, coli_seq *q, const float
 	if (h0 < n)
 		coli_model_matmul(m, s, &t->head, s->logits_h + (size_t)h0 * H, n - h0, logits);
 	q->mtp_pos += n;
-	s->timing.total += now_s() - t_call;
+	s->timing.total += fwd_now_s() - t_call;
 	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
 	return 0;
 }

@@ -187,6 +187,7 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 	s->qcat = zalloc(nh * (size_t)coli_config_kv_width(c), sizeof(float), &failed);
 	s->qb_xsum = zalloc(B * (size_t)(c->q_lora_rank / COLI_QK + 1), sizeof(float), &failed);
 	s->scores = zalloc(nh * (size_t)max_ctx, sizeof(float), &failed);
+	s->task_time = zalloc(nh * 4, sizeof(double), &failed);
 	if (coli_config_has_indexer(c)) {
 		const size_t IH = (size_t)c->index_n_heads, ID = (size_t)c->index_head_dim;
 		s->isel_cap = c->index_topk < max_ctx ? c->index_topk : max_ctx;
@@ -270,7 +271,7 @@ void coli_state_free(coli_state *s)
 			 s->tok_slot, s->exp_in, s->exp_a, s->exp_b, s->exp_out, (void *)s->recs,
 			 s->predict, s->pred_scores, s->route_tmp, s->route_taken, s->expert_rows, s->pred_w, s->logits_h, s->mtp_cat, s->routing.experts,
 			 s->routing.weights, s->idx_q, s->idx_k, s->idx_w, s->idx_scores, s->idx_order, s->idx_mark,
-			 s->isel, s->isel_n, s->idx_kept, s->idx_context, s->old_ikv };
+			 s->isel, s->isel_n, s->idx_kept, s->idx_context, s->old_ikv, s->task_time };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	coli_q8act_free(&s->q8act);

@@ -89,6 +89,8 @@ struct coli_state {
 	int n_head_q8;
 	coli_q8act q8act;       /* (B, widest matmul input) int8 copy of a matmul's
 	                         * input, when m->act_quant is COLI_ACT_Q8 */
+	double *task_time;      /* (heads, 4) seconds each attention task spent
+	                         * in q_b, absorb, attend, w_uv (the breakdown) */
 	coli_routing routing;   /* (layers, topk) of the last position */
 	coli_timing timing;
 };

@@ -124,6 +124,31 @@ typedef struct coli_routing {
 
 /* Where forward time went, accumulated over calls (seconds). The expert
  * store reports the part of `moe` spent waiting for the disk. */
+/* The parts of a forward step, for the per-part breakdown (coli bench's
+ * decode.breakdown), in CPU seconds of the process (all threads). The
+ * attention tasks' CPU time (q_b, absorb, attend, w_uv run interleaved
+ * head by head on every thread) is shared out in proportion to each
+ * part's summed per-task wall time. */
+enum coli_part {
+	COLI_PART_Q_A_KV_A,          /* attention norm, q_a + kv_a (+ the indexer's
+	                              * key projection) products, q_a norm, q_b's
+	                              * input, the new KV row */
+	COLI_PART_INDEXER,           /* DSA indexer: query products, scores, selection */
+	COLI_PART_Q_B,               /* q_b (per head, in the attention tasks) */
+	COLI_PART_ABSORB,            /* q_nope through W_UK (and the query's rope) */
+	COLI_PART_ATTEND,            /* scores, softmax, weighted sum of latents */
+	COLI_PART_W_UV,              /* latents through W_UV */
+	COLI_PART_O_PROJ,            /* o_proj and the residual add */
+	COLI_PART_DENSE_FFN,         /* gate, up, down of the dense layers */
+	COLI_PART_ROUTER,            /* router products and expert choice (and the
+	                              * next layer's prediction) */
+	COLI_PART_EXPERTS,           /* routed + shared experts, waits for reads */
+	COLI_PART_LM_HEAD,           /* final norm and lm_head */
+	COLI_PART_COUNT
+};
+/* "q_a_kv_a", "indexer", ... (the JSON names); NULL out of range. */
+const char *coli_part_name(int part);
+
 typedef struct coli_timing {
 	double attention;            /* includes the indexer's part */
 	double indexer;              /* DSA indexer: products, scores, selection */
@@ -131,6 +156,9 @@ typedef struct coli_timing {
 	double dense_ffn;
 	double other;                /* embedding, final norm, lm_head */
 	double total;
+	double part[COLI_PART_COUNT]; /* enum coli_part, CPU seconds (all
+	                               * threads; the rest is embedding, norms,
+	                               * residual adds) */
 } coli_timing;
 
 typedef struct coli_state coli_state;
@@ -192,6 +220,11 @@ const coli_routing *coli_state_routing(const coli_state *s);
 /* The state's own sequence (what coli_forward appends to). */
 coli_seq *coli_state_seq(coli_state *s);
 const coli_timing *coli_state_timing(const coli_state *s);
+/* Weight bytes one decode token reads in each part (enum coli_part):
+ * every resident matrix the part streams, and for the experts
+ * num_experts_per_tok expert records plus the shared experts per MoE
+ * layer. The MTP layer is not counted. */
+void coli_model_part_bytes(const coli_model *m, double bytes[COLI_PART_COUNT]);
 
 /* Run tokens[0..n) at positions pos..pos+n, appending to the KV cache.
  * logits: NULL, or (n, vocab) when all_logits, else (vocab) for the last

@@ -4,7 +4,8 @@
 # exactly the bytes read, each a whole number of records), reports the
 # step against max(io, compute) (never below 1: both parts fit in a step),
 # and with --iobench the ceiling from the needed bytes; its automatic
-# expert budget counts the KV it allocates.
+# expert budget counts the KV it allocates; its decode breakdown gives each
+# part the weight bytes of its tensors.
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -n "$COLI" ] && [ -x "$COLI" ] || fail "\$COLI not built"
 PYTHON3=${PYTHON3:-/usr/bin/python3}
@@ -36,4 +37,48 @@ COLI_LOG_LEVEL=info "$COLI" bench "$T/model" --prompt 4 --gen 6 --no-kernels --t
 	>/dev/null 2>"$T/auto.log" || { cat "$T/auto.log"; fail "coli bench with the automatic budget"; }
 grep -q "automatic budget .* - KV 16.5 KiB - margin 64.0 MiB, in whole records (store " "$T/auto.log" ||
 	fail "automatic budget terms: $(grep budget "$T/auto.log")"
-echo "ok: needed + wasted = read, step/max(io,compute) >= 1, ceiling from needed bytes, bench's KV in the budget"
+# the per-part breakdown: every part named, its weight bytes those of the
+# manifest's tensors (kv_b split per head into W_UK and W_UV rows), its
+# times non-negative and together within the step's total
+"$PYTHON3" - "$T/out.json" "$T/model/manifest.json" <<'PY' || fail "decode breakdown: $(cat "$T/out.json")"
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+man = json.load(open(sys.argv[2]))
+cfg, bd = man["config"], j["decode"]["breakdown"]
+parts = bd["parts"]
+names = ["q_a_kv_a", "indexer", "q_b", "absorb", "attend", "w_uv", "o_proj", "dense_ffn", "router",
+         "experts", "lm_head"]
+assert list(parts) == names, list(parts)
+want = dict.fromkeys(names, 0)
+cls = {"q_a_proj": "q_a_kv_a", "kv_a_proj_with_mqa": "q_a_kv_a", "q_b_proj": "q_b", "o_proj": "o_proj",
+       "mlp.gate_proj": "dense_ffn", "mlp.up_proj": "dense_ffn", "mlp.down_proj": "dense_ffn",
+       "mlp.gate.weight": "router", "shared_experts": "experts"}
+L = cfg["num_hidden_layers"]
+for t in man["tensors"]:
+    m = re.match(r"model\.layers\.(\d+)\.(.*)", t["name"])
+    if not m or int(m.group(1)) >= L or "norm" in t["name"] or "bias" in t["name"]:
+        continue
+    rest = m.group(2)
+    if "kv_b_proj" in rest:
+        nope, v = cfg["qk_nope_head_dim"], cfg["v_head_dim"]
+        want["absorb"] += t["nbytes"] * nope // (nope + v)
+        want["w_uv"] += t["nbytes"] * v // (nope + v)
+        continue
+    for k, part in cls.items():
+        if k in rest:
+            want[part] += t["nbytes"]
+            break
+    else:
+        raise AssertionError("tensor of no part: " + t["name"])
+moe_layers = L - cfg["first_k_dense_replace"]
+want["experts"] += moe_layers * cfg["num_experts_per_tok"] * man["experts"]["record_size"]
+want["lm_head"] = next(t["nbytes"] for t in man["tensors"] if t["name"] == "lm_head.weight")
+got = {k: v["weight_bytes"] for k, v in parts.items()}
+assert got == want, (got, want)
+ms = [v["cpu_ms_per_token"] for v in parts.values()]
+# the parts' process CPU clock runs inside the decode's getrusage window
+assert min(ms) >= 0 and sum(ms) <= bd["total_cpu_ms_per_token"] * 1.02 + 0.05, (ms, bd["total_cpu_ms_per_token"])
+for k in ("q_a_kv_a", "q_b", "absorb", "attend", "w_uv", "o_proj", "router", "experts", "lm_head"):
+    assert parts[k]["cpu_ms_per_token"] > 0, k
+PY
+echo "ok: needed + wasted = read, step/max(io,compute) >= 1, ceiling from needed bytes, bench's KV in the budget, per-part breakdown"
