@@ -57,6 +57,15 @@ static void attn_absorb_head(void *arg, int h)
 			s->qlat + (size_t)h * B * L, (size_t)L, tile);
 }
 
+/* Rows [r0, r0 + n) of w towards L2 (a prefetch per cache line). */
+static void attn_prefetch_rows(const coli_qmat *w, int r0, int n)
+{
+	const size_t rb = coli_qtype_row_bytes(w->qtype, w->cols);
+	const char *p = (const char *)w->data + (size_t)r0 * rb;
+	for (size_t o = 0; o < (size_t)n * rb; o += 64)
+		__builtin_prefetch(p + o, 0, 2);
+}
+
 /* Whether q_b runs with int8 activations (q8 mode, quantized weights),
  * as coli_model_matmul would run it. */
 static int attn_qb_q8(const coli_model *m, const coli_layer_weights *w)
@@ -167,7 +176,10 @@ static void attn_heads(void *arg, int task)
 	for (int h = h0; h < h1; h++) {
 		/* the head's rows of q_b (streamed), then its absorption
 		 * (computed): the two alternate head by head, so the memory bus
-		 * stays busy while a thread computes */
+		 * stays busy while a thread computes; the head's W_UK rows are
+		 * on their way to L2 while q_b streams (the transposed product
+		 * has no prefetch of its own that runs far enough ahead) */
+		attn_prefetch_rows(&j->w->kv_b, h * (c->qk_nope_head_dim + c->v_head_dim), c->qk_nope_head_dim);
 		if (j->qb_in_tasks) {
 			if (attn_qb_q8(m, j->w))
 				coli_matmul_q8_rows(&j->w->q_b, &s->q8act, h * qk, (h + 1) * qk, s->q);
