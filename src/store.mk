@@ -49,7 +49,7 @@ bench_store_bench_LDADD = libcoli.a $(COLI_LIBS)
 EXTRA_DIST += bench/README.md bench/glm5_slice.sh bench/glm5_slice_report.py \
 	bench/skew_router.py bench/routing_policy.sh bench/find_coli.sh bench/bench_args.sh bench/warm_decode.sh
 # colitop against llama.cpp on the same slice (issue 21; never run by make check)
-EXTRA_DIST += bench/peer_llamacpp.sh bench/slice_to_gguf.py
+EXTRA_DIST += bench/peer_llamacpp.sh bench/slice_to_gguf.py bench/decode_parts.sh
 # Cost of the per-record scale check next to the record's products (a
 # measurement, never run by make check).
 noinst_PROGRAMS += bench/scale_check_bench
