@@ -6,10 +6,10 @@
 # second coli binary (--base, e.g. a build of an older commit) run
 # interleaved with the first so load hits both alike (issue 21).
 #
-#   bench/decode_parts.sh MODEL [--coli PATH] [--base PATH] [--runs N]
+#   bench/decode_parts.sh --model DIR [--coli PATH] [--base PATH] [--runs N]
 #                         [--threads N] [--prompt N] [--gen N] [--work DIR]
 #
-# Each run: coli bench MODEL --no-kernels --expert-cache 100% --pin-budget 0
+# Each run: coli bench DIR --no-kernels --expert-cache 100% --pin-budget 0
 # --cache-dir WORK/cache --prompt P --gen G --act-quant f32|q8 (one untimed
 # run first saves the routing heat, so every timed run reads all its
 # experts at open: no read lands in a part). Prints a markdown table of the
@@ -19,22 +19,10 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 model='' work=/var/tmp/coli-decode-parts runs=3 threads=2 prompt=16 gen=32 coli=${COLI:-} base=''
-while [ $# -gt 0 ]; do
-	case $1 in
-	--coli) coli=$2; shift ;;
-	--base) base=$2; shift ;;
-	--runs) runs=$2; shift ;;
-	--threads) threads=$2; shift ;;
-	--prompt) prompt=$2; shift ;;
-	--gen) gen=$2; shift ;;
-	--work) work=$2; shift ;;
-	-h|--help) sed -n '2,18p' "$0"; exit 0 ;;
-	-*) echo "decode_parts.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-	*) model=$1 ;;
-	esac
-	shift
-done
-[ -n "$model" ] || { echo "decode_parts.sh: give the MODEL directory (see --help)" >&2; exit 2; }
+. "$top/bench/bench_args.sh"
+bench_args decode_parts.sh 2,18 '--model=model --coli=coli --base=base --runs=runs --threads=threads
+	--prompt=prompt --gen=gen --work=work' "$@"
+[ -n "$model" ] || { echo "decode_parts.sh: give the model with --model DIR (see --help)" >&2; exit 2; }
 . "$top/bench/find_coli.sh"
 find_coli decode_parts.sh
 mkdir -p "$work/results"
