@@ -268,6 +268,8 @@ int cmd_bench(int argc, char **argv)
 	mo.store.kv_ctx = (int)(b.n_prompt + b.n_gen + 1);
 	mo.store.kv_ram = 0;
 	mo.store.kv_parallel = 1;
+	/* and reserves the step state of its chunks (coli_state_new below) */
+	mo.store.state_batch = fl.opts.prefill_batch > 0 ? fl.opts.prefill_batch : 64;
 	if (b.cold)
 		fl.opts.no_heat = 1; /* a cold run must not warm-start from history */
 	if (fl.opts.cache_dir && !fl.opts.no_heat) {

@@ -167,7 +167,7 @@ static void check_memory(doctor *d, const coli_container *c)
 	 * (--ctx 4096, automatic slots), term by term */
 	expert_store_opts o;
 	store_budget_terms t;
-	char line[512];
+	char line[1024];
 	expert_store_opts_default(&o);
 	if (c->config.n_routed_experts > 0 && store_budget_measure(c, &o, &t) == 0) {
 		store_budget_explain(&t, line, sizeof line);

@@ -206,6 +206,9 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	mo.store.kv_ctx = e->opts.ctx;
 	mo.store.kv_ram = e->opts.kv_ram;
 	mo.store.kv_parallel = e->opts.parallel;
+	/* the step state below: its batch is the prefill chunk (or a row per
+	 * slot, which the store's measurement takes as the floor) */
+	mo.store.state_batch = e->opts.prefill_batch > 0 ? e->opts.prefill_batch : ENGINE_PREFILL_BATCH;
 	if (e->opts.cache_dir) {
 		snprintf(e->cache_dir, sizeof e->cache_dir, "%s", e->opts.cache_dir);
 	} else if ((rc = kv_cache_dir(e->model_dir, e->cache_dir, sizeof e->cache_dir, err))) {

@@ -54,6 +54,15 @@ typedef struct expert_store_opts {
 	                          * below (what the engine will allocate) */
 	int kv_ctx, kv_ram, kv_parallel; /* the engine's --ctx, --kv-ram,
 	                          * --parallel (0 = their defaults) */
+	int state_batch;         /* rows per forward call of the caller's step
+	                          * state (coli_state_new's max_batch, its
+	                          * max_ctx the KV plan's context); 0 = none
+	                          * declared: the budget keeps a default reserve */
+	int64_t state_bytes;     /* that state's scratch, measured by
+	                          * coli_model_open (coli_state_scratch_bytes);
+	                          * -1 = not measured */
+	int64_t dense_dropped;   /* dense page cache dropped after loading
+	                          * (set by coli_model_open; shown) */
 	int verify_mirrors;      /* 1 = sha256 every mirror shard at open (slow) */
 	double mirror_weights[1 + EXPERT_STORE_MAX_MIRRORS]; /* [0] primary, then
 	                          * each mirror; 0 = equal shares */

@@ -66,7 +66,7 @@ int store_budget_derive(store_budget_terms *t)
 		return -ENOENT;
 	}
 	t->room = room;
-	int64_t free_ = room - (t->kv > 0 ? t->kv : 0) - (t->margin > 0 ? t->margin : 0);
+	int64_t free_ = room - (t->kv > 0 ? t->kv : 0) - (t->reserve > 0 ? t->reserve : 0);
 	int64_t rec = t->record > 0 ? t->record : 1;
 	int batch = t->batch > 0 ? t->batch : 1;
 	int64_t all = t->all >= 0 ? t->all : 0;
@@ -89,26 +89,36 @@ int store_budget_derive(store_budget_terms *t)
 
 int store_budget_explain(const store_budget_terms *t, char *buf, size_t n)
 {
-	char tot[32], lim[32], use[32], rec[32], av[32], kv[32], mar[32], den[32], all[32], sto[32];
+	char tot[32], lim[32], use[32], rec[32], av[32], kv[32], res[32], den[32], all[32], sto[32], drop[32];
 	size_format(t->total, tot, sizeof tot);
 	size_format(t->kv, kv, sizeof kv);
-	size_format(t->margin, mar, sizeof mar);
+	size_format(t->reserve, res, sizeof res);
 	size_format(t->dense, den, sizeof den);
 	size_format(t->all, all, sizeof all);
 	size_format(t->store, sto, sizeof sto);
 	size_format(t->mem_available, av, sizeof av);
+	size_format(t->dense_dropped, drop, sizeof drop);
+	/* how each derived term was had: the reserve measured or defaulted,
+	 * the page cache the process leaves charged */
+	char tail[384];
+	snprintf(tail, sizeof tail,
+		 "reserve: %s; store %s with its scratch pool; dense %s %s%s%s; expert reads %s; "
+		 "experts total %s",
+		 t->reserve_measured ? "the step state's scratch, measured" : "default, no step state measured",
+		 sto, den, t->limit >= 0 ? "already in usage" : "already loaded",
+		 t->dense_dropped > 0 ? ", its page cache dropped: " : "", t->dense_dropped > 0 ? drop : "",
+		 t->direct == 0  ? "buffered (page cache, reclaimable)"
+		 : t->direct > 0 ? "O_DIRECT (no page cache)"
+				 : "O_DIRECT where the filesystem allows (no page cache)",
+		 all);
 	/* name the term that set the room: the cgroup or MemAvailable */
 	int cgroup = t->limit >= 0 && (t->mem_available < 0 || t->room < t->mem_available);
 	if (cgroup)
 		return snprintf(buf, n,
-				"budget %s = cgroup limit %s - (usage %s - reclaimable cache %s) - KV %s - margin %s, "
-				"in whole records (store %s with its scratch pool; dense %s already in usage; "
-				"experts total %s)",
+				"budget %s = cgroup limit %s - (usage %s - reclaimable cache %s) - KV %s - reserve %s, "
+				"in whole records (%s)",
 				tot, size_format(t->limit, lim, sizeof lim), size_format(t->usage, use, sizeof use),
-				size_format(t->reclaimable > 0 ? t->reclaimable : 0, rec, sizeof rec), kv, mar, sto,
-				den, all);
-	return snprintf(buf, n,
-			"budget %s = MemAvailable %s - KV %s - margin %s, in whole records (store %s with its "
-			"scratch pool; dense %s already loaded; experts total %s)",
-			tot, av, kv, mar, sto, den, all);
+				size_format(t->reclaimable > 0 ? t->reclaimable : 0, rec, sizeof rec), kv, res, tail);
+	return snprintf(buf, n, "budget %s = MemAvailable %s - KV %s - reserve %s, in whole records (%s)", tot,
+			av, kv, res, tail);
 }

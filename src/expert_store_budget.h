@@ -4,7 +4,7 @@
  *   room    = cgroup limit - (usage - reclaimable page cache), the tightest
  *             level of the process's memory cgroup path; MemAvailable when
  *             smaller or when there is no limit
- *   free    = room - KV - margin
+ *   free    = room - KV - reserve
  *   total   = the largest budget whose store fits in free, within 0..all
  *             expert bytes, where the store of a budget holds
  *             pinned + max(cache, scratch) bytes (expert_store.c: the
@@ -19,19 +19,27 @@
  * below 2 x max_batch records of cache: subtracting it from every budget
  * (the previous rule) left 2 x top-k records of the cgroup unused, ~340
  * MiB on a GLM-5 slice (bench/glm5_slice.sh step 3c measured it). The
- * margin covers allocator slack, thread stacks, I/O rings and the
- * activations of a step; bench/glm5_slice.sh's "over dense+budget"
- * column measures what a run holds beyond dense + budget (60 MiB on the
- * slice). */
+ * reserve is the caller's step state (activations of its batch, scores
+ * and spill rows of its context, int8 scratch), measured by allocating
+ * one of that shape before the store opens (coli_model_open,
+ * coli_state_scratch_bytes); where no caller declares one (coli doctor,
+ * tools that size their own state) it is STORE_BUDGET_RESERVE. Pool
+ * thread stacks and the allocator's arenas exist before the budget is
+ * derived, so they are inside usage, not reserved again. Page cache:
+ * the dense files' is dropped after loading inside a cgroup (it is
+ * counted in usage otherwise, and only its inactive part as
+ * reclaimable); expert reads use O_DIRECT where the filesystem allows
+ * (auto), so they charge none. bench/glm5_slice.sh's "over
+ * dense+budget" column measures what a run holds beyond dense + budget. */
 #ifndef COLI_EXPERT_STORE_BUDGET_H
 #define COLI_EXPERT_STORE_BUDGET_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* Allocator slack, thread stacks, io_uring rings, a step's activations:
- * the part of what the process holds that is not sized from the model. */
-#define STORE_BUDGET_MARGIN (64LL * 1024 * 1024)
+/* The reserve where no step state was measured (the previous fixed
+ * margin; a GLM-5 slice's step state at a 64-row batch is ~40 MiB). */
+#define STORE_BUDGET_RESERVE (64LL * 1024 * 1024)
 
 struct coli_config;
 
@@ -51,7 +59,10 @@ typedef struct store_budget_terms {
 	int64_t mem_available; /* MemAvailable; -1 = unknown */
 	int64_t dense;         /* dense bytes as loaded (inside usage) */
 	int64_t kv;            /* KV bytes for the configured ctx x slots */
-	int64_t margin;        /* STORE_BUDGET_MARGIN */
+	int64_t reserve;       /* step state scratch (measured) or the default */
+	int reserve_measured;  /* 1: reserve is a measured step state */
+	int64_t dense_dropped; /* dense page cache dropped after loading */
+	int direct;            /* expert reads: 1 O_DIRECT, 0 buffered, -1 auto */
 	int64_t record;        /* bytes of one expert record (> 0) */
 	int batch;             /* the store's max_batch (records per call) */
 	int64_t pin;           /* --pin-budget; -1 = automatic */

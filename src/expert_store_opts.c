@@ -22,7 +22,7 @@
  * Automatic total (cache "auto"): store_budget_derive
  * (expert_store_budget.h): the room (cgroup limit - (usage - inactive page
  * cache), or MemAvailable when smaller) - the KV the caller will allocate
- * - a 64 MiB margin, then the largest budget whose store (scratch pool
+ * - the reserve (the caller's step state, measured, else 64 MiB), then the largest budget whose store (scratch pool
  * included where the store adds one) fits in that, never more than all
  * expert bytes, never negative. The dense part is already loaded, inside
  * usage, and is not subtracted again. */
@@ -49,6 +49,7 @@ void expert_store_opts_default(expert_store_opts *o)
 	o->direct = -1;
 	o->policy = -1;
 	o->kv_bytes = -1;
+	o->state_bytes = -1;
 }
 
 static int64_t total_expert_bytes(const coli_container *c)
@@ -99,7 +100,10 @@ int store_budget_measure(const coli_container *c, const expert_store_opts *o, st
 				 : coli_kv_plan(&c->config, o->kv_ctx, o->kv_ram, o->kv_parallel, NULL, NULL, NULL);
 	/* the store's own sizing rule (pinned + cache, topped up by the
 	 * scratch pool below 2 x max_batch records) is inverted by derive */
-	t->margin = STORE_BUDGET_MARGIN;
+	t->reserve_measured = o->state_bytes > 0;
+	t->reserve = t->reserve_measured ? o->state_bytes : STORE_BUDGET_RESERVE;
+	t->dense_dropped = o->dense_dropped > 0 ? o->dense_dropped : 0;
+	t->direct = o->direct;
 	t->record = (int64_t)c->expert_record_size;
 	t->batch = store_batch(c, o);
 	t->pin = o->pin_bytes;
@@ -118,7 +122,7 @@ int store_budget_resolve(const coli_container *c, const expert_store_opts *o,
 		if ((rc = store_budget_measure(c, o, &t)) < 0)
 			return rc;
 		total = t.total;
-		char line[512];
+		char line[1024];
 		store_budget_explain(&t, line, sizeof line);
 		coli_info("expert store: automatic %s", line);
 	}

@@ -7,14 +7,30 @@
 
 #include "forward_state.h"
 
-static void *zalloc(size_t n, size_t size, int *failed)
+/* What a constructor asked for: a failure flag and the bytes, so the
+ * state can say what it holds (coli_state_bytes; the automatic expert
+ * budget reserves it). */
+typedef struct alloc_tally {
+	int failed;
+	size_t bytes;
+} alloc_tally;
+
+static void *zalloc(size_t n, size_t size, alloc_tally *t)
 {
 	if (n == 0)
 		n = 1;
 	void *p = calloc(n, size);
 	if (!p)
-		*failed = 1;
+		t->failed = 1;
+	t->bytes += n * size;
 	return p;
+}
+
+/* What coli_q8act_init allocated: the int8 rows and two floats per block. */
+static size_t q8act_bytes(const coli_q8act *a)
+{
+	size_t nb = (size_t)a->n_max * (size_t)(a->cols_max / COLI_QK);
+	return (size_t)a->n_max * (size_t)a->cols_max + nb * (sizeof *a->d + sizeof *a->sx);
 }
 
 int coli_seq_new(const coli_model *m, int cap, coli_seq **out, coli_err *err)
@@ -23,21 +39,23 @@ int coli_seq_new(const coli_model *m, int cap, coli_seq **out, coli_err *err)
 	if (cap < 1)
 		return coli_err_set(err, -EINVAL, "context size must be positive");
 	coli_seq *q = calloc(1, sizeof *q);
-	int failed = !q;
+	alloc_tally al = { !q, sizeof *q };
 	if (q) {
 		q->cap = cap;
 		q->n_layers = c->num_hidden_layers + m->n_mtp;
 		q->kv_width = coli_config_kv_width(c);
 		q->index_width = coli_config_has_indexer(c) ? c->index_head_dim : 0;
-		q->kv = zalloc((size_t)q->n_layers, sizeof *q->kv, &failed);
-		q->ikv = zalloc((size_t)q->n_layers, sizeof *q->ikv, &failed);
-		for (int l = 0; !failed && l < q->n_layers; l++) {
-			q->kv[l] = zalloc((size_t)cap * (size_t)q->kv_width, sizeof(float), &failed);
+		q->kv = zalloc((size_t)q->n_layers, sizeof *q->kv, &al);
+		q->ikv = zalloc((size_t)q->n_layers, sizeof *q->ikv, &al);
+		for (int l = 0; !al.failed && l < q->n_layers; l++) {
+			q->kv[l] = zalloc((size_t)cap * (size_t)q->kv_width, sizeof(float), &al);
 			if (q->index_width && coli_config_layer_index_full(c, l))
-				q->ikv[l] = zalloc((size_t)cap * (size_t)q->index_width, sizeof(float), &failed);
+				q->ikv[l] = zalloc((size_t)cap * (size_t)q->index_width, sizeof(float), &al);
 		}
 	}
-	if (failed) {
+	if (q)
+		q->bytes = al.bytes;
+	if (al.failed) {
 		coli_seq_free(q);
 		return coli_err_set(err, -ENOMEM, "out of memory allocating a %d-token KV cache", cap);
 	}
@@ -153,7 +171,7 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 	coli_state *s = calloc(1, sizeof *s);
 	if (!s)
 		return coli_err_set(err, -ENOMEM, "out of memory");
-	int failed = 0;
+	alloc_tally al = { 0, sizeof *s };
 	const size_t B = (size_t)max_batch, H = (size_t)c->hidden_size;
 	const size_t nh = (size_t)c->num_attention_heads, L = (size_t)c->kv_lora_rank;
 	const size_t E = (size_t)(c->n_routed_experts > 0 ? c->n_routed_experts : 1);
@@ -171,63 +189,64 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 		free(s);
 		return -ENOMEM;
 	}
-	s->old_kv = zalloc((size_t)max_ctx * (size_t)s->kv_width, sizeof(float), &failed);
-	s->row_seq = zalloc(B, sizeof *s->row_seq, &failed);
-	s->row_pos = zalloc(B, sizeof *s->row_pos, &failed);
-	s->x = zalloc(B * H, sizeof(float), &failed);
-	s->xn = zalloc(B * H, sizeof(float), &failed);
-	s->qa = zalloc(B * (size_t)(c->q_lora_rank > 0 ? c->q_lora_rank : 1), sizeof(float), &failed);
-	s->q = zalloc(B * nh * (size_t)coli_config_qk_head_dim(c), sizeof(float), &failed);
-	s->kva = zalloc(B * (size_t)s->kv_width, sizeof(float), &failed);
-	s->qlat = zalloc(nh * B * L, sizeof(float), &failed);
-	s->ctxlat = zalloc(nh * B * L, sizeof(float), &failed);
-	s->vhead = zalloc(nh * B * (size_t)c->v_head_dim, sizeof(float), &failed);
-	s->vout = zalloc(B * nh * (size_t)c->v_head_dim, sizeof(float), &failed);
-	s->absorb_tile = zalloc(nh * (size_t)c->qk_nope_head_dim * COLI_QK, sizeof(float), &failed);
-	s->qcat = zalloc(nh * (size_t)coli_config_kv_width(c), sizeof(float), &failed);
-	s->qb_xsum = zalloc(B * (size_t)(c->q_lora_rank / COLI_QK + 1), sizeof(float), &failed);
-	s->scores = zalloc(nh * (size_t)max_ctx, sizeof(float), &failed);
-	s->task_time = zalloc(nh * 4, sizeof(double), &failed);
+	s->old_kv = zalloc((size_t)max_ctx * (size_t)s->kv_width, sizeof(float), &al);
+	s->row_seq = zalloc(B, sizeof *s->row_seq, &al);
+	s->row_pos = zalloc(B, sizeof *s->row_pos, &al);
+	s->x = zalloc(B * H, sizeof(float), &al);
+	s->xn = zalloc(B * H, sizeof(float), &al);
+	s->qa = zalloc(B * (size_t)(c->q_lora_rank > 0 ? c->q_lora_rank : 1), sizeof(float), &al);
+	s->q = zalloc(B * nh * (size_t)coli_config_qk_head_dim(c), sizeof(float), &al);
+	s->kva = zalloc(B * (size_t)s->kv_width, sizeof(float), &al);
+	s->qlat = zalloc(nh * B * L, sizeof(float), &al);
+	s->ctxlat = zalloc(nh * B * L, sizeof(float), &al);
+	s->vhead = zalloc(nh * B * (size_t)c->v_head_dim, sizeof(float), &al);
+	s->vout = zalloc(B * nh * (size_t)c->v_head_dim, sizeof(float), &al);
+	s->absorb_tile = zalloc(nh * (size_t)c->qk_nope_head_dim * COLI_QK, sizeof(float), &al);
+	s->qcat = zalloc(nh * (size_t)coli_config_kv_width(c), sizeof(float), &al);
+	s->qb_xsum = zalloc(B * (size_t)(c->q_lora_rank / COLI_QK + 1), sizeof(float), &al);
+	s->scores = zalloc(nh * (size_t)max_ctx, sizeof(float), &al);
+	s->task_time = zalloc(nh * 4, sizeof(double), &al);
 	if (coli_config_has_indexer(c)) {
 		const size_t IH = (size_t)c->index_n_heads, ID = (size_t)c->index_head_dim;
 		s->isel_cap = c->index_topk < max_ctx ? c->index_topk : max_ctx;
-		s->idx_q = zalloc(B * IH * ID, sizeof(float), &failed);
-		s->idx_k = zalloc(B * ID, sizeof(float), &failed);
-		s->idx_w = zalloc(B * IH, sizeof(float), &failed);
-		s->idx_scores = zalloc((size_t)max_ctx, sizeof(float), &failed);
-		s->old_ikv = zalloc((size_t)max_ctx * ID, sizeof(float), &failed);
-		s->idx_order = zalloc((size_t)max_ctx, sizeof(int), &failed);
-		s->idx_mark = zalloc((size_t)max_ctx, 1, &failed);
-		s->isel = zalloc(B * (size_t)s->isel_cap, sizeof(int), &failed);
-		s->isel_n = zalloc(B, sizeof(int), &failed);
-		s->idx_kept = zalloc((size_t)s->n_layers, sizeof(int), &failed);
-		s->idx_context = zalloc((size_t)s->n_layers, sizeof(int), &failed);
+		s->idx_q = zalloc(B * IH * ID, sizeof(float), &al);
+		s->idx_k = zalloc(B * ID, sizeof(float), &al);
+		s->idx_w = zalloc(B * IH, sizeof(float), &al);
+		s->idx_scores = zalloc((size_t)max_ctx, sizeof(float), &al);
+		s->old_ikv = zalloc((size_t)max_ctx * ID, sizeof(float), &al);
+		s->idx_order = zalloc((size_t)max_ctx, sizeof(int), &al);
+		s->idx_mark = zalloc((size_t)max_ctx, 1, &al);
+		s->isel = zalloc(B * (size_t)s->isel_cap, sizeof(int), &al);
+		s->isel_n = zalloc(B, sizeof(int), &al);
+		s->idx_kept = zalloc((size_t)s->n_layers, sizeof(int), &al);
+		s->idx_context = zalloc((size_t)s->n_layers, sizeof(int), &al);
 	}
-	s->ffn_a = zalloc(B * ffn, sizeof(float), &failed);
-	s->ffn_b = zalloc(B * ffn, sizeof(float), &failed);
-	s->ffn_out = zalloc(B * H, sizeof(float), &failed);
-	s->router_logits = zalloc(B * E, sizeof(float), &failed);
-	s->sel = zalloc(B * K, sizeof(int), &failed);
-	s->sel_w = zalloc(B * K, sizeof(float), &failed);
-	s->moe_out = zalloc(B * K * H, sizeof(float), &failed);
-	s->union_experts = zalloc(E, sizeof(int), &failed);
-	s->tok_slot = zalloc(B * K, sizeof(int), &failed);
-	s->exp_in = zalloc(B * H, sizeof(float), &failed);
-	s->exp_a = zalloc(B * (size_t)c->moe_intermediate_size, sizeof(float), &failed);
-	s->exp_b = zalloc(B * (size_t)c->moe_intermediate_size, sizeof(float), &failed);
-	s->exp_out = zalloc(B * H, sizeof(float), &failed);
-	s->recs = zalloc(E, sizeof(void *), &failed);
-	s->predict = zalloc(E, sizeof(int), &failed);
-	s->pred_scores = zalloc(E, sizeof(float), &failed);
-	s->route_tmp = zalloc(3 * E, sizeof(float), &failed);
-	s->route_taken = zalloc(2 * E, 1, &failed);
-	s->expert_rows = zalloc(E, sizeof(int), &failed);
-	s->pred_w = zalloc(K, sizeof(float), &failed);
-	s->logits_h = zalloc(B * H, sizeof(float), &failed);
-	s->mtp_cat = zalloc(B * 2 * H, sizeof(float), &failed);
-	s->routing.experts = zalloc((size_t)s->n_layers * K, sizeof(int), &failed);
-	s->routing.weights = zalloc((size_t)s->n_layers * K, sizeof(float), &failed);
-	if (failed) {
+	s->ffn_a = zalloc(B * ffn, sizeof(float), &al);
+	s->ffn_b = zalloc(B * ffn, sizeof(float), &al);
+	s->ffn_out = zalloc(B * H, sizeof(float), &al);
+	s->router_logits = zalloc(B * E, sizeof(float), &al);
+	s->sel = zalloc(B * K, sizeof(int), &al);
+	s->sel_w = zalloc(B * K, sizeof(float), &al);
+	s->moe_out = zalloc(B * K * H, sizeof(float), &al);
+	s->union_experts = zalloc(E, sizeof(int), &al);
+	s->tok_slot = zalloc(B * K, sizeof(int), &al);
+	s->exp_in = zalloc(B * H, sizeof(float), &al);
+	s->exp_a = zalloc(B * (size_t)c->moe_intermediate_size, sizeof(float), &al);
+	s->exp_b = zalloc(B * (size_t)c->moe_intermediate_size, sizeof(float), &al);
+	s->exp_out = zalloc(B * H, sizeof(float), &al);
+	s->recs = zalloc(E, sizeof(void *), &al);
+	s->predict = zalloc(E, sizeof(int), &al);
+	s->pred_scores = zalloc(E, sizeof(float), &al);
+	s->route_tmp = zalloc(3 * E, sizeof(float), &al);
+	s->route_taken = zalloc(2 * E, 1, &al);
+	s->expert_rows = zalloc(E, sizeof(int), &al);
+	s->pred_w = zalloc(K, sizeof(float), &al);
+	s->logits_h = zalloc(B * H, sizeof(float), &al);
+	s->mtp_cat = zalloc(B * 2 * H, sizeof(float), &al);
+	s->routing.experts = zalloc((size_t)s->n_layers * K, sizeof(int), &al);
+	s->routing.weights = zalloc((size_t)s->n_layers * K, sizeof(float), &al);
+	s->bytes = al.bytes;
+	if (al.failed) {
 		coli_state_free(s);
 		return coli_err_set(err, -ENOMEM, "out of memory allocating a %d-token context", max_ctx);
 	}
@@ -253,12 +272,17 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 			coli_state_free(s);
 			return rc;
 		}
+		s->bytes += q8act_bytes(&s->q8act) + nh * sizeof *s->head_q8;
+		for (size_t h = 0; h < nh; h++)
+			s->bytes += q8act_bytes(&s->head_q8[h]);
 	}
 	for (size_t i = 0; i < (size_t)s->n_layers * K; i++)
 		s->routing.experts[i] = -1;
 	*out = s;
 	return 0;
 }
+
+size_t coli_state_scratch_bytes(const coli_state *s) { return s ? s->bytes : 0; }
 
 void coli_state_free(coli_state *s)
 {

@@ -22,6 +22,7 @@ struct coli_seq {
 	                         * own indexer; NULL for the others */
 	coli_seq_spill_fn spill_read;
 	void *spill_ctx;
+	size_t bytes;           /* allocated by coli_seq_new, this struct included */
 };
 
 struct coli_state {
@@ -31,6 +32,8 @@ struct coli_state {
 	int n_layers;
 	int kv_width;
 	coli_seq *own;          /* the state's own sequence (coli_forward) */
+	size_t bytes;           /* allocated by coli_state_new but its own
+	                         * sequence (coli_state_scratch_bytes) */
 	float *old_kv;          /* (cap, kv_width) spilled rows of one layer */
 	float *old_ikv;         /* (cap, index_dim) their index keys (full layers) */
 	/* the rows of the chunk being evaluated: sequence and position */

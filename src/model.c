@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "coli_log.h"
+#include "expert_store_budget.h"
 #include "model.h"
+#include "util_size_parse.h"
 
 int coli_act_quant_parse(const char *name)
 {
@@ -90,6 +92,24 @@ static int rope_init(coli_model *m, coli_err *err)
 	return 0;
 }
 
+/* The automatic expert budget reserves the step state the caller will
+ * allocate: allocate one of that shape (the KV plan's context, the
+ * declared batch, at least a row per slot), count it, free it. Its
+ * scratch is calloc'd, so this costs address space, not RAM. */
+static int measure_state(coli_model *m, expert_store_opts *so, coli_err *err)
+{
+	int ctx, slots;
+	coli_kv_plan(&m->cfg, so->kv_ctx, so->kv_ram, so->kv_parallel, &ctx, NULL, &slots);
+	int batch = so->state_batch > slots ? so->state_batch : slots;
+	coli_state *s;
+	int rc = coli_state_new(m, ctx, batch, &s, err);
+	if (rc)
+		return rc;
+	so->state_bytes = (int64_t)coli_state_scratch_bytes(s);
+	coli_state_free(s);
+	return 0;
+}
+
 int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out, coli_err *err)
 {
 	coli_model_opts defaults;
@@ -103,6 +123,11 @@ int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out,
 		return coli_err_set(err, -ENOMEM, "out of memory");
 	coli_container_opts copts = { 0 };
 	copts.load_mtp = o->mtp;
+	/* an automatic expert budget inside a memory cgroup: the dense files'
+	 * page cache is charged to the group, drop it (the budget's room then
+	 * no longer depends on how much of it the kernel counts inactive) */
+	size_cgroup_mem cg;
+	copts.drop_cache = o->store.cache_bytes < 0 && size_cgroup_self(&cg) == 0;
 	if ((rc = coli_container_open(dir, &copts, &m->container, err)))
 		goto fail;
 	m->cfg = m->container->config;
@@ -127,8 +152,14 @@ int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out,
 		rc = coli_err_set(err, -ENOMEM, "cannot start the compute pool");
 		goto fail;
 	}
-	if (c->n_routed_experts > 0 && (rc = expert_store_open(m->container, &o->store, &m->store, err)))
-		goto fail;
+	if (c->n_routed_experts > 0) {
+		expert_store_opts so = o->store;
+		so.dense_dropped = (int64_t)m->container->dense_cache_dropped;
+		if (so.cache_bytes < 0 && so.state_batch > 0 && (rc = measure_state(m, &so, err)))
+			goto fail;
+		if ((rc = expert_store_open(m->container, &so, &m->store, err)))
+			goto fail;
+	}
 	*out = m;
 	return 0;
 fail:

@@ -214,6 +214,13 @@ int coli_seq_set_window(coli_seq *q, int base, int pos, coli_err *err);
 int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state **out,
 		   coli_err *err);
 void coli_state_free(coli_state *s);
+/* Bytes coli_state_new allocated for s apart from its own sequence: the
+ * activations of max_batch rows, max_ctx-long score and spill rows, the
+ * int8 activation scratch. What a step holds besides the model, the KV
+ * and the expert store; the automatic expert budget reserves it
+ * (expert_store_budget.h). The own sequence is KV, counted as such by
+ * the callers that use it. 0 for NULL. */
+size_t coli_state_scratch_bytes(const coli_state *s);
 /* Forget everything after n tokens (n <= pos). */
 void coli_state_rewind(coli_state *s, int n);
 const coli_routing *coli_state_routing(const coli_state *s);

@@ -54,6 +54,8 @@ typedef struct coli_container {
 	coli_container_tensor *tensors;
 	int n_tensors;
 	size_t dense_bytes;           /* sum of resident tensor bytes */
+	size_t dense_cache_dropped;   /* bytes of dense files dropped from the
+	                               * page cache after reading (drop_cache) */
 	/* routed experts */
 	int expert_qtype;
 	size_t expert_record_size;    /* bytes, multiple of 4096 */
@@ -78,6 +80,10 @@ typedef struct coli_container_opts {
 	int load_mtp;      /* also load mtp/ tensors */
 	int verify;        /* verify sha256 of every dense file (slow; doctor) */
 	int skip_load;     /* validate only: tensors' data stays NULL (coli info) */
+	int drop_cache;    /* drop each dense file from the page cache once read
+	                    * (posix_fadvise DONTNEED): inside a memory cgroup
+	                    * it is charged to the group and competes with the
+	                    * expert cache; outside, it speeds up the next load */
 } coli_container_opts;
 
 /* Open a container: parse + validate the manifest, load resident tensors

@@ -219,6 +219,14 @@ int size_cgroup_memory(const char *root, const char *text, size_cgroup_mem *out)
 	return out->limit >= 0 ? 0 : -ENOENT;
 }
 
+int size_cgroup_self(size_cgroup_mem *out)
+{
+	char buf[4096];
+	if (read_small_file("/proc/self/cgroup", buf, sizeof buf) != 0)
+		buf[0] = '\0';
+	return size_cgroup_memory("/sys/fs/cgroup", buf, out);
+}
+
 int64_t size_mem_available(void)
 {
 	char buf[4096];

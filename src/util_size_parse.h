@@ -58,6 +58,8 @@ typedef struct size_cgroup_mem {
 	int version; /* 1 or 2 */
 } size_cgroup_mem;
 int size_cgroup_memory(const char *root, const char *proc_cgroup_text, size_cgroup_mem *out);
+/* The same for this process (/proc/self/cgroup under /sys/fs/cgroup). */
+int size_cgroup_self(size_cgroup_mem *out);
 
 /* Format bytes as "512 MiB", "19.0 MiB", "8.00 GiB" into buf. */
 const char *size_format(int64_t bytes, char *buf, int bufsize);

@@ -4,8 +4,8 @@
 # exactly the bytes read, each a whole number of records), reports the
 # step against max(io, compute) (never below 1: both parts fit in a step),
 # and with --iobench the ceiling from the needed bytes; its automatic
-# expert budget counts the KV it allocates; its decode breakdown gives each
-# part the weight bytes of its tensors.
+# expert budget counts the KV and the step state it allocates; its decode
+# breakdown gives each part the weight bytes of its tensors.
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -n "$COLI" ] && [ -x "$COLI" ] || fail "\$COLI not built"
 PYTHON3=${PYTHON3:-/usr/bin/python3}
@@ -32,11 +32,28 @@ assert "read_ratio_to_iobench" in io
 PY
 # the automatic budget subtracts the KV this command allocates: one
 # sequence of prompt + gen + 1 tokens, 4 layers x (64 + 32) floats each
-# = 16.5 KiB (not the engine's 4096-token context x slots, 24 MiB)
-COLI_LOG_LEVEL=info "$COLI" bench "$T/model" --prompt 4 --gen 6 --no-kernels --threads 1 \
-	>/dev/null 2>"$T/auto.log" || { cat "$T/auto.log"; fail "coli bench with the automatic budget"; }
-grep -q "automatic budget .* - KV 16.5 KiB - margin 64.0 MiB, in whole records (store " "$T/auto.log" ||
-	fail "automatic budget terms: $(grep budget "$T/auto.log")"
+# = 16.5 KiB (not the engine's 4096-token context x slots, 24 MiB), and
+# reserves the step state it allocates, measured: it grows with the rows
+# per forward call (--prefill-batch), where the old rule kept a fixed
+# 64 MiB margin whatever the command allocated
+for b in 1 64; do
+	COLI_LOG_LEVEL=info "$COLI" bench "$T/model" --prompt 4 --gen 6 --no-kernels --threads 1 \
+		--prefill-batch "$b" >/dev/null 2>"$T/auto$b.log" ||
+		{ cat "$T/auto$b.log"; fail "coli bench with the automatic budget"; }
+	grep -q "automatic budget .* - KV 16.5 KiB - reserve .*, in whole records (reserve: the step state's scratch, measured; store " \
+		"$T/auto$b.log" || fail "automatic budget terms: $(grep budget "$T/auto$b.log")"
+done
+r1=$(sed -n 's/.* - reserve \([0-9.]* [KMG]*i*B\), in whole records.*/\1/p' "$T/auto1.log")
+r64=$(sed -n 's/.* - reserve \([0-9.]* [KMG]*i*B\), in whole records.*/\1/p' "$T/auto64.log")
+"$PYTHON3" - "$r1" "$r64" <<'PY' || fail "reserve at batch 1 ($r1) and 64 ($r64)"
+import sys
+u = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+def b(s):
+    v, unit = s.split()
+    return float(v) * u[unit]
+r1, r64 = b(sys.argv[1]), b(sys.argv[2])
+assert 0 < r1 < r64 < 64 * (1 << 20), (r1, r64)
+PY
 # the per-part breakdown: every part named, its weight bytes those of the
 # manifest's tensors (kv_b split per head into W_UK and W_UV rows), its
 # times non-negative and together within the step's total
@@ -81,4 +98,4 @@ assert min(ms) >= 0 and sum(ms) <= bd["total_cpu_ms_per_token"] * 1.02 + 0.05, (
 for k in ("q_a_kv_a", "q_b", "absorb", "attend", "w_uv", "o_proj", "router", "experts", "lm_head"):
     assert parts[k]["cpu_ms_per_token"] > 0, k
 PY
-echo "ok: needed + wasted = read, step/max(io,compute) >= 1, ceiling from needed bytes, bench's KV in the budget, per-part breakdown"
+echo "ok: needed + wasted = read, step/max(io,compute) >= 1, ceiling from needed bytes, bench's KV and measured step state in the budget ($r1 at batch 1, $r64 at 64), per-part breakdown"

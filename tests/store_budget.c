@@ -22,10 +22,10 @@
 #define REC (20 * MiB) /* one record; batch 8: the scratch pool is 16 */
 
 static store_budget_terms terms(int64_t limit, int64_t usage, int64_t reclaim, int64_t avail, int64_t kv,
-				int64_t margin)
+				int64_t reserve)
 {
 	store_budget_terms t = { .limit = limit, .usage = usage, .reclaimable = reclaim,
-				 .mem_available = avail, .dense = 440 * MiB, .kv = kv, .margin = margin,
+				 .mem_available = avail, .dense = 440 * MiB, .kv = kv, .reserve = reserve, .direct = -1,
 				 .record = REC, .batch = 8, .pin = -1, .all = 400 * REC };
 	return t;
 }
@@ -43,12 +43,27 @@ static void test_derive(void)
 	REQUIRE(store_budget_derive(&t) == 0);
 	REQUIRE(t.room == lim - (509 - 60) * MiB);
 	REQUIRE(t.total == free_ / REC * REC && t.store == t.total && t.total / REC == 40);
-	char line[512];
+	char line[1024];
 	store_budget_explain(&t, line, sizeof line);
 	REQUIRE(strstr(line, "budget 800.0 MiB = cgroup limit") && strstr(line, "usage 509.0 MiB") &&
 	      strstr(line, "reclaimable cache 60.0 MiB") && strstr(line, "KV 27.0 MiB") &&
-	      strstr(line, "margin 64.0 MiB") && strstr(line, "store 800.0 MiB") &&
-	      strstr(line, "dense 440.0 MiB already in usage"));
+	      strstr(line, "reserve 64.0 MiB") && strstr(line, "store 800.0 MiB") &&
+	      strstr(line, "reserve: default, no step state measured") &&
+	      strstr(line, "dense 440.0 MiB already in usage;") && strstr(line, "expert reads O_DIRECT"));
+	/* a measured step state replaces the default reserve, record for
+	 * record; the line says how each term was had: the reserve measured,
+	 * the dense part's page cache dropped, buffered expert reads */
+	t = terms(lim, 509 * MiB, 60 * MiB, 30 * GiB, 27 * MiB, 37 * MiB);
+	t.reserve_measured = 1;
+	t.dense_dropped = 440 * MiB;
+	t.direct = 0;
+	REQUIRE(store_budget_derive(&t) == 0);
+	REQUIRE(t.total == (lim - (509 - 60) * MiB - 27 * MiB - 37 * MiB) / REC * REC && t.total / REC == 42);
+	store_budget_explain(&t, line, sizeof line);
+	REQUIRE(strstr(line, "- KV 27.0 MiB - reserve 37.0 MiB, in whole records") &&
+		strstr(line, "reserve: the step state's scratch, measured") &&
+		strstr(line, "its page cache dropped: 440.0 MiB") &&
+		strstr(line, "expert reads buffered (page cache, reclaimable)"));
 	/* MemAvailable below the cgroup's room sets the room */
 	t = terms(16 * GiB, 1 * GiB, 0, 2 * GiB, 1 * GiB, 64 * MiB);
 	REQUIRE(store_budget_derive(&t) == 0 && t.room == 2 * GiB && t.total == (1 * GiB - 64 * MiB) / REC * REC);
