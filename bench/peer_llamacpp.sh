@@ -5,7 +5,8 @@
 #
 #   bench/peer_llamacpp.sh [--work DIR] [--reuse] [--rounds N] [--threads N]
 #                          [--gen N] [--prompt N] [--pp N] [--throttle BPS]
-#                          [--cold-gen N] [--no-cold] [--prebuilt]
+#                          [--cold-gen N] [--no-cold] [--no-warm] [--pp-chunk C]
+#                          [--prebuilt]
 #                          [--llama-bench PATH] [--llama-args ARGS] [--coli PATH]
 #
 # llama.cpp, the way a user here can have it: a `llama-bench` on PATH (or
@@ -38,7 +39,12 @@
 #          also with --act-quant q8 (activations in int8, as llama.cpp's
 #          Q4_0 kernels quantize them to Q8_0), against the same llama runs
 #   pp     prefill of --pp tokens (default 512), every expert in RAM:
-#          coli bench --prompt PP --gen 1 vs llama-bench -p PP -n 0
+#          coli bench --prompt PP --gen 1 --warmup vs llama-bench -p PP
+#          -n 0 (both run the prompt once untimed first: llama-bench's
+#          warm-up, colitop's --warmup, so neither times reading weights
+#          into the process); colitop also with --act-quant q8 (ppq8);
+#          --pp-chunk C sets colitop's --prefill-batch (default: coli
+#          bench's 64; llama.cpp's micro-batch is 512)
 #   cold   decode of --cold-gen tokens (default --gen) inside a cgroup v1
 #          memory group of dense + 1/3 of the experts + 256 MiB (as
 #          glm5_slice.sh): coli bench --cold --expert-cache 1/3 vs
@@ -63,12 +69,13 @@
 # --llama-args adds flags to every llama-bench run (e.g. "--poll 0": its
 # threads sleep instead of spinning at barriers, which a busy, shared
 # machine punishes; the default is what users get, and what is measured).
+# --no-warm leaves out the warm decode rows (a prefill-only comparison).
 # --reuse keeps WORK (checkpoint, container, GGUF) for the next run.
 # Needs root for the cgroups (the cold row is skipped with a note otherwise).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=/var/tmp/coli-peer
-reuse=0 rounds=3 threads=0 gen=64 prompt=25 pp=512 throttle=0 cold=1 cgen=
+reuse=0 rounds=3 threads=0 gen=64 prompt=25 pp=512 throttle=0 cold=1 cgen= warm=1 ppchunk=0
 coli=${COLI:-} lbench='' prebuilt=0 lextra=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -82,11 +89,13 @@ while [ $# -gt 0 ]; do
 	--throttle) throttle=$2; shift ;;
 	--no-cold) cold=0 ;;
 	--cold-gen) cgen=$2; shift ;;
+	--no-warm) warm=0 ;;
+	--pp-chunk) ppchunk=$2; shift ;;
 	--llama-bench) lbench=$2; shift ;;
 	--prebuilt) prebuilt=1 ;;
 	--llama-args) lextra=$2; shift ;;
 	--coli) coli=$2; shift ;;
-	-h|--help) sed -n '2,67p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,74p' "$0"; exit 0 ;;
 	*) echo "peer_llamacpp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -299,18 +308,24 @@ if [ "$cold" = 1 ]; then
 		cold=0
 	fi
 fi
+ppargs=
+[ "$ppchunk" -gt 0 ] && ppargs="--prefill-batch $ppchunk"
 uptime >"$res/uptime-before"
 r=1
 while [ "$r" -le "$rounds" ]; do
 	echo "peer_llamacpp.sh: round $r/$rounds" >&2
+	if [ "$warm" = 1 ]; then
+		# shellcheck disable=SC2086
+		coli_run "warm-coli-$r" "$coli" bench "$model" $wargs --prompt "$prompt" --gen "$gen" $cargs
+		# shellcheck disable=SC2086
+		coli_run "warmq8-coli-$r" "$coli" bench "$model" $wargs --prompt "$prompt" --gen "$gen" --act-quant q8 $cargs
+		# shellcheck disable=SC2086
+		coli_run "warm-llama-$r" "$lbench" -m "$gguf" -p 0 -n "$gen" -d "$prompt" $largs
+	fi
 	# shellcheck disable=SC2086
-	coli_run "warm-coli-$r" "$coli" bench "$model" $wargs --prompt "$prompt" --gen "$gen" $cargs
+	coli_run "pp-coli-$r" "$coli" bench "$model" $wargs --prompt "$pp" --gen 1 --warmup $ppargs $cargs
 	# shellcheck disable=SC2086
-	coli_run "warmq8-coli-$r" "$coli" bench "$model" $wargs --prompt "$prompt" --gen "$gen" --act-quant q8 $cargs
-	# shellcheck disable=SC2086
-	coli_run "warm-llama-$r" "$lbench" -m "$gguf" -p 0 -n "$gen" -d "$prompt" $largs
-	# shellcheck disable=SC2086
-	coli_run "pp-coli-$r" "$coli" bench "$model" $wargs --prompt "$pp" --gen 1 $cargs
+	coli_run "ppq8-coli-$r" "$coli" bench "$model" $wargs --prompt "$pp" --gen 1 --warmup $ppargs --act-quant q8 $cargs
 	# shellcheck disable=SC2086
 	coli_run "pp-llama-$r" "$lbench" -m "$gguf" -p "$pp" -n 0 $largs
 	if [ "$cold" = 1 ]; then
@@ -335,19 +350,20 @@ def coli(kind, r):
     if not os.path.exists(p):
         return None
     j = json.load(open(p))
-    return j["prefill"]["tokens_per_s"] if kind == "pp" else j["decode"]["tokens_per_s"]
+    return j["prefill"]["tokens_per_s"] if kind in ("pp", "ppq8") else j["decode"]["tokens_per_s"]
 def llama(kind, r):
-    p = os.path.join(res, "%s-llama-%d.json" % ("warm" if kind == "warmq8" else kind, r))
+    p = os.path.join(res, "%s-llama-%d.json" % ({"warmq8": "warm", "ppq8": "pp"}.get(kind, kind), r))
     if not os.path.exists(p) or not os.path.getsize(p):
         return None
     return json.load(open(p))[0]["avg_ts"]
 rows, out = [], {}
 labels = {"warm": "warm decode (tg%s at depth %s, all in RAM)" % (gen, prompt),
           "warmq8": "warm decode, colitop --act-quant q8 (llama.cpp's Q4_0 path quantizes activations to Q8_0 too)",
-          "pp": "prefill pp%s (all in RAM)" % pp,
+          "pp": "prefill pp%s (all in RAM, both warmed up)" % pp,
+          "ppq8": "prefill pp%s, colitop --act-quant q8" % pp,
           "cold": "cold decode (tg%s, memory cgroup, 1/3 of experts fit; llama.cpp mmap, no repack)" % cgen,
           "coldcap": "cold decode, reads capped at %.2f GB/s (blkio)" % (throttle / 1e9)}
-for kind in ("warm", "warmq8", "pp", "cold", "coldcap"):
+for kind in ("warm", "warmq8", "pp", "ppq8", "cold", "coldcap"):
     c = [v for v in (coli(kind, r) for r in range(1, rounds + 1)) if v]
     l = [v for v in (llama(kind, r) for r in range(1, rounds + 1)) if v]
     if c and not l and any(os.path.exists(os.path.join(res, "%s-llama-%d.failed" % (kind, r)))

@@ -40,6 +40,8 @@ static void usage(FILE *f)
 		"  --no-kernels        skip the kernel/memory bandwidth figures\n"
 		"  --kernel-seconds S  time for the kernel figures (default 3)\n"
 		"  --seed S            prompt token seed (default 1)\n"
+		"  --warmup            run the prefill once untimed first (experts in the\n"
+		"                      process, as llama-bench's warm-up run)\n"
 		"  --draft auto|N      also decode with MTP drafting and without, interleaved\n"
 		"                      in one engine: both rates, ratio, acceptance, tokens\n"
 		"                      per forward (\"draft\" in the output)\n"
@@ -156,7 +158,7 @@ static json_t *policy_json(const expert_trace *t, int64_t capacity)
 struct bench_args {
 	long n_prompt, n_gen, seed;
 	double kernel_seconds;
-	int cold, kernels, io, mtp;
+	int cold, kernels, io, mtp, warmup;
 };
 
 /* bench's own flags (coli_cmd_flag_fn). */
@@ -181,6 +183,8 @@ static int bench_flag(void *ctx, int argc, char **argv, int *i, coli_err *err)
 		b->kernels = 0;
 	else if (!strcmp(a, "--mtp"))
 		b->mtp = 1;
+	else if (!strcmp(a, "--warmup"))
+		b->warmup = 1;
 	else
 		return 0;
 	return 1;
@@ -227,6 +231,22 @@ static json_t *breakdown_json(const coli_model *m, const coli_timing *t0, const 
 	json_object_set_new(o, "attention_time_share", total_ms > 0 ? json_real(attn_ms / total_ms) : json_null());
 	json_object_set_new(o, "attention_bytes_share", bytes_sum > 0 ? json_real(attn_bytes / bytes_sum) : json_null());
 	return o;
+}
+
+/* Wall ms per token of each part of the forward pass between two timing
+ * snapshots (disk_wait: the expert store's wait over the same span). */
+static json_t *time_split_json(const coli_timing *tm, const coli_timing *t0, double disk_wait, long tokens)
+{
+	json_t *split = json_object();
+	double per = 1000.0 / (double)tokens;
+	json_object_set_new(split, "attention_ms", json_real((tm->attention - t0->attention) * per));
+	/* DSA models: the indexer's part of attention_ms */
+	json_object_set_new(split, "indexer_ms", json_real((tm->indexer - t0->indexer) * per));
+	json_object_set_new(split, "moe_ms", json_real((tm->moe - t0->moe) * per));
+	json_object_set_new(split, "disk_wait_ms", json_real(disk_wait * per));
+	json_object_set_new(split, "dense_ffn_ms", json_real((tm->dense_ffn - t0->dense_ffn) * per));
+	json_object_set_new(split, "other_ms", json_real((tm->other - t0->other) * per));
+	return split;
 }
 
 int cmd_bench(int argc, char **argv)
@@ -343,6 +363,22 @@ int cmd_bench(int argc, char **argv)
 		free(draft);
 		goto fail;
 	}
+	if (b.warmup && !b.mtp) {
+		/* the same prompt once, then forgotten: the timed prefill finds
+		 * the experts it routes to already in the process (read from the
+		 * page cache and their pages faulted in), as a server's later
+		 * prompts do */
+		if (coli_forward(m, s, toks, (int)b.n_prompt, logits, 0, &err))
+			goto fail;
+		coli_state_rewind(s, 0);
+	}
+	const expert_stats *st = m->store ? expert_store_stats(m->store) : NULL;
+	expert_stats_summary pf_before, pf_after;
+	memset(&pf_before, 0, sizeof pf_before);
+	memset(&pf_after, 0, sizeof pf_after);
+	if (st)
+		expert_stats_snapshot(st, &pf_before);
+	coli_timing tm_pf = *coli_state_timing(s);
 	double cpu_pf0 = cpu_s();
 	t0 = now_s();
 	if (!b.mtp) {
@@ -369,6 +405,11 @@ int cmd_bench(int argc, char **argv)
 	json_object_set_new(pf, "seconds", json_real(t_prefill));
 	json_object_set_new(pf, "tokens_per_s", json_real(b.n_prompt / t_prefill));
 	json_object_set_new(pf, "cpu_ms_per_token", json_real(1000.0 * cpu_prefill / b.n_prompt));
+	if (st)
+		expert_stats_snapshot(st, &pf_after);
+	json_object_set_new(pf, "time_split",
+			    time_split_json(coli_state_timing(s), &tm_pf, pf_after.wait_seconds - pf_before.wait_seconds,
+					    b.n_prompt));
 	json_object_set_new(out, "prefill", pf);
 
 	/* decode, recording the routing trace */
@@ -381,7 +422,6 @@ int cmd_bench(int argc, char **argv)
 		coli_err_set(&err, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	const expert_stats *st = m->store ? expert_store_stats(m->store) : NULL;
 	expert_stats_summary before, after;
 	memset(&before, 0, sizeof before);
 	memset(&after, 0, sizeof after);
@@ -424,16 +464,8 @@ int cmd_bench(int argc, char **argv)
 	 * the cores other processes took; cpu_share says how much we got */
 	json_object_set_new(dc, "cpu_ms_per_token", json_real(1000.0 * cpu_decode / b.n_gen));
 	json_object_set_new(dc, "cpu_share", json_real(cpu_decode / t_decode / coli_pool_size(m->pool)));
-	json_t *split = json_object();
-	double per = 1000.0 / b.n_gen;
-	json_object_set_new(split, "attention_ms", json_real((tm->attention - tm_before.attention) * per));
-	/* DSA models: the indexer's part of attention_ms */
-	json_object_set_new(split, "indexer_ms", json_real((tm->indexer - tm_before.indexer) * per));
-	json_object_set_new(split, "moe_ms", json_real((tm->moe - tm_before.moe) * per));
-	json_object_set_new(split, "disk_wait_ms", json_real((after.wait_seconds - before.wait_seconds) * per));
-	json_object_set_new(split, "dense_ffn_ms", json_real((tm->dense_ffn - tm_before.dense_ffn) * per));
-	json_object_set_new(split, "other_ms", json_real((tm->other - tm_before.other) * per));
-	json_object_set_new(dc, "time_split", split);
+	json_object_set_new(dc, "time_split",
+			    time_split_json(tm, &tm_before, after.wait_seconds - before.wait_seconds, b.n_gen));
 	json_object_set_new(dc, "breakdown", breakdown_json(m, &tm_before, tm, b.n_gen, 1000.0 * cpu_decode / b.n_gen));
 	json_object_set_new(out, "decode", dc);
 	if (b.mtp) {

@@ -96,13 +96,40 @@ static const float *attn_rows(const coli_state *s, const float *ram, int base, i
 	return ram + (size_t)(p0 - base) * W;
 }
 
-/* Chunk row b of heads [h0, h1) over the keys the indexer selected
- * (s->isel, ascending positions): the dense loop's operations per key, in
- * the same order and in blocks of ATTN_POS_BLOCK selected rows read where
- * they lie (coli_vec_dot_gather / coli_vec_wsum_gather: coli_vec_dot's and
- * coli_vec_wsum's bits), so a block stays in L1 for every head of the
- * task and nothing of the cache is copied. */
-static void attn_sparse_row(struct attn_job *j, int b, int h0, int h1, float *mx)
+/* Head h's query of the sub-block's row r ([absorbed q_nope; roped
+ * q_rope], kv_width floats) and its scores (cap floats). */
+static inline float *attn_qcat(const coli_state *s, int h, int r)
+{
+	return s->qcat + ((size_t)h * (size_t)s->attn_rows + (size_t)r) * (size_t)s->kv_width;
+}
+
+static inline float *attn_scores(const coli_state *s, int h, int r)
+{
+	return s->scores + ((size_t)h * (size_t)s->attn_rows + (size_t)r) * (size_t)s->cap;
+}
+
+/* Scores -> probabilities: exp(score - max), summed in double in
+ * ascending position, each times the float reciprocal of the sum. */
+static void attn_softmax(float *sc, int n, float mx)
+{
+	double sum = 0.0;
+	for (int i = 0; i < n; i++) {
+		sc[i] = expf(sc[i] - mx);
+		sum += sc[i];
+	}
+	const float inv = (float)(1.0 / sum);
+	for (int i = 0; i < n; i++)
+		sc[i] *= inv;
+}
+
+/* Chunk row b (slot r of the sub-block) of heads [h0, h1) over the keys
+ * the indexer selected (s->isel, ascending positions): the dense loop's
+ * operations per key, in the same order and in blocks of ATTN_POS_BLOCK
+ * selected rows read where they lie (coli_vec_dot_gather /
+ * coli_vec_wsum_gather: coli_vec_dot's and coli_vec_wsum's bits), so a
+ * block stays in L1 for every head of the task and nothing of the cache
+ * is copied. */
+static void attn_sparse_row(struct attn_job *j, int b, int r, int h0, int h1, float *mx)
 {
 	const coli_config *c = &j->m->cfg;
 	coli_state *s = j->s;
@@ -118,8 +145,8 @@ static void attn_sparse_row(struct attn_job *j, int b, int h0, int h1, float *mx
 			rows[i] = p < q->base ? s->old_kv + (size_t)p * W : ram + (size_t)(p - q->base) * W;
 		}
 		for (int h = h0; h < h1; h++) {
-			float *sc = s->scores + (size_t)h * s->cap + i0;
-			coli_vec_dot_gather(s->qcat + (size_t)h * W, rows, nb, AW, sc);
+			float *sc = attn_scores(s, h, r) + i0;
+			coli_vec_dot_gather(attn_qcat(s, h, r), rows, nb, AW, sc);
 			for (int i = 0; i < nb; i++) {
 				const float d = sc[i] * j->m->softmax_scale;
 				sc[i] = d;
@@ -129,15 +156,7 @@ static void attn_sparse_row(struct attn_job *j, int b, int h0, int h1, float *mx
 		}
 	}
 	for (int h = h0; h < h1; h++) {
-		float *sc = s->scores + (size_t)h * s->cap;
-		double sum = 0.0;
-		for (int i = 0; i < ns; i++) {
-			sc[i] = expf(sc[i] - mx[h - h0]);
-			sum += sc[i];
-		}
-		const float inv = (float)(1.0 / sum);
-		for (int i = 0; i < ns; i++)
-			sc[i] *= inv;
+		attn_softmax(attn_scores(s, h, r), ns, mx[h - h0]);
 		memset(s->ctxlat + ((size_t)h * B + b) * L, 0, sizeof(float) * L);
 	}
 	for (int i0 = 0; i0 < ns; i0 += ATTN_POS_BLOCK) {
@@ -147,15 +166,95 @@ static void attn_sparse_row(struct attn_job *j, int b, int h0, int h1, float *mx
 			rows[i] = p < q->base ? s->old_kv + (size_t)p * W : ram + (size_t)(p - q->base) * W;
 		}
 		for (int h = h0; h < h1; h++)
-			coli_vec_wsum_gather(s->ctxlat + ((size_t)h * B + b) * L, s->scores + (size_t)h * s->cap + i0,
-					     rows, nb, L);
+			coli_vec_wsum_gather(s->ctxlat + ((size_t)h * B + b) * L, attn_scores(s, h, r) + i0, rows, nb, L);
+	}
+}
+
+/* Keys per score tile and latent columns per weighted-sum slice: a tile
+ * of 4 cached rows (9 KiB at GLM-5's 576 numbers) or a 16-row block's
+ * 128-column slice (8 KiB) stays in L1 while the queries of every row and
+ * head of the sub-block pass over it. coli_vec_dot_rows gives each key
+ * coli_vec_dot's bits however the keys are grouped, and coli_vec_wsum
+ * sums each column on its own in ascending position, so neither the
+ * tiles nor the slices change a bit. */
+#define ATTN_KEY_TILE 4
+#define ATTN_WSUM_COLS 128
+
+/* Dense chunk rows bs[0..nr) of one sequence (slots bs[i] - b0 of the
+ * sub-block), heads [h0, h1): the scores over the cache, the softmax and
+ * the weighted sum of latents. The cache is walked once for all of them,
+ * block by block (ATTN_POS_BLOCK positions, split at the spilled/RAM
+ * boundary), each row taking the part of a block its position covers
+ * (causal: keys <= its position). Per (row, head) the operations and
+ * their order are those of a loop over that row alone. */
+static void attn_dense_rows(struct attn_job *j, const int *bs, int nr, int b0, int h0, int h1,
+			    float (*mx)[ATTN_HEADS_MAX])
+{
+	const coli_model *m = j->m;
+	coli_state *s = j->s;
+	const int L = m->cfg.kv_lora_rank, W = s->kv_width, B = s->max_batch;
+	const int AW = coli_config_attn_width(&m->cfg);
+	const coli_seq *q = s->row_seq[bs[0]];
+	/* position p is RAM row p - base, or spilled row p read back into
+	 * old_kv for this layer by attention() */
+	const float *ram = q->kv[j->layer];
+	int end = 0;
+	for (int i = 0; i < nr; i++)
+		if (s->row_pos[bs[i]] + 1 > end)
+			end = s->row_pos[bs[i]] + 1;
+	/* scores: each head's query against a cached row [latent; rope key],
+	 * one dot product of attn_width */
+	for (int p0 = 0, p1; p0 < end; p0 = p1) {
+		const float *rows = attn_rows(s, ram, q->base, p0, end, &p1);
+		for (int k0 = p0; k0 < p1; k0 += ATTN_KEY_TILE) {
+			const int k1 = k0 + ATTN_KEY_TILE < p1 ? k0 + ATTN_KEY_TILE : p1;
+			for (int i = 0; i < nr; i++) {
+				const int r = bs[i] - b0, t = s->row_pos[bs[i]];
+				const int nk = (k1 <= t + 1 ? k1 : t + 1) - k0;
+				if (nk <= 0)
+					continue;
+				for (int h = h0; h < h1; h++) {
+					float *sc = attn_scores(s, h, r);
+					float dot[ATTN_KEY_TILE];
+					coli_vec_dot_rows(attn_qcat(s, h, r), rows + (size_t)(k0 - p0) * W, (size_t)W, nk,
+							  AW, dot);
+					for (int k = 0; k < nk; k++) {
+						const float d = dot[k] * m->softmax_scale;
+						sc[k0 + k] = d;
+						if (d > mx[r][h - h0])
+							mx[r][h - h0] = d;
+					}
+				}
+			}
+		}
+	}
+	for (int i = 0; i < nr; i++)
+		for (int h = h0; h < h1; h++) {
+			attn_softmax(attn_scores(s, h, bs[i] - b0), s->row_pos[bs[i]] + 1, mx[bs[i] - b0][h - h0]);
+			memset(s->ctxlat + ((size_t)h * B + bs[i]) * L, 0, sizeof(float) * L);
+		}
+	/* weighted sums, ascending positions: spilled rows, then RAM rows */
+	for (int p0 = 0, p1; p0 < end; p0 = p1) {
+		const float *rows = attn_rows(s, ram, q->base, p0, end, &p1);
+		for (int c0 = 0; c0 < L; c0 += ATTN_WSUM_COLS) {
+			const int nc = L - c0 < ATTN_WSUM_COLS ? L - c0 : ATTN_WSUM_COLS;
+			for (int i = 0; i < nr; i++) {
+				const int b = bs[i], t = s->row_pos[b];
+				const int np = (p1 <= t + 1 ? p1 : t + 1) - p0;
+				if (np <= 0)
+					continue;
+				for (int h = h0; h < h1; h++)
+					coli_vec_wsum(s->ctxlat + ((size_t)h * B + b) * L + c0,
+						      attn_scores(s, h, b - b0) + p0, rows + c0, (size_t)W, np, nc);
+			}
+		}
 	}
 }
 
 /* Heads [h0, h1): their rows of q_b (unless computed already), rope and
- * absorption (attn_absorb_head), then per chunk row the scores over the
- * cache, softmax and the weighted sum of latents,
- * then each head's W_UV product on this thread (a head's 73 KB of W_UV
+ * absorption (attn_absorb_head), then, for sub-blocks of the chunk's rows,
+ * the scores over the cache, softmax and the weighted sum of latents
+ * (attn_dense_rows, attn_sparse_row), then each head's W_UV product on this thread (a head's 73 KB of W_UV
  * streams while the other threads compute; coli_model_matmul's bits). Per
  * head and row the operations and their order are those of a loop over
  * positions; only the interleaving of heads changes. */
@@ -166,8 +265,7 @@ static void attn_heads(void *arg, int task)
 	const coli_config *c = &m->cfg;
 	coli_state *s = j->s;
 	const int nh = c->num_attention_heads, L = c->kv_lora_rank, R = c->qk_rope_head_dim;
-	const int W = s->kv_width, qk = coli_config_qk_head_dim(c), B = s->max_batch;
-	const int AW = coli_config_attn_width(c);
+	const int qk = coli_config_qk_head_dim(c), B = s->max_batch;
 	const int qrow = nh * qk;
 	const int h0 = task * j->heads_per_task;
 	const int h1 = h0 + j->heads_per_task < nh ? h0 + j->heads_per_task : nh;
@@ -197,60 +295,39 @@ static void attn_heads(void *arg, int task)
 		tt[1] += tn - tp;
 		tp = tn;
 	}
-	for (int b = 0; b < j->n; b++) {
-		const int t = s->row_pos[b];
-		const coli_seq *q = s->row_seq[b];
-		/* position p is RAM row p - base, or spilled row p read back
-		 * into old_kv for this layer by attention() */
-		const float *ram = q->kv[j->layer];
-		const int base = q->base;
-		/* each head's query against a cached row [latent; rope key]:
-		 * [absorbed q_nope; roped q_rope], one dot product of W */
-		float mx[ATTN_HEADS_MAX];
-		for (int h = h0; h < h1; h++) {
-			mx[h - h0] = -FLT_MAX;
-			float *qc = s->qcat + (size_t)h * W;
-			memcpy(qc, s->qlat + ((size_t)h * B + b) * L, sizeof(float) * L);
-			memcpy(qc + L, s->q + (size_t)b * qrow + (size_t)h * qk + c->qk_nope_head_dim,
-			       sizeof(float) * R);
-		}
-		if (s->isel_n && s->isel_n[b] >= 0) {
-			attn_sparse_row(j, b, h0, h1, mx);
-			continue;
-		}
-		for (int p0 = 0, p1; p0 <= t; p0 = p1) {
-			const float *rows = attn_rows(s, ram, base, p0, t + 1, &p1);
+	/* the chunk's rows in sub-blocks of attn_rows: their queries, then
+	 * the sparse (DSA-selected) rows one by one and the dense rows of each
+	 * sequence together (attn_dense_rows) */
+	const int RB = s->attn_rows;
+	for (int b0 = 0; b0 < j->n; b0 += RB) {
+		const int b1 = b0 + RB < j->n ? b0 + RB : j->n;
+		float mx[COLI_ATTN_ROWS_MAX][ATTN_HEADS_MAX];
+		int dense[COLI_ATTN_ROWS_MAX], nd = 0;
+		for (int b = b0; b < b1; b++) {
 			for (int h = h0; h < h1; h++) {
-				float *sc = s->scores + (size_t)h * s->cap;
-				float dot[ATTN_POS_BLOCK];
-				coli_vec_dot_rows(s->qcat + (size_t)h * W, rows, (size_t)W, p1 - p0, AW, dot);
-				for (int p = p0; p < p1; p++) {
-					float d = dot[p - p0];
-					d *= m->softmax_scale;
-					sc[p] = d;
-					if (d > mx[h - h0])
-						mx[h - h0] = d;
-				}
+				mx[b - b0][h - h0] = -FLT_MAX;
+				float *qc = attn_qcat(s, h, b - b0);
+				memcpy(qc, s->qlat + ((size_t)h * B + b) * L, sizeof(float) * L);
+				memcpy(qc + L, s->q + (size_t)b * qrow + (size_t)h * qk + c->qk_nope_head_dim,
+				       sizeof(float) * R);
 			}
+			if (s->isel_n && s->isel_n[b] >= 0)
+				attn_sparse_row(j, b, b - b0, h0, h1, mx[b - b0]);
+			else
+				dense[nd++] = b;
 		}
-		for (int h = h0; h < h1; h++) {
-			float *sc = s->scores + (size_t)h * s->cap;
-			double sum = 0.0;
-			for (int p = 0; p <= t; p++) {
-				sc[p] = expf(sc[p] - mx[h - h0]);
-				sum += sc[p];
+		while (nd > 0) {
+			/* the dense rows of the first one's sequence */
+			const coli_seq *q = s->row_seq[dense[0]];
+			int grp[COLI_ATTN_ROWS_MAX], ng = 0, rest = 0;
+			for (int i = 0; i < nd; i++) {
+				if (s->row_seq[dense[i]] == q)
+					grp[ng++] = dense[i];
+				else
+					dense[rest++] = dense[i];
 			}
-			const float inv = (float)(1.0 / sum);
-			for (int p = 0; p <= t; p++)
-				sc[p] *= inv;
-			memset(s->ctxlat + ((size_t)h * B + b) * L, 0, sizeof(float) * L);
-		}
-		/* ascending positions: spilled rows, then the RAM rows */
-		for (int p0 = 0, p1; p0 <= t; p0 = p1) {
-			const float *rows = attn_rows(s, ram, base, p0, t + 1, &p1);
-			for (int h = h0; h < h1; h++)
-				coli_vec_wsum(s->ctxlat + ((size_t)h * B + b) * L, s->scores + (size_t)h * s->cap + p0,
-					      rows, (size_t)W, p1 - p0, L);
+			nd = rest;
+			attn_dense_rows(j, grp, ng, b0, h0, h1, mx);
 		}
 	}
 	tn = fwd_now_s();

@@ -202,9 +202,16 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 	s->vhead = zalloc(nh * B * (size_t)c->v_head_dim, sizeof(float), &al);
 	s->vout = zalloc(B * nh * (size_t)c->v_head_dim, sizeof(float), &al);
 	s->absorb_tile = zalloc(nh * (size_t)c->qk_nope_head_dim * COLI_QK, sizeof(float), &al);
-	s->qcat = zalloc(nh * (size_t)coli_config_kv_width(c), sizeof(float), &al);
+	/* chunk rows whose scores are held at once (attention over the chunk
+	 * runs in sub-blocks of them, forward.c): as many as fit the budget,
+	 * at least one (a long context holds one row's, as before) */
+	size_t per_row = nh * (size_t)max_ctx * sizeof(float);
+	size_t rows = per_row ? COLI_ATTN_SCORES_BYTES / per_row : 1;
+	rows = rows < 1 ? 1 : rows > COLI_ATTN_ROWS_MAX ? COLI_ATTN_ROWS_MAX : rows;
+	s->attn_rows = (int)(rows < B ? rows : B);
+	s->qcat = zalloc(nh * (size_t)s->attn_rows * (size_t)coli_config_kv_width(c), sizeof(float), &al);
 	s->qb_xsum = zalloc(B * (size_t)(c->q_lora_rank / COLI_QK + 1), sizeof(float), &al);
-	s->scores = zalloc(nh * (size_t)max_ctx, sizeof(float), &al);
+	s->scores = zalloc(nh * (size_t)s->attn_rows * (size_t)max_ctx, sizeof(float), &al);
 	s->task_time = zalloc(nh * 4, sizeof(double), &al);
 	if (coli_config_has_indexer(c)) {
 		const size_t IH = (size_t)c->index_n_heads, ID = (size_t)c->index_head_dim;

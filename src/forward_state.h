@@ -5,6 +5,13 @@
 #include "kernels_q8.h"
 #include "model.h"
 
+/* Attention over a prompt chunk takes up to COLI_ATTN_ROWS_MAX rows at a
+ * time, so each block of cached rows is read once for all of them; their
+ * scores (heads x rows x context floats) are held within
+ * COLI_ATTN_SCORES_BYTES, or one row's when a single row needs more. */
+#define COLI_ATTN_ROWS_MAX 8
+#define COLI_ATTN_SCORES_BYTES ((size_t)16 << 20)
+
 /* One sequence's compressed KV cache. */
 struct coli_seq {
 	int cap;                /* rows held in RAM */
@@ -50,9 +57,10 @@ struct coli_state {
 	float *vhead;           /* (heads, B, v) */
 	float *vout;            /* (B, heads * v) */
 	float *absorb_tile;     /* (heads, qk_nope, 64) W_UK column groups (coli_qrows_tmul) */
-	float *qcat;            /* (heads, kv_width) a head's [absorbed q_nope; q_rope] */
+	int attn_rows;          /* chunk rows attended to at once (<= COLI_ATTN_ROWS_MAX) */
+	float *qcat;            /* (heads, attn_rows, kv_width) [absorbed q_nope; q_rope] */
 	float *qb_xsum;         /* (B, q_lora / 64) block sums of q_b's input */
-	float *scores;          /* (heads, cap) */
+	float *scores;          /* (heads, attn_rows, cap) */
 	/* DSA indexer (models with index_topk > 0) */
 	float *idx_q;           /* (B, index_heads * index_dim) index queries */
 	float *idx_k;           /* (B, index_dim) wk x, before its LayerNorm */

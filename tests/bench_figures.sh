@@ -5,7 +5,8 @@
 # step against max(io, compute) (never below 1: both parts fit in a step),
 # and with --iobench the ceiling from the needed bytes; its automatic
 # expert budget counts the KV and the step state it allocates; its decode
-# breakdown gives each part the weight bytes of its tensors.
+# breakdown gives each part the weight bytes of its tensors; --warmup and
+# the prefill's time split.
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -n "$COLI" ] && [ -x "$COLI" ] || fail "\$COLI not built"
 PYTHON3=${PYTHON3:-/usr/bin/python3}
@@ -98,4 +99,16 @@ assert min(ms) >= 0 and sum(ms) <= bd["total_cpu_ms_per_token"] * 1.02 + 0.05, (
 for k in ("q_a_kv_a", "q_b", "absorb", "attend", "w_uv", "o_proj", "router", "experts", "lm_head"):
     assert parts[k]["cpu_ms_per_token"] > 0, k
 PY
-echo "ok: needed + wasted = read, step/max(io,compute) >= 1, ceiling from needed bytes, bench's KV and measured step state in the budget ($r1 at batch 1, $r64 at 64), per-part breakdown"
+# --warmup: the timed prefill comes after an untimed one and still
+# reports its parts (time_split, as decode does)
+"$COLI" bench "$T/model" --prompt 8 --gen 2 --no-kernels --threads 1 --warmup \
+	>"$T/warm.json" 2>"$T/warm.log" || { cat "$T/warm.log"; fail "coli bench --warmup"; }
+"$PYTHON3" - "$T/warm.json" <<'PY' || fail "prefill time_split: $(cat "$T/warm.json")"
+import json, sys
+p = json.load(open(sys.argv[1]))["prefill"]
+t = p["time_split"]
+assert p["tokens"] == 8 and p["tokens_per_s"] > 0
+assert set(t) == {"attention_ms", "indexer_ms", "moe_ms", "disk_wait_ms", "dense_ffn_ms", "other_ms"}, t
+assert t["attention_ms"] > 0 and t["moe_ms"] > 0, t
+PY
+echo "ok: needed + wasted = read, step/max(io,compute) >= 1, ceiling from needed bytes, bench's KV and measured step state in the budget ($r1 at batch 1, $r64 at 64), per-part breakdown, prefill split"
