@@ -7,6 +7,7 @@
 #
 #   bench/prefill_chunk.sh [--model DIR] [--prompt N] [--gen N] [--threads N]
 #                          [--rounds N] [--chunks "1 2 4 ..."] [--coli PATH]
+#                          [--extra "ENGINE ARGS"]
 #
 # Runs `coli bench --prefill-batch C` for every chunk size C, ROUNDS times
 # interleaved (C1 C2 ... C1 C2 ...), and prints per chunk the median CPU
@@ -15,14 +16,17 @@
 # (decode / prefill: how much cheaper a prompt token is than a generated
 # one) and the median wall tokens/s. The decode figure does not depend on
 # C; it is measured in every run so each ratio has its own baseline.
+# Every run is `coli bench --warmup` (the prompt once untimed first), so
+# no chunk size pays for reading the experts into the process; --extra
+# adds engine options (e.g. "--act-quant q8 --expert-cache 100%").
 # Default: the default model, a 512-token prompt, 32 generated, 1 thread.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-model='' prompt=512 gen=32 threads=1 rounds=3 chunks="1 2 4 8 16 32 64 128 512"
+model='' extra='' prompt=512 gen=32 threads=1 rounds=3 chunks="1 2 4 8 16 32 64 128 512"
 coli=${COLI:-}
 . "$top/bench/bench_args.sh"
-bench_args prefill_chunk.sh 2,19 '--model=model --prompt=prompt --gen=gen --threads=threads --rounds=rounds
-	--chunks=chunks --coli=coli' "$@"
+bench_args prefill_chunk.sh 2,22 '--model=model --prompt=prompt --gen=gen --threads=threads --rounds=rounds
+	--chunks=chunks --coli=coli --extra=extra' "$@"
 . "$top/bench/find_coli.sh"
 find_coli prefill_chunk.sh
 out=$(mktemp) || exit 1
@@ -32,7 +36,7 @@ while [ "$r" -lt "$rounds" ]; do
 	for c in $chunks; do
 		# shellcheck disable=SC2086
 		"$coli" bench $model --prompt "$prompt" --gen "$gen" --prefill-batch "$c" \
-			--no-kernels --no-heat --threads "$threads" 2>/dev/null |
+			--no-kernels --no-heat --warmup --threads "$threads" $extra 2>/dev/null |
 			/usr/bin/python3 -c 'import json, sys
 j = json.load(sys.stdin); p = j["prefill"]; d = j["decode"]
 print(p["chunk"], p["cpu_ms_per_token"], d["cpu_ms_per_token"], p["tokens_per_s"])' >>"$out" || {
