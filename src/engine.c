@@ -178,6 +178,28 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
+/* The index of saved sessions for --share-session-prefixes: read once
+ * now, then kept current by its own thread (kv_prefix_index.h), so that
+ * admission on the engine thread is a lookup in RAM. */
+static int engine_prefix_index_open(coli_engine *e, coli_err *err)
+{
+	int rc = kv_prefix_index_new(e->kv_dir, &e->prefix_ix, err);
+	if (rc)
+		return rc;
+#ifdef COLI_FAULT_INJECTION
+	/* tests: no refresher, so the index knows only the first pass and
+	 * the engine's own saves (a file changed behind its back stays
+	 * stale until used) */
+	const char *f = getenv("COLI_FAULT_KV_NO_REFRESH");
+	if (f && *f) {
+		int m;
+		char name[KV_NAME_MAX + 1];
+		return kv_prefix_index_find(e->prefix_ix, NULL, NULL, 0, name, sizeof name, &m, err);
+	}
+#endif
+	return kv_prefix_index_watch(e->prefix_ix, err);
+}
+
 /* Context, KV rows in RAM and slots come from coli_kv_plan
  * (expert_store_budget.h), which the automatic expert budget also uses. */
 _Static_assert(ENGINE_DEFAULT_CTX == 4096 && ENGINE_MAX_SLOTS == 16, "coli_kv_plan's defaults");
@@ -265,6 +287,8 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 		goto fail;
 	}
 	coli_info("engine: %d slot(s) of %d tokens (%d KV rows in RAM each)", e->n_slots, e->ctx, e->kv_ram);
+	if (e->opts.share_session_prefixes && (rc = engine_prefix_index_open(e, err)))
+		goto fail;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
 	if (pthread_create(&e->thread, NULL, engine_main, e)) {

@@ -185,6 +185,11 @@ void engine_session_save(coli_engine *e, engine_slot *sl)
 		if (!sl->save_err[0])
 			snprintf(sl->save_err, sizeof sl->save_err, "%.200s", err.msg);
 	}
+	/* the next request finds this save at once; the refresher, seeing
+	 * the same file end, reads nothing */
+	if (e->prefix_ix && kv_prefix_index_note(e->prefix_ix, sl->sess, e->model->container->fingerprint,
+						 sl->hist, kv_session_n_tokens(sl->sess)) < 0)
+		coli_warn("session %s: prefix index: out of memory", kv_session_name(sl->sess));
 }
 
 void engine_session_unbind(coli_engine *e, engine_slot *sl)
@@ -211,14 +216,13 @@ void engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, const int *pro
 	char name[KV_NAME_MAX + 1];
 	int match = 0;
 	coli_err err = { 0 };
-	/* the index reads only what changed since the last lookup (new
-	 * records, replaced files), not every session file each time */
-	if (!e->prefix_ix && kv_prefix_index_new(e->kv_dir, &e->prefix_ix, &err)) {
-		coli_warn("prefix reuse: %s", err.msg);
+	/* a lookup in RAM: the refresher thread keeps the index current
+	 * (kv_prefix_index.h), admission touches no file unless it matches */
+	if (!e->prefix_ix)
 		return;
-	}
-	if (kv_prefix_index_find(e->prefix_ix, e->model->container->fingerprint, prompt, n, name,
-				 sizeof name, &match, &err) || match <= have)
+	kv_prefix_index_lookup(e->prefix_ix, e->model->container->fingerprint, prompt, n, name, sizeof name,
+			       &match);
+	if (match <= have)
 		return;
 	/* at least one prompt token must still be evaluated for logits */
 	if (match >= n)
@@ -231,16 +235,22 @@ void engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, const int *pro
 	kv_loaded l;
 	memset(&l, 0, sizeof l);
 	if (session_open(e, name, KV_OPEN_READONLY, &s, &l, &err)) {
+		/* gone or changed behind the index: prefill instead */
 		coli_warn("prefix reuse from session %s skipped: %s", name, err.msg);
+		kv_prefix_index_drop(e->prefix_ix, name);
 		return;
 	}
-	/* the file may have changed since the match: re-check the tokens */
+	/* the file may have changed since the index read it: re-check */
 	int ok = l.n_tokens >= match;
 	for (int t = 0; ok && t < match; t++)
 		ok = l.tokens[t] == prompt[t];
 	if (ok) {
 		adopt(e, sl, &l, match);
 		coli_info("prompt prefix of %d tokens reused from session %s", match, name);
+	} else {
+		coli_warn("prefix reuse from session %s skipped: its file no longer starts with the prompt",
+			  name);
+		kv_prefix_index_drop(e->prefix_ix, name);
 	}
 	kv_loaded_free(&l);
 	kv_session_close(s);

@@ -9,8 +9,10 @@
  * the pin budget; it is re-chosen as heat moves (expert_store.c decides
  * when) and loaded at open from the saved heat.
  *
- * heat.bin (HEAT_DIR/heat.bin), little-endian, written to a temporary file,
- * fsynced, renamed over the old one, directory fsynced:
+ * heat.bin (HEAT_DIR/heat.bin), little-endian, written to a temporary file
+ * (heat.bin.tmp.PID.N: unique to the process and the write, so processes
+ * sharing a cache directory never rename each other's file), fsynced,
+ * renamed over the old one, directory fsynced:
  *   off  size  field
  *   0    8     magic "COLIHEAT"
  *   8    4     version (1); other versions are ignored with a warning
@@ -31,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,14 +198,16 @@ void store_heat_fill(const expert_store *s, uint8_t *b)
 
 int store_heat_write(const char *heat_dir, const uint8_t *b, size_t size, coli_err *err)
 {
-	size_t n = strlen(heat_dir) + 32;
+	static _Atomic unsigned writes; /* relaxed: only uniqueness matters */
+	size_t n = strlen(heat_dir) + 64;
 	char *tmp = malloc(n), *dst = malloc(n);
 	int rc = 0, fd = -1;
 	if (!tmp || !dst) {
 		rc = coli_err_set(err, -ENOMEM, "expert store: out of memory");
 		goto out;
 	}
-	snprintf(tmp, n, "%s/heat.bin.tmp", heat_dir);
+	snprintf(tmp, n, "%s/heat.bin.tmp.%ld.%u", heat_dir, (long)getpid(),
+		 atomic_fetch_add_explicit(&writes, 1, memory_order_relaxed));
 	snprintf(dst, n, "%s/heat.bin", heat_dir);
 	mkdir(heat_dir, 0777); /* CACHE_DIR/hot-experts may not exist yet */
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -230,6 +235,7 @@ int store_heat_write(const char *heat_dir, const uint8_t *b, size_t size, coli_e
 	fd = -1;
 	if (rename(tmp, dst) < 0) {
 		rc = coli_err_set(err, -errno, "expert store: rename to %s: %s", dst, strerror(errno));
+		unlink(tmp);
 		goto out;
 	}
 	int dfd = open(heat_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

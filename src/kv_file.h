@@ -142,6 +142,9 @@ int kv_session_n_tokens(const kv_session *s);
 int kv_session_persisted(const kv_session *s);
 /* Bytes of the file up to the last good record. */
 uint64_t kv_session_bytes(const kv_session *s);
+/* fstat of the session's file (its identity, for kv_prefix_index_note). */
+struct stat;
+int kv_session_fstat(const kv_session *s, struct stat *st);
 /* Of those, bytes no longer in the history (rewound tokens, truncate
  * records): what kv_session_compact would reclaim. */
 uint64_t kv_session_dead_bytes(const kv_session *s);

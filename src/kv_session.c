@@ -698,6 +698,11 @@ int kv_session_n_tokens(const kv_session *s) { return s->n_tokens; }
 int kv_session_persisted(const kv_session *s) { return s->persisted; }
 uint64_t kv_session_bytes(const kv_session *s) { return s->end; }
 
+int kv_session_fstat(const kv_session *s, struct stat *st)
+{
+	return fstat(s->fd, st) < 0 ? -errno : 0;
+}
+
 uint64_t kv_session_dead_bytes(const kv_session *s)
 {
 	uint64_t dead = 0;

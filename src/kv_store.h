@@ -64,26 +64,8 @@ int kv_store_rename(const char *dir, const char *old_name, const char *new_name,
 int kv_store_gc(const char *dir, uint64_t budget, int *n_removed, uint64_t *bytes_freed,
 		uint64_t *bytes_left, coli_err *err);
 
-/* The session (of this fingerprint) whose token history shares the longest
- * prefix with tokens[0..n). name_out gets "" and *n_match 0 when none.
- * Reads token ids only; CRCs are not checked, so the result is advisory:
- * open the session (which validates) and compare its loaded tokens. A
- * one-shot kv_prefix_index; keep an index to make repeated lookups cheap. */
-int kv_store_find_prefix(const char *dir, const char *fingerprint, const int32_t *tokens,
-			 int n, char *name_out, size_t cap, int *n_match, coli_err *err);
-
-/* Token histories of a kv directory for prompt caching, kept current
- * incrementally: sessions are append-only, so a lookup reads only the
- * records added since the previous one (token ids, never the KV payload),
- * and re-reads a file that was compacted, replaced or cut. Memory: 4 bytes
- * per stored token. Owned by one thread (the engine's). */
-typedef struct kv_prefix_index kv_prefix_index;
-
-int kv_prefix_index_new(const char *dir, kv_prefix_index **out, coli_err *err);
-void kv_prefix_index_free(kv_prefix_index *ix);
-/* Refresh, then as kv_store_find_prefix. Ties: the smallest name. */
-int kv_prefix_index_find(kv_prefix_index *ix, const char *fingerprint, const int32_t *tokens,
-			 int n, char *name_out, size_t cap, int *n_match, coli_err *err);
-
+/* Prompt caching: kv_store_find_prefix and the kept index are in
+ * kv_prefix_index.h. */
+#include "kv_prefix_index.h"
 
 #endif
