@@ -29,6 +29,12 @@ tests_core_draft_auto_test_SOURCES = tests/core_draft_auto_test.c tests/test_uti
 tests_core_draft_auto_test_LDADD = libcoli.a $(COLI_LIBS)
 tests_core_stalled_client_SOURCES = tests/core_stalled_client.c
 tests_core_stalled_client_LDADD = libcoli.a $(COLI_LIBS)
+# prompt caching from saved sessions with the kept prefix index
+check_PROGRAMS += tests/core_prefix_index
+TESTS += tests/core_prefix_index.sh
+EXTRA_DIST += tests/core_prefix_index.sh
+tests_core_prefix_index_SOURCES = tests/core_prefix_index.c tests/test_util.h
+tests_core_prefix_index_LDADD = libcoli.a $(COLI_LIBS)
 EXTRA_DIST += tests/core_draft.sh tests/core_session_resume.sh tests/core_batch.sh tests/core_parallel.sh \
 	tests/core_long_context.sh tests/core_dsa.sh tests/core_stalled_client.sh \
 	tests/engine_no_heat.sh tests/engine_cache_dir.sh

@@ -495,6 +495,29 @@ uint64_t kv_prefix_index_passes(kv_prefix_index *ix) { return atomic_load(&ix->p
 #define IX_EVENTS (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY | IN_CLOSE_WRITE | \
 		   IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
+/* The session an event's file name is about: NAME.kv, or .NAME.kv.tmp.PID
+ * (kv_session.c creates a session under that name and links it into
+ * place; inotify reports the writes made through that open file under the
+ * name it was opened by, even after the temporary name is gone). */
+static int ix_event_name(const char *file, char name[KV_NAME_MAX + 1])
+{
+	size_t len = strlen(file);
+	const char *tmp = file[0] == '.' ? strstr(file, ".kv.tmp.") : NULL;
+	if (tmp) {
+		file++;
+		len = (size_t)(tmp - file);
+	} else if (len > 3 && !strcmp(file + len - 3, ".kv")) {
+		len -= 3;
+	} else {
+		return 0;
+	}
+	if (len == 0 || len > KV_NAME_MAX)
+		return 0;
+	memcpy(name, file, len);
+	name[len] = '\0';
+	return 1;
+}
+
 /* One batch of inotify events: the named .kv files are refreshed one by
  * one; 1 when a whole pass is needed instead (queue overflow, the
  * directory itself moved or removed: *wd becomes -1). */
@@ -516,12 +539,9 @@ static int ix_events(kv_prefix_index *ix, int in, int *wd)
 			*wd = -1;
 			full = 1;
 		} else if (!full && ev->len) {
-			size_t len = strlen(ev->name);
 			char name[KV_NAME_MAX + 1];
-			if (len <= 3 || len - 3 > KV_NAME_MAX || strcmp(ev->name + len - 3, ".kv"))
+			if (!ix_event_name(ev->name, name))
 				continue;
-			memcpy(name, ev->name, len - 3);
-			name[len - 3] = '\0';
 			pthread_mutex_lock(&ix->mu);
 			uint64_t pass = ix->pass;
 			pthread_mutex_unlock(&ix->mu);

@@ -50,7 +50,22 @@ static int write_session(const char *name, int n)
 	return rc;
 }
 
-static int child_create_20(const char *name) { return write_session(name, 20); }
+/* Created, then appended through the same open file a moment later: the
+ * writes are reported under the temporary name the file was created by
+ * (.NAME.kv.tmp.PID), so a refresher that read the file only on its
+ * creation would miss them. */
+static int child_create_20(const char *name)
+{
+	kv_session *s;
+	coli_err err = { 0 };
+	/* exclusive: linked into place, as the engine creates sessions */
+	if (kv_session_create(dir, name, FP_A, L, W, 0, &s, &err) < 0)
+		return -1;
+	nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+	int rc = kvt_append(s, SEED, 0, 20, &err);
+	kv_session_close(s);
+	return rc;
+}
 
 static int child_append_10(const char *name)
 {

@@ -216,7 +216,7 @@ fi
 
 if want admission; then
 	bench_json admission session_admission.sh "admission of a request without a session" \
-		'"TTFT beside 10/100/1000 sessions %.2f/%.2f/%.2f ms (1000/10 = %.2f); index lookup %.0f/%.0f/%.0f us" % (*d["ttft_ms"], d["ttft_ratio_1000_to_10"], *d["lookup_us"])'
+		'"TTFT beside 10/100/1000 sessions %.2f/%.2f/%.2f ms (1000/10 = %.2f, flat if <= %.1f: %s); index lookup %.2f/%.2f/%.2f us" % (*d["ttft_ms"], d["ttft_ratio_1000_to_10"], d["flat_bound"], "yes" if d["flat"] else "no", *d["lookup_us"])'
 fi
 
 if want idle; then
