@@ -5,13 +5,20 @@
 
 srv_fail() { echo "FAIL: $*" >&2; exit 1; }
 
-srv_setup() {
+# srv_tmp: $COLI must be built; SRV_TMP, a temporary directory removed on
+# exit together with every server started.
+srv_tmp() {
 	[ -n "$COLI" ] && [ -x "$COLI" ] || srv_fail "\$COLI not built"
-	"$COLI" serve --help >/dev/null 2>&1 || srv_fail "coli serve --help failed"
-	command -v curl >/dev/null || test_skip "curl missing"
 	SRV_TMP=$(mktemp -d)
 	SRV_PIDS=
 	trap 'srv_cleanup' EXIT
+}
+
+# srv_setup: srv_tmp, curl, and a tiny synthesized f32 model in SRV_MODEL.
+srv_setup() {
+	srv_tmp
+	"$COLI" serve --help >/dev/null 2>&1 || srv_fail "coli serve --help failed"
+	command -v curl >/dev/null || test_skip "curl missing"
 	"$COLI" synth "$SRV_TMP/hf" --preset tiny >/dev/null 2>"$SRV_TMP/synth.log" &&
 		"$COLI" convert "$SRV_TMP/hf" "$SRV_TMP/model" --quant f32 >/dev/null 2>"$SRV_TMP/convert.log" ||
 		{ cat "$SRV_TMP"/*.log; srv_fail "cannot make the tiny model"; }

@@ -3,13 +3,9 @@
 # zod helpers, @anthropic-ai/sdk) against `coli serve` on the default model:
 # tests/server_structured_sdk.js.
 . "${top_srcdir:-.}/tests/server_common.sh"
-. "${top_srcdir:-.}/tests/test_skip.sh"
 NODE=${NODE:-node}
 command -v "$NODE" >/dev/null 2>&1 || test_skip "node missing"
-[ -n "$COLI" ] && [ -x "$COLI" ] || srv_fail "\$COLI not built"
-SRV_TMP=$(mktemp -d)
-SRV_PIDS=
-trap 'srv_cleanup' EXIT
+srv_tmp
 SRV_MODEL="${top_srcdir:-.}/data/default-model"
 srv_start main --ctx 1024
 "$NODE" "${top_srcdir:-.}/tests/server_structured_sdk.js" "$URL"

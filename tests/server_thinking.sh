@@ -6,13 +6,9 @@
 # constrained answer after the thinking; tests/server_thinking_sdk.js the
 # same through the official openai and @anthropic-ai/sdk clients.
 . "${top_srcdir:-.}/tests/server_common.sh"
-. "${top_srcdir:-.}/tests/test_skip.sh"
 PYTHON3=${PYTHON3:-/usr/bin/python3}
 $PYTHON3 -c 'import httpx, jsonschema' 2>/dev/null || test_skip "python3-httpx or python3-jsonschema missing"
-[ -n "$COLI" ] && [ -x "$COLI" ] || srv_fail "\$COLI not built"
-SRV_TMP=$(mktemp -d)
-SRV_PIDS=
-trap 'srv_cleanup' EXIT
+srv_tmp
 "$COLI" synth "$SRV_TMP/hf" --preset tiny >/dev/null 2>"$SRV_TMP/synth.log" || srv_fail "coli synth failed"
 $PYTHON3 - "$SRV_TMP/hf/tokenizer_config.json" "${top_srcdir:-.}/tests/node/fixtures/glm5_chat_template.jinja" <<'PY' || srv_fail "cannot set the template"
 import json, sys
