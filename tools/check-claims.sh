@@ -31,7 +31,10 @@ bench_args check-claims.sh 2,25 '--quick:mode=quick --all:mode=all --coli=coli -
 . "$top/bench/find_coli.sh"
 find_coli check-claims.sh
 builddir=$(cd "$(dirname "$coli")" && pwd)
-PY=${PYTHON3:-python3}
+# the Debian python3 the tests use (python3-httpx, -numpy, -jsonschema are
+# installed for it by tools/install-deps.sh); a python3 earlier on PATH
+# (pyenv) may lack them
+PY=${PYTHON3:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
