@@ -30,7 +30,7 @@ static void *zalloc(size_t n, size_t size, alloc_tally *t)
 static size_t q8act_bytes(const coli_q8act *a)
 {
 	size_t nb = (size_t)a->n_max * (size_t)(a->cols_max / COLI_QK);
-	return (size_t)a->n_max * (size_t)a->cols_max + nb * (sizeof *a->d + sizeof *a->sx);
+	return (size_t)a->n_max * (size_t)a->cols_max + nb * (sizeof *a->d + sizeof *a->sx + sizeof *a->qs);
 }
 
 int coli_seq_new(const coli_model *m, int cap, coli_seq **out, coli_err *err)

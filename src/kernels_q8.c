@@ -35,7 +35,8 @@ int coli_q8act_init(coli_q8act *a, int n_max, int cols_max, coli_err *err)
 	a->q = aligned_alloc(64, qbytes);
 	a->d = malloc(nb * sizeof *a->d);
 	a->sx = malloc(nb * sizeof *a->sx);
-	if (!a->q || !a->d || !a->sx) {
+	a->qs = malloc(nb * sizeof *a->qs);
+	if (!a->q || !a->d || !a->sx || !a->qs) {
 		coli_q8act_free(a);
 		return coli_err_set(err, -ENOMEM, "q8 activations: out of memory for %d x %d", n_max,
 				    cols);
@@ -52,6 +53,7 @@ void coli_q8act_free(coli_q8act *a)
 	free(a->q);
 	free(a->d);
 	free(a->sx);
+	free(a->qs);
 	memset(a, 0, sizeof *a);
 }
 
@@ -116,6 +118,14 @@ int coli_q8act_quantize(coli_q8act *a, const float *x, int n, int cols)
 	for (int k = 0; k < n; k++) {
 		size_t i = (size_t)k * (size_t)nb;
 		f(x + (size_t)k * (size_t)cols, nb, a->q + i * COLI_QK, a->d + i, a->sx + i);
+		/* exact integer sums, for int8 weights' offset form */
+		for (int b = 0; b < nb; b++) {
+			const int8_t *qb = a->q + (i + (size_t)b) * COLI_QK;
+			int32_t sum = 0;
+			for (int e = 0; e < COLI_QK; e++)
+				sum += qb[e];
+			a->qs[i + (size_t)b] = sum;
+		}
 	}
 	a->n = n;
 	a->cols = cols;
@@ -123,17 +133,6 @@ int coli_q8act_quantize(coli_q8act *a, const float *x, int n, int cols)
 }
 
 /* ---- portable kernels (the definition of the arithmetic) ---- */
-
-/* kernels_avx512.c's hsum16 tree: halves, quarters, pairs, last pair. */
-static float hsum16_c(const float v[16])
-{
-	float h[8], s[4];
-	for (int i = 0; i < 8; i++)
-		h[i] = v[i] + v[i + 8];
-	for (int i = 0; i < 4; i++)
-		s[i] = h[i] + h[i + 4];
-	return (s[0] + s[2]) + (s[1] + s[3]);
-}
 
 static void rows_q4_generic(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
 			    float *y)
@@ -143,26 +142,18 @@ static void rows_q4_generic(const coli_qmat *w, const coli_q8act *a, int n, int 
 		const coli_block_q4 *row = (const coli_block_q4 *)w->data + (size_t)r * (size_t)nb;
 		for (int k = 0; k < n; k++) {
 			size_t kb = (size_t)k * (size_t)nb;
-			float acc[16] = { 0 }, accm[16] = { 0 };
+			float acc = 0.0f, accm = 0.0f;
 			for (int b = 0; b < nb; b++) {
 				const int8_t *qx = a->q + (kb + (size_t)b) * COLI_QK;
 				const uint8_t *q = row[b].q;
+				int32_t sum = 0;
+				for (int e = 0; e < COLI_QK / 2; e++)
+					sum += (q[e] & 0x0f) * qx[e] + (q[e] >> 4) * qx[e + COLI_QK / 2];
 				float s = coli_half_to_float(row[b].d) * a->d[kb + (size_t)b];
-				for (int l = 0; l < 16; l++) {
-					int32_t sum = 0;
-					for (int e = 4 * l; e < 4 * l + 4; e++) {
-						/* high nibbles enter as 16 * nibble (see kernels_q8.h) */
-						int nib = e < 32 ? (q[e] & 0x0f) : (q[e - 32] & 0xf0);
-						sum += nib * qx[e];
-					}
-					acc[l] = fmaf((float)sum, s, acc[l]);
-				}
-				accm[b % 16] = fmaf(coli_half_to_float(row[b].m), a->sx[kb + (size_t)b],
-						    accm[b % 16]);
+				acc = fmaf((float)sum, s, acc);
+				accm = fmaf(coli_half_to_float(row[b].m), a->sx[kb + (size_t)b], accm);
 			}
-			for (int l = 8; l < 16; l++)
-				acc[l] *= 0.0625f;
-			y[(size_t)k * (size_t)w->rows + (size_t)r] = hsum16_c(acc) + hsum16_c(accm);
+			y[(size_t)k * (size_t)w->rows + (size_t)r] = acc + accm;
 		}
 	}
 }
@@ -175,19 +166,16 @@ static void rows_q8_generic(const coli_qmat *w, const coli_q8act *a, int n, int 
 		const coli_block_q8 *row = (const coli_block_q8 *)w->data + (size_t)r * (size_t)nb;
 		for (int k = 0; k < n; k++) {
 			size_t kb = (size_t)k * (size_t)nb;
-			float acc[16] = { 0 };
+			float acc = 0.0f;
 			for (int b = 0; b < nb; b++) {
 				const int8_t *qx = a->q + (kb + (size_t)b) * COLI_QK;
 				const int8_t *q = row[b].q;
-				float s = row[b].d * a->d[kb + (size_t)b];
-				for (int l = 0; l < 16; l++) {
-					int32_t sum = 0;
-					for (int e = 4 * l; e < 4 * l + 4; e++)
-						sum += q[e] * qx[e];
-					acc[l] = fmaf((float)sum, s, acc[l]);
-				}
+				int32_t sum = 0;
+				for (int e = 0; e < COLI_QK; e++)
+					sum += q[e] * qx[e];
+				acc = fmaf((float)sum, row[b].d * a->d[kb + (size_t)b], acc);
 			}
-			y[(size_t)k * (size_t)w->rows + (size_t)r] = hsum16_c(acc);
+			y[(size_t)k * (size_t)w->rows + (size_t)r] = acc;
 		}
 	}
 }
@@ -299,7 +287,8 @@ static int q8batch_input(struct q8batch *b, const float *x, int n, int cols, col
 		return -1;
 	const size_t blk = b->used / COLI_QK;
 	*view = (coli_q8act){ .n_max = n, .cols_max = cols, .q = b->arena->q + b->used,
-			      .d = b->arena->d + blk, .sx = b->arena->sx + blk };
+			      .d = b->arena->d + blk, .sx = b->arena->sx + blk,
+			      .qs = b->arena->qs + blk };
 	coli_q8act_quantize(view, x, n, cols);
 	b->used += need;
 	return 0;

@@ -21,19 +21,23 @@
  *
  * Arithmetic, identical on every code path (AVX-512 VNNI, AVX-VNNI, AVX2,
  * portable), so the result does not depend on the ISA either: for output
- * (row r, input k), per block b and lane l = 0..15,
- *   I[b][l] = sum_{e=4l..4l+3} qw[e] * qx[e]     (exact int32)
- *   s_b     = d_w(b) * d_x(b)                    (one float rounding)
- *   acc[l]  = fma((float)I[b][l], s_b, acc[l])   (b ascending)
- * INT4 (w = d*nibble + m): the high nibbles (elements 32..63, lanes
- * 8..15) enter I as 16 * nibble, and lanes 8..15 of acc are multiplied by
- * 0.0625 before the reduction (exact short of underflow, and the same
- * multiply on every path): AVX-512 then gets its 64 unsigned bytes from
- * the packed ones with a single AND (0x0f / 0xf0), no shift. INT4 also
- * sums accm[b % 16] = fma(m_b, sx_b, accm[b % 16]), b ascending.
- * y = hsum(acc) + hsum(accm), with hsum kernels_avx512.c's
- * fixed tree: h_i = v_i + v_(i+8) (i < 8), s_i = h_i + h_(i+4) (i < 4),
- * hsum = (s_0 + s_2) + (s_1 + s_3). INT8: y = hsum(acc).
+ * (row r, input k), per block b,
+ *   I_b  = sum_{e<64} qw[e] * qx[e]              (exact int32)
+ *   s_b  = d_w(b) * d_x(b)                       (one float rounding)
+ *   acc  = fma((float)I_b, s_b, acc)             (b ascending, from 0)
+ * INT4 (w = d*nibble + m) also sums accm = fma(m_b, sx_b, accm), b
+ * ascending, and y = acc + accm; INT8: y = acc. One float chain per
+ * output, nothing else: a vector path puts 16 (or 8) ROWS in the lanes of
+ * a register and runs their chains side by side, every lane doing the
+ * scalar operations above, so the row-major weights are transposed a
+ * block at a time (dwords of 16 rows) and x's 4-byte groups are
+ * broadcast. The integer sum may be formed in any order (it is exact):
+ * INT4's high nibbles may enter as 16 * nibble and be shifted out of the
+ * int32 sum (exact: a multiple of 16), INT8 weights may go in as q + 128
+ * with -128 * sum(qx) (qs) added back. (Before, each output kept 16 lane
+ * chains of 4-element sums joined by a reduction tree; one chain per
+ * output lets a register hold 16 outputs, so a block's float work is done
+ * once for 16 rows instead of once per row.)
  *
  * Contract otherwise as coli_matmul: rows are split over the pool, each
  * output summed by one thread in the fixed order above, so Y row k is the
@@ -58,6 +62,7 @@ typedef struct coli_q8act {
 	int8_t *q;     /* (n_max, cols_max) quantized values, 64-byte aligned */
 	float *d;      /* (n_max, cols_max / 64) block scales */
 	float *sx;     /* (n_max, cols_max / 64) d * sum(q) per block */
+	int32_t *qs;   /* (n_max, cols_max / 64) sum(q) per block, exact */
 } coli_q8act;
 
 /* Zero-initialized *a is a valid empty scratch. n_max >= 1, cols_max >= 1
