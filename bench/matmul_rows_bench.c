@@ -21,7 +21,9 @@
 #include "kernels_q8.h"
 #include "quant.h"
 
-#define N_MAX 8
+#define N_MAX 64
+static const int n_list[] = { 1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64 };
+#define N_COUNT ((int)(sizeof n_list / sizeof n_list[0]))
 #define PASSES 7
 
 static double thread_cpu_s(void)
@@ -67,27 +69,30 @@ int main(int argc, char **argv)
 	/* about 2 ms of work per timed call group */
 	double blocks = (double)nw / 64.0;
 	int reps = (int)(1e6 / blocks) + 1;
-	double best[N_MAX + 1];
-	for (int n = 1; n <= N_MAX; n++)
-		best[n] = 1e30;
+	double best[N_COUNT];
+	for (int i = 0; i < N_COUNT; i++)
+		best[i] = 1e30;
 	for (int pass = 0; pass < PASSES; pass++) {
-		for (int n = 1; n <= N_MAX; n++) {
+		for (int i = 0; i < N_COUNT; i++) {
+			const int n = n_list[i];
+			/* the same work per n: fewer calls of more inputs */
+			const int calls = reps / n > 0 ? reps / n : 1;
 			double t0 = thread_cpu_s();
-			for (int r = 0; r < reps; r++) {
+			for (int r = 0; r < calls; r++) {
 				if (q8)
 					coli_matmul_q8(NULL, &w, x, n, y, &a);
 				else
 					coli_matmul(NULL, &w, x, n, y);
 			}
-			double ns = (thread_cpu_s() - t0) / reps / blocks / n * 1e9;
-			if (ns < best[n])
-				best[n] = ns;
+			double ns = (thread_cpu_s() - t0) / calls / blocks / n * 1e9;
+			if (ns < best[i])
+				best[i] = ns;
 		}
 	}
 	printf("%s %dx%d %s %s ns per (block, input):", argv[3], rows, cols, q8 ? "q8" : "f32",
 	       q8 ? coli_kernels_q8_isa() : coli_kernels_isa());
-	for (int n = 1; n <= N_MAX; n++)
-		printf(" n=%d %.2f (%.2f)", n, best[n], best[n] / best[1]);
+	for (int i = 0; i < N_COUNT; i++)
+		printf(" n=%d %.2f (%.2f)", n_list[i], best[i], best[i] / best[0]);
 	printf("\n");
 	coli_q8act_free(&a);
 	free(wf);

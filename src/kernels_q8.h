@@ -4,8 +4,9 @@
  * costs ~13 vector uops per 64-weight block just to turn nibbles into
  * floats. Here the input rows are quantized once per call to int8 per
  * block of 64, and each block's dot product is an exact integer sum
- * (vpdpbusd / vpmaddubsw), scaled by d_w * d_x afterwards: 4 vector
- * uops per block and row on AVX-512 VNNI (kernels_q8_avx512.c). The
+ * (vpdpbusd / vpmaddubsw), scaled by d_w * d_x afterwards: on AVX-512
+ * VNNI one vpdpbusd per block, row and input, plus a convert and two FMAs
+ * shared by 16 rows (kernels_q8_avx512.c). The
  * price is the rounding of x: each element moves by at most half a step,
  * max|x_block| / 254, which is why this path is never the default (engine
  * option --act-quant q8).

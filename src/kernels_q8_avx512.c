@@ -2,27 +2,22 @@
  * (kernels_q8.h; the arithmetic is defined by the portable kernels in
  * kernels_q8.c and reproduced here bit for bit).
  *
- * Per 64-weight block and row:
- *   INT4  the 32 packed bytes are broadcast to both halves of a zmm (a
- *         load-port uop) and ANDed with 0x0f in the low half, 0xf0 in the
- *         high half: elements 0..63 in x's order as unsigned bytes (the
- *         high ones times 16, taken out at the end), which is what
- *         vpdpbusd (u8 x s8) wants. Then vpdpbusd into a zeroed register
- *         (16 lane sums of 4 products), vcvtdq2ps, and one FMA by s_b =
- *         d_w * d_x read as a broadcast memory operand: 4 vector uops
- *         instead of the f32 kernel's 13.
- *   INT8  weights are signed: q + 128 goes to the unsigned side, and the
- *         vpdpbusd starts from -128 * (x's lane sums), computed once per
- *         block of x (q8_negc): XOR, vpdpbusd, convert, FMA per row.
- * The scales s_b of a chunk of blocks are computed ahead of the dot
- * products (int4: 16 blocks' half d and m per gather, as kernels_avx512.c
- * does), and int4's sum_b m_b * sx_b is 16 masked FMAs per 16 blocks.
- *
- * As in kernels_avx512.c: matvec takes rows in fours so each block of x is
- * loaded once per four rows, and prefetches the same place some rows
- * ahead; matmul works in panels that stay in L2, tiles of RT rows x KN
- * inputs, each unpacked weight block used for every input of the tile.
- * Per (row, input) the operations are the same in every variant. */
+ * The lanes of a register are 16 ROWS of the weight matrix, each lane
+ * running kernels_q8.h's scalar chain for its row (acc = fma(I_b, s_b,
+ * acc), b ascending). Per group of 16 rows and block b:
+ *   - the rows' packed bytes are transposed in registers to dwords of 16
+ *     rows (W_j: dword j of every row), int4's nibbles split into 16
+ *     registers of unsigned bytes (low: elements 4j..4j+3, high: 32+4j..),
+ *     int8's 16 dwords flipped to q + 128;
+ *   - for every input of the pass, 16 vpdpbusd take W_j against x's 4-byte
+ *     group broadcast from memory (exact int32 I_b of 16 rows in 4 short
+ *     chains), then ONE convert, multiply by d_w * d_x and FMA serve the 16
+ *     rows, where the old lane-per-element layout paid them per row.
+ * So the transpose (about 60 vector ops per 16 rows and block) is paid
+ * once per pass of up to Q8_PASS inputs; decode (n = 1) pays it every
+ * block and is bound by memory anyway. The d (and m) of the 16 rows come
+ * in one gather per block. Rows past the end of a thread's range are
+ * zeros in the lanes and never stored. */
 #include "config.h"
 
 #include "kernels_q8.h"
@@ -31,6 +26,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
 #include <immintrin.h>
+#include <string.h>
 
 #include "kernels_avx512_inline.h"
 
@@ -38,351 +34,291 @@
 #define AVX512 __attribute__((target(TARGET_Q8_512)))
 #define AVX512_INLINE static inline __attribute__((always_inline, target(TARGET_Q8_512)))
 
-/* Blocks whose scales are prepared ahead (a multiple of 16). The smallest:
- * the gathers of a chunk's scales then run just ahead of its dot products
- * instead of walking a whole row first. Streamed over a 1 GB ring of int4
- * matrices, 2 threads, huge pages, GB/s at 2048x6144 / 6144x2048 /
- * 16384x2048 / 6144x16384: 128 blocks 23.7 / 23.3 / 22.4 / 25.5; 64:
- * 24.6 / 23.5 / 23.2 / 25.2; 32: 24.2-24.9 / 24.3-24.4 / 23.9-24.5 /
- * 26.4-27.3; 16: 25.4 / 25.5 / 24.9 / 27.7. */
-#define CHUNK 16
-#define RT 4
-#define KN_MAX 3
-/* as kernels_avx512.c's input_group (same measurements there) */
-static inline int input_group(int left)
-{
-	return left <= KN_MAX ? left : left == 4 || left == 7 ? 2 : KN_MAX;
-}
-/* matvec prefetch: the same place PF_ROWS rows ahead, within [8, 32] KiB
- * (kernels_avx512.c measured this rule for the same row layouts). */
-#define PF_ROWS_Q4 COLI_PF_ROWS_Q4
-#define PF_ROWS_Q8 COLI_PF_ROWS_Q8
+/* inputs per pass over a group of rows: their accumulators (2 x 64 B
+ * each) live on the stack; the transpose is redone once per pass */
+#define Q8_PASS 32
+#define GROUP 16
+/* A group's 16 rows are read as 16 interleaved streams, 36 or 68 bytes a
+ * block step each, which the hardware prefetchers follow poorly. Long
+ * rows (at least PF_LONG blocks): each row is prefetched PF_BYTES ahead of
+ * where it is read. Short rows (W_UV's 8 blocks, q_b's 32): the group's
+ * bytes are contiguous, so the next group is prefetched as one linear
+ * stream, a block step's worth of lines per step (the prefetches past the
+ * matrix's end are harmless: prefetches do not fault). */
+#define PF_LONG 48
+#define PF_BYTES 576
 
-AVX512_INLINE __mmask16 tail_mask(int left)
+AVX512_INLINE void group_prefetch(const void *row0, int nb, size_t blk_bytes, int b)
 {
-	return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+	const char *base = row0;
+	const size_t row_bytes = (size_t)nb * blk_bytes;
+	if (nb >= PF_LONG) {
+		const char *p = base + (size_t)b * blk_bytes + PF_BYTES;
+#pragma GCC unroll 16
+		for (int i = 0; i < GROUP; i++)
+			_mm_prefetch(p + (size_t)i * row_bytes, _MM_HINT_T0);
+		return;
+	}
+	const size_t step = GROUP * blk_bytes;
+	const char *p = base + GROUP * row_bytes + (size_t)b * step;
+	for (size_t l = 0; l < step; l += 64)
+		_mm_prefetch(p + l, _MM_HINT_T0);
 }
 
-/* lane sums of one block times s, added to acc */
-AVX512_INLINE __m512 lane_fma(__m512i isum, const float *s, __m512 acc)
+AVX512_INLINE __mmask16 rows_mask(int nr)
 {
-	return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(*s), acc);
+	return nr >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nr) - 1u);
+}
+
+/* x's 4-byte group at p, broadcast (vpdpbusd's m32bcst operand) */
+AVX512_INLINE __m512i bcast4(const int8_t *p)
+{
+	int32_t v;
+	memcpy(&v, p, sizeof v);
+	return _mm512_set1_epi32(v);
 }
 
 /* ---- INT4 ---- */
 
-/* the 32 packed bytes in both halves, the low half masked to the low
- * nibbles, the high half to the high nibbles (16 * nibble, which
- * kernels_q8.h's arithmetic takes back out of lanes 8..15 at the end) */
-AVX512_INLINE __m512i q4_bytes(const uint8_t *q)
+/* Lane l of the int4 transpose holds row q4_perm()[l] of the group: rows i
+ * and i + 8 share a register before the transpose (one 256-bit half
+ * each), which saves two shuffle stages and leaves this order. */
+AVX512_INLINE __m512i q4_perm(void)
 {
-	__m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)q));
-	const __m512i m = _mm512_inserti64x4(_mm512_set1_epi8(0x0f), _mm256_set1_epi8((char)0xf0), 1);
-	return _mm512_and_si512(v, m);
+	return _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
 }
 
-/* acc's lanes 8..15 carry 16 x their value (high nibbles): exact undo */
-AVX512_INLINE float q4_hsum(__m512 acc, __m512 accm)
+/* Block b of the group's nr rows (row stride nb blocks) as 16 registers
+ * of unsigned nibbles W[j] (lanes in q4_perm() order; rows >= nr are 0),
+ * and their d and m as floats. */
+AVX512_INLINE void q4_block(const coli_block_q4 *blk, int nb, const int FULL, int nr,
+			    __m512i W[16], __m512 *dv, __m512 *mv)
 {
-	const __m512 undo = _mm512_insertf32x8(_mm512_set1_ps(1.0f), _mm256_set1_ps(0.0625f), 1);
-	return coli_avx512_hsum16(_mm512_mul_ps(acc, undo)) + coli_avx512_hsum16(accm);
+	__m512i R[8], T[8], U[2][4];
+	const size_t rs = (size_t)nb;
+#pragma GCC unroll 8
+	for (int i = 0; i < 8; i++) {
+		__m256i lo = FULL || i < nr ? _mm256_loadu_si256((const __m256i *)blk[(size_t)i * rs].q)
+					    : _mm256_setzero_si256();
+		__m256i hi = FULL || i + 8 < nr
+				     ? _mm256_loadu_si256((const __m256i *)blk[(size_t)(i + 8) * rs].q)
+				     : _mm256_setzero_si256();
+		R[i] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+	}
+#pragma GCC unroll 4
+	for (int i = 0; i < 8; i += 2) {
+		T[i] = _mm512_unpacklo_epi32(R[i], R[i + 1]);
+		T[i + 1] = _mm512_unpackhi_epi32(R[i], R[i + 1]);
+	}
+	/* U[q][c], 128-bit lane L: rows 4q..4q+3 (L = 0, 1) or 8+4q.. (L = 2,
+	 * 3) of dword c (L even) or c + 4 (L odd) */
+#pragma GCC unroll 2
+	for (int q = 0; q < 2; q++) {
+		U[q][0] = _mm512_unpacklo_epi64(T[4 * q], T[4 * q + 2]);
+		U[q][1] = _mm512_unpackhi_epi64(T[4 * q], T[4 * q + 2]);
+		U[q][2] = _mm512_unpacklo_epi64(T[4 * q + 1], T[4 * q + 3]);
+		U[q][3] = _mm512_unpackhi_epi64(T[4 * q + 1], T[4 * q + 3]);
+	}
+	const __m512i m4 = _mm512_set1_epi8(0x0f);
+#pragma GCC unroll 4
+	for (int c = 0; c < 4; c++) {
+		__m512i d0 = _mm512_shuffle_i32x4(U[0][c], U[1][c], _MM_SHUFFLE(2, 0, 2, 0));
+		__m512i d4 = _mm512_shuffle_i32x4(U[0][c], U[1][c], _MM_SHUFFLE(3, 1, 3, 1));
+		W[c] = _mm512_and_si512(d0, m4);
+		W[c + 4] = _mm512_and_si512(d4, m4);
+		W[c + 8] = _mm512_and_si512(_mm512_srli_epi32(d0, 4), m4);
+		W[c + 12] = _mm512_and_si512(_mm512_srli_epi32(d4, 4), m4);
+	}
+	/* (d, m) pairs of the 16 rows: 36-byte blocks, 9 dwords */
+	const int s9 = 9 * nb;
+	const __m512i idx = _mm512_mullo_epi32(q4_perm(), _mm512_set1_epi32(s9));
+	__mmask16 k = FULL ? (__mmask16)0xffff
+			   : _mm512_cmplt_epi32_mask(q4_perm(), _mm512_set1_epi32(nr));
+	__m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), k, idx, blk, 4);
+	*dv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+	*mv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
 }
 
-/* Scales of blocks [0, cnt) of one row, cnt <= CHUNK, for KN inputs:
- * sbuf[k * CHUNK + b] = d_b * dx_k[b]; accm[k] lane b % 16 += m_b * sx_k[b]
- * (masked: lanes past cnt are left alone, not added a zero). */
-AVX512_INLINE void q4_scales(const coli_block_q4 *blk, int cnt, const float *dx,
-			     const float *sx, size_t kstride, const int KN, float *sbuf,
-			     __m512 *accm)
+/* I_b of the 16 rows against one input's block xb: exact int32 */
+AVX512_INLINE __m512i q4_dot(const __m512i W[16], const int8_t *xb)
 {
-	/* dword offsets of 16 blocks' (d, m) pairs: 36-byte stride */
-	const __m512i idx = _mm512_setr_epi32(0, 9, 18, 27, 36, 45, 54, 63, 72, 81, 90, 99,
-					      108, 117, 126, 135);
-	for (int b = 0; b < cnt; b += 16) {
-		__mmask16 k = tail_mask(cnt - b);
-		__m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), k, idx, blk + b, 4);
-		__m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
-		__m512 m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+	__m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
 #pragma GCC unroll 4
-		for (int i = 0; i < KN; i++) {
-			const float *dxi = dx + (size_t)i * kstride, *sxi = sx + (size_t)i * kstride;
-			_mm512_storeu_ps(sbuf + (size_t)i * CHUNK + b,
-					 _mm512_mul_ps(d, _mm512_maskz_loadu_ps(k, dxi + b)));
-			accm[i] = _mm512_mask3_fmadd_ps(m, _mm512_maskz_loadu_ps(k, sxi + b), accm[i], k);
-		}
+	for (int j = 0; j < 4; j++) {
+		s0 = _mm512_dpbusd_epi32(s0, W[j], bcast4(xb + 4 * j));
+		s1 = _mm512_dpbusd_epi32(s1, W[j + 4], bcast4(xb + 16 + 4 * j));
+		s2 = _mm512_dpbusd_epi32(s2, W[j + 8], bcast4(xb + 32 + 4 * j));
+		s3 = _mm512_dpbusd_epi32(s3, W[j + 12], bcast4(xb + 48 + 4 * j));
 	}
+	return _mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3));
 }
 
-/* matvec: R rows (a constant after inlining) against one input. */
-AVX512_INLINE void q4_rows(const coli_block_q4 *row0, int nb, const int R, const int8_t *qx,
-			   const float *dx, const float *sx, size_t pf, float *y)
+/* Inputs [k0, k0 + kn) against the group of nr rows at row0; y points at
+ * the group's first row of input 0. KN: kn as a constant (1 keeps the
+ * chains in registers), or 0 for a run-time kn <= Q8_PASS. */
+AVX512_INLINE void q4_group(const coli_block_q4 *row0, int nb, const int FULL, int nr,
+			    const coli_q8act *a, int k0, const int KN, int kn, float *y,
+			    size_t ystride)
 {
-	float sbuf[4][CHUNK];
-	__m512 acc[4], accm[4];
-#pragma GCC unroll 4
-	for (int i = 0; i < R; i++) {
-		acc[i] = _mm512_setzero_ps();
-		accm[i] = _mm512_setzero_ps();
-	}
-	for (int c0 = 0; c0 < nb; c0 += CHUNK) {
-		int cn = nb - c0 < CHUNK ? nb - c0 : CHUNK;
-#pragma GCC unroll 4
-		for (int i = 0; i < R; i++)
-			q4_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dx + c0, sx + c0, 0, 1,
-				  sbuf[i], &accm[i]);
-		for (int b = 0; b < cn; b++) {
-			__m512i xv = _mm512_load_si512(qx + (size_t)(c0 + b) * COLI_QK);
-#pragma GCC unroll 4
-			for (int i = 0; i < R; i++) {
-				const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
-				_mm_prefetch((const char *)blk + pf, _MM_HINT_T0);
-				__m512i is = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q4_bytes(blk->q), xv);
-				acc[i] = lane_fma(is, &sbuf[i][b], acc[i]);
-			}
+	__m512 acc[Q8_PASS], accm[Q8_PASS];
+	const int cnt = KN ? KN : kn;
+	const size_t cols = (size_t)nb * COLI_QK;
+	for (int k = 0; k < cnt; k++)
+		acc[k] = accm[k] = _mm512_setzero_ps();
+	for (int b = 0; b < nb; b++) {
+		__m512i W[16];
+		__m512 dv, mv;
+		group_prefetch(row0, nb, sizeof *row0, b);
+		q4_block(row0 + b, nb, FULL, nr, W, &dv, &mv);
+		for (int k = 0; k < cnt; k++) {
+			const size_t kb = (size_t)(k0 + k) * (size_t)nb + (size_t)b;
+			__m512i is = q4_dot(W, a->q + (size_t)(k0 + k) * cols + (size_t)b * COLI_QK);
+			__m512 s = _mm512_mul_ps(dv, _mm512_set1_ps(a->d[kb]));
+			acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), s, acc[k]);
+			accm[k] = _mm512_fmadd_ps(mv, _mm512_set1_ps(a->sx[kb]), accm[k]);
 		}
 	}
-	if (R == 4) {
-		const __m512 undo = _mm512_insertf32x8(_mm512_set1_ps(1.0f), _mm256_set1_ps(0.0625f), 1);
-		_mm_storeu_ps(y, _mm_add_ps(coli_avx512_hsum16x4(_mm512_mul_ps(acc[0], undo), _mm512_mul_ps(acc[1], undo),
-								 _mm512_mul_ps(acc[2], undo), _mm512_mul_ps(acc[3], undo)),
-					    coli_avx512_hsum16x4(accm[0], accm[1], accm[2], accm[3])));
-		return;
-	}
-#pragma GCC unroll 4
-	for (int i = 0; i < R; i++)
-		y[i] = q4_hsum(acc[i], accm[i]);
-}
-
-/* matmul tile: rt <= RT rows x KN inputs; per (row, input) q4_rows' ops. */
-AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, const int rt, const int8_t *qx,
-			   const float *dx, const float *sx, const int KN, float *y, size_t ystride)
-{
-	float sbuf[RT][KN_MAX * CHUNK];
-	__m512 acc[RT][KN_MAX], accm[RT][KN_MAX];
-	size_t cols = (size_t)nb * COLI_QK;
-#pragma GCC unroll 4
-	for (int i = 0; i < rt; i++)
-#pragma GCC unroll 4
-		for (int k = 0; k < KN; k++) {
-			acc[i][k] = _mm512_setzero_ps();
-			accm[i][k] = _mm512_setzero_ps();
-		}
-	for (int c0 = 0; c0 < nb; c0 += CHUNK) {
-		int cn = nb - c0 < CHUNK ? nb - c0 : CHUNK;
-#pragma GCC unroll 4
-		for (int i = 0; i < rt; i++)
-			q4_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dx + c0, sx + c0,
-				  (size_t)nb, KN, sbuf[i], accm[i]);
-		for (int b = 0; b < cn; b++) {
-			__m512i xv[KN_MAX];
-#pragma GCC unroll 4
-			for (int k = 0; k < KN; k++)
-				xv[k] = _mm512_load_si512(qx + (size_t)k * cols + (size_t)(c0 + b) * COLI_QK);
-#pragma GCC unroll 4
-			for (int i = 0; i < rt; i++) {
-				const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
-				_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
-				__m512i wv = q4_bytes(blk->q);
-#pragma GCC unroll 4
-				for (int k = 0; k < KN; k++) {
-					__m512i is = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, xv[k]);
-					acc[i][k] = lane_fma(is, &sbuf[i][k * CHUNK + b], acc[i][k]);
-				}
-			}
-		}
-	}
-	/* lanes 8..15 of acc carry 16 x their value (q4_hsum) */
-	const __m512 undo = _mm512_insertf32x8(_mm512_set1_ps(1.0f), _mm256_set1_ps(0.0625f), 1);
-#define ACC(i, k) _mm512_mul_ps(acc[i][k], undo)
-#define ACCM(i, k) accm[i][k]
-	TILE_STORE(ACC, ACCM, 1, rt, KN, y, ystride);
-#undef ACC
-#undef ACCM
+	/* lanes back to row order */
+	const __m512i back = q4_perm(); /* the order is its own inverse */
+	const __mmask16 st = rows_mask(nr);
+	for (int k = 0; k < cnt; k++)
+		_mm512_mask_storeu_ps(y + (size_t)(k0 + k) * ystride, st,
+				      _mm512_permutexvar_ps(back, _mm512_add_ps(acc[k], accm[k])));
 }
 
 AVX512 static void rows_q4_vnni(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
 				float *y)
 {
-	int nb = w->cols / COLI_QK;
-	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
+	const int nb = w->cols / COLI_QK;
+	const size_t rows = (size_t)w->rows;
 	const coli_block_q4 *W = w->data;
-	if (n == 1) {
-		size_t pf = coli_pf_bytes(nb * sizeof(coli_block_q4), PF_ROWS_Q4);
-		int r = r0;
-		for (; r + 4 <= r1; r += 4)
-			q4_rows(W + (size_t)r * (size_t)nb, nb, 4, a->q, a->d, a->sx, pf, y + r);
-		for (; r < r1; r++)
-			q4_rows(W + (size_t)r * (size_t)nb, nb, 1, a->q, a->d, a->sx, pf, y + r);
-		return;
-	}
-	int panel = coli_panel_rows(nb * sizeof(coli_block_q4), RT);
-	for (int p0 = r0; p0 < r1; p0 += panel) {
-		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k = 0, kn; k < n; k += kn) {
-			kn = input_group(n - k);
-			const int8_t *qx = a->q + (size_t)k * cols;
-			const float *dx = a->d + (size_t)k * (size_t)nb, *sx = a->sx + (size_t)k * (size_t)nb;
-			for (int r = p0; r < p1;) {
-				/* whole tiles, then single rows: constant tile
-				 * heights keep the accumulators in registers */
-				int rt = p1 - r >= RT ? RT : 1;
-				const coli_block_q4 *row0 = W + (size_t)r * (size_t)nb;
-				float *yk = y + (size_t)k * rows + r;
-#define CALL(RTc, KNc) q4_tile(row0, nb, RTc, qx, dx, sx, KNc, yk, rows)
-				TILE_SWITCH(rt, kn, CALL)
-#undef CALL
-				r += rt;
-			}
+	for (int g = r0; g < r1; g += GROUP) {
+		const int nr = r1 - g < GROUP ? r1 - g : GROUP;
+		const coli_block_q4 *row0 = W + (size_t)g * (size_t)nb;
+		for (int k0 = 0; k0 < n; k0 += Q8_PASS) {
+			const int kn = n - k0 < Q8_PASS ? n - k0 : Q8_PASS;
+			if (nr == GROUP && kn == 1)
+				q4_group(row0, nb, 1, GROUP, a, k0, 1, 1, y + g, rows);
+			else if (nr == GROUP)
+				q4_group(row0, nb, 1, GROUP, a, k0, 0, kn, y + g, rows);
+			else
+				q4_group(row0, nb, 0, nr, a, k0, 0, kn, y + g, rows);
 		}
 	}
 }
 
 /* ---- INT8 ---- */
 
-/* Signed weights through vpdpbusd (u8 x s8): q + 128 is unsigned, and
- * sum (q + 128) x - 128 sum x is the exact lane sum. -128 sum x per lane
- * (q8_negc) is computed once per block of x and is where each row's
- * vpdpbusd starts: per row an XOR and the vpdpbusd. */
-AVX512_INLINE __m512i q8_negc(__m512i xv)
+/* Block b of the group's nr rows as 16 registers of q + 128 (dword j of
+ * every row, lanes in row order; rows >= nr are 0) and their d. */
+AVX512_INLINE void q8_block(const coli_block_q8 *blk, int nb, const int FULL, int nr,
+			    __m512i W[16], __m512 *dv)
 {
-	__m512i c = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), xv);
-	return _mm512_sub_epi32(_mm512_setzero_si512(), c);
-}
-
-AVX512_INLINE __m512i q8_isum(const int8_t *q, __m512i xv, __m512i negc)
-{
-	__m512i wu = _mm512_xor_si512(_mm512_loadu_si512(q), _mm512_set1_epi8((char)0x80));
-	return _mm512_dpbusd_epi32(negc, wu, xv);
-}
-
-/* sbuf[k * CHUNK + b] = d_b * dx_k[b] for blocks [0, cnt) of one row and
- * KN inputs: 16 blocks' d per gather. (Scalar multiplies here would run
- * on port 0, which vpdpbusd and vcvtdq2ps already fill.) */
-AVX512_INLINE void q8_scales(const coli_block_q8 *blk, int cnt, const float *dx, size_t kstride,
-			     const int KN, float *sbuf)
-{
-	/* dword offsets of 16 blocks' d: 68-byte stride */
-	const __m512i idx = _mm512_setr_epi32(0, 17, 34, 51, 68, 85, 102, 119, 136, 153, 170, 187,
-					      204, 221, 238, 255);
-	for (int b = 0; b < cnt; b += 16) {
-		__mmask16 k = tail_mask(cnt - b);
-		__m512 d = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, idx, blk + b, 4);
-#pragma GCC unroll 4
-		for (int i = 0; i < KN; i++)
-			_mm512_storeu_ps(sbuf + (size_t)i * CHUNK + b,
-					 _mm512_mul_ps(d, _mm512_maskz_loadu_ps(k, dx + (size_t)i * kstride + b)));
+	__m512i R[16], T[16], U[4][4], V[2][4][2];
+	const size_t rs = (size_t)nb;
+#pragma GCC unroll 16
+	for (int i = 0; i < 16; i++)
+		R[i] = FULL || i < nr ? _mm512_loadu_si512(blk[(size_t)i * rs].q) : _mm512_setzero_si512();
+#pragma GCC unroll 8
+	for (int i = 0; i < 16; i += 2) {
+		T[i] = _mm512_unpacklo_epi32(R[i], R[i + 1]);
+		T[i + 1] = _mm512_unpackhi_epi32(R[i], R[i + 1]);
 	}
+	/* U[q][c], 128-bit lane L: rows 4q..4q+3, dword 4L + c */
+#pragma GCC unroll 4
+	for (int q = 0; q < 4; q++) {
+		U[q][0] = _mm512_unpacklo_epi64(T[4 * q], T[4 * q + 2]);
+		U[q][1] = _mm512_unpackhi_epi64(T[4 * q], T[4 * q + 2]);
+		U[q][2] = _mm512_unpacklo_epi64(T[4 * q + 1], T[4 * q + 3]);
+		U[q][3] = _mm512_unpackhi_epi64(T[4 * q + 1], T[4 * q + 3]);
+	}
+	/* V[h][c][0]: lanes (quad 2h lane 0, quad 2h lane 2, quad 2h+1 lane 0,
+	 * quad 2h+1 lane 2); V[h][c][1] the same with lanes 1 and 3 */
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+		for (int c = 0; c < 4; c++) {
+			V[h][c][0] = _mm512_shuffle_i32x4(U[2 * h][c], U[2 * h + 1][c], _MM_SHUFFLE(2, 0, 2, 0));
+			V[h][c][1] = _mm512_shuffle_i32x4(U[2 * h][c], U[2 * h + 1][c], _MM_SHUFFLE(3, 1, 3, 1));
+		}
+	const __m512i off = _mm512_set1_epi8((char)0x80);
+#pragma GCC unroll 4
+	for (int c = 0; c < 4; c++) {
+		/* dword 4L + c of rows 0..15 in order */
+		W[c] = _mm512_shuffle_i32x4(V[0][c][0], V[1][c][0], _MM_SHUFFLE(2, 0, 2, 0));
+		W[c + 8] = _mm512_shuffle_i32x4(V[0][c][0], V[1][c][0], _MM_SHUFFLE(3, 1, 3, 1));
+		W[c + 4] = _mm512_shuffle_i32x4(V[0][c][1], V[1][c][1], _MM_SHUFFLE(2, 0, 2, 0));
+		W[c + 12] = _mm512_shuffle_i32x4(V[0][c][1], V[1][c][1], _MM_SHUFFLE(3, 1, 3, 1));
+		W[c] = _mm512_xor_si512(W[c], off);
+		W[c + 4] = _mm512_xor_si512(W[c + 4], off);
+		W[c + 8] = _mm512_xor_si512(W[c + 8], off);
+		W[c + 12] = _mm512_xor_si512(W[c + 12], off);
+	}
+	/* d of the 16 rows: 68-byte blocks, 17 dwords */
+	const __m512i idx = _mm512_mullo_epi32(
+		_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+		_mm512_set1_epi32(17 * nb));
+	*dv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), rows_mask(FULL ? GROUP : nr), idx, blk, 4);
 }
 
-AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const int8_t *qx,
-			   const float *dx, size_t pf, float *y)
+/* I_b of the 16 rows: sum (q + 128) x - 128 sum x, exact */
+AVX512_INLINE __m512i q8_dot(const __m512i W[16], const int8_t *xb, int32_t qs)
 {
-	float sbuf[4][CHUNK];
-	__m512 acc[4];
+	__m512i s0 = _mm512_set1_epi32(-128 * qs), s1 = _mm512_setzero_si512(), s2 = s1, s3 = s1;
 #pragma GCC unroll 4
-	for (int i = 0; i < R; i++)
-		acc[i] = _mm512_setzero_ps();
-	for (int c0 = 0; c0 < nb; c0 += CHUNK) {
-		int cn = nb - c0 < CHUNK ? nb - c0 : CHUNK;
-#pragma GCC unroll 4
-		for (int i = 0; i < R; i++)
-			q8_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dx + c0, 0, 1, sbuf[i]);
-		for (int b = 0; b < cn; b++) {
-			__m512i xv = _mm512_load_si512(qx + (size_t)(c0 + b) * COLI_QK);
-			__m512i negc = q8_negc(xv);
-#pragma GCC unroll 4
-			for (int i = 0; i < R; i++) {
-				const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
-				_mm_prefetch((const char *)blk + pf, _MM_HINT_T0);
-				_mm_prefetch((const char *)blk + pf + 64, _MM_HINT_T0);
-				acc[i] = lane_fma(q8_isum(blk->q, xv, negc), &sbuf[i][b], acc[i]);
-			}
+	for (int j = 0; j < 4; j++) {
+		s0 = _mm512_dpbusd_epi32(s0, W[j], bcast4(xb + 4 * j));
+		s1 = _mm512_dpbusd_epi32(s1, W[j + 4], bcast4(xb + 16 + 4 * j));
+		s2 = _mm512_dpbusd_epi32(s2, W[j + 8], bcast4(xb + 32 + 4 * j));
+		s3 = _mm512_dpbusd_epi32(s3, W[j + 12], bcast4(xb + 48 + 4 * j));
+	}
+	return _mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3));
+}
+
+AVX512_INLINE void q8_group(const coli_block_q8 *row0, int nb, const int FULL, int nr,
+			    const coli_q8act *a, int k0, const int KN, int kn, float *y,
+			    size_t ystride)
+{
+	__m512 acc[Q8_PASS];
+	const int cnt = KN ? KN : kn;
+	const size_t cols = (size_t)nb * COLI_QK;
+	for (int k = 0; k < cnt; k++)
+		acc[k] = _mm512_setzero_ps();
+	for (int b = 0; b < nb; b++) {
+		__m512i W[16];
+		__m512 dv;
+		group_prefetch(row0, nb, sizeof *row0, b);
+		q8_block(row0 + b, nb, FULL, nr, W, &dv);
+		for (int k = 0; k < cnt; k++) {
+			const size_t kb = (size_t)(k0 + k) * (size_t)nb + (size_t)b;
+			__m512i is = q8_dot(W, a->q + (size_t)(k0 + k) * cols + (size_t)b * COLI_QK,
+					    a->qs[kb]);
+			__m512 s = _mm512_mul_ps(dv, _mm512_set1_ps(a->d[kb]));
+			acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), s, acc[k]);
 		}
 	}
-	if (R == 4) {
-		_mm_storeu_ps(y, coli_avx512_hsum16x4(acc[0], acc[1], acc[2], acc[3]));
-		return;
-	}
-#pragma GCC unroll 4
-	for (int i = 0; i < R; i++)
-		y[i] = coli_avx512_hsum16(acc[i]);
-}
-
-AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, const int rt, const int8_t *qx,
-			   const float *dx, const int KN, float *y, size_t ystride)
-{
-	float sbuf[RT][KN_MAX * CHUNK];
-	__m512 acc[RT][KN_MAX];
-	size_t cols = (size_t)nb * COLI_QK;
-#pragma GCC unroll 4
-	for (int i = 0; i < rt; i++)
-#pragma GCC unroll 4
-		for (int k = 0; k < KN; k++)
-			acc[i][k] = _mm512_setzero_ps();
-	for (int c0 = 0; c0 < nb; c0 += CHUNK) {
-		int cn = nb - c0 < CHUNK ? nb - c0 : CHUNK;
-#pragma GCC unroll 4
-		for (int i = 0; i < rt; i++)
-			q8_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dx + c0, (size_t)nb, KN, sbuf[i]);
-		for (int b = 0; b < cn; b++) {
-			__m512i xv[KN_MAX], negc[KN_MAX];
-#pragma GCC unroll 4
-			for (int k = 0; k < KN; k++) {
-				xv[k] = _mm512_load_si512(qx + (size_t)k * cols + (size_t)(c0 + b) * COLI_QK);
-				negc[k] = q8_negc(xv[k]);
-			}
-#pragma GCC unroll 4
-			for (int i = 0; i < rt; i++) {
-				const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
-				_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
-				_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb) + 64, _MM_HINT_T1);
-				__m512i wu = _mm512_xor_si512(_mm512_loadu_si512(blk->q), _mm512_set1_epi8((char)0x80));
-#pragma GCC unroll 4
-				for (int k = 0; k < KN; k++) {
-					__m512i is = _mm512_dpbusd_epi32(negc[k], wu, xv[k]);
-					acc[i][k] = lane_fma(is, &sbuf[i][k * CHUNK + b], acc[i][k]);
-				}
-			}
-		}
-	}
-#define ACC(i, k) acc[i][k]
-	TILE_STORE(ACC, ACC, 0, rt, KN, y, ystride);
-#undef ACC
+	const __mmask16 st = rows_mask(nr);
+	for (int k = 0; k < cnt; k++)
+		_mm512_mask_storeu_ps(y + (size_t)(k0 + k) * ystride, st, acc[k]);
 }
 
 AVX512 static void rows_q8_vnni(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
 				float *y)
 {
-	int nb = w->cols / COLI_QK;
-	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
+	const int nb = w->cols / COLI_QK;
+	const size_t rows = (size_t)w->rows;
 	const coli_block_q8 *W = w->data;
-	if (n == 1) {
-		size_t pf = coli_pf_bytes(nb * sizeof(coli_block_q8), PF_ROWS_Q8);
-		int r = r0;
-		for (; r + 4 <= r1; r += 4)
-			q8_rows(W + (size_t)r * (size_t)nb, nb, 4, a->q, a->d, pf, y + r);
-		for (; r < r1; r++)
-			q8_rows(W + (size_t)r * (size_t)nb, nb, 1, a->q, a->d, pf, y + r);
-		return;
-	}
-	int panel = coli_panel_rows(nb * sizeof(coli_block_q8), RT);
-	for (int p0 = r0; p0 < r1; p0 += panel) {
-		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k = 0, kn; k < n; k += kn) {
-			kn = input_group(n - k);
-			const int8_t *qx = a->q + (size_t)k * cols;
-			const float *dx = a->d + (size_t)k * (size_t)nb;
-			for (int r = p0; r < p1;) {
-				/* whole tiles, then single rows: constant tile
-				 * heights keep the accumulators in registers */
-				int rt = p1 - r >= RT ? RT : 1;
-				const coli_block_q8 *row0 = W + (size_t)r * (size_t)nb;
-				float *yk = y + (size_t)k * rows + r;
-#define CALL(RTc, KNc) q8_tile(row0, nb, RTc, qx, dx, KNc, yk, rows)
-				TILE_SWITCH(rt, kn, CALL)
-#undef CALL
-				r += rt;
-			}
+	for (int g = r0; g < r1; g += GROUP) {
+		const int nr = r1 - g < GROUP ? r1 - g : GROUP;
+		const coli_block_q8 *row0 = W + (size_t)g * (size_t)nb;
+		for (int k0 = 0; k0 < n; k0 += Q8_PASS) {
+			const int kn = n - k0 < Q8_PASS ? n - k0 : Q8_PASS;
+			if (nr == GROUP && kn == 1)
+				q8_group(row0, nb, 1, GROUP, a, k0, 1, 1, y + g, rows);
+			else if (nr == GROUP)
+				q8_group(row0, nb, 1, GROUP, a, k0, 0, kn, y + g, rows);
+			else
+				q8_group(row0, nb, 0, nr, a, k0, 0, kn, y + g, rows);
 		}
 	}
 }

@@ -9,13 +9,15 @@
  *  - tight: each output is within (nb + 10) * 2^-24 * T of a double-
  *    precision evaluation of the same q8 arithmetic (same integer q's,
  *    same scales), T = sum over blocks of |d_w d_x| sum_e |qw_e qx_e| +
- *    |m sx| (the a-priori bound of one rounding for s_b, a chain of nb
- *    FMAs per lane, 5 levels of the reduction tree and the final add);
+ *    |m sx| (the a-priori bound of one rounding for s_b, the chains of
+ *    nb FMAs and the final add, with room to spare);
  *  - loose, against the f32-activation coli_matmul: each element of x
  *    moves by at most half a quantization step, d/2 = absmax_b / 254 (plus
  *    a few ulps of d * (127/absmax) != 1), so
  *      |y_q8 - y_f32| <= sum_b absmax_b (1/254 + 2^-20) sum_{j in b} |w_j|
  *                        + tight bound above + kernels.h's f32 bound;
+ *  - the first path's outputs are, bit for bit, kernels_q8.h's arithmetic
+ *    as written out here (spec_output);
  *  - every path gives the SAME bits (the arithmetic is specified exactly),
  *    quantized x included; the q8 path follows kernels.c's choice;
  *  - matmul row k == the n = 1 call of input k, bit for bit, n = 1..9;
@@ -182,6 +184,36 @@ static void check_quantizer(void)
 	coli_q8act_free(NULL);
 }
 
+/* kernels_q8.h's arithmetic written out from its text (one FMA chain per
+ * output over the blocks), for an exact comparison with every path */
+static float spec_output(const coli_qmat *w, const coli_q8act *a, int k, int r)
+{
+	int nb = w->cols / 64;
+	float acc = 0.0f, accm = 0.0f;
+	for (int b = 0; b < nb; b++) {
+		const int8_t *qx = a->q + ((size_t)k * nb + b) * 64;
+		int32_t isum = 0;
+		float dw, m = 0.0f;
+		if (w->qtype == COLI_Q_INT4) {
+			const coli_block_q4 *blk = (const coli_block_q4 *)w->data + (size_t)r * nb + b;
+			for (int j = 0; j < 64; j++)
+				isum += (j < 32 ? (blk->q[j] & 15) : (blk->q[j - 32] >> 4)) * qx[j];
+			dw = coli_half_to_float(blk->d);
+			m = coli_half_to_float(blk->m);
+		} else {
+			const coli_block_q8 *blk = (const coli_block_q8 *)w->data + (size_t)r * nb + b;
+			for (int j = 0; j < 64; j++)
+				isum += blk->q[j] * qx[j];
+			dw = blk->d;
+		}
+		float s = dw * a->d[(size_t)k * nb + b];
+		acc = fmaf((float)isum, s, acc);
+		if (w->qtype == COLI_Q_INT4)
+			accm = fmaf(m, a->sx[(size_t)k * nb + b], accm);
+	}
+	return w->qtype == COLI_Q_INT4 ? acc + accm : acc;
+}
+
 static int same_bits(const float *a, const float *b, size_t n)
 {
 	return memcmp(a, b, n * sizeof *a) == 0;
@@ -222,6 +254,10 @@ static void check_shape(coli_pool *pools[3], int qtype, struct shape sh)
 				for (int r = 0; r < sh.rows; r++) {
 					double ref, tight, qerr, sf;
 					reference(&w, wd, &a, x, k, r, &ref, &tight, &qerr, &sf);
+					float spec = spec_output(&w, &a, k, r);
+					CHECK(!memcmp(&spec, &y[(size_t)k * sh.rows + r], sizeof spec),
+					      "%s not kernels_q8.h's arithmetic at %dx%d k%d r%d: %a vs %a",
+					      paths[ii], sh.rows, sh.cols, k, r, y[(size_t)k * sh.rows + r], spec);
 					double v = y[(size_t)k * sh.rows + r];
 					double e = fabs(v - ref);
 					CHECK(e <= tight, "%s tight %dx%d k%d r%d: %g vs %g (bound %g)",
