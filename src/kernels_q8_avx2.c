@@ -1,15 +1,18 @@
 /* kernels_q8_avx2.c - AVX2 + FMA + F16C row kernels for int8 activations
  * (kernels_q8.h; the arithmetic is defined by the portable kernels in
- * kernels_q8.c and reproduced here bit for bit).
+ * kernels_q8.c and reproduced here bit for bit). The row loops (8 rows in
+ * the lanes of a ymm, blocks transposed to dwords of the 8 rows, x's
+ * 4-byte groups broadcast) are kernels_q8_avx2_rows.h's; this file gives
+ * the integer block sums.
  *
- * vpmaddubsw (u8 x s8, adjacent pairs summed to int16) then vpmaddwd
- * (adjacent int16 pairs to int32) gives exactly the 16 lane sums of 4
- * products that vpdpbusd gives on AVX-512 (row loops: kernels_q8_avx2_rows.h).
- * No int16 saturation: int4 pairs are at most 2 * 15 * 127 (the high
- * nibbles are shifted down first and the factor 16 applied by vpmaddwd);
- * int8 weights go as |w| (<= 128) with their sign moved onto x (vpsignb),
- * pairs at most 2 * 128 * 127 = 32512. Also the quantizer of x for both
- * 256-bit paths. */
+ * vpmaddubsw (u8 x s8, adjacent pairs summed to int16) then vpmaddwd with
+ * ones (adjacent int16 pairs to int32): exact while no int16 overflows.
+ * int4: nibbles <= 15, so a pair is at most 2 * 15 * 127 = 3810 in
+ * magnitude and 8 vpmaddubsw results can be added as int16 (<= 30480)
+ * before one vpmaddwd: two per block instead of 16. int8 weights go as
+ * |w| (<= 128) with their sign moved onto x (vpsignb): pairs at most
+ * 2 * 128 * 127 = 32512, each widened by its own vpmaddwd. Also the
+ * quantizer of x for both 256-bit paths. */
 #include "config.h"
 
 #include "kernels_q8.h"
@@ -18,38 +21,72 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 
 #define Q8_TARGET "avx2,fma,f16c"
 #define Q8_SFX avx2
+#define Q8_NP 32
 
+/* x's 4-byte group at p in all lanes (vpbroadcastd). */
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i bcast4(const int8_t *p)
+{
+	int32_t v;
+	memcpy(&v, p, sizeof v);
+	return _mm256_set1_epi32(v);
+}
+
+/* lo = low nibbles, hi = high nibbles (shifted down) of w's bytes. */
 static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q4_lanes(__m256i v, __m256i xl, __m256i xh, __m256i *il, __m256i *ih)
+q4_prep(const __m256i w[8], __m256i lo[8], __m256i hi[8])
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
-	__m256i wl = _mm256_and_si256(v, m4);
-	__m256i wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-	*il = _mm256_madd_epi16(_mm256_maddubs_epi16(wl, xl), _mm256_set1_epi16(1));
-	/* 16 * high nibble, as kernels_q8.h specifies */
-	*ih = _mm256_madd_epi16(_mm256_maddubs_epi16(wh, xh), _mm256_set1_epi16(16));
+#pragma GCC unroll 8
+	for (int j = 0; j < 8; j++) {
+		lo[j] = _mm256_and_si256(w[j], m4);
+		hi[j] = _mm256_and_si256(_mm256_srli_epi16(w[j], 4), m4);
+	}
 }
 
-static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q8_xprep(__m256i xl, __m256i xh, __m256i *cl, __m256i *ch)
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i
+q4_dot(const __m256i lo[8], const __m256i hi[8], const int8_t *xb)
 {
-	(void)xl;
-	(void)xh;
-	*cl = *ch = _mm256_setzero_si256();
-}
-
-static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q8_lanes(__m256i wl, __m256i wh, __m256i xl, __m256i xh, __m256i cl, __m256i ch, __m256i *il,
-	 __m256i *ih)
-{
-	(void)cl;
-	(void)ch;
+	/* int16 sums of 8 pair sums each: |.| <= 8 * 3810, exact */
+	__m256i sl = _mm256_setzero_si256(), sh = _mm256_setzero_si256();
+#pragma GCC unroll 8
+	for (int j = 0; j < 8; j++) {
+		sl = _mm256_add_epi16(sl, _mm256_maddubs_epi16(lo[j], bcast4(xb + 4 * j)));
+		sh = _mm256_add_epi16(sh, _mm256_maddubs_epi16(hi[j], bcast4(xb + 32 + 4 * j)));
+	}
 	const __m256i one = _mm256_set1_epi16(1);
-	*il = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wl), _mm256_sign_epi8(xl, wl)), one);
-	*ih = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wh), _mm256_sign_epi8(xh, wh)), one);
+	return _mm256_add_epi32(_mm256_madd_epi16(sl, one), _mm256_madd_epi16(sh, one));
+}
+
+/* p[j] = |w_j| (unsigned), p[16 + j] = w_j (its sign, for x) */
+static inline __attribute__((always_inline, target(Q8_TARGET))) void
+q8_prep(const __m256i w[16], __m256i p[Q8_NP])
+{
+#pragma GCC unroll 16
+	for (int j = 0; j < 16; j++) {
+		p[j] = _mm256_abs_epi8(w[j]);
+		p[16 + j] = w[j];
+	}
+}
+
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i
+q8_dot(const __m256i p[Q8_NP], const int8_t *xb, int32_t qs)
+{
+	(void)qs;
+	const __m256i one = _mm256_set1_epi16(1);
+	__m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+#pragma GCC unroll 16
+	for (int j = 0; j < 16; j += 2) {
+		__m256i a0 = _mm256_maddubs_epi16(p[j], _mm256_sign_epi8(bcast4(xb + 4 * j), p[16 + j]));
+		__m256i a1 = _mm256_maddubs_epi16(p[j + 1],
+						  _mm256_sign_epi8(bcast4(xb + 4 * j + 4), p[17 + j]));
+		s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(a0, one));
+		s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(a1, one));
+	}
+	return _mm256_add_epi32(s0, s1);
 }
 
 #include "kernels_q8_avx2_rows.h"
