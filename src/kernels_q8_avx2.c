@@ -21,19 +21,10 @@
 
 #include <immintrin.h>
 #include <math.h>
-#include <string.h>
 
 #define Q8_TARGET "avx2,fma,f16c"
 #define Q8_SFX avx2
 #define Q8_NP 32
-
-/* x's 4-byte group at p in all lanes (vpbroadcastd). */
-static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i bcast4(const int8_t *p)
-{
-	int32_t v;
-	memcpy(&v, p, sizeof v);
-	return _mm256_set1_epi32(v);
-}
 
 /* lo = low nibbles, hi = high nibbles (shifted down) of w's bytes. */
 static inline __attribute__((always_inline, target(Q8_TARGET))) void
@@ -47,18 +38,21 @@ q4_prep(const __m256i w[8], __m256i lo[8], __m256i hi[8])
 	}
 }
 
-static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i
-q4_dot(const __m256i lo[8], const __m256i hi[8], const int8_t *xb)
+static inline __attribute__((always_inline, target(Q8_TARGET))) void
+q4_dot(const __m256i lo[8], const __m256i hi[8], const __m256i X[8], __m256i *A, __m256i *B)
 {
 	/* int16 sums of 8 pair sums each: |.| <= 8 * 3810, exact */
-	__m256i sl = _mm256_setzero_si256(), sh = _mm256_setzero_si256();
-#pragma GCC unroll 8
-	for (int j = 0; j < 8; j++) {
-		sl = _mm256_add_epi16(sl, _mm256_maddubs_epi16(lo[j], bcast4(xb + 4 * j)));
-		sh = _mm256_add_epi16(sh, _mm256_maddubs_epi16(hi[j], bcast4(xb + 32 + 4 * j)));
+	__m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++) {
+		a = _mm256_add_epi16(a, _mm256_maddubs_epi16(lo[j], X[j]));
+		b = _mm256_add_epi16(b, _mm256_maddubs_epi16(lo[4 + j], X[j]));
+		a = _mm256_add_epi16(a, _mm256_maddubs_epi16(hi[j], X[4 + j]));
+		b = _mm256_add_epi16(b, _mm256_maddubs_epi16(hi[4 + j], X[4 + j]));
 	}
 	const __m256i one = _mm256_set1_epi16(1);
-	return _mm256_add_epi32(_mm256_madd_epi16(sl, one), _mm256_madd_epi16(sh, one));
+	*A = _mm256_madd_epi16(a, one);
+	*B = _mm256_madd_epi16(b, one);
 }
 
 /* p[j] = |w_j| (unsigned), p[16 + j] = w_j (its sign, for x) */
@@ -72,21 +66,28 @@ q8_prep(const __m256i w[16], __m256i p[Q8_NP])
 	}
 }
 
+/* One dword column: |w| times x with w's sign, widened (pairs <= 32512). */
 static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i
-q8_dot(const __m256i p[Q8_NP], const int8_t *xb, int32_t qs)
+q8_col(const __m256i p[Q8_NP], int j, __m256i x)
+{
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(p[j], _mm256_sign_epi8(x, p[16 + j])),
+				 _mm256_set1_epi16(1));
+}
+
+static inline __attribute__((always_inline, target(Q8_TARGET))) void
+q8_dot(const __m256i p[Q8_NP], const __m256i X[8], int32_t qs, __m256i *A, __m256i *B)
 {
 	(void)qs;
-	const __m256i one = _mm256_set1_epi16(1);
-	__m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-#pragma GCC unroll 16
-	for (int j = 0; j < 16; j += 2) {
-		__m256i a0 = _mm256_maddubs_epi16(p[j], _mm256_sign_epi8(bcast4(xb + 4 * j), p[16 + j]));
-		__m256i a1 = _mm256_maddubs_epi16(p[j + 1],
-						  _mm256_sign_epi8(bcast4(xb + 4 * j + 4), p[17 + j]));
-		s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(a0, one));
-		s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(a1, one));
+	__m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++) {
+		a = _mm256_add_epi32(a, q8_col(p, j, X[j]));
+		b = _mm256_add_epi32(b, q8_col(p, 4 + j, X[j]));
+		a = _mm256_add_epi32(a, q8_col(p, 8 + j, X[4 + j]));
+		b = _mm256_add_epi32(b, q8_col(p, 12 + j, X[4 + j]));
 	}
-	return _mm256_add_epi32(s0, s1);
+	*A = a;
+	*B = b;
 }
 
 #include "kernels_q8_avx2_rows.h"

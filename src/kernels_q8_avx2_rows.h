@@ -10,23 +10,28 @@
  * y = acc + accm once at the end. The float work of a block is then done
  * once for 8 rows. The weights are row-major, so per group of 8 rows and
  * block the 8 rows' 32-byte runs of q are loaded and transposed as an 8x8
- * matrix of dwords: W_j = dword j of the 8 rows, which meets x's bytes
- * 4j..4j+3 (and 32 + 4j.. for int4's high nibbles, and for the second
- * half of an int8 block), broadcast to all lanes. The transpose is done
- * once per block and group and serves a tile of inputs; n = 1 (decode)
- * pays it per block, 3 shuffles per row-block.
+ * matrix of dwords: dword j of the 8 rows meets x's bytes 4j..4j+3 (and
+ * 32 + 4j.. for int4's high nibbles, and for the second half of an int8
+ * block), the same in every lane. The transpose is done only halfway (2
+ * shuffles per row, transpose8): rows 0..3 hold dwords j and j + 4 in
+ * their two 128-bit halves, so x's groups come from one vpshufd of x
+ * (x_split) and the two halves of the int32 sums are added once per input
+ * (join). It is done once per block and group and serves a tile of
+ * inputs; n = 1 (decode) pays it per block.
  *
  * Included once per file, after the includer defines:
  *   Q8_TARGET  the target attribute string of the functions below
  *   Q8_SFX     the suffix of the two row functions (rows_q4_SFX, rows_q8_SFX)
  *   Q8_NP      ymm registers of a prepared int8 block (q8_prep)
- *   bcast4(p)            x's 4 bytes at p in all 8 lanes
- *   q4_prep(w, lo, hi)   w[8] = the transposed dwords of an int4 block:
- *                        whatever q4_dot needs (lo[8], hi[8])
- *   q4_dot(lo, hi, xb)   int32 lanes: I_b of the 8 rows with x block xb
- *   q8_prep(w, p)        w[16] = transposed dwords of an int8 block
- *                        (bytes 0..31 then 32..63): p[Q8_NP]
- *   q8_dot(p, xb, qs)    int32 lanes: I_b with x block xb (qs = sum of xb)
+ *   q4_prep(w, lo, hi)   w[8] = an int4 block's q of the 8 rows, as
+ *                        transpose8 leaves it: whatever q4_dot needs
+ *                        (lo[8], hi[8])
+ *   q4_dot(lo, hi, X, &A, &B)  X[8] = x's block as x_split leaves it:
+ *                        int32 halves A (rows 0..3), B (rows 4..7) whose
+ *                        join() is I_b of the 8 rows
+ *   q8_prep(w, p)        w[16] = an int8 block's bytes 0..31 then 32..63,
+ *                        each as transpose8 leaves it: p[Q8_NP]
+ *   q8_dot(p, X, qs, &A, &B)  the same for int8 (qs = sum of x's block)
  * Rows past the end of [r0, r1) in the last group repeat the last row (its
  * loads stay in bounds) and are not stored (vmaskmovps): a lane's result
  * depends only on its own row.
@@ -42,35 +47,36 @@
 #define Q8_CAT(a, b) Q8_CAT2(a, b)
 #define Q8_FN(name) Q8_CAT(name, Q8_SFX)
 
+#include <string.h>
+
 #include "kernels_tiling.h"
 
 /* Inputs per tile: their accumulators (2 ymm each) on the stack, their x
  * (Q8_KT * cols bytes) in L2 beside the weight panel. */
 #define Q8_KT 16
 
-/* r[i] = 8 dwords of row i -> r[j] = dword j of rows 0..7. */
+/* r[i] = 8 dwords of row i -> half transposed: r[j] (j < 4) = dword j of
+ * rows 0..3 in 128-bit lane 0 and dword j + 4 of rows 0..3 in lane 1;
+ * r[4 + j] the same for rows 4..7. Two shuffles per row; the lane swap
+ * that would finish the transpose is left to join(), once per input on
+ * the int32 sums instead of once per dword. */
 Q8_INLINE void transpose8(__m256i r[8])
 {
 	__m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
 	__m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
 	__m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
 	__m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
-	/* u0: dword 0 (128-bit lane 0) and 4 (lane 1) of rows 0..3, ... */
-	__m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
-	__m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
-	__m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
-	__m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
-	r[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
-	r[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
-	r[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
-	r[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
-	r[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
-	r[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
-	r[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
-	r[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
+	r[0] = _mm256_unpacklo_epi64(t0, t2);
+	r[1] = _mm256_unpackhi_epi64(t0, t2);
+	r[2] = _mm256_unpacklo_epi64(t1, t3);
+	r[3] = _mm256_unpackhi_epi64(t1, t3);
+	r[4] = _mm256_unpacklo_epi64(t4, t6);
+	r[5] = _mm256_unpackhi_epi64(t4, t6);
+	r[6] = _mm256_unpacklo_epi64(t5, t7);
+	r[7] = _mm256_unpackhi_epi64(t5, t7);
 }
 
-/* The 32 bytes at p + off[i] for rows i = 0..7, transposed. */
+/* The 32 bytes at p + off[i] for rows i = 0..7, half transposed. */
 Q8_INLINE void load_t8(const char *p, const size_t off[8], __m256i r[8])
 {
 #pragma GCC unroll 8
@@ -79,19 +85,52 @@ Q8_INLINE void load_t8(const char *p, const size_t off[8], __m256i r[8])
 	transpose8(r);
 }
 
-/* The group's rows: byte offsets from its first row (rows past cnt repeat
- * the last one), the same as int32 lanes for the gathers, and the store
- * mask. row_bytes * 7 < 2^31: cols is at most 2^28 (kernels_q8.c). */
-Q8_INLINE __m256i group_rows(size_t row_bytes, int cnt, size_t off[8], __m256i *mask)
+/* x's block in the layout of transpose8: X[j] (j < 4) = x's dword j in
+ * 128-bit lane 0 and dword j + 4 in lane 1 (bytes 0..31), X[4 + j] the
+ * same for bytes 32..63. */
+Q8_INLINE void x_split(const int8_t *xb, __m256i X[8])
 {
-	int32_t o[8], m[8];
+	const __m256i xl = _mm256_load_si256((const __m256i *)xb);
+	const __m256i xh = _mm256_load_si256((const __m256i *)(xb + 32));
+	X[0] = _mm256_shuffle_epi32(xl, 0x00);
+	X[1] = _mm256_shuffle_epi32(xl, 0x55);
+	X[2] = _mm256_shuffle_epi32(xl, 0xaa);
+	X[3] = _mm256_shuffle_epi32(xl, 0xff);
+	X[4] = _mm256_shuffle_epi32(xh, 0x00);
+	X[5] = _mm256_shuffle_epi32(xh, 0x55);
+	X[6] = _mm256_shuffle_epi32(xh, 0xaa);
+	X[7] = _mm256_shuffle_epi32(xh, 0xff);
+}
+
+/* The dword at p + off[i] of rows i = 0..7 (a block's scales): scalar
+ * loads and inserts, cheaper than vpgatherdd where it is microcoded. */
+Q8_INLINE __m256i col_dwords(const char *p, const size_t off[8])
+{
+	int32_t v[8];
+#pragma GCC unroll 8
+	for (int i = 0; i < 8; i++)
+		memcpy(&v[i], p + off[i], sizeof v[i]);
+	return _mm256_setr_epi32(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+}
+
+/* Rows 0..3 (A) and 4..7 (B), each as the two 128-bit halves of their
+ * sums: I of rows 0..7 (exact int32 additions). */
+Q8_INLINE __m256i join(__m256i A, __m256i B)
+{
+	return _mm256_add_epi32(_mm256_permute2x128_si256(A, B, 0x20),
+				_mm256_permute2x128_si256(A, B, 0x31));
+}
+
+/* The group's rows: byte offsets from its first row (rows past cnt repeat
+ * the last one) and the store mask. */
+Q8_INLINE void group_rows(size_t row_bytes, int cnt, size_t off[8], __m256i *mask)
+{
+	int32_t m[8];
 	for (int i = 0; i < 8; i++) {
 		off[i] = (size_t)(i < cnt ? i : cnt - 1) * row_bytes;
-		o[i] = (int32_t)off[i];
 		m[i] = i < cnt ? -1 : 0;
 	}
 	*mask = _mm256_loadu_si256((const __m256i *)m);
-	return _mm256_loadu_si256((const __m256i *)o);
 }
 
 Q8_INLINE void store_rows(float *y, __m256 v, int cnt, __m256i mask)
@@ -126,7 +165,7 @@ Q8_INLINE void q4_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 	const char *base = (const char *)w->data + (size_t)g * row_bytes;
 	size_t off[8];
 	__m256i mask;
-	const __m256i vidx = group_rows(row_bytes, cnt, off, &mask);
+	group_rows(row_bytes, cnt, off, &mask);
 	/* (d, m) dwords -> d halves in 128-bit lane 0, m halves in lane 1 */
 	const __m256i dmsplit = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
 						 0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
@@ -135,19 +174,24 @@ Q8_INLINE void q4_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 		acc[kk] = accm[kk] = _mm256_setzero_ps();
 	for (int b = 0; b < nb; b++) {
 		const char *bb = base + (size_t)b * sizeof(coli_block_q4);
+#ifndef Q8_NOPF
 #pragma GCC unroll 8
 		for (int i = 0; i < 8; i++)
 			_mm_prefetch(bb + off[i] + pf, _MM_HINT_T0);
+#endif
 		__m256i t[8], lo[8], hi[8];
 		load_t8(bb + offsetof(coli_block_q4, q), off, t);
 		q4_prep(t, lo, hi);
-		__m256i dm = _mm256_i32gather_epi32((const int *)bb, vidx, 1);
+		__m256i dm = col_dwords(bb, off);
 		dm = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(dm, dmsplit), 0xd8);
 		const __m256 dw = _mm256_cvtph_ps(_mm256_castsi256_si128(dm));
 		const __m256 mw = _mm256_cvtph_ps(_mm256_extracti128_si256(dm, 1));
 		for (int kk = 0; kk < kn; kk++) {
 			const size_t i = (size_t)(k0 + kk) * (size_t)nb + (size_t)b;
-			__m256i s32 = q4_dot(lo, hi, a->q + i * COLI_QK);
+			__m256i X[8], A, B;
+			x_split(a->q + i * COLI_QK, X);
+			q4_dot(lo, hi, X, &A, &B);
+			const __m256i s32 = join(A, B);
 			__m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(a->d[i]));
 			acc[kk] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), s, acc[kk]);
 			accm[kk] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a->sx[i]), accm[kk]);
@@ -169,7 +213,10 @@ Q8_ATTR static void Q8_FN(rows_q4_)(const coli_qmat *w, const coli_q8act *a, int
 		for (int k0 = 0; k0 < n; k0 += Q8_KT) {
 			const int kn = n - k0 < Q8_KT ? n - k0 : Q8_KT;
 			for (int g = p0; g < p1; g += 8)
-				q4_group(w, a, g, p1 - g < 8 ? p1 - g : 8, k0, kn, pf, y);
+				if (kn == 1) /* decode: the accumulators in registers */
+					q4_group(w, a, g, p1 - g < 8 ? p1 - g : 8, k0, 1, pf, y);
+				else
+					q4_group(w, a, g, p1 - g < 8 ? p1 - g : 8, k0, kn, pf, y);
 		}
 	}
 }
@@ -184,7 +231,7 @@ Q8_INLINE void q8_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 	const char *base = (const char *)w->data + (size_t)g * row_bytes;
 	size_t off[8];
 	__m256i mask;
-	const __m256i vidx = group_rows(row_bytes, cnt, off, &mask);
+	group_rows(row_bytes, cnt, off, &mask);
 	__m256 acc[Q8_KT];
 	for (int kk = 0; kk < kn; kk++)
 		acc[kk] = _mm256_setzero_ps();
@@ -199,10 +246,13 @@ Q8_INLINE void q8_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 		load_t8(bb + offsetof(coli_block_q8, q), off, t);
 		load_t8(bb + offsetof(coli_block_q8, q) + 32, off, t + 8);
 		q8_prep(t, p);
-		const __m256 dw = _mm256_i32gather_ps((const float *)bb, vidx, 1);
+		const __m256 dw = _mm256_castsi256_ps(col_dwords(bb, off));
 		for (int kk = 0; kk < kn; kk++) {
 			const size_t i = (size_t)(k0 + kk) * (size_t)nb + (size_t)b;
-			__m256i s32 = q8_dot(p, a->q + i * COLI_QK, a->qs[i]);
+			__m256i X[8], A, B;
+			x_split(a->q + i * COLI_QK, X);
+			q8_dot(p, X, a->qs[i], &A, &B);
+			const __m256i s32 = join(A, B);
 			__m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(a->d[i]));
 			acc[kk] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), s, acc[kk]);
 		}
@@ -222,7 +272,10 @@ Q8_ATTR static void Q8_FN(rows_q8_)(const coli_qmat *w, const coli_q8act *a, int
 		for (int k0 = 0; k0 < n; k0 += Q8_KT) {
 			const int kn = n - k0 < Q8_KT ? n - k0 : Q8_KT;
 			for (int g = p0; g < p1; g += 8)
-				q8_group(w, a, g, p1 - g < 8 ? p1 - g : 8, k0, kn, pf, y);
+				if (kn == 1) /* decode: the accumulators in registers */
+					q8_group(w, a, g, p1 - g < 8 ? p1 - g : 8, k0, 1, pf, y);
+				else
+					q8_group(w, a, g, p1 - g < 8 ? p1 - g : 8, k0, kn, pf, y);
 		}
 	}
 }
