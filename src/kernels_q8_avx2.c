@@ -24,45 +24,47 @@
 
 #define Q8_TARGET "avx2,fma,f16c"
 #define Q8_SFX avx2
-#define Q8_NP 32
+#define Q8_NP 16
 
 /* lo = low nibbles, hi = high nibbles (shifted down) of w's bytes. */
 static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q4_prep(const __m256i w[8], __m256i lo[8], __m256i hi[8])
+q4_prep(const __m256i w[4], __m256i lo[4], __m256i hi[4])
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
-#pragma GCC unroll 8
-	for (int j = 0; j < 8; j++) {
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++) {
 		lo[j] = _mm256_and_si256(w[j], m4);
 		hi[j] = _mm256_and_si256(_mm256_srli_epi16(w[j], 4), m4);
 	}
 }
 
-static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q4_dot(const __m256i lo[8], const __m256i hi[8], const __m256i X[8], __m256i *A, __m256i *B)
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i
+q4_dot(const __m256i lo[4], const __m256i hi[4], const __m256i X[8])
 {
-	/* int16 sums of 8 pair sums each: |.| <= 8 * 3810, exact */
-	__m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
-#pragma GCC unroll 4
-	for (int j = 0; j < 4; j++) {
+	/* an int16 sum of 8 pair sums: |.| <= 8 * 3810, exact */
+	__m256i a = _mm256_maddubs_epi16(lo[0], X[0]), b = _mm256_maddubs_epi16(hi[0], X[4]);
+#pragma GCC unroll 3
+	for (int j = 1; j < 4; j++) {
 		a = _mm256_add_epi16(a, _mm256_maddubs_epi16(lo[j], X[j]));
-		b = _mm256_add_epi16(b, _mm256_maddubs_epi16(lo[4 + j], X[j]));
-		a = _mm256_add_epi16(a, _mm256_maddubs_epi16(hi[j], X[4 + j]));
-		b = _mm256_add_epi16(b, _mm256_maddubs_epi16(hi[4 + j], X[4 + j]));
+		b = _mm256_add_epi16(b, _mm256_maddubs_epi16(hi[j], X[4 + j]));
 	}
-	const __m256i one = _mm256_set1_epi16(1);
-	*A = _mm256_madd_epi16(a, one);
-	*B = _mm256_madd_epi16(b, one);
+	return _mm256_madd_epi16(_mm256_add_epi16(a, b), _mm256_set1_epi16(1));
 }
 
-/* p[j] = |w_j| (unsigned), p[16 + j] = w_j (its sign, for x) */
-static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q8_prep(const __m256i w[16], __m256i p[Q8_NP])
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i q8_init(int32_t qs)
 {
-#pragma GCC unroll 16
-	for (int j = 0; j < 16; j++) {
+	(void)qs;
+	return _mm256_setzero_si256();
+}
+
+/* p[j] = |w_j| (unsigned), p[8 + j] = w_j (its sign, for x) */
+static inline __attribute__((always_inline, target(Q8_TARGET))) void
+q8_prep(const __m256i w[8], __m256i p[Q8_NP])
+{
+#pragma GCC unroll 8
+	for (int j = 0; j < 8; j++) {
 		p[j] = _mm256_abs_epi8(w[j]);
-		p[16 + j] = w[j];
+		p[8 + j] = w[j];
 	}
 }
 
@@ -70,21 +72,18 @@ q8_prep(const __m256i w[16], __m256i p[Q8_NP])
 static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i
 q8_col(const __m256i p[Q8_NP], int j, __m256i x)
 {
-	return _mm256_madd_epi16(_mm256_maddubs_epi16(p[j], _mm256_sign_epi8(x, p[16 + j])),
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(p[j], _mm256_sign_epi8(x, p[8 + j])),
 				 _mm256_set1_epi16(1));
 }
 
 static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q8_dot(const __m256i p[Q8_NP], const __m256i X[8], int32_t qs, __m256i *A, __m256i *B)
+q8_dot(const __m256i p[Q8_NP], const __m256i X[4], __m256i *A, __m256i *B)
 {
-	(void)qs;
-	__m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
+	__m256i a = *A, b = *B;
 #pragma GCC unroll 4
 	for (int j = 0; j < 4; j++) {
 		a = _mm256_add_epi32(a, q8_col(p, j, X[j]));
 		b = _mm256_add_epi32(b, q8_col(p, 4 + j, X[j]));
-		a = _mm256_add_epi32(a, q8_col(p, 8 + j, X[4 + j]));
-		b = _mm256_add_epi32(b, q8_col(p, 12 + j, X[4 + j]));
 	}
 	*A = a;
 	*B = b;

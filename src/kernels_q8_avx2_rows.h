@@ -23,15 +23,18 @@
  *   Q8_TARGET  the target attribute string of the functions below
  *   Q8_SFX     the suffix of the two row functions (rows_q4_SFX, rows_q8_SFX)
  *   Q8_NP      ymm registers of a prepared int8 block (q8_prep)
- *   q4_prep(w, lo, hi)   w[8] = an int4 block's q of the 8 rows, as
- *                        transpose8 leaves it: whatever q4_dot needs
- *                        (lo[8], hi[8])
- *   q4_dot(lo, hi, X, &A, &B)  X[8] = x's block as x_split leaves it:
- *                        int32 halves A (rows 0..3), B (rows 4..7) whose
- *                        join() is I_b of the 8 rows
- *   q8_prep(w, p)        w[16] = an int8 block's bytes 0..31 then 32..63,
- *                        each as transpose8 leaves it: p[Q8_NP]
- *   q8_dot(p, X, qs, &A, &B)  the same for int8 (qs = sum of x's block)
+ *   q4_prep(w, lo, hi)   w[4] = an int4 block's q of a quad of rows as
+ *                        transpose4 leaves it: whatever q4_dot needs
+ *                        (lo[4], hi[4])
+ *   q4_dot(lo, hi, X)    X[8] = x's block as x_split leaves it: the
+ *                        quad's int32 halves; join() of the two quads'
+ *                        is I_b of the 8 rows
+ *   q8_init(qs)          the start of A and B for an int8 block whose x
+ *                        sums to qs
+ *   q8_prep(w, p)        w[8] = half an int8 block (bytes 0..31 or
+ *                        32..63) as transpose8 leaves it: p[Q8_NP]
+ *   q8_dot(p, X, &A, &B) adds that half's sums (X[4] = x_split4 of the
+ *                        same half of x) to A and B
  * Rows past the end of [r0, r1) in the last group repeat the last row (its
  * loads stay in bounds) and are not stored (vmaskmovps): a lane's result
  * depends only on its own row.
@@ -55,51 +58,53 @@
  * (Q8_KT * cols bytes) in L2 beside the weight panel. */
 #define Q8_KT 16
 
-/* r[i] = 8 dwords of row i -> half transposed: r[j] (j < 4) = dword j of
- * rows 0..3 in 128-bit lane 0 and dword j + 4 of rows 0..3 in lane 1;
- * r[4 + j] the same for rows 4..7. Two shuffles per row; the lane swap
+/* r[i] = 8 dwords of row i (i < 4) -> half transposed: r[j] = dword j of
+ * rows 0..3 in 128-bit lane 0 and dword j + 4 of rows 0..3 in lane 1
+ * (a quad; the 8 rows of a group are two). Two shuffles per row; the lane swap
  * that would finish the transpose is left to join(), once per input on
  * the int32 sums instead of once per dword. */
-Q8_INLINE void transpose8(__m256i r[8])
+Q8_INLINE void transpose4(__m256i r[4])
 {
 	__m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
 	__m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
-	__m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
-	__m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
 	r[0] = _mm256_unpacklo_epi64(t0, t2);
 	r[1] = _mm256_unpackhi_epi64(t0, t2);
 	r[2] = _mm256_unpacklo_epi64(t1, t3);
 	r[3] = _mm256_unpackhi_epi64(t1, t3);
-	r[4] = _mm256_unpacklo_epi64(t4, t6);
-	r[5] = _mm256_unpackhi_epi64(t4, t6);
-	r[6] = _mm256_unpacklo_epi64(t5, t7);
-	r[7] = _mm256_unpackhi_epi64(t5, t7);
 }
 
-/* The 32 bytes at p + off[i] for rows i = 0..7, half transposed. */
+/* The 32 bytes at p + off[i] for rows i = 0..3, half transposed: a quad. */
+Q8_INLINE void load_t4(const char *p, const size_t off[4], __m256i r[4])
+{
+#pragma GCC unroll 4
+	for (int i = 0; i < 4; i++)
+		r[i] = _mm256_loadu_si256((const __m256i *)(p + off[i]));
+	transpose4(r);
+}
+
+/* The same for rows 0..7: two quads. */
 Q8_INLINE void load_t8(const char *p, const size_t off[8], __m256i r[8])
 {
-#pragma GCC unroll 8
-	for (int i = 0; i < 8; i++)
-		r[i] = _mm256_loadu_si256((const __m256i *)(p + off[i]));
-	transpose8(r);
+	load_t4(p, off, r);
+	load_t4(p, off + 4, r + 4);
 }
 
-/* x's block in the layout of transpose8: X[j] (j < 4) = x's dword j in
- * 128-bit lane 0 and dword j + 4 in lane 1 (bytes 0..31), X[4 + j] the
- * same for bytes 32..63. */
+/* 32 bytes of x in the layout of transpose8: X[j] = x's dword j in 128-bit
+ * lane 0 and dword j + 4 in lane 1. */
+Q8_INLINE void x_split4(const int8_t *xb, __m256i X[4])
+{
+	const __m256i x = _mm256_load_si256((const __m256i *)xb);
+	X[0] = _mm256_shuffle_epi32(x, 0x00);
+	X[1] = _mm256_shuffle_epi32(x, 0x55);
+	X[2] = _mm256_shuffle_epi32(x, 0xaa);
+	X[3] = _mm256_shuffle_epi32(x, 0xff);
+}
+
+/* x's block: X[0..3] from bytes 0..31, X[4..7] from bytes 32..63. */
 Q8_INLINE void x_split(const int8_t *xb, __m256i X[8])
 {
-	const __m256i xl = _mm256_load_si256((const __m256i *)xb);
-	const __m256i xh = _mm256_load_si256((const __m256i *)(xb + 32));
-	X[0] = _mm256_shuffle_epi32(xl, 0x00);
-	X[1] = _mm256_shuffle_epi32(xl, 0x55);
-	X[2] = _mm256_shuffle_epi32(xl, 0xaa);
-	X[3] = _mm256_shuffle_epi32(xl, 0xff);
-	X[4] = _mm256_shuffle_epi32(xh, 0x00);
-	X[5] = _mm256_shuffle_epi32(xh, 0x55);
-	X[6] = _mm256_shuffle_epi32(xh, 0xaa);
-	X[7] = _mm256_shuffle_epi32(xh, 0xff);
+	x_split4(xb, X);
+	x_split4(xb + 32, X + 4);
 }
 
 /* The dword at p + off[i] of rows i = 0..7 (a block's scales): scalar
@@ -179,19 +184,37 @@ Q8_INLINE void q4_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 		for (int i = 0; i < 8; i++)
 			_mm_prefetch(bb + off[i] + pf, _MM_HINT_T0);
 #endif
-		__m256i t[8], lo[8], hi[8];
-		load_t8(bb + offsetof(coli_block_q4, q), off, t);
-		q4_prep(t, lo, hi);
 		__m256i dm = col_dwords(bb, off);
 		dm = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(dm, dmsplit), 0xd8);
 		const __m256 dw = _mm256_cvtph_ps(_mm256_castsi256_si128(dm));
 		const __m256 mw = _mm256_cvtph_ps(_mm256_extracti128_si256(dm, 1));
+		if (kn == 1) {
+			/* decode: one quad of rows at a time, fewer registers live */
+			const size_t i = (size_t)k0 * (size_t)nb + (size_t)b;
+			__m256i X[8], AB[2];
+			x_split(a->q + i * COLI_QK, X);
+#pragma GCC unroll 2
+			for (int h = 0; h < 2; h++) {
+				__m256i t[4], lo[4], hi[4];
+				load_t4(bb + offsetof(coli_block_q4, q), off + 4 * h, t);
+				q4_prep(t, lo, hi);
+				AB[h] = q4_dot(lo, hi, X);
+			}
+			__m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(a->d[i]));
+			acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(join(AB[0], AB[1])), s, acc[0]);
+			accm[0] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a->sx[i]), accm[0]);
+			continue;
+		}
+		/* the block prepared once for the tile of inputs */
+		__m256i t[8], lo[8], hi[8];
+		load_t8(bb + offsetof(coli_block_q4, q), off, t);
+		q4_prep(t, lo, hi);
+		q4_prep(t + 4, lo + 4, hi + 4);
 		for (int kk = 0; kk < kn; kk++) {
 			const size_t i = (size_t)(k0 + kk) * (size_t)nb + (size_t)b;
-			__m256i X[8], A, B;
+			__m256i X[8];
 			x_split(a->q + i * COLI_QK, X);
-			q4_dot(lo, hi, X, &A, &B);
-			const __m256i s32 = join(A, B);
+			const __m256i s32 = join(q4_dot(lo, hi, X), q4_dot(lo + 4, hi + 4, X));
 			__m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(a->d[i]));
 			acc[kk] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), s, acc[kk]);
 			accm[kk] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a->sx[i]), accm[kk]);
@@ -237,24 +260,44 @@ Q8_INLINE void q8_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 		acc[kk] = _mm256_setzero_ps();
 	for (int b = 0; b < nb; b++) {
 		const char *bb = base + (size_t)b * sizeof(coli_block_q8);
+		/* one line per row and block (68 bytes): the block's last one,
+		 * mostly the next block's first */
 #pragma GCC unroll 8
-		for (int i = 0; i < 8; i++) {
-			_mm_prefetch(bb + off[i] + pf, _MM_HINT_T0);
+		for (int i = 0; i < 8; i++)
 			_mm_prefetch(bb + off[i] + pf + 64, _MM_HINT_T0);
+		const __m256 dw = _mm256_castsi256_ps(col_dwords(bb, off));
+		if (kn == 1) {
+			/* decode: half a block (32 bytes, 8 dwords of the 8 rows)
+			 * at a time, fewer registers live */
+			const size_t i = (size_t)k0 * (size_t)nb + (size_t)b;
+			__m256i A = q8_init(a->qs[i]), B = A;
+#pragma GCC unroll 2
+			for (int h = 0; h < 2; h++) {
+				__m256i t[8], p[Q8_NP], X[4];
+				load_t8(bb + offsetof(coli_block_q8, q) + 32 * h, off, t);
+				q8_prep(t, p);
+				x_split4(a->q + i * COLI_QK + 32 * h, X);
+				q8_dot(p, X, &A, &B);
+			}
+			__m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(a->d[i]));
+			acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(join(A, B)), s, acc[0]);
+			continue;
 		}
-		__m256i t[16], p[Q8_NP];
+		/* the whole block prepared once for the tile of inputs */
+		__m256i t[16], p[2][Q8_NP];
 		load_t8(bb + offsetof(coli_block_q8, q), off, t);
 		load_t8(bb + offsetof(coli_block_q8, q) + 32, off, t + 8);
-		q8_prep(t, p);
-		const __m256 dw = _mm256_castsi256_ps(col_dwords(bb, off));
+		q8_prep(t, p[0]);
+		q8_prep(t + 8, p[1]);
 		for (int kk = 0; kk < kn; kk++) {
 			const size_t i = (size_t)(k0 + kk) * (size_t)nb + (size_t)b;
-			__m256i X[8], A, B;
+			__m256i X[8];
 			x_split(a->q + i * COLI_QK, X);
-			q8_dot(p, X, a->qs[i], &A, &B);
-			const __m256i s32 = join(A, B);
+			__m256i A = q8_init(a->qs[i]), B = A;
+			q8_dot(p[0], X, &A, &B);
+			q8_dot(p[1], X + 4, &A, &B);
 			__m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(a->d[i]));
-			acc[kk] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), s, acc[kk]);
+			acc[kk] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(join(A, B)), s, acc[kk]);
 		}
 	}
 	for (int kk = 0; kk < kn; kk++)

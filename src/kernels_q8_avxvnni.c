@@ -26,63 +26,61 @@
 
 #define Q8_TARGET "avx2,fma,f16c,avxvnni"
 #define Q8_SFX avxvnni
-#define Q8_NP 16
+#define Q8_NP 8
 
 /* lo = low nibbles, hi = 16 * high nibbles of w's bytes. */
 static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q4_prep(const __m256i w[8], __m256i lo[8], __m256i hi[8])
+q4_prep(const __m256i w[4], __m256i lo[4], __m256i hi[4])
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), m4h = _mm256_set1_epi8((char)0xf0);
-#pragma GCC unroll 8
-	for (int j = 0; j < 8; j++) {
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++) {
 		lo[j] = _mm256_and_si256(w[j], m4);
 		hi[j] = _mm256_and_si256(w[j], m4h);
 	}
 }
 
-static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q4_dot(const __m256i lo[8], const __m256i hi[8], const __m256i X[8], __m256i *A, __m256i *B)
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i
+q4_dot(const __m256i lo[4], const __m256i hi[4], const __m256i X[8])
 {
-	__m256i al = _mm256_setzero_si256(), bl = _mm256_setzero_si256();
-	__m256i ah = _mm256_setzero_si256(), bh = _mm256_setzero_si256();
+	__m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
 #pragma GCC unroll 4
 	for (int j = 0; j < 4; j++) {
-		al = _mm256_dpbusd_avx_epi32(al, lo[j], X[j]);
-		bl = _mm256_dpbusd_avx_epi32(bl, lo[4 + j], X[j]);
-		ah = _mm256_dpbusd_avx_epi32(ah, hi[j], X[4 + j]);
-		bh = _mm256_dpbusd_avx_epi32(bh, hi[4 + j], X[4 + j]);
+		a = _mm256_dpbusd_avx_epi32(a, lo[j], X[j]);
+		b = _mm256_dpbusd_avx_epi32(b, hi[j], X[4 + j]);
 	}
-	/* the high sums are 16 times their value: exact shifts */
-	*A = _mm256_add_epi32(al, _mm256_srai_epi32(ah, 4));
-	*B = _mm256_add_epi32(bl, _mm256_srai_epi32(bh, 4));
+	/* b is 16 times the high nibbles' sum: an exact shift */
+	return _mm256_add_epi32(a, _mm256_srai_epi32(b, 4));
+}
+
+/* sum (w + 128) x - 128 sum x = sum w x, all in int32: the offset in
+ * 128-bit lane 0 only, which join() adds to lane 1 once */
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i q8_init(int32_t qs)
+{
+	return _mm256_zextsi128_si256(_mm_set1_epi32(-128 * qs));
 }
 
 /* p[j] = w_j + 128 as unsigned bytes */
 static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q8_prep(const __m256i w[16], __m256i p[Q8_NP])
+q8_prep(const __m256i w[8], __m256i p[Q8_NP])
 {
 	const __m256i off = _mm256_set1_epi8((char)0x80);
-#pragma GCC unroll 16
-	for (int j = 0; j < 16; j++)
+#pragma GCC unroll 8
+	for (int j = 0; j < 8; j++)
 		p[j] = _mm256_xor_si256(w[j], off);
 }
 
 static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q8_dot(const __m256i p[Q8_NP], const __m256i X[8], int32_t qs, __m256i *A, __m256i *B)
+q8_dot(const __m256i p[Q8_NP], const __m256i X[4], __m256i *A, __m256i *B)
 {
-	/* sum (w + 128) x - 128 sum x = sum w x, all in int32; the offset in
-	 * 128-bit lane 0 only, which join() adds to lane 1 once */
-	const __m256i c = _mm256_zextsi128_si256(_mm_set1_epi32(-128 * qs));
-	__m256i a0 = c, b0 = c, a1 = _mm256_setzero_si256(), b1 = _mm256_setzero_si256();
+	__m256i a = *A, b = *B;
 #pragma GCC unroll 4
 	for (int j = 0; j < 4; j++) {
-		a0 = _mm256_dpbusd_avx_epi32(a0, p[j], X[j]);
-		b0 = _mm256_dpbusd_avx_epi32(b0, p[4 + j], X[j]);
-		a1 = _mm256_dpbusd_avx_epi32(a1, p[8 + j], X[4 + j]);
-		b1 = _mm256_dpbusd_avx_epi32(b1, p[12 + j], X[4 + j]);
+		a = _mm256_dpbusd_avx_epi32(a, p[j], X[j]);
+		b = _mm256_dpbusd_avx_epi32(b, p[4 + j], X[j]);
 	}
-	*A = _mm256_add_epi32(a0, a1);
-	*B = _mm256_add_epi32(b0, b1);
+	*A = a;
+	*B = b;
 }
 
 #include "kernels_q8_avx2_rows.h"
