@@ -24,7 +24,7 @@
 
 #define Q8_TARGET "avx2,fma,f16c"
 #define Q8_SFX avx2
-#define Q8_NP 16
+#define Q8_NP 8
 
 /* lo = low nibbles, hi = high nibbles (shifted down) of w's bytes. */
 static inline __attribute__((always_inline, target(Q8_TARGET))) void
@@ -57,36 +57,28 @@ static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i q8_init(
 	return _mm256_setzero_si256();
 }
 
-/* p[j] = |w_j| (unsigned), p[8 + j] = w_j (its sign, for x) */
+/* p[j] = |w_j| (unsigned), p[4 + j] = w_j (its sign, for x) */
 static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q8_prep(const __m256i w[8], __m256i p[Q8_NP])
+q8_prep(const __m256i w[4], __m256i p[Q8_NP])
 {
-#pragma GCC unroll 8
-	for (int j = 0; j < 8; j++) {
-		p[j] = _mm256_abs_epi8(w[j]);
-		p[8 + j] = w[j];
-	}
-}
-
-/* One dword column: |w| times x with w's sign, widened (pairs <= 32512). */
-static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i
-q8_col(const __m256i p[Q8_NP], int j, __m256i x)
-{
-	return _mm256_madd_epi16(_mm256_maddubs_epi16(p[j], _mm256_sign_epi8(x, p[8 + j])),
-				 _mm256_set1_epi16(1));
-}
-
-static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q8_dot(const __m256i p[Q8_NP], const __m256i X[4], __m256i *A, __m256i *B)
-{
-	__m256i a = *A, b = *B;
 #pragma GCC unroll 4
 	for (int j = 0; j < 4; j++) {
-		a = _mm256_add_epi32(a, q8_col(p, j, X[j]));
-		b = _mm256_add_epi32(b, q8_col(p, 4 + j, X[j]));
+		p[j] = _mm256_abs_epi8(w[j]);
+		p[4 + j] = w[j];
 	}
-	*A = a;
-	*B = b;
+}
+
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i
+q8_dot(const __m256i p[Q8_NP], const __m256i X[4], __m256i acc)
+{
+	/* |w| times x with w's sign: pairs <= 32512, each widened */
+	const __m256i one = _mm256_set1_epi16(1);
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++)
+		acc = _mm256_add_epi32(
+			acc, _mm256_madd_epi16(_mm256_maddubs_epi16(p[j], _mm256_sign_epi8(X[j], p[4 + j])),
+					       one));
+	return acc;
 }
 
 #include "kernels_q8_avx2_rows.h"

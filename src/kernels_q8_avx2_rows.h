@@ -29,12 +29,13 @@
  *   q4_dot(lo, hi, X)    X[8] = x's block as x_split leaves it: the
  *                        quad's int32 halves; join() of the two quads'
  *                        is I_b of the 8 rows
- *   q8_init(qs)          the start of A and B for an int8 block whose x
- *                        sums to qs
- *   q8_prep(w, p)        w[8] = half an int8 block (bytes 0..31 or
- *                        32..63) as transpose8 leaves it: p[Q8_NP]
- *   q8_dot(p, X, &A, &B) adds that half's sums (X[4] = x_split4 of the
- *                        same half of x) to A and B
+ *   q8_init(qs)          the start of each quad's sums for an int8 block
+ *                        whose x sums to qs
+ *   q8_prep(w, p)        w[4] = half an int8 block (bytes 0..31 or
+ *                        32..63) of a quad as transpose4 leaves it:
+ *                        p[Q8_NP]
+ *   q8_dot(p, X, acc)    acc plus that half's sums (X[4] = x_split4 of
+ *                        the same half of x)
  * Rows past the end of [r0, r1) in the last group repeat the last row (its
  * loads stay in bounds) and are not stored (vmaskmovps): a lane's result
  * depends only on its own row.
@@ -267,35 +268,46 @@ Q8_INLINE void q8_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 			_mm_prefetch(bb + off[i] + pf + 64, _MM_HINT_T0);
 		const __m256 dw = _mm256_castsi256_ps(col_dwords(bb, off));
 		if (kn == 1) {
-			/* decode: half a block (32 bytes, 8 dwords of the 8 rows)
-			 * at a time, fewer registers live */
+			/* decode: half a block (32 bytes) of a quad of rows at a
+			 * time, the operands in registers */
 			const size_t i = (size_t)k0 * (size_t)nb + (size_t)b;
-			__m256i A = q8_init(a->qs[i]), B = A;
+			__m256i AB[2];
+			AB[0] = AB[1] = q8_init(a->qs[i]);
 #pragma GCC unroll 2
 			for (int h = 0; h < 2; h++) {
-				__m256i t[8], p[Q8_NP], X[4];
-				load_t8(bb + offsetof(coli_block_q8, q) + 32 * h, off, t);
-				q8_prep(t, p);
+				__m256i X[4];
 				x_split4(a->q + i * COLI_QK + 32 * h, X);
-				q8_dot(p, X, &A, &B);
+#pragma GCC unroll 2
+				for (int q = 0; q < 2; q++) {
+					__m256i t[4], p[Q8_NP];
+					load_t4(bb + offsetof(coli_block_q8, q) + 32 * h, off + 4 * q, t);
+					q8_prep(t, p);
+					AB[q] = q8_dot(p, X, AB[q]);
+				}
 			}
 			__m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(a->d[i]));
-			acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(join(A, B)), s, acc[0]);
+			acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(join(AB[0], AB[1])), s, acc[0]);
 			continue;
 		}
-		/* the whole block prepared once for the tile of inputs */
-		__m256i t[16], p[2][Q8_NP];
-		load_t8(bb + offsetof(coli_block_q8, q), off, t);
-		load_t8(bb + offsetof(coli_block_q8, q) + 32, off, t + 8);
-		q8_prep(t, p[0]);
-		q8_prep(t + 8, p[1]);
+		/* the whole block prepared once for the tile of inputs: p[h][q]
+		 * = half h of quad q */
+		__m256i p[2][2][Q8_NP];
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			__m256i t[8];
+			load_t8(bb + offsetof(coli_block_q8, q) + 32 * h, off, t);
+			q8_prep(t, p[h][0]);
+			q8_prep(t + 4, p[h][1]);
+		}
 		for (int kk = 0; kk < kn; kk++) {
 			const size_t i = (size_t)(k0 + kk) * (size_t)nb + (size_t)b;
 			__m256i X[8];
 			x_split(a->q + i * COLI_QK, X);
 			__m256i A = q8_init(a->qs[i]), B = A;
-			q8_dot(p[0], X, &A, &B);
-			q8_dot(p[1], X + 4, &A, &B);
+			A = q8_dot(p[0][0], X, A);
+			B = q8_dot(p[0][1], X, B);
+			A = q8_dot(p[1][0], X + 4, A);
+			B = q8_dot(p[1][1], X + 4, B);
 			__m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(a->d[i]));
 			acc[kk] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(join(A, B)), s, acc[kk]);
 		}

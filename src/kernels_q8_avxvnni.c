@@ -26,7 +26,7 @@
 
 #define Q8_TARGET "avx2,fma,f16c,avxvnni"
 #define Q8_SFX avxvnni
-#define Q8_NP 8
+#define Q8_NP 4
 
 /* lo = low nibbles, hi = 16 * high nibbles of w's bytes. */
 static inline __attribute__((always_inline, target(Q8_TARGET))) void
@@ -62,25 +62,21 @@ static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i q8_init(
 
 /* p[j] = w_j + 128 as unsigned bytes */
 static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q8_prep(const __m256i w[8], __m256i p[Q8_NP])
+q8_prep(const __m256i w[4], __m256i p[Q8_NP])
 {
 	const __m256i off = _mm256_set1_epi8((char)0x80);
-#pragma GCC unroll 8
-	for (int j = 0; j < 8; j++)
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++)
 		p[j] = _mm256_xor_si256(w[j], off);
 }
 
-static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q8_dot(const __m256i p[Q8_NP], const __m256i X[4], __m256i *A, __m256i *B)
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i
+q8_dot(const __m256i p[Q8_NP], const __m256i X[4], __m256i acc)
 {
-	__m256i a = *A, b = *B;
 #pragma GCC unroll 4
-	for (int j = 0; j < 4; j++) {
-		a = _mm256_dpbusd_avx_epi32(a, p[j], X[j]);
-		b = _mm256_dpbusd_avx_epi32(b, p[4 + j], X[j]);
-	}
-	*A = a;
-	*B = b;
+	for (int j = 0; j < 4; j++)
+		acc = _mm256_dpbusd_avx_epi32(acc, p[j], X[j]);
+	return acc;
 }
 
 #include "kernels_q8_avx2_rows.h"
