@@ -12,12 +12,16 @@
  * block the 8 rows' 32-byte runs of q are loaded and transposed as an 8x8
  * matrix of dwords: dword j of the 8 rows meets x's bytes 4j..4j+3 (and
  * 32 + 4j.. for int4's high nibbles, and for the second half of an int8
- * block), the same in every lane. The transpose is done only halfway (2
- * shuffles per row, transpose8): rows 0..3 hold dwords j and j + 4 in
- * their two 128-bit halves, so x's groups come from one vpshufd of x
- * (x_split) and the two halves of the int32 sums are added once per input
- * (join). It is done once per block and group and serves a tile of
- * inputs; n = 1 (decode) pays it per block.
+ * block), the same in every lane. The transpose is done only halfway, a
+ * quad of rows at a time (transpose4, 2 shuffles per row): rows 0..3 hold
+ * dwords j and j + 4 in their two 128-bit halves, so x's groups come from
+ * one vpshufd of x (x_split) and the two halves of the int32 sums are
+ * added once per input (join), not once per dword. It is done once per
+ * block and group and serves a tile of inputs; n = 1 (decode) pays it per
+ * block and runs a quad (and for int8 half a block) at a time, so that
+ * its operands stay in the 16 registers. The 8 rows' scales are scalar
+ * loads (col_dwords): vpgatherdd, microcoded on AMD, took 16% of int8
+ * decode on Zen 4.
  *
  * Included once per file, after the includer defines:
  *   Q8_TARGET  the target attribute string of the functions below
@@ -180,11 +184,9 @@ Q8_INLINE void q4_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 		acc[kk] = accm[kk] = _mm256_setzero_ps();
 	for (int b = 0; b < nb; b++) {
 		const char *bb = base + (size_t)b * sizeof(coli_block_q4);
-#ifndef Q8_NOPF
 #pragma GCC unroll 8
 		for (int i = 0; i < 8; i++)
 			_mm_prefetch(bb + off[i] + pf, _MM_HINT_T0);
-#endif
 		__m256i dm = col_dwords(bb, off);
 		dm = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(dm, dmsplit), 0xd8);
 		const __m256 dw = _mm256_cvtph_ps(_mm256_castsi256_si128(dm));
