@@ -31,8 +31,11 @@ emu_dpbusd(__m256i acc, __m256i a, __m256i b)
 {
 	__m256i ae = _mm256_and_si256(a, _mm256_set1_epi16(0x00ff)), ao = _mm256_srli_epi16(a, 8);
 	__m256i be = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8), bo = _mm256_srai_epi16(b, 8);
-	return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(ae, be),
-						      _mm256_madd_epi16(ao, bo)));
+	__m256i pe = _mm256_madd_epi16(ae, be), po = _mm256_madd_epi16(ao, bo);
+	/* opaque to the compiler: in a function compiled for AVX-VNNI, clang
+	 * would fuse vpmaddwd + vpaddd into vpdpwssd, itself AVX-VNNI */
+	__asm__("" : "+x"(pe), "+x"(po));
+	return _mm256_add_epi32(acc, _mm256_add_epi32(pe, po));
 }
 
 /* immintrin.h is in already (its guard keeps it from coming again): only
