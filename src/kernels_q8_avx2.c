@@ -1,15 +1,18 @@
 /* kernels_q8_avx2.c - AVX2 + FMA + F16C row kernels for int8 activations
  * (kernels_q8.h; the arithmetic is defined by the portable kernels in
- * kernels_q8.c and reproduced here bit for bit).
+ * kernels_q8.c and reproduced here bit for bit). The row loops (8 rows in
+ * the lanes of a ymm, blocks transposed to dwords of the 8 rows, x's
+ * 4-byte groups broadcast) are kernels_q8_avx2_rows.h's; this file gives
+ * the integer block sums.
  *
- * vpmaddubsw (u8 x s8, adjacent pairs summed to int16) then vpmaddwd
- * (adjacent int16 pairs to int32) gives exactly the 16 lane sums of 4
- * products that vpdpbusd gives on AVX-512 (row loops: kernels_q8_avx2_rows.h).
- * No int16 saturation: int4 pairs are at most 2 * 15 * 127 (the high
- * nibbles are shifted down first and the factor 16 applied by vpmaddwd);
- * int8 weights go as |w| (<= 128) with their sign moved onto x (vpsignb),
- * pairs at most 2 * 128 * 127 = 32512. Also the quantizer of x for both
- * 256-bit paths. */
+ * vpmaddubsw (u8 x s8, adjacent pairs summed to int16) then vpmaddwd with
+ * ones (adjacent int16 pairs to int32): exact while no int16 overflows.
+ * int4: nibbles <= 15, so a pair is at most 2 * 15 * 127 = 3810 in
+ * magnitude and 8 vpmaddubsw results can be added as int16 (<= 30480)
+ * before one vpmaddwd: two per block instead of 16. int8 weights go as
+ * |w| (<= 128) with their sign moved onto x (vpsignb): pairs at most
+ * 2 * 128 * 127 = 32512, each widened by its own vpmaddwd. Also the
+ * quantizer of x for both 256-bit paths. */
 #include "config.h"
 
 #include "kernels_q8.h"
@@ -21,35 +24,61 @@
 
 #define Q8_TARGET "avx2,fma,f16c"
 #define Q8_SFX avx2
+#define Q8_NP 8
 
+/* lo = low nibbles, hi = high nibbles (shifted down) of w's bytes. */
 static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q4_lanes(__m256i v, __m256i xl, __m256i xh, __m256i *il, __m256i *ih)
+q4_prep(const __m256i w[4], __m256i lo[4], __m256i hi[4])
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
-	__m256i wl = _mm256_and_si256(v, m4);
-	__m256i wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-	*il = _mm256_madd_epi16(_mm256_maddubs_epi16(wl, xl), _mm256_set1_epi16(1));
-	/* 16 * high nibble, as kernels_q8.h specifies */
-	*ih = _mm256_madd_epi16(_mm256_maddubs_epi16(wh, xh), _mm256_set1_epi16(16));
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++) {
+		lo[j] = _mm256_and_si256(w[j], m4);
+		hi[j] = _mm256_and_si256(_mm256_srli_epi16(w[j], 4), m4);
+	}
 }
 
-static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q8_xprep(__m256i xl, __m256i xh, __m256i *cl, __m256i *ch)
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i
+q4_dot(const __m256i lo[4], const __m256i hi[4], const __m256i X[8])
 {
-	(void)xl;
-	(void)xh;
-	*cl = *ch = _mm256_setzero_si256();
+	/* an int16 sum of 8 pair sums: |.| <= 8 * 3810, exact */
+	__m256i a = _mm256_maddubs_epi16(lo[0], X[0]), b = _mm256_maddubs_epi16(hi[0], X[4]);
+#pragma GCC unroll 3
+	for (int j = 1; j < 4; j++) {
+		a = _mm256_add_epi16(a, _mm256_maddubs_epi16(lo[j], X[j]));
+		b = _mm256_add_epi16(b, _mm256_maddubs_epi16(hi[j], X[4 + j]));
+	}
+	return _mm256_madd_epi16(_mm256_add_epi16(a, b), _mm256_set1_epi16(1));
 }
 
-static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q8_lanes(__m256i wl, __m256i wh, __m256i xl, __m256i xh, __m256i cl, __m256i ch, __m256i *il,
-	 __m256i *ih)
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i q8_init(int32_t qs)
 {
-	(void)cl;
-	(void)ch;
+	(void)qs;
+	return _mm256_setzero_si256();
+}
+
+/* p[j] = |w_j| (unsigned), p[4 + j] = w_j (its sign, for x) */
+static inline __attribute__((always_inline, target(Q8_TARGET))) void
+q8_prep(const __m256i w[4], __m256i p[Q8_NP])
+{
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++) {
+		p[j] = _mm256_abs_epi8(w[j]);
+		p[4 + j] = w[j];
+	}
+}
+
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i
+q8_dot(const __m256i p[Q8_NP], const __m256i X[4], __m256i acc)
+{
+	/* |w| times x with w's sign: pairs <= 32512, each widened */
 	const __m256i one = _mm256_set1_epi16(1);
-	*il = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wl), _mm256_sign_epi8(xl, wl)), one);
-	*ih = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(wh), _mm256_sign_epi8(xh, wh)), one);
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++)
+		acc = _mm256_add_epi32(
+			acc, _mm256_madd_epi16(_mm256_maddubs_epi16(p[j], _mm256_sign_epi8(X[j], p[4 + j])),
+					       one));
+	return acc;
 }
 
 #include "kernels_q8_avx2_rows.h"

@@ -2,13 +2,17 @@
  * kernels for int8 activations: the CPUs that have AVX2 and AVX-VNNI but
  * not AVX-512 (Intel client cores since Alder Lake), or runs forced onto
  * the 256-bit path. Same arithmetic and same bits as every other path
- * (kernels_q8.h); the row loops are kernels_q8_avx2_rows.h's.
+ * (kernels_q8.h); the row loops (8 rows in the lanes, blocks transposed
+ * to dwords of the 8 rows, x's 4-byte groups broadcast) are
+ * kernels_q8_avx2_rows.h's, as for kernels_q8_avx2.c, and this file gives
+ * the integer block sums.
  *
  * vpdpbusd replaces vpmaddubsw + vpmaddwd and sums in int32, so nothing
  * can saturate: int4's high nibbles are used as they sit in the byte
- * (16 * nibble, an AND with 0xf0, no shift), and int8 weights take the
- * offset form of kernels_q8_avx512.c (q + 128 unsigned, the vpdpbusd
- * starting from -128 * x's lane sums, computed once per block of x). */
+ * (16 * nibble, an AND with 0xf0, no shift) in their own sum, shifted
+ * down at the end (exact: a multiple of 16), and int8 weights take the
+ * offset form (q + 128 unsigned, the sum starting from -128 * qs, x's
+ * exact block sum from the quantizer). */
 #include "config.h"
 
 #include "kernels_q8.h"
@@ -22,33 +26,57 @@
 
 #define Q8_TARGET "avx2,fma,f16c,avxvnni"
 #define Q8_SFX avxvnni
+#define Q8_NP 4
 
+/* lo = low nibbles, hi = 16 * high nibbles of w's bytes. */
 static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q4_lanes(__m256i v, __m256i xl, __m256i xh, __m256i *il, __m256i *ih)
+q4_prep(const __m256i w[4], __m256i lo[4], __m256i hi[4])
 {
-	__m256i wl = _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
-	__m256i wh = _mm256_and_si256(v, _mm256_set1_epi8((char)0xf0));
-	*il = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), wl, xl);
-	*ih = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), wh, xh);
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m4h = _mm256_set1_epi8((char)0xf0);
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++) {
+		lo[j] = _mm256_and_si256(w[j], m4);
+		hi[j] = _mm256_and_si256(w[j], m4h);
+	}
 }
 
-static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q8_xprep(__m256i xl, __m256i xh, __m256i *cl, __m256i *ch)
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i
+q4_dot(const __m256i lo[4], const __m256i hi[4], const __m256i X[8])
 {
-	const __m256i off = _mm256_set1_epi8((char)0x80);
-	*cl = _mm256_sub_epi32(_mm256_setzero_si256(),
-			       _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), off, xl));
-	*ch = _mm256_sub_epi32(_mm256_setzero_si256(),
-			       _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), off, xh));
+	__m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++) {
+		a = _mm256_dpbusd_avx_epi32(a, lo[j], X[j]);
+		b = _mm256_dpbusd_avx_epi32(b, hi[j], X[4 + j]);
+	}
+	/* b is 16 times the high nibbles' sum: an exact shift */
+	return _mm256_add_epi32(a, _mm256_srai_epi32(b, 4));
 }
 
+/* sum (w + 128) x - 128 sum x = sum w x, all in int32: the offset in
+ * 128-bit lane 0 only, which join() adds to lane 1 once */
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i q8_init(int32_t qs)
+{
+	return _mm256_zextsi128_si256(_mm_set1_epi32(-128 * qs));
+}
+
+/* p[j] = w_j + 128 as unsigned bytes */
 static inline __attribute__((always_inline, target(Q8_TARGET))) void
-q8_lanes(__m256i wl, __m256i wh, __m256i xl, __m256i xh, __m256i cl, __m256i ch, __m256i *il,
-	 __m256i *ih)
+q8_prep(const __m256i w[4], __m256i p[Q8_NP])
 {
 	const __m256i off = _mm256_set1_epi8((char)0x80);
-	*il = _mm256_dpbusd_avx_epi32(cl, _mm256_xor_si256(wl, off), xl);
-	*ih = _mm256_dpbusd_avx_epi32(ch, _mm256_xor_si256(wh, off), xh);
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++)
+		p[j] = _mm256_xor_si256(w[j], off);
+}
+
+static inline __attribute__((always_inline, target(Q8_TARGET))) __m256i
+q8_dot(const __m256i p[Q8_NP], const __m256i X[4], __m256i acc)
+{
+#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++)
+		acc = _mm256_dpbusd_avx_epi32(acc, p[j], X[j]);
+	return acc;
 }
 
 #include "kernels_q8_avx2_rows.h"

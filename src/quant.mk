@@ -17,6 +17,11 @@ tests_quant_group_test_SOURCES = tests/quant_group.c tests/test_util.h
 tests_quant_group_test_LDADD = libcoli.a $(COLI_LIBS)
 tests_quant_q8act_test_SOURCES = tests/quant_q8act.c tests/test_util.h
 tests_quant_q8act_test_LDADD = libcoli.a $(COLI_LIBS)
+# the AVX-VNNI q8 kernels on CPUs without AVX-VNNI (vpdpbusd emulated)
+check_PROGRAMS += tests/quant_q8act_vnniemu_test
+TESTS += tests/quant_q8act_vnniemu_test
+tests_quant_q8act_vnniemu_test_SOURCES = tests/quant_q8act_vnniemu.c tests/test_util.h
+tests_quant_q8act_vnniemu_test_LDADD = libcoli.a $(COLI_LIBS)
 # --act-quant q8 in the engine: determinism, flag and environment handling
 TESTS += tests/quant_q8act_engine.sh
 EXTRA_DIST += tests/quant_q8act_engine.sh

@@ -46,6 +46,9 @@ static const struct shape shapes[] = {
 	{ 1, 64, 1 },     { 3, 64, 2 },      { 5, 128, 9 },     { 13, 640, 4 },
 	{ 37, 2048, 5 },  { 7, 18432, 2 },   { 96, 2048, 3 },   { 301, 1024, 9 },
 	{ 19, 6144, 7 },  { 130, 4096, 1 },
+	/* more rows than a matmul panel and more inputs than a tile of the
+	 * 256-bit kernels (kernels_q8_avx2_rows.h), ragged at the end */
+	{ 700, 512, 18 },
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
