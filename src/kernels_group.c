@@ -23,8 +23,9 @@
 /* Chunk size: about 4 chunks per thread over the whole group, so a thread
  * the machine delays holds the others up by a fraction of the group, but
  * no more than 1 MiB (the tail a fast thread may wait for) and no less
- * than 64 KiB (below that the claim costs show). Rows in multiples of 8:
- * the row kernels' tiles. */
+ * than 64 KiB (below that the claim costs show). Rows in multiples of
+ * 16: the q8 kernels' row groups (16 rows in a register's lanes; a chunk
+ * ending mid-group would run a half-empty one). */
 #define CHUNK_MAX (1024 * 1024)
 #define CHUNK_MIN (64 * 1024)
 
@@ -75,9 +76,9 @@ void coli_rows_dispatch(coli_pool *p, int nseg, const coli_qmat *const *w, const
 	for (int s = 0; s < nseg; s++) {
 		size_t rb = coli_qtype_row_bytes(w[s]->qtype, w[s]->cols);
 		size_t c = rb ? target / rb : (size_t)rows[s];
-		c = (c + 7) & ~(size_t)7;
-		if (c < 8)
-			c = 8;
+		c = (c + 15) & ~(size_t)15;
+		if (c < 16)
+			c = 16;
 		if (c > (size_t)rows[s])
 			c = (size_t)rows[s] > 0 ? (size_t)rows[s] : 1;
 		job.chunk[s] = (int)c;

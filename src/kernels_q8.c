@@ -2,14 +2,15 @@
  * portable row kernels and the dispatch over the pool (kernels_q8.h).
  *
  * The portable kernels below are the definition of the arithmetic: the
- * AVX-512 VNNI and AVX2 files compute the same integer lane sums and do
- * the same float operations in the same order (fma per lane, the same
- * reduction tree), so every path gives the same bits. fmaf() is a library
+ * AVX-512 VNNI and AVX2 files compute the same exact integer block sums
+ * and do the same float operations in the same order (one fma chain per
+ * output, a vector lane per row), so every path gives the same bits.
+ * fmaf() is a library
  * call when the compiler may not assume an FMA unit; that makes this path
  * slow but exact, and it is only the fallback.
  *
  * The work split is kernels_group.c's (contiguous row chunks of all the
- * products of a group, in multiples of 8 rows): a row's result never
+ * products of a group, in multiples of 16 rows): a row's result never
  * depends on it. */
 #include "config.h"
 

@@ -40,13 +40,15 @@
 #define GROUP 16
 /* A group's 16 rows are read as 16 interleaved streams, 36 or 68 bytes a
  * block step each, which the hardware prefetchers follow poorly. Long
- * rows (at least PF_LONG blocks): each row is prefetched PF_BYTES ahead of
- * where it is read. Short rows (W_UV's 8 blocks, q_b's 32): the group's
+ * rows (at least PF_LONG blocks): each row is prefetched PF_BYTES (6
+ * blocks) ahead of where it is read (matmul_rows_bench n = 1 on 16384 x
+ * 6144 and 6144 x 16384, out of cache: 144-216 bytes best, 432 and more
+ * slower, all within this machine's run-to-run noise of ~20%). Short rows (W_UV's 8 blocks, q_b's 32): the group's
  * bytes are contiguous, so the next group is prefetched as one linear
  * stream, a block step's worth of lines per step (the prefetches past the
  * matrix's end are harmless: prefetches do not fault). */
 #define PF_LONG 48
-#define PF_BYTES 576
+#define PF_BYTES 216
 
 AVX512_INLINE void group_prefetch(const void *row0, int nb, size_t blk_bytes, int b)
 {
