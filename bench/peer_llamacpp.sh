@@ -207,6 +207,10 @@ echo "peer_llamacpp.sh: using $lbench ($(git -C "$src" rev-parse --short HEAD 2>
 hf=$work/hf model=$work/model gguf=$work/slice-q4_0.gguf res=$work/results
 cg=/sys/fs/cgroup/memory/coli-peer bg=/sys/fs/cgroup/blkio/coli-peer
 mkdir -p "$work" "$res"
+# the table reads every round's files it finds: a run with --no-cold (or
+# fewer rounds) must not print an earlier run's rows as its own
+rm -f "$res"/*-coli-*.json "$res"/*-coli-*.log "$res"/*-llama-*.json "$res"/*-llama-*.log \
+	"$res"/*-llama-*.failed "$res"/cold*.mem
 cleanup() {
 	for d in "$cg" "$bg"; do
 		[ -d "$d" ] && { rmdir "$d" 2>/dev/null || true; }
