@@ -130,10 +130,11 @@ AVX512_INLINE void q4_block(const coli_block_q4 *blk, int nb, const int FULL, in
 	*mv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
 }
 
-/* I_b of the 16 rows against one input's block xb: exact int32 */
-AVX512_INLINE __m512i q4_dot(const __m512i W[16], const int8_t *xb)
+/* I_b of the 16 rows against one input's block xb, exact int32, added to
+ * init (0 for int4; -128 sum(qx) for int8's offset form) */
+AVX512_INLINE __m512i dot16(const __m512i W[16], const int8_t *xb, __m512i init)
 {
-	__m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+	__m512i s0 = init, s1 = _mm512_setzero_si512(), s2 = s1, s3 = s1;
 #pragma GCC unroll 4
 	for (int j = 0; j < 4; j++) {
 		s0 = _mm512_dpbusd_epi32(s0, W[j], bcast4(xb + 4 * j));
@@ -163,7 +164,8 @@ AVX512_INLINE void q4_group(const coli_block_q4 *row0, int nb, const int FULL, i
 		q4_block(row0 + b, nb, FULL, nr, W, &dv, &mv);
 		for (int k = 0; k < cnt; k++) {
 			const size_t kb = (size_t)(k0 + k) * (size_t)nb + (size_t)b;
-			__m512i is = q4_dot(W, a->q + (size_t)(k0 + k) * cols + (size_t)b * COLI_QK);
+			__m512i is = dot16(W, a->q + (size_t)(k0 + k) * cols + (size_t)b * COLI_QK,
+					   _mm512_setzero_si512());
 			__m512 s = _mm512_mul_ps(dv, _mm512_set1_ps(a->d[kb]));
 			acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), s, acc[k]);
 			accm[k] = _mm512_fmadd_ps(mv, _mm512_set1_ps(a->sx[kb]), accm[k]);
@@ -252,20 +254,6 @@ AVX512_INLINE void q8_block(const coli_block_q8 *blk, int nb, const int FULL, in
 	*dv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), rows_mask(FULL ? GROUP : nr), idx, blk, 4);
 }
 
-/* I_b of the 16 rows: sum (q + 128) x - 128 sum x, exact */
-AVX512_INLINE __m512i q8_dot(const __m512i W[16], const int8_t *xb, int32_t qs)
-{
-	__m512i s0 = _mm512_set1_epi32(-128 * qs), s1 = _mm512_setzero_si512(), s2 = s1, s3 = s1;
-#pragma GCC unroll 4
-	for (int j = 0; j < 4; j++) {
-		s0 = _mm512_dpbusd_epi32(s0, W[j], bcast4(xb + 4 * j));
-		s1 = _mm512_dpbusd_epi32(s1, W[j + 4], bcast4(xb + 16 + 4 * j));
-		s2 = _mm512_dpbusd_epi32(s2, W[j + 8], bcast4(xb + 32 + 4 * j));
-		s3 = _mm512_dpbusd_epi32(s3, W[j + 12], bcast4(xb + 48 + 4 * j));
-	}
-	return _mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3));
-}
-
 AVX512_INLINE void q8_group(const coli_block_q8 *row0, int nb, const int FULL, int nr,
 			    const coli_q8act *a, int k0, const int KN, int kn, float *y,
 			    size_t ystride)
@@ -282,8 +270,9 @@ AVX512_INLINE void q8_group(const coli_block_q8 *row0, int nb, const int FULL, i
 		q8_block(row0 + b, nb, FULL, nr, W, &dv);
 		for (int k = 0; k < cnt; k++) {
 			const size_t kb = (size_t)(k0 + k) * (size_t)nb + (size_t)b;
-			__m512i is = q8_dot(W, a->q + (size_t)(k0 + k) * cols + (size_t)b * COLI_QK,
-					    a->qs[kb]);
+			/* sum (q + 128) x - 128 sum x */
+			__m512i is = dot16(W, a->q + (size_t)(k0 + k) * cols + (size_t)b * COLI_QK,
+					   _mm512_set1_epi32(-128 * a->qs[kb]));
 			__m512 s = _mm512_mul_ps(dv, _mm512_set1_ps(a->d[kb]));
 			acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), s, acc[k]);
 		}
