@@ -69,6 +69,19 @@ AVX512_INLINE __m512i bcast4(const int8_t *p)
 	return _mm512_set1_epi32(v);
 }
 
+/* Four rows' registers R[0..3] -> U[c], c = 0..3: in each 128-bit lane,
+ * element c of that lane of the four rows, in row order (the first two
+ * stages of a dword transpose, both weight types) */
+AVX512_INLINE void dword_quad(const __m512i R[4], __m512i U[4])
+{
+	__m512i t0 = _mm512_unpacklo_epi32(R[0], R[1]), t1 = _mm512_unpackhi_epi32(R[0], R[1]);
+	__m512i t2 = _mm512_unpacklo_epi32(R[2], R[3]), t3 = _mm512_unpackhi_epi32(R[2], R[3]);
+	U[0] = _mm512_unpacklo_epi64(t0, t2);
+	U[1] = _mm512_unpackhi_epi64(t0, t2);
+	U[2] = _mm512_unpacklo_epi64(t1, t3);
+	U[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
 /* ---- INT4 ---- */
 
 /* Lane l of the int4 transpose holds row q4_perm()[l] of the group: rows i
@@ -85,7 +98,7 @@ AVX512_INLINE __m512i q4_perm(void)
 AVX512_INLINE void q4_block(const coli_block_q4 *blk, int nb, const int FULL, int nr,
 			    __m512i W[16], __m512 *dv, __m512 *mv)
 {
-	__m512i R[8], T[8], U[2][4];
+	__m512i R[8], U[2][4];
 	const size_t rs = (size_t)nb;
 #pragma GCC unroll 8
 	for (int i = 0; i < 8; i++) {
@@ -96,20 +109,10 @@ AVX512_INLINE void q4_block(const coli_block_q4 *blk, int nb, const int FULL, in
 				     : _mm256_setzero_si256();
 		R[i] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 	}
-#pragma GCC unroll 4
-	for (int i = 0; i < 8; i += 2) {
-		T[i] = _mm512_unpacklo_epi32(R[i], R[i + 1]);
-		T[i + 1] = _mm512_unpackhi_epi32(R[i], R[i + 1]);
-	}
 	/* U[q][c], 128-bit lane L: rows 4q..4q+3 (L = 0, 1) or 8+4q.. (L = 2,
 	 * 3) of dword c (L even) or c + 4 (L odd) */
-#pragma GCC unroll 2
-	for (int q = 0; q < 2; q++) {
-		U[q][0] = _mm512_unpacklo_epi64(T[4 * q], T[4 * q + 2]);
-		U[q][1] = _mm512_unpackhi_epi64(T[4 * q], T[4 * q + 2]);
-		U[q][2] = _mm512_unpacklo_epi64(T[4 * q + 1], T[4 * q + 3]);
-		U[q][3] = _mm512_unpackhi_epi64(T[4 * q + 1], T[4 * q + 3]);
-	}
+	dword_quad(R, U[0]);
+	dword_quad(R + 4, U[1]);
 	const __m512i m4 = _mm512_set1_epi8(0x0f);
 #pragma GCC unroll 4
 	for (int c = 0; c < 4; c++) {
@@ -207,24 +210,15 @@ AVX512 static void rows_q4_vnni(const coli_qmat *w, const coli_q8act *a, int n, 
 AVX512_INLINE void q8_block(const coli_block_q8 *blk, int nb, const int FULL, int nr,
 			    __m512i W[16], __m512 *dv)
 {
-	__m512i R[16], T[16], U[4][4], V[2][4][2];
+	__m512i R[16], U[4][4], V[2][4][2];
 	const size_t rs = (size_t)nb;
 #pragma GCC unroll 16
 	for (int i = 0; i < 16; i++)
 		R[i] = FULL || i < nr ? _mm512_loadu_si512(blk[(size_t)i * rs].q) : _mm512_setzero_si512();
-#pragma GCC unroll 8
-	for (int i = 0; i < 16; i += 2) {
-		T[i] = _mm512_unpacklo_epi32(R[i], R[i + 1]);
-		T[i + 1] = _mm512_unpackhi_epi32(R[i], R[i + 1]);
-	}
 	/* U[q][c], 128-bit lane L: rows 4q..4q+3, dword 4L + c */
 #pragma GCC unroll 4
-	for (int q = 0; q < 4; q++) {
-		U[q][0] = _mm512_unpacklo_epi64(T[4 * q], T[4 * q + 2]);
-		U[q][1] = _mm512_unpackhi_epi64(T[4 * q], T[4 * q + 2]);
-		U[q][2] = _mm512_unpacklo_epi64(T[4 * q + 1], T[4 * q + 3]);
-		U[q][3] = _mm512_unpackhi_epi64(T[4 * q + 1], T[4 * q + 3]);
-	}
+	for (int q = 0; q < 4; q++)
+		dword_quad(R + 4 * q, U[q]);
 	/* V[h][c][0]: lanes (quad 2h lane 0, quad 2h lane 2, quad 2h+1 lane 0,
 	 * quad 2h+1 lane 2); V[h][c][1] the same with lanes 1 and 3 */
 #pragma GCC unroll 2
