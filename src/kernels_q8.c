@@ -59,7 +59,7 @@ void coli_q8act_free(coli_q8act *a)
 }
 
 /* One block of 64: see kernels_q8.h for the rule. */
-static void quantize_block(const float *x, int8_t *q, float *d, float *sx)
+static void quantize_block(const float *x, int8_t *q, float *d, float *sx, int32_t *qs)
 {
 	float amax = 0.0f;
 	for (int j = 0; j < COLI_QK; j++) {
@@ -75,6 +75,7 @@ static void quantize_block(const float *x, int8_t *q, float *d, float *sx)
 		memset(q, 0, COLI_QK);
 		*d = finite ? 0.0f : NAN;
 		*sx = *d;
+		*qs = 0;
 		return;
 	}
 	float id = 127.0f / amax;
@@ -87,12 +88,13 @@ static void quantize_block(const float *x, int8_t *q, float *d, float *sx)
 	}
 	*d = amax / 127.0f;
 	*sx = *d * (float)sum;
+	*qs = sum;
 }
 
-static void quant_generic(const float *x, int nb, int8_t *q, float *d, float *sx)
+static void quant_generic(const float *x, int nb, int8_t *q, float *d, float *sx, int32_t *qs)
 {
 	for (int b = 0; b < nb; b++)
-		quantize_block(x + (size_t)b * COLI_QK, q + (size_t)b * COLI_QK, d + b, sx + b);
+		quantize_block(x + (size_t)b * COLI_QK, q + (size_t)b * COLI_QK, d + b, sx + b, qs + b);
 }
 
 enum { P_GENERIC, P_AVX2, P_AVXVNNI, P_AVX512VNNI, P_COUNT };
@@ -118,15 +120,8 @@ int coli_q8act_quantize(coli_q8act *a, const float *x, int n, int cols)
 	coli_q8_quant_fn f = quant_fn();
 	for (int k = 0; k < n; k++) {
 		size_t i = (size_t)k * (size_t)nb;
-		f(x + (size_t)k * (size_t)cols, nb, a->q + i * COLI_QK, a->d + i, a->sx + i);
-		/* exact integer sums, for int8 weights' offset form */
-		for (int b = 0; b < nb; b++) {
-			const int8_t *qb = a->q + (i + (size_t)b) * COLI_QK;
-			int32_t sum = 0;
-			for (int e = 0; e < COLI_QK; e++)
-				sum += qb[e];
-			a->qs[i + (size_t)b] = sum;
-		}
+		f(x + (size_t)k * (size_t)cols, nb, a->q + i * COLI_QK, a->d + i, a->sx + i,
+		  a->qs + i);
 	}
 	a->n = n;
 	a->cols = cols;

@@ -116,8 +116,10 @@ typedef void (*coli_q8_rows_fn)(const coli_qmat *w, const coli_q8act *a, int n, 
 coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype);
 coli_q8_rows_fn coli_kernels_q8_avx2_rows(int qtype);
 coli_q8_rows_fn coli_kernels_q8_avxvnni_rows(int qtype);
-/* Quantize nb blocks of x as specified above (same bits on every path). */
-typedef void (*coli_q8_quant_fn)(const float *x, int nb, int8_t *q, float *d, float *sx);
+/* Quantize nb blocks of x as specified above (same bits on every path):
+ * q, d, sx and qs (the exact sum of each block's q) per block. */
+typedef void (*coli_q8_quant_fn)(const float *x, int nb, int8_t *q, float *d, float *sx,
+				 int32_t *qs);
 coli_q8_quant_fn coli_kernels_q8_avx512_quant(void);
 coli_q8_quant_fn coli_kernels_q8_avx2_quant(void);
 

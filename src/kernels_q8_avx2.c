@@ -85,7 +85,8 @@ q8_dot(const __m256i p[Q8_NP], const __m256i X[4], __m256i acc)
 
 /* ---- quantization of x: kernels_q8.h's rule, as kernels_q8_avx512.c ---- */
 
-Q8_ATTR static void quant_avx2(const float *x, int nb, int8_t *q, float *d, float *sx)
+Q8_ATTR static void quant_avx2(const float *x, int nb, int8_t *q, float *d, float *sx,
+				 int32_t *qs)
 {
 	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
 	const __m256i expmask = _mm256_set1_epi32(0x7f800000);
@@ -110,6 +111,7 @@ Q8_ATTR static void quant_avx2(const float *x, int nb, int8_t *q, float *d, floa
 			_mm256_storeu_si256((__m256i *)qb, _mm256_setzero_si256());
 			_mm256_storeu_si256((__m256i *)(qb + 32), _mm256_setzero_si256());
 			d[b] = sx[b] = nonfinite ? __builtin_nanf("") : 0.0f;
+			qs[b] = 0;
 			continue;
 		}
 		__m256 id = _mm256_set1_ps(127.0f / a);
@@ -130,7 +132,8 @@ Q8_ATTR static void quant_avx2(const float *x, int nb, int8_t *q, float *d, floa
 		s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
 		s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
 		d[b] = a / 127.0f;
-		sx[b] = d[b] * (float)_mm_cvtsi128_si32(s4);
+		qs[b] = _mm_cvtsi128_si32(s4);
+		sx[b] = d[b] * (float)qs[b];
 	}
 }
 

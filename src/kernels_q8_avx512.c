@@ -21,7 +21,6 @@
 #include "config.h"
 
 #include "kernels_q8.h"
-#include "kernels_tiling.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
@@ -304,7 +303,8 @@ AVX512 static void rows_q8_vnni(const coli_qmat *w, const coli_q8act *a, int n, 
 /* vfpclassps categories: QNaN 0x01, +inf 0x08, -inf 0x10, SNaN 0x80 */
 #define NONFINITE_CLS 0x99
 
-AVX512 static void quant_vnni(const float *x, int nb, int8_t *q, float *d, float *sx)
+AVX512 static void quant_vnni(const float *x, int nb, int8_t *q, float *d, float *sx,
+			       int32_t *qs)
 {
 	for (int b = 0; b < nb; b++) {
 		const float *xb = x + (size_t)b * COLI_QK;
@@ -322,6 +322,7 @@ AVX512 static void quant_vnni(const float *x, int nb, int8_t *q, float *d, float
 		if (bad || a < 0x1p-100f) {
 			_mm512_storeu_si512(qb, _mm512_setzero_si512());
 			d[b] = sx[b] = bad ? __builtin_nanf("") : 0.0f;
+			qs[b] = 0;
 			continue;
 		}
 		__m512 id = _mm512_set1_ps(127.0f / a);
@@ -333,7 +334,8 @@ AVX512 static void quant_vnni(const float *x, int nb, int8_t *q, float *d, float
 			_mm_storeu_si128((__m128i *)(qb + 16 * j), _mm512_cvtsepi32_epi8(iv));
 		}
 		d[b] = a / 127.0f;
-		sx[b] = d[b] * (float)_mm512_reduce_add_epi32(sum);
+		qs[b] = _mm512_reduce_add_epi32(sum);
+		sx[b] = d[b] * (float)qs[b];
 	}
 }
 

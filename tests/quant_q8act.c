@@ -132,8 +132,8 @@ static void check_quantizer(void)
 	CHECK(coli_q8act_quantize(&a, x, 3, 128) == 0, "quantize");
 	CHECK(a.d[0] == 1.0f && a.q[1] == 2 && a.q[2] == 4 && a.q[3] == -2 && a.q[4] == 0,
 	      "ties to even: d %g q %d %d %d %d", a.d[0], a.q[1], a.q[2], a.q[3], a.q[4]);
-	CHECK(a.d[1] == 0.0f && a.sx[1] == 0.0f, "zero block");
-	CHECK(isnan(a.d[2 * 2 + 1]), "NaN block has d = NaN");
+	CHECK(a.d[1] == 0.0f && a.sx[1] == 0.0f && a.qs[1] == 0, "zero block");
+	CHECK(isnan(a.d[2 * 2 + 1]) && a.qs[2 * 2 + 1] == 0, "NaN block has d = NaN, q = 0");
 	for (int k = 0; k < 2; k++)
 		for (int b = 0; b < 2; b++) {
 			float amax = 0.0f;
@@ -151,6 +151,7 @@ static void check_quantizer(void)
 				      "half a step");
 			}
 			CHECK(a.sx[k * 2 + b] == d * (float)sum, "sx = d * sum(q)");
+			CHECK(a.qs[k * 2 + b] == sum, "qs = sum(q)");
 		}
 	/* every path quantizes to the same bits (here and in a larger run
 	 * with infinities, tiny and huge blocks) */
@@ -174,7 +175,8 @@ static void check_quantizer(void)
 		CHECK(a.q[1] == 2 && a.q[2] == 4 && a.q[3] == -2 && a.q[4] == 0, "%s ties", paths[i]);
 		coli_q8act_quantize(&o, big, 5, 640);
 		CHECK(!memcmp(g.q, o.q, 5 * 640) && !memcmp(g.d, o.d, 50 * sizeof(float)) &&
-			      !memcmp(g.sx, o.sx, 50 * sizeof(float)),
+			      !memcmp(g.sx, o.sx, 50 * sizeof(float)) &&
+			      !memcmp(g.qs, o.qs, 50 * sizeof(int32_t)),
 		      "%s quantizes x differently from the portable path", paths[i]);
 	}
 	coli_kernels_q8_force_path(NULL);
