@@ -181,27 +181,6 @@ AVX512_INLINE void q4_group(const coli_block_q4 *row0, int nb, const int FULL, i
 				      _mm512_permutexvar_ps(back, _mm512_add_ps(acc[k], accm[k])));
 }
 
-AVX512 static void rows_q4_vnni(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
-				float *y)
-{
-	const int nb = w->cols / COLI_QK;
-	const size_t rows = (size_t)w->rows;
-	const coli_block_q4 *W = w->data;
-	for (int g = r0; g < r1; g += GROUP) {
-		const int nr = r1 - g < GROUP ? r1 - g : GROUP;
-		const coli_block_q4 *row0 = W + (size_t)g * (size_t)nb;
-		for (int k0 = 0; k0 < n; k0 += Q8_PASS) {
-			const int kn = n - k0 < Q8_PASS ? n - k0 : Q8_PASS;
-			if (nr == GROUP && kn == 1)
-				q4_group(row0, nb, 1, GROUP, a, k0, 1, 1, y + g, rows);
-			else if (nr == GROUP)
-				q4_group(row0, nb, 1, GROUP, a, k0, 0, kn, y + g, rows);
-			else
-				q4_group(row0, nb, 0, nr, a, k0, 0, kn, y + g, rows);
-		}
-	}
-}
-
 /* ---- INT8 ---- */
 
 /* Block b of the group's nr rows as 16 registers of q + 128 (dword j of
@@ -275,25 +254,52 @@ AVX512_INLINE void q8_group(const coli_block_q8 *row0, int nb, const int FULL, i
 		_mm512_mask_storeu_ps(y + (size_t)(k0 + k) * ystride, st, acc[k]);
 }
 
-AVX512 static void rows_q8_vnni(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
-				float *y)
+/* ---- both weight types ---- */
+
+/* One group of 16 rows (or the last nr) and one pass of inputs: the
+ * constants FULL, KN, INT4 pick the specialized copy. */
+AVX512_INLINE void group_run(const void *row0, int nb, const int FULL, int nr, const coli_q8act *a,
+			     int k0, const int KN, int kn, float *y, size_t ystride, const int INT4)
+{
+	if (INT4)
+		q4_group(row0, nb, FULL, nr, a, k0, KN, kn, y, ystride);
+	else
+		q8_group(row0, nb, FULL, nr, a, k0, KN, kn, y, ystride);
+}
+
+/* Rows [r0, r1) in groups of 16, inputs in passes of Q8_PASS; decode (one
+ * input) and whole groups get their own specialized copies. */
+AVX512_INLINE void rows_vnni(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1, float *y,
+			     const int INT4)
 {
 	const int nb = w->cols / COLI_QK;
 	const size_t rows = (size_t)w->rows;
-	const coli_block_q8 *W = w->data;
+	const size_t row_bytes = (size_t)nb * (INT4 ? sizeof(coli_block_q4) : sizeof(coli_block_q8));
 	for (int g = r0; g < r1; g += GROUP) {
 		const int nr = r1 - g < GROUP ? r1 - g : GROUP;
-		const coli_block_q8 *row0 = W + (size_t)g * (size_t)nb;
+		const char *row0 = (const char *)w->data + (size_t)g * row_bytes;
 		for (int k0 = 0; k0 < n; k0 += Q8_PASS) {
 			const int kn = n - k0 < Q8_PASS ? n - k0 : Q8_PASS;
 			if (nr == GROUP && kn == 1)
-				q8_group(row0, nb, 1, GROUP, a, k0, 1, 1, y + g, rows);
+				group_run(row0, nb, 1, GROUP, a, k0, 1, 1, y + g, rows, INT4);
 			else if (nr == GROUP)
-				q8_group(row0, nb, 1, GROUP, a, k0, 0, kn, y + g, rows);
+				group_run(row0, nb, 1, GROUP, a, k0, 0, kn, y + g, rows, INT4);
 			else
-				q8_group(row0, nb, 0, nr, a, k0, 0, kn, y + g, rows);
+				group_run(row0, nb, 0, nr, a, k0, 0, kn, y + g, rows, INT4);
 		}
 	}
+}
+
+AVX512 static void rows_q4_vnni(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
+				float *y)
+{
+	rows_vnni(w, a, n, r0, r1, y, 1);
+}
+
+AVX512 static void rows_q8_vnni(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
+				float *y)
+{
+	rows_vnni(w, a, n, r0, r1, y, 0);
 }
 
 /* ---- quantization of x (kernels_q8.h's rule; x * id never exceeds
