@@ -228,25 +228,6 @@ Q8_INLINE void q4_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 			   _mm256_add_ps(acc[kk], accm[kk]), cnt, mask);
 }
 
-Q8_ATTR static void Q8_FN(rows_q4_)(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
-				    float *y)
-{
-	const size_t row_bytes = (size_t)(w->cols / COLI_QK) * sizeof(coli_block_q4);
-	const size_t pf = group_pf(row_bytes);
-	const int panel = panel_rows(row_bytes, n);
-	for (int p0 = r0; p0 < r1; p0 += panel) {
-		const int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k0 = 0; k0 < n; k0 += Q8_KT) {
-			const int kn = n - k0 < Q8_KT ? n - k0 : Q8_KT;
-			for (int g = p0; g < p1; g += 8)
-				if (kn == 1) /* decode: the accumulators in registers */
-					q4_group(w, a, g, p1 - g < 8 ? p1 - g : 8, k0, 1, pf, y);
-				else
-					q4_group(w, a, g, p1 - g < 8 ? p1 - g : 8, k0, kn, pf, y);
-		}
-	}
-}
-
 /* ---- INT8 ---- */
 
 Q8_INLINE void q8_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt, int k0, int kn,
@@ -318,21 +299,44 @@ Q8_INLINE void q8_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 		store_rows(y + (size_t)(k0 + kk) * (size_t)w->rows + (size_t)g, acc[kk], cnt, mask);
 }
 
-Q8_ATTR static void Q8_FN(rows_q8_)(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
-				    float *y)
+/* ---- both weight types ---- */
+
+/* Rows [r0, r1) in panels, inputs in tiles of Q8_KT, rows in groups of 8;
+ * INT4 (a constant) picks the weight type. */
+Q8_INLINE void rows_256(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1, float *y,
+			const int INT4)
 {
-	const size_t row_bytes = (size_t)(w->cols / COLI_QK) * sizeof(coli_block_q8);
+	const size_t row_bytes =
+		(size_t)(w->cols / COLI_QK) * (INT4 ? sizeof(coli_block_q4) : sizeof(coli_block_q8));
 	const size_t pf = group_pf(row_bytes);
 	const int panel = panel_rows(row_bytes, n);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		const int p1 = r1 - p0 < panel ? r1 : p0 + panel;
 		for (int k0 = 0; k0 < n; k0 += Q8_KT) {
 			const int kn = n - k0 < Q8_KT ? n - k0 : Q8_KT;
-			for (int g = p0; g < p1; g += 8)
-				if (kn == 1) /* decode: the accumulators in registers */
-					q8_group(w, a, g, p1 - g < 8 ? p1 - g : 8, k0, 1, pf, y);
+			for (int g = p0; g < p1; g += 8) {
+				const int cnt = p1 - g < 8 ? p1 - g : 8;
+				if (INT4 && kn == 1) /* decode: the accumulators in registers */
+					q4_group(w, a, g, cnt, k0, 1, pf, y);
+				else if (INT4)
+					q4_group(w, a, g, cnt, k0, kn, pf, y);
+				else if (kn == 1)
+					q8_group(w, a, g, cnt, k0, 1, pf, y);
 				else
-					q8_group(w, a, g, p1 - g < 8 ? p1 - g : 8, k0, kn, pf, y);
+					q8_group(w, a, g, cnt, k0, kn, pf, y);
+			}
 		}
 	}
+}
+
+Q8_ATTR static void Q8_FN(rows_q4_)(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
+				    float *y)
+{
+	rows_256(w, a, n, r0, r1, y, 1);
+}
+
+Q8_ATTR static void Q8_FN(rows_q8_)(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
+				    float *y)
+{
+	rows_256(w, a, n, r0, r1, y, 0);
 }
