@@ -116,8 +116,10 @@ int main(int argc, char **argv)
 	__builtin_cpu_init();
 	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
 	    !coli_kernels_q8_avx2_rows(COLI_Q_INT4)) {
+		/* 77: automake's SKIP, so a run where nothing was checked does
+		 * not read as a pass */
 		printf("no AVX2 + FMA + F16C here: the emulation cannot run, skipped\n");
-		return test_summary(argv[0]);
+		return 77;
 	}
 	for (int s = 0; s < N_SHAPES; s++) {
 		check_shape(COLI_Q_INT4, shapes[s]);
@@ -131,8 +133,9 @@ int main(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	(void)argc;
+	(void)argv;
 	printf("not x86-64: no AVX-VNNI path to check, skipped\n");
-	return test_summary(argv[0]);
+	return 77;
 }
 
 #endif
