@@ -26,13 +26,6 @@ static void *zalloc(size_t n, size_t size, alloc_tally *t)
 	return p;
 }
 
-/* What coli_q8act_init allocated: the int8 rows and two floats per block. */
-static size_t q8act_bytes(const coli_q8act *a)
-{
-	size_t nb = (size_t)a->n_max * (size_t)(a->cols_max / COLI_QK);
-	return (size_t)a->n_max * (size_t)a->cols_max + nb * (sizeof *a->d + sizeof *a->sx + sizeof *a->qs);
-}
-
 int coli_seq_new(const coli_model *m, int cap, coli_seq **out, coli_err *err)
 {
 	const coli_config *c = &m->cfg;
@@ -279,9 +272,9 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 			coli_state_free(s);
 			return rc;
 		}
-		s->bytes += q8act_bytes(&s->q8act) + nh * sizeof *s->head_q8;
+		s->bytes += coli_q8act_bytes(&s->q8act) + nh * sizeof *s->head_q8;
 		for (size_t h = 0; h < nh; h++)
-			s->bytes += q8act_bytes(&s->head_q8[h]);
+			s->bytes += coli_q8act_bytes(&s->head_q8[h]);
 	}
 	for (size_t i = 0; i < (size_t)s->n_layers * K; i++)
 		s->routing.experts[i] = -1;

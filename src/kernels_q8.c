@@ -47,6 +47,12 @@ int coli_q8act_init(coli_q8act *a, int n_max, int cols_max, coli_err *err)
 	return 0;
 }
 
+size_t coli_q8act_bytes(const coli_q8act *a)
+{
+	size_t nb = (size_t)a->n_max * (size_t)(a->cols_max / COLI_QK);
+	return (size_t)a->n_max * (size_t)a->cols_max + nb * (sizeof *a->d + sizeof *a->sx + sizeof *a->qs);
+}
+
 void coli_q8act_free(coli_q8act *a)
 {
 	if (!a)

@@ -71,6 +71,8 @@ typedef struct coli_q8act {
 int coli_q8act_init(coli_q8act *a, int n_max, int cols_max, coli_err *err);
 /* Frees the buffers; a is left empty. NULL or empty: no-op. */
 void coli_q8act_free(coli_q8act *a);
+/* Bytes coli_q8act_init allocated for a (0 for an empty scratch). */
+size_t coli_q8act_bytes(const coli_q8act *a);
 
 /* Quantize n rows of x (cols each, cols % 64 == 0, n <= n_max, cols <=
  * cols_max) into a, as described above. Returns 0 or -EINVAL. */
