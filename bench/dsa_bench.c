@@ -36,7 +36,7 @@
 #include <time.h>
 
 #include "model_container.h"
-#include "expert_stats.h"
+#include "expert_store_stats.h"
 #include "expert_store.h"
 #include "model.h"
 

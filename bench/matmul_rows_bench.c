@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels.h"
-#include "kernels_q8.h"
+#include "quant_kernels.h"
+#include "quant_kernels_q8.h"
 #include "quant.h"
 
 #define N_MAX 64

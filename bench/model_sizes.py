@@ -6,7 +6,7 @@ policy, split into the dense part (resident in RAM), the MTP layer (int8,
 its experts included; resident when speculative decoding uses it) and the
 routed experts (read from disk).
 
-Counting rules (those of src/convert_plan.c and src/quant.h):
+Counting rules (those of convert/convert_plan.c and src/quant.h):
   checkpoint: matrices FP8 (1 byte) + f32 128x128 block scales; embed_tokens,
     lm_head, norms, routers BF16; the e_score_correction_bias f32.
   container: matrices int4-g64 (36 bytes per 64 columns), embed_tokens and

@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "model_container.h"
-#include "kernels.h"
+#include "quant_kernels.h"
 #include "quant.h"
 
 static double now_s(void)

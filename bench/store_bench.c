@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "expert_stats.h"
+#include "expert_store_stats.h"
 #include "expert_store.h"
 
 #define LAYERS 3 /* layer 0 dense, 1..2 MoE */

@@ -1,6 +1,6 @@
 # cli/cli.mk: the `coli` program: the dispatch table (coli_main.c), one
 # cmd_*.c per subcommand and the helpers only they use. Only `coli` links
-# these; libcoli.a never refers back into them. The man pages and tests of
+# these; the libraries never refer back into them. The man pages and tests of
 # each command stay with its module's fragment.
 bin_PROGRAMS += coli
 coli_SOURCES = \
@@ -25,7 +25,7 @@ coli_SOURCES = \
 	cli/cmd_synth.c \
 	cli/cmd_tokenize.c \
 	cli/cmd_tokenize_chat.c
-coli_LDADD = libcoli.a $(COLI_LIBS)
+coli_LDADD = $(COLI_ALL_LDADD)
 
 # every command answers --help
 TESTS += tests/cli_help.sh

@@ -32,7 +32,7 @@
 #include "coli_log.h"
 #include "engine.h"
 #include "engine_flags.h"
-#include "expert_stats.h"
+#include "expert_store_stats.h"
 #include "server.h"
 
 static void usage(FILE *f)

@@ -23,7 +23,7 @@
 #include "cli.h"
 #include "util_args.h"
 #include "engine_flags.h"
-#include "expert_stats.h"
+#include "expert_store_stats.h"
 #include "store_iobench.h"
 #include "model.h"
 #include "model_dir.h"

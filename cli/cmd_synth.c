@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "safetensors.h"
+#include "ingest_safetensors.h"
 #include "synth.h"
 
 static void synth_usage(FILE *f)

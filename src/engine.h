@@ -189,7 +189,7 @@ typedef struct coli_draft_stats {
 void coli_engine_draft_stats(const coli_engine *e, coli_draft_stats *out);
 
 /* The expert store's telemetry block (lives as long as the engine; any
- * thread may read it, see expert_stats.h). */
+ * thread may read it, see expert_store_stats.h). */
 const expert_stats *coli_engine_expert_stats(const coli_engine *e);
 
 #endif

@@ -43,7 +43,7 @@
 #include "coli_log.h"
 #include "engine_draft.h"
 #include "engine_draft_auto.h"
-#include "expert_stats.h"
+#include "expert_store_stats.h"
 
 struct engine_draft {
 	int rows;               /* most rows in one step */

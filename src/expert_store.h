@@ -1,7 +1,7 @@
 /* expert_store.h - routed experts: pinned / cached in RAM, or read from disk.
  *
  * Owner: the engine thread calls every function here; the telemetry block
- * returned by expert_store_stats() is read by any thread (expert_stats.h).
+ * returned by expert_store_stats() is read by any thread (expert_store_stats.h).
  * The options struct is only read during expert_store_open.
  *
  * Placement never changes results: an expert's bytes are identical whether
@@ -127,7 +127,7 @@ void expert_store_note_index(expert_store *s, int layer, int kept, int context);
 void expert_store_note_routing(expert_store *s, int layer, const int *experts,
 			       const float *weights, int n);
 
-/* Telemetry block (expert_stats.h); lives as long as the store. */
+/* Telemetry block (expert_store_stats.h); lives as long as the store. */
 const expert_stats *expert_store_stats(const expert_store *s);
 
 /* Take the reads that have completed (never waits) so their experts leave

@@ -14,7 +14,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "expert_stats.h"
+#include "expert_store_stats.h"
 #include "expert_store.h"
 #include "expert_store_budget.h"
 

@@ -13,7 +13,7 @@
  *
  * Every matrix product of the model goes through coli_model_matmul(_group),
  * which quantizes its input to int8 when the model runs with --act-quant q8
- * (kernels_q8.h: per input row, so this stays exact between prefill and
+ * (quant_kernels_q8.h: per input row, so this stays exact between prefill and
  * decode too); the heads' W_UV products run inside the attention tasks
  * (q8 with the state's per-head scratch). The W_UK absorption (a
  * transposed product, forward_vec_ops.c) runs per head in pool tasks and stays

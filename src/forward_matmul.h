@@ -5,8 +5,8 @@
 #ifndef COLI_FORWARD_MATMUL_H
 #define COLI_FORWARD_MATMUL_H
 
-#include "kernels.h"
-#include "kernels_q8.h"
+#include "quant_kernels.h"
+#include "quant_kernels_q8.h"
 #include "model.h"
 
 /* Y[n][rows] = X[n][cols] W^T over pool p (NULL: this thread), with q8

@@ -2,7 +2,7 @@
 #ifndef COLI_STATE_H
 #define COLI_STATE_H
 
-#include "kernels_q8.h"
+#include "quant_kernels_q8.h"
 #include "model.h"
 
 /* Attention over a prompt chunk takes up to COLI_ATTN_ROWS_MAX rows at a

@@ -15,7 +15,7 @@
 #include "coli_err.h"
 #include "model_container.h"
 #include "expert_store.h"
-#include "kernels.h"
+#include "quant_kernels.h"
 #include "model_config.h"
 
 typedef struct coli_layer_weights {
@@ -64,7 +64,7 @@ typedef struct coli_mtp_weights {
 
 /* Activations entering the matrix products: f32 (the default: exact, no
  * silent precision change) or int8 per block of 64 (opt-in, faster int4
- * and int8 products for ~0.5% activation error; kernels_q8.h). */
+ * and int8 products for ~0.5% activation error; quant_kernels_q8.h). */
 enum coli_act_quant { COLI_ACT_F32 = 0, COLI_ACT_Q8 = 1 };
 /* "f32" / "q8" -> the enum; -1 for anything else. */
 int coli_act_quant_parse(const char *name);

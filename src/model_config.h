@@ -4,7 +4,7 @@
  * GLM-5 (glm_moe_dsa): MLA attention, dense first layers, MoE layers with
  * shared + routed experts (sigmoid scoring, bias-corrected group-limited
  * top-k), optional MTP layers. Parsed from a Hugging Face config.json by
- * hf_config.c and stored verbatim (same keys) in the container manifest, so
+ * model_hf_config.c and stored verbatim (same keys) in the container manifest, so
  * one parser serves both. */
 #ifndef COLI_MODEL_CONFIG_H
 #define COLI_MODEL_CONFIG_H

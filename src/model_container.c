@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hf_config.h"
+#include "model_hf_config.h"
 #include "model_manifest.h"
 #include "model_dir.h"
 #include "util_sha256.h"

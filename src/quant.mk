@@ -2,15 +2,15 @@
 # Weight formats, matrix kernels, compute pool, kernel benchmark.
 libcoli_a_SOURCES += \
 	src/quant.c src/quant.h \
-	src/kernels.c src/kernels_group.c src/kernels_avx2.c src/kernels_avx512.c src/kernels.h src/kernels_tiling.h src/kernels_cpu.h \
-	src/kernels_avx512_inline.h \
+	src/quant_kernels.c src/quant_kernels_group.c src/quant_kernels_avx2.c src/quant_kernels_avx512.c src/quant_kernels.h src/quant_kernels_tiling.h src/quant_kernels_cpu.h \
+	src/quant_kernels_avx512_inline.h \
 	src/quant_pool.c \
 	src/quant_kernel_bench.c src/quant_kernel_bench.h
 
-# int8 activations (opt-in --act-quant q8): kernels_q8.h
+# int8 activations (opt-in --act-quant q8): quant_kernels_q8.h
 libcoli_a_SOURCES += \
-	src/kernels_q8.c src/kernels_q8.h src/kernels_q8_avx512.c src/kernels_q8_avx2.c \
-	src/kernels_q8_avxvnni.c src/kernels_q8_avx2_rows.h
+	src/quant_kernels_q8.c src/quant_kernels_q8.h src/quant_kernels_q8_avx512.c src/quant_kernels_q8_avx2.c \
+	src/quant_kernels_q8_avxvnni.c src/quant_kernels_q8_avx2_rows.h
 check_PROGRAMS += tests/quant_q8act_test tests/quant_group_test
 TESTS += tests/quant_q8act_test tests/quant_group_test
 tests_quant_group_test_SOURCES = tests/quant_group.c tests/test_util.h

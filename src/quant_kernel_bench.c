@@ -5,7 +5,7 @@
  * threads that stream them run).
  *
  * Beside quant_kernel_bench.h's figures: "int4_q8act" and "int8_q8act" are the
- * same shapes through coli_matmul_q8 (int8 activations, kernels_q8.h; the
+ * same shapes through coli_matmul_q8 (int8 activations, quant_kernels_q8.h; the
  * quantization of x is inside each call), each entry with
  * "ratio_to_f32_act", its GB/s over the f32-activation entry's;
  * "cache_resident_1thread" and each path of "..._by_isa" gain
@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "coli_log.h"
-#include "kernels_q8.h"
+#include "quant_kernels_q8.h"
 
 #define MIB (1024.0 * 1024.0)
 

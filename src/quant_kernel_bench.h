@@ -38,7 +38,7 @@
 
 #include <jansson.h>
 
-#include "kernels.h"
+#include "quant_kernels.h"
 
 json_t *coli_bench_kernels(coli_pool *p, double seconds_budget);
 

@@ -1,4 +1,4 @@
-/* quant_pool.c - the compute pool of kernels.h.
+/* quant_pool.c - the compute pool of quant_kernels.h.
  *
  * DESIGN. n_threads - 1 persistent workers plus the calling thread. A run
  * publishes (fn, arg) and a ticket = (next index, n) in one 64-bit
@@ -23,7 +23,7 @@
  * would otherwise deadlock on run_lock. */
 #include "config.h"
 
-#include "kernels.h"
+#include "quant_kernels.h"
 
 #include <pthread.h>
 #include <sched.h>

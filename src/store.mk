@@ -2,7 +2,7 @@
 # Tiered expert store (pinned / cached / disk, io_uring, mirrors, heat),
 # its telemetry block and the disk baseline of `coli iobench` (store_iobench.c).
 libcoli_a_SOURCES += \
-	src/expert_stats.c src/expert_stats.h \
+	src/expert_store_stats.c src/expert_store_stats.h \
 	src/expert_store.h src/expert_store_int.h \
 	src/expert_store.c src/expert_store_io.c src/expert_store_policy.c \
 	src/expert_store_heat.c src/expert_store_heat_writer.c src/expert_store_opts.c \

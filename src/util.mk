@@ -2,8 +2,8 @@
 # The base every module uses: errors, logging, number and size parsing,
 # Unicode, CRC-32C, SHA-256.
 libcoli_a_SOURCES += \
-	src/coli_err.c src/coli_err.h \
-	src/coli_log.c src/coli_log.h \
+	src/util_err.c src/coli_err.h \
+	src/util_log.c src/coli_log.h \
 	src/util_args.c src/util_args.h \
 	src/util_size_parse.c src/util_size_parse.h \
 	src/util_unicode.c src/util_unicode.h \

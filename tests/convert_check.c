@@ -24,7 +24,7 @@
 
 #include "model_container.h"
 #include "quant.h"
-#include "safetensors.h"
+#include "ingest_safetensors.h"
 #include "test_util.h"
 
 /* a broken conversion fails every block: stop after 20 reports */

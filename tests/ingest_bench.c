@@ -14,7 +14,7 @@
 
 #include "ingest_dtype.h"
 #include "ingest_util.h"
-#include "safetensors.h"
+#include "ingest_safetensors.h"
 #include "util_sha256.h"
 
 static double now(void)

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "coli_log.h"
-#include "hf_config.h"
+#include "model_hf_config.h"
 #include "ingest_util.h"
 #include "test_util.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ingest_dtype.h"
-#include "safetensors.h"
+#include "ingest_safetensors.h"
 #include "test_util.h"
 
 /* OCP FP8 E4M3FN by definition: bias 7, 3 mantissa bits, no infinities,

@@ -13,7 +13,7 @@
 
 #include "ingest_dtype.h"
 #include "ingest_util.h"
-#include "safetensors.h"
+#include "ingest_safetensors.h"
 #include "test_util.h"
 
 static void test_single(void)

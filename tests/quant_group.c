@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "coli_log.h"
-#include "kernels_q8.h"
+#include "quant_kernels_q8.h"
 #include "test_util.h"
 
 struct prod {

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "quant_kernels.h"
 #include "test_util.h"
 
 static double worst_ratio;
@@ -62,7 +62,7 @@ static void reference(int qtype, const void *q, const float *wd, int rows, int c
 	}
 }
 
-/* Longest sequential chain of each path, relative to cols (see kernels.h). */
+/* Longest sequential chain of each path, relative to cols (see quant_kernels.h). */
 static double chain_div(const char *isa)
 {
 	if (!strcmp(isa, "avx512"))

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "kernels.h"
+#include "quant_kernels.h"
 
 #define MAXN 5000
 

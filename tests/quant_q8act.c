@@ -3,7 +3,7 @@
  * skipped).
  *
  * What it proves:
- *  - the quantizer follows kernels_q8.h: d = absmax / 127, q in [-127,
+ *  - the quantizer follows quant_kernels_q8.h: d = absmax / 127, q in [-127,
  *    127], |d q - x| within half a step, ties to even, zero and non-finite
  *    blocks;
  *  - tight: each output is within (nb + 10) * 2^-24 * T of a double-
@@ -15,11 +15,11 @@
  *    moves by at most half a quantization step, d/2 = absmax_b / 254 (plus
  *    a few ulps of d * (127/absmax) != 1), so
  *      |y_q8 - y_f32| <= sum_b absmax_b (1/254 + 2^-20) sum_{j in b} |w_j|
- *                        + tight bound above + kernels.h's f32 bound;
- *  - the first path's outputs are, bit for bit, kernels_q8.h's arithmetic
+ *                        + tight bound above + quant_kernels.h's f32 bound;
+ *  - the first path's outputs are, bit for bit, quant_kernels_q8.h's arithmetic
  *    as written out here (spec_output);
  *  - every path gives the SAME bits (the arithmetic is specified exactly),
- *    quantized x included; the q8 path follows kernels.c's choice;
+ *    quantized x included; the q8 path follows quant_kernels.c's choice;
  *  - matmul row k == the n = 1 call of input k, bit for bit, n = 1..9;
  *  - no pool and pools of 1, 2, 3 threads give the same bits;
  *  - more inputs than the scratch holds are done in passes, same bits;
@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "coli_log.h"
-#include "kernels_q8.h"
+#include "quant_kernels_q8.h"
 #include "test_util.h"
 
 static double worst_tight, worst_loose;
@@ -47,12 +47,12 @@ static const struct shape shapes[] = {
 	{ 37, 2048, 5 },  { 7, 18432, 2 },   { 96, 2048, 3 },   { 301, 1024, 9 },
 	{ 19, 6144, 7 },  { 130, 4096, 1 },
 	/* more rows than a matmul panel and more inputs than a tile of the
-	 * 256-bit kernels (kernels_q8_avx2_rows.h), ragged at the end */
+	 * 256-bit kernels (quant_kernels_q8_avx2_rows.h), ragged at the end */
 	{ 700, 512, 18 },
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
-/* kernels.c's paths, and the q8 paths (coli_kernels_q8_force_path) */
+/* quant_kernels.c's paths, and the q8 paths (coli_kernels_q8_force_path) */
 static const char *const isas[] = { "generic", "avx2", "avx512" };
 static const char *const paths[] = { "generic", "avx2", "avxvnni", "avx512vnni" };
 #define N_PATHS ((int)(sizeof paths / sizeof paths[0]))
@@ -189,7 +189,7 @@ static void check_quantizer(void)
 	coli_q8act_free(NULL);
 }
 
-/* kernels_q8.h's arithmetic written out from its text (one FMA chain per
+/* quant_kernels_q8.h's arithmetic written out from its text (one FMA chain per
  * output over the blocks), for an exact comparison with every path */
 static float spec_output(const coli_qmat *w, const coli_q8act *a, int k, int r)
 {
@@ -261,7 +261,7 @@ static void check_shape(coli_pool *pools[3], int qtype, struct shape sh)
 					reference(&w, wd, &a, x, k, r, &ref, &tight, &qerr, &sf);
 					float spec = spec_output(&w, &a, k, r);
 					CHECK(!memcmp(&spec, &y[(size_t)k * sh.rows + r], sizeof spec),
-					      "%s not kernels_q8.h's arithmetic at %dx%d k%d r%d: %a vs %a",
+					      "%s not quant_kernels_q8.h's arithmetic at %dx%d k%d r%d: %a vs %a",
 					      paths[ii], sh.rows, sh.cols, k, r, y[(size_t)k * sh.rows + r], spec);
 					double v = y[(size_t)k * sh.rows + r];
 					double e = fabs(v - ref);
@@ -269,7 +269,7 @@ static void check_shape(coli_pool *pools[3], int qtype, struct shape sh)
 					      paths[ii], sh.rows, sh.cols, k, r, v, ref, tight);
 					if (tight > 0 && e / tight > worst_tight)
 						worst_tight = e / tight;
-					/* kernels.h's f32 bound, portable path (the loosest) */
+					/* quant_kernels.h's f32 bound, portable path (the loosest) */
 					double lb = qerr + tight + (sh.cols + 80) * 0x1p-24 * sf;
 					double el = fabs(v - yf[(size_t)k * sh.rows + r]);
 					CHECK(el <= lb, "loose %dx%d: %g vs f32 %g (bound %g)", sh.rows,
@@ -337,7 +337,7 @@ int main(void)
 	for (int i = 0; i < 3; i++)
 		pools[i] = coli_pool_new(i + 1);
 	check_quantizer();
-	/* the q8 path follows kernels.c's choice */
+	/* the q8 path follows quant_kernels.c's choice */
 	for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++)
 		if (!coli_kernels_force_isa(isas[i])) {
 			const char *q = coli_kernels_q8_isa();

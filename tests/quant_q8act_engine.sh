@@ -1,5 +1,5 @@
 #!/bin/sh
-# --act-quant q8 (int8 activations, kernels_q8.h) in the engine: the same
+# --act-quant q8 (int8 activations, quant_kernels_q8.h) in the engine: the same
 # determinism rules as the exact path. Greedy tokens and logits are
 # identical with 1, 2 and 3 compute threads; logits of an incremental pass
 # (one token at a time through the KV cache) equal the full pass; the

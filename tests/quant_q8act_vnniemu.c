@@ -1,12 +1,12 @@
-/* quant_q8act_vnniemu.c - the AVX-VNNI q8 row kernels (kernels_q8_avxvnni.c)
+/* quant_q8act_vnniemu.c - the AVX-VNNI q8 row kernels (quant_kernels_q8_avxvnni.c)
  * checked on any x86-64 CPU with AVX2, FMA and F16C: few of the machines
  * that build and test colitop have AVX-VNNI (AMD before Zen 5 lacks it),
  * so quant_q8act_test skips that path there and it would otherwise only
- * ever be compiled. This file includes kernels_q8_avxvnni.c with its one
+ * ever be compiled. This file includes quant_kernels_q8_avxvnni.c with its one
  * AVX-VNNI instruction, vpdpbusd (_mm256_dpbusd_avx_epi32), replaced by an
  * exact AVX2 equivalent (u8 x s8 products of 4 bytes summed into int32,
  * wrapping as vpdpbusd does), and compares its row functions, bit for
- * bit, with the portable kernels (kernels_q8.c, the definition) on the
+ * bit, with the portable kernels (quant_kernels_q8.c, the definition) on the
  * shapes of quant_q8act.c, int8 weights holding -128 included. Everything
  * else in those functions is the real code. */
 #include "config.h"
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "kernels_q8.h"
+#include "quant_kernels.h"
+#include "quant_kernels_q8.h"
 #include "quant.h"
 #include "test_util.h"
 
@@ -43,7 +43,7 @@ emu_dpbusd(__m256i acc, __m256i a, __m256i b)
  * in libcoli.a stays as it is */
 #define _mm256_dpbusd_avx_epi32 emu_dpbusd
 #define coli_kernels_q8_avxvnni_rows emu_kernels_q8_avxvnni_rows
-#include "kernels_q8_avxvnni.c"
+#include "quant_kernels_q8_avxvnni.c"
 #undef _mm256_dpbusd_avx_epi32
 #undef coli_kernels_q8_avxvnni_rows
 

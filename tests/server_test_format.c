@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "expert_stats.h"
+#include "expert_store_stats.h"
 #include "server_internal.h"
 #include "test_util.h"
 

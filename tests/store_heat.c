@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "coli_log.h"
-#include "expert_stats.h"
+#include "expert_store_stats.h"
 #include "expert_store.h"
 #include "store_test.h"
 

@@ -5,7 +5,7 @@
 #include "config.h"
 
 #include "coli_log.h"
-#include "expert_stats.h"
+#include "expert_store_stats.h"
 #include "expert_store.h"
 #include "util_sha256.h"
 #include "store_test.h"

@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "expert_stats.h"
+#include "expert_store_stats.h"
 #include "expert_store.h"
 #include "store_test.h"
 

@@ -1,6 +1,6 @@
 /* synth_writer.c - unit tests of the safetensors writer
- * (src/safetensors_write.c), read back with the engine's own reader
- * (src/safetensors.c), so the two modules are checked against each other:
+ * (convert/ingest_safetensors_write.c), read back with the engine's own reader
+ * (convert/ingest_safetensors.c), so the two modules are checked against each other:
  * single file and sharded with index, F32/BF16/F16/F8_E4M3 (+ block
  * scales), data handed over in odd-sized pieces across tensor boundaries,
  * and the refusals (duplicate names, overrun, incomplete tensor, more
@@ -17,8 +17,8 @@
 
 #include "coli_err.h"
 #include "ingest_dtype.h"
-#include "safetensors.h"
-#include "safetensors_write.h"
+#include "ingest_safetensors.h"
+#include "ingest_safetensors_write.h"
 #include "test_util.h"
 
 static int count_files(const char *dir)

@@ -9,13 +9,13 @@ colitop_SOURCES = tui/colitop_main.c tui/tui_app.c tui/tui_app.h \
 	tui/tui_draw_chat.c tui/tui_draw_monitor.c tui/tui_draw_stats.c \
 	tui/tui_draw_misc.c tui/tui_theme.c tui/tui_theme.h \
 	tui/tui_signal.c tui/tui_signal.h $(TUI_CORE)
-colitop_LDADD = libcoli.a $(NCURSESW_LIBS) $(COLI_LIBS)
+colitop_LDADD = libcoliserver.a libcoliconvert.a libcoli.a $(NCURSESW_LIBS) $(COLI_LIBS)
 colitop_CFLAGS = $(AM_CFLAGS) $(NCURSESW_CFLAGS)
 
 # Unit tests of the pure parts (no terminal needed).
 check_PROGRAMS += tests/tui_unit
 tests_tui_unit_SOURCES = tests/tui_unit.c tui/tui_theme.c tui/tui_chat.c $(TUI_CORE)
-tests_tui_unit_LDADD = libcoli.a $(NCURSESW_LIBS) $(COLI_LIBS)
+tests_tui_unit_LDADD = libcoliserver.a libcoliconvert.a libcoli.a $(NCURSESW_LIBS) $(COLI_LIBS)
 tests_tui_unit_CFLAGS = $(AM_CFLAGS) $(NCURSESW_CFLAGS) -I$(top_srcdir)/tui
 TESTS += tests/tui_unit
 

@@ -17,7 +17,7 @@
 
 #include "chat_template.h"
 #include "engine.h"
-#include "expert_stats.h"
+#include "expert_store_stats.h"
 #include "kv_store.h"
 #include "server.h"
 #include "tui_affinity.h"

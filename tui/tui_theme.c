@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "expert_stats.h"
+#include "expert_store_stats.h"
 #include "tui_theme.h"
 
 static int mode = TUI_MONO;

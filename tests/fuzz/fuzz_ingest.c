@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "coli_log.h"
-#include "hf_config.h"
-#include "safetensors.h"
+#include "model_hf_config.h"
+#include "ingest_safetensors.h"
 
 int fuzz_ingest_run(const uint8_t *data, size_t size, int *st_rc, int *cfg_rc);
 

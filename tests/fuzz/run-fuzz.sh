@@ -11,7 +11,8 @@
 #              text, tool-call markup               (corpus-request/, request.dict)
 # NAMEs pick some of them (default: all). The targets link the engine
 # library itself: configure runs once in OUTDIR/lib with clang and the
-# sanitizer flags and builds libcoli.a, so no target lists the engine's
+# sanitizer flags and builds the libraries (libcoliserver.a,
+# libcoliconvert.a, libcoli.a), so no target lists the engine's
 # sources by hand (such lists went stale whenever a parser grew a
 # dependency). With 5 targets on 2 cores the stage takes about 3 x 25 s
 # plus the library build.
@@ -71,10 +72,10 @@ fi
 # sanitizers; its link flags come from the same Makefile.
 lib="$out/lib"
 mkdir -p "$lib"
-echo "run-fuzz: building libcoli.a with $CLANG in $lib"
+echo "run-fuzz: building the libraries with $CLANG in $lib"
 if ! (cd "$lib" && { [ -f Makefile ] || "$top/configure" -q CC="$CLANG" \
 		CFLAGS="-g -O1 -fsanitize=fuzzer-no-link $SAN"; } &&
-		make -s -j"$jobs" libcoli.a) >"$out/lib.log" 2>&1; then
+		make -s -j"$jobs" libcoliserver.a libcoliconvert.a libcoli.a) >"$out/lib.log" 2>&1; then
 	echo "run-fuzz: the library build failed (see $out/lib.log)"
 	tail -n 20 "$out/lib.log"
 	for n in $names; do result "$n" FAIL; done
@@ -85,9 +86,10 @@ libs=$(printf 'print-libs:\n\t@echo "link: $(COLI_LIBS) $(LIBS)"\n' |
 
 build() { # NAME
 	# shellcheck disable=SC2086
-	$CLANG -std=gnu11 -g -O1 -fsanitize=fuzzer $SAN -I"$lib" -I"$top/src" -I"$here" \
+	$CLANG -std=gnu11 -g -O1 -fsanitize=fuzzer $SAN -I"$lib" -I"$top/src" -I"$top/server" -I"$top/convert" -I"$here" \
 		$(pkg-config --cflags jansson libpcre2-8 libutf8proc) \
-		-o "$out/fuzz_$1" "$here/fuzz_$1.c" "$lib/libcoli.a" $libs -pthread >"$out/$1.log" 2>&1
+		-o "$out/fuzz_$1" "$here/fuzz_$1.c" \
+		"$lib/libcoliserver.a" "$lib/libcoliconvert.a" "$lib/libcoli.a" $libs -pthread >"$out/$1.log" 2>&1
 }
 
 run() { # NAME CORPUS DICT MAX_LEN

@@ -1,0 +1,12 @@
+# convert/pull.mk: owned by its module; appends to the lists in Makefile.am.
+# `coli pull`: Hugging Face Hub client (libcurl) and the shard-at-a-time
+# download-and-convert driver.
+libcoliconvert_a_SOURCES += \
+	convert/pull_hub.c convert/pull_hub.h convert/pull.c convert/pull.h
+
+PULL_TESTS = tests/pull_hub.sh
+TESTS += $(PULL_TESTS)
+EXTRA_DIST += $(PULL_TESTS) tests/pull_mockhub.py bench/model_sizes.py
+
+man_MANS += man/coli-pull.1
+EXTRA_DIST += man/coli-pull.1.in

@@ -1,0 +1,69 @@
+# server/server.mk: owned by its module; appends to the lists in Makefile.am.
+# The HTTP server (OpenAI/Anthropic-compatible endpoint) and `coli serve`.
+libcoliserver_a_SOURCES += \
+	server/server.h server/server_internal.h \
+	server/server_util.c server/server_parse.c server/server_anthropic.c \
+	server/server_openai.c server/server_stop.c server/server_gen.c \
+	server/server_metrics.c server/server_handlers.c server/server_http.c server/server_guard.c server/server_head.c server/server_door.c server/server_structured.c \
+	server/server_logprobs.c server/server_think.c
+
+# Unit tests of the pure parts (parsing, formatting, stop strings, tools).
+check_PROGRAMS += tests/server_test_parse tests/server_test_format tests/server_test_gen \
+	tests/server_fuzz_corpus tests/server_test_head
+TESTS += tests/server_test_parse tests/server_test_format tests/server_test_gen \
+	tests/server_fuzz_corpus tests/server_test_head
+tests_server_test_parse_SOURCES = tests/server_test_parse.c
+tests_server_test_parse_LDADD = $(COLI_SERVER_LDADD)
+tests_server_test_head_SOURCES = tests/server_test_head.c
+tests_server_test_head_LDADD = $(COLI_SERVER_LDADD)
+tests_server_test_format_SOURCES = tests/server_test_format.c
+tests_server_test_format_LDADD = $(COLI_SERVER_LDADD)
+# server_test_gen plays scripted engine events: it defines the engine entry
+# points itself, so the real engine objects are not pulled from libcoli.a.
+tests_server_test_gen_SOURCES = tests/server_test_gen.c
+tests_server_test_gen_LDADD = $(COLI_SERVER_LDADD)
+# The request fuzzer (tests/fuzz/fuzz_request.c, run by
+# tests/fuzz/run-fuzz.sh with clang) over its seed corpus.
+tests_server_fuzz_corpus_SOURCES = tests/server_fuzz_corpus.c tests/fuzz/fuzz_request.c
+tests_server_fuzz_corpus_LDADD = $(COLI_SERVER_LDADD)
+EXTRA_DIST += tests/fuzz/request.dict tests/fuzz/corpus-request
+
+# End to end against a live `coli serve` on a tiny synthesized model: the
+# curl bad-input battery, and the official SDKs (npm openai,
+# @anthropic-ai/sdk from tests/node) plus a Python httpx client.
+# tests/server_load.py and bench/server_siege.sh (64 streams under a
+# slowloris attack) are manual benchmarks, not part of the suite.
+TESTS += tests/server_badinput.sh tests/server_sdk.sh tests/server_hardening.sh \
+	tests/server_protocol.sh tests/server_signals.sh tests/server_slowloris.sh tests/server_vocab.sh
+EXTRA_DIST += tests/server_vocab.sh tests/server_badinput.sh tests/server_sdk.sh tests/server_hardening.sh tests/server_common.sh \
+	tests/server_protocol.sh tests/server_protocol_cases.py tests/server_signals.sh tests/server_signals_clients.py \
+	tests/server_slowloris.sh tests/server_slowloris_clients.py \
+	tests/server_sdk.js tests/sdk_clients.js tests/server_httpx.py tests/server_load.py \
+	bench/server_siege.sh bench/server_siege.py
+
+man_MANS += man/coli-serve.1
+EXTRA_DIST += man/coli-serve.1.in
+# The "draft" request field and the speculative-decoding metrics (issue 14).
+TESTS += tests/server_draft.sh
+EXTRA_DIST += tests/server_draft.sh
+
+# Structured output and reasoning over HTTP (the wire and the official
+# SDKs); reasoning split out of answers (server_think.c).
+check_PROGRAMS += tests/server_test_think
+TESTS += tests/server_structured.sh tests/server_structured_sdk.sh tests/server_thinking.sh tests/server_test_think
+tests_server_test_think_SOURCES = tests/server_test_think.c
+tests_server_test_think_LDADD = $(COLI_SERVER_LDADD)
+EXTRA_DIST += tests/server_structured.sh tests/server_structured_wire.py tests/server_structured_sdk.sh \
+	tests/server_structured_sdk.js tests/server_thinking.sh tests/server_thinking_wire.py tests/server_thinking_sdk.js
+
+# `coli batch` (Batch API lines through the server's own request code,
+# in-process; the command and its I/O are in cli/).
+
+TESTS += tests/batch_run.sh
+EXTRA_DIST += tests/batch_run.sh tests/batch_mkinput.py
+
+man_MANS += man/coli-batch.1
+EXTRA_DIST += man/coli-batch.1.in
+
+# Benchmark (not in the suite): tok/s and disk bytes per token vs --parallel.
+EXTRA_DIST += bench/batch_parallel.sh

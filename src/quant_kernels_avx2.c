@@ -1,0 +1,371 @@
+/* quant_kernels_avx2.c - AVX2 + FMA + F16C row kernels (see quant_kernels.h).
+ *
+ * Compiled with per-function target attributes so the rest of the build
+ * stays generic; coli_kernels_avx2_rows() checks the CPU at run time.
+ *
+ * Bit-identity between matvec and matmul: for every (row, input) pair the
+ * same inline helpers (q4_unpack + q4_dot, q8_unpack + q8_block_dot,
+ * f32_dot) run in the same block order with the same accumulators, whether
+ * through the n == 1 row loop or the matmul tiles (whose accumulators may
+ * live in memory: storing a float does not change it). Matmul only reuses
+ * the unpacked weights and the activations' cache lines.
+ *
+ * INT4 unpacking: vpmovzxbd straight from memory widens 8 packed bytes to
+ * 8 dwords; "& 0x0f" gives elements j..j+7 and "& 0xf0" 16 x elements
+ * j+32..j+39, already in x's order, so x is never shuffled. A block costs
+ * 4 shuffle uops, 8 ANDs, 8 conversions and 10 FMA-port uops: about 10
+ * cycles, i.e. ~11 GB/s of weights per core, so with f32 activations the
+ * kernel is compute bound on this VM (3.3 ns/block with the block in L2).
+ * Quantizing x to int8 (maddubs) would be ~3x cheaper, at ~1e-3 relative
+ * error per output; quant_kernels.h promises f32 activations instead. */
+#include "config.h"
+
+#include "quant_kernels.h"
+#include "quant_kernels_tiling.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#include <immintrin.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "quant_kernels_cpu.h"
+
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
+
+/* Software prefetch distance in bytes. Measured on the development VM
+ * (tests/quant_bench, one thread, 1 GiB int4 set): no prefetch 3.3 GB/s,
+ * 1 KiB 4.9, 4 KiB 7.3, 8 KiB 8.7, 16 KiB 8.3: the hardware prefetcher
+ * alone does not keep enough lines in flight for a kernel that consumes
+ * at ~10 GB/s. Prefetching past the end of a buffer is harmless. */
+#define PF_DIST 8192
+/* Rows per matmul tile: the inputs' current block is reused from L1 by
+ * this many rows, cutting the activation traffic from L2 by as much. */
+#define RT 8
+
+/* matmul loop nest: rows are taken in panels of about COLI_PANEL_BYTES of
+ * weights; within a panel, each group of 4 inputs sweeps every RT-row
+ * tile. The panel stays in L2 while all input groups pass over it, and a
+ * group's activations stay in L2 while the panel's tiles pass over them;
+ * without panels, 64 inputs of 6144 floats (1.5 MB) streamed from L3 once
+ * per tile and n = 64 ran 4x slower per block than n = 4. */
+
+/* Fixed-order horizontal sum: ((v0+v4)+(v2+v6)) + ((v1+v5)+(v3+v7)). */
+AVX2_INLINE float hsum8(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+	return _mm_cvtss_f32(s);
+}
+
+/* ---- F32 ---- */
+
+AVX2_INLINE float f32_dot(const float *a, const float *x, int cols)
+{
+	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+	int j = 0;
+	for (; j + 32 <= cols; j += 32) {
+		_mm_prefetch((const char *)(a + j) + PF_DIST, _MM_HINT_T0);
+		_mm_prefetch((const char *)(a + j) + PF_DIST + 64, _MM_HINT_T0);
+		a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(x + j), a0);
+		a1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 8), _mm256_loadu_ps(x + j + 8), a1);
+		a2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 16), _mm256_loadu_ps(x + j + 16), a2);
+		a3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 24), _mm256_loadu_ps(x + j + 24), a3);
+	}
+	for (; j + 8 <= cols; j += 8)
+		a0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(x + j), a0);
+	float r = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+	for (; j < cols; j++)
+		r = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a[j]), _mm_set_ss(x[j]), _mm_set_ss(r)));
+	return r;
+}
+
+AVX2 static void rows_f32_avx2(const coli_qmat *w, const float *x, int n,
+			       const float *xsum, int r0, int r1, float *y)
+{
+	(void)xsum;
+	const float *W = w->data;
+	size_t cols = (size_t)w->cols;
+	for (int r = r0; r < r1; r++)
+		for (int k = 0; k < n; k++)
+			y[(size_t)k * (size_t)w->rows + (size_t)r] =
+				f32_dot(W + (size_t)r * cols, x + (size_t)k * cols, w->cols);
+}
+
+/* ---- INT8 ---- */
+
+AVX2_INLINE __m256 q8_load8(const int8_t *q)
+{
+	return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q)));
+}
+
+/* One block as 8 float vectors, and its dot with x as 8 lanes (two
+ * chains of 4); the same helpers serve matvec and matmul. */
+AVX2_INLINE void q8_unpack(const int8_t *q, __m256 f[8])
+{
+	f[0] = q8_load8(q);
+	f[1] = q8_load8(q + 8);
+	f[2] = q8_load8(q + 16);
+	f[3] = q8_load8(q + 24);
+	f[4] = q8_load8(q + 32);
+	f[5] = q8_load8(q + 40);
+	f[6] = q8_load8(q + 48);
+	f[7] = q8_load8(q + 56);
+}
+
+AVX2_INLINE __m256 q8_block_dot(const __m256 f[8], const float *x)
+{
+	__m256 s0 = _mm256_mul_ps(f[0], _mm256_loadu_ps(x));
+	__m256 s1 = _mm256_mul_ps(f[1], _mm256_loadu_ps(x + 8));
+	s0 = _mm256_fmadd_ps(f[2], _mm256_loadu_ps(x + 16), s0);
+	s1 = _mm256_fmadd_ps(f[3], _mm256_loadu_ps(x + 24), s1);
+	s0 = _mm256_fmadd_ps(f[4], _mm256_loadu_ps(x + 32), s0);
+	s1 = _mm256_fmadd_ps(f[5], _mm256_loadu_ps(x + 40), s1);
+	s0 = _mm256_fmadd_ps(f[6], _mm256_loadu_ps(x + 48), s0);
+	s1 = _mm256_fmadd_ps(f[7], _mm256_loadu_ps(x + 56), s1);
+	return _mm256_add_ps(s0, s1);
+}
+
+/* matvec: one row, one input, accumulator in a register. */
+AVX2_INLINE float q8_dot(const coli_block_q8 *row, const float *x, int nb)
+{
+	__m256 acc = _mm256_setzero_ps();
+	for (int b = 0; b < nb; b++) {
+		__m256 f[8];
+		_mm_prefetch((const char *)(row + b) + PF_DIST, _MM_HINT_T0);
+		_mm_prefetch((const char *)(row + b) + PF_DIST + 64, _MM_HINT_T0);
+		q8_unpack(row[b].q, f);
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(row[b].d), q8_block_dot(f, x + (size_t)b * COLI_QK), acc);
+	}
+	return hsum8(acc);
+}
+
+/* matmul: a tile of rt <= RT rows against KN inputs, block-major so the
+ * inputs' block (KN x 256 bytes) is reused from L1 by every row of the
+ * tile and each unpacked weight block by every input. Per (row, input)
+ * the operations are exactly q8_dot's. */
+AVX2_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const float *x, size_t cols,
+			 const int KN, float *y, size_t ystride)
+{
+	__m256 acc[RT][4];
+	for (int i = 0; i < rt; i++)
+#pragma GCC unroll 4
+		for (int k = 0; k < KN; k++)
+			acc[i][k] = _mm256_setzero_ps();
+	for (int b = 0; b < nb; b++) {
+		const float *xb = x + (size_t)b * COLI_QK;
+		for (int i = 0; i < rt; i++) {
+			const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + b;
+			__m256 f[8];
+			_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
+			_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb) + 64, _MM_HINT_T1);
+			q8_unpack(blk->q, f);
+			__m256 d = _mm256_set1_ps(blk->d);
+#pragma GCC unroll 4
+			for (int k = 0; k < KN; k++)
+				acc[i][k] = _mm256_fmadd_ps(d, q8_block_dot(f, xb + (size_t)k * cols), acc[i][k]);
+		}
+	}
+	for (int i = 0; i < rt; i++)
+#pragma GCC unroll 4
+		for (int k = 0; k < KN; k++)
+			y[(size_t)k * ystride + (size_t)i] = hsum8(acc[i][k]);
+}
+
+AVX2 static void rows_q8_avx2(const coli_qmat *w, const float *x, int n,
+			      const float *xsum, int r0, int r1, float *y)
+{
+	(void)xsum;
+	int nb = w->cols / COLI_QK;
+	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
+	const coli_block_q8 *W = w->data;
+	if (n == 1) {
+		for (int r = r0; r < r1; r++)
+			y[r] = q8_dot(W + (size_t)r * (size_t)nb, x, nb);
+		return;
+	}
+	int panel = coli_panel_rows(nb * sizeof(coli_block_q8), RT);
+	for (int p0 = r0; p0 < r1; p0 += panel) {
+		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
+		for (int k = 0; k < n; k += 4) {
+			int kn = n - k < 4 ? n - k : 4;
+			const float *xk = x + (size_t)k * cols;
+			for (int r = p0; r < p1; r += RT) {
+				int rt = p1 - r < RT ? p1 - r : RT;
+				const coli_block_q8 *row0 = W + (size_t)r * (size_t)nb;
+				float *yk = y + (size_t)k * rows + r;
+				switch (kn) {
+				case 4: q8_tile(row0, nb, rt, xk, cols, 4, yk, rows); break;
+				case 3: q8_tile(row0, nb, rt, xk, cols, 3, yk, rows); break;
+				case 2: q8_tile(row0, nb, rt, xk, cols, 2, yk, rows); break;
+				default: q8_tile(row0, nb, rt, xk, cols, 1, yk, rows); break;
+				}
+			}
+		}
+	}
+}
+
+/* ---- INT4 ---- */
+
+
+/* f[0..3] = elements 0..31 (low nibbles); f[4..7] = 16 x elements 32..63
+ * ("& 0xf0" instead of ">> 4" saves a shift; the 16 is taken out, exactly,
+ * by q4_dot). */
+AVX2_INLINE void q4_unpack(const uint8_t *q, __m256 f[8])
+{
+	const __m256i lo = _mm256_set1_epi32(0x0f), hi = _mm256_set1_epi32(0xf0);
+	__m256i v0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)q));
+	__m256i v1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8)));
+	__m256i v2 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 16)));
+	__m256i v3 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 24)));
+	f[0] = _mm256_cvtepi32_ps(_mm256_and_si256(v0, lo));
+	f[1] = _mm256_cvtepi32_ps(_mm256_and_si256(v1, lo));
+	f[2] = _mm256_cvtepi32_ps(_mm256_and_si256(v2, lo));
+	f[3] = _mm256_cvtepi32_ps(_mm256_and_si256(v3, lo));
+	f[4] = _mm256_cvtepi32_ps(_mm256_and_si256(v0, hi));
+	f[5] = _mm256_cvtepi32_ps(_mm256_and_si256(v1, hi));
+	f[6] = _mm256_cvtepi32_ps(_mm256_and_si256(v2, hi));
+	f[7] = _mm256_cvtepi32_ps(_mm256_and_si256(v3, hi));
+}
+
+/* sum(q * x) over one block as 8 lanes: two chains of 4, the high one
+ * scaled back by 1/16 (a power of two: exact). */
+AVX2_INLINE __m256 q4_dot(const __m256 f[8], const float *x)
+{
+	__m256 s0 = _mm256_mul_ps(f[0], _mm256_loadu_ps(x));
+	__m256 s1 = _mm256_mul_ps(f[4], _mm256_loadu_ps(x + 32));
+	s0 = _mm256_fmadd_ps(f[1], _mm256_loadu_ps(x + 8), s0);
+	s1 = _mm256_fmadd_ps(f[5], _mm256_loadu_ps(x + 40), s1);
+	s0 = _mm256_fmadd_ps(f[2], _mm256_loadu_ps(x + 16), s0);
+	s1 = _mm256_fmadd_ps(f[6], _mm256_loadu_ps(x + 48), s1);
+	s0 = _mm256_fmadd_ps(f[3], _mm256_loadu_ps(x + 24), s0);
+	s1 = _mm256_fmadd_ps(f[7], _mm256_loadu_ps(x + 56), s1);
+	return _mm256_fmadd_ps(s1, _mm256_set1_ps(0.0625f), s0);
+}
+
+/* (d, m, 0, 0) from the block's two halves. */
+AVX2_INLINE __m128 q4_dm(const coli_block_q4 *blk)
+{
+	uint32_t bits;
+	memcpy(&bits, blk, sizeof bits);
+	return _mm_cvtph_ps(_mm_cvtsi32_si128((int)bits));
+}
+
+/* matvec: one row, one input, accumulators in registers. */
+AVX2_INLINE float q4_dot_row(const coli_block_q4 *row, int nb, const float *x, const float *xs)
+{
+	__m256 acc = _mm256_setzero_ps();
+	__m128 accm = _mm_setzero_ps();
+	for (int b = 0; b < nb; b++) {
+		__m256 f[8];
+		_mm_prefetch((const char *)(row + b) + PF_DIST, _MM_HINT_T0);
+		q4_unpack(row[b].q, f);
+		__m128 dm = q4_dm(&row[b]);
+		acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(dm), q4_dot(f, x + (size_t)b * COLI_QK), acc);
+		accm = _mm_fmadd_ss(_mm_movehdup_ps(dm), _mm_load_ss(xs + b), accm);
+	}
+	return hsum8(acc) + _mm_cvtss_f32(accm);
+}
+
+/* matmul: a tile of rt <= RT rows against KN inputs (KN constant after
+ * inlining), block-major: the inputs' block is reused from L1 by every row
+ * of the tile, each unpacked weight block by every input. Per (row, input)
+ * the operations are exactly q4_dot_row's, so the bits are too. */
+AVX2_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const float *x, size_t cols,
+			 const float *xs, const int KN, float *y, size_t ystride)
+{
+	__m256 acc[RT][4];
+	__m128 accm[RT][4];
+	for (int i = 0; i < rt; i++)
+#pragma GCC unroll 4
+		for (int k = 0; k < KN; k++) {
+			acc[i][k] = _mm256_setzero_ps();
+			accm[i][k] = _mm_setzero_ps();
+		}
+	for (int b = 0; b < nb; b++) {
+		const float *xb = x + (size_t)b * COLI_QK;
+		for (int i = 0; i < rt; i++) {
+			const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + b;
+			__m256 f[8];
+			_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
+			q4_unpack(blk->q, f);
+			__m128 dm = q4_dm(blk);
+			__m256 d = _mm256_broadcastss_ps(dm);
+			__m128 m = _mm_movehdup_ps(dm);
+#pragma GCC unroll 4
+			for (int k = 0; k < KN; k++) {
+				acc[i][k] = _mm256_fmadd_ps(d, q4_dot(f, xb + (size_t)k * cols), acc[i][k]);
+				accm[i][k] = _mm_fmadd_ss(m, _mm_load_ss(xs + (size_t)k * (size_t)nb + b),
+							  accm[i][k]);
+			}
+		}
+	}
+	for (int i = 0; i < rt; i++)
+#pragma GCC unroll 4
+		for (int k = 0; k < KN; k++)
+			y[(size_t)k * ystride + (size_t)i] = hsum8(acc[i][k]) + _mm_cvtss_f32(accm[i][k]);
+}
+
+AVX2 static void rows_q4_avx2(const coli_qmat *w, const float *x, int n,
+			      const float *xsum, int r0, int r1, float *y)
+{
+	int nb = w->cols / COLI_QK;
+	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
+	const coli_block_q4 *W = w->data;
+	if (n == 1) {
+		for (int r = r0; r < r1; r++)
+			y[r] = q4_dot_row(W + (size_t)r * (size_t)nb, nb, x, xsum);
+		return;
+	}
+	int panel = coli_panel_rows(nb * sizeof(coli_block_q4), RT);
+	for (int p0 = r0; p0 < r1; p0 += panel) {
+		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
+		for (int k = 0; k < n; k += 4) {
+			int kn = n - k < 4 ? n - k : 4;
+			const float *xk = x + (size_t)k * cols, *xsk = xsum + (size_t)k * nb;
+			for (int r = p0; r < p1; r += RT) {
+				int rt = p1 - r < RT ? p1 - r : RT;
+				const coli_block_q4 *row0 = W + (size_t)r * (size_t)nb;
+				float *yk = y + (size_t)k * rows + r;
+				switch (kn) {
+				case 4: q4_tile(row0, nb, rt, xk, cols, xsk, 4, yk, rows); break;
+				case 3: q4_tile(row0, nb, rt, xk, cols, xsk, 3, yk, rows); break;
+				case 2: q4_tile(row0, nb, rt, xk, cols, xsk, 2, yk, rows); break;
+				default: q4_tile(row0, nb, rt, xk, cols, xsk, 1, yk, rows); break;
+				}
+			}
+		}
+	}
+}
+
+coli_rows_fn coli_kernels_avx2_rows(int qtype)
+{
+	/* Every thread computes the same answer; relaxed is enough. */
+	static _Atomic int have = -1;
+	int h = atomic_load_explicit(&have, memory_order_relaxed);
+	if (h < 0) {
+		__builtin_cpu_init();
+		h = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && coli_cpu_has_f16c();
+		atomic_store_explicit(&have, h, memory_order_relaxed);
+	}
+	if (!h)
+		return NULL;
+	switch (qtype) {
+	case COLI_Q_F32: return rows_f32_avx2;
+	case COLI_Q_INT8: return rows_q8_avx2;
+	case COLI_Q_INT4: return rows_q4_avx2;
+	default: return NULL;
+	}
+}
+
+#else
+
+coli_rows_fn coli_kernels_avx2_rows(int qtype)
+{
+	(void)qtype;
+	return NULL;
+}
+
+#endif
