@@ -106,4 +106,9 @@ struct coli_state {
 	coli_timing timing;
 };
 
+/* forward.c: every layer over the chunk's n rows, whose sequence and
+ * position are s->row_seq / s->row_pos (forward_rows.c fills them for
+ * rows of several sequences). */
+int forward_chunk(coli_model *m, coli_state *s, const int *tokens, int n, coli_err *err);
+
 #endif
