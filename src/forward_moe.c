@@ -222,6 +222,8 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 	for (int e = 0; e < E; e++)
 		if (rows_of[e])
 			s->union_experts[nu++] = e;
+	if (!w->res_experts)
+		expert_store_note_rows(m->store, layer, s->union_experts, rows_of, nu);
 	const coli_layer_weights *shared = w->has_shared ? w : NULL;
 	struct moe_batch bt;
 	if (w->res_experts) {

@@ -14,8 +14,10 @@ int coli_forward_seqs(coli_model *m, coli_state *s, coli_seq *const *seqs, const
 	return coli_forward_rows(m, s, seqs, NULL, n, tokens, logits, err);
 }
 
-int coli_forward_rows(coli_model *m, coli_state *s, coli_seq *const *seqs, const int *counts,
-		      int n_seqs, const int *tokens, float *logits, coli_err *err)
+/* last_only: logits of each sequence's last row alone, (n_seqs, vocab);
+ * else of every row. */
+static int forward_rows(coli_model *m, coli_state *s, coli_seq *const *seqs, const int *counts,
+			int n_seqs, const int *tokens, float *logits, int last_only, coli_err *err)
 {
 	const coli_config *c = &m->cfg;
 	const int H = c->hidden_size;
@@ -49,12 +51,30 @@ int coli_forward_rows(coli_model *m, coli_state *s, coli_seq *const *seqs, const
 	if (rc)
 		return rc;
 	const double ch = fwd_cpu_s();
-	for (int b = 0; b < n; b++)
-		fwd_rmsnorm(s->logits_h + (size_t)b * H, s->x + (size_t)b * H, m->final_norm, H, c->rms_norm_eps);
-	coli_model_matmul(m, s, &m->lm_head, s->logits_h, n, logits);
+	int n_out = 0;
+	for (int i = 0, b = -1; i < n_seqs; i++) {
+		const int k = counts ? counts[i] : 1;
+		for (int j = last_only ? k - 1 : 0; j < k; j++, n_out++)
+			fwd_rmsnorm(s->logits_h + (size_t)n_out * H, s->x + (size_t)(b + 1 + j) * H, m->final_norm,
+				    H, c->rms_norm_eps);
+		b += k;
+	}
+	coli_model_matmul(m, s, &m->lm_head, s->logits_h, n_out, logits);
 	s->timing.part[COLI_PART_LM_HEAD] += fwd_cpu_s() - ch;
 	s->timing.total += fwd_now_s() - t_call;
 	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
 	return 0;
 }
 
+
+int coli_forward_rows(coli_model *m, coli_state *s, coli_seq *const *seqs, const int *counts,
+		      int n_seqs, const int *tokens, float *logits, coli_err *err)
+{
+	return forward_rows(m, s, seqs, counts, n_seqs, tokens, logits, 0, err);
+}
+
+int coli_forward_rows_last(coli_model *m, coli_state *s, coli_seq *const *seqs, const int *counts,
+			   int n_seqs, const int *tokens, float *logits, coli_err *err)
+{
+	return forward_rows(m, s, seqs, counts, n_seqs, tokens, logits, 1, err);
+}
