@@ -201,21 +201,24 @@ static int slot_victim(expert_store *s, int for_prefetch, double *coldest)
 
 /* Whether a demand read of (layer, e) should stream through instead of
  * joining the cache: only in a step that needs more of the layer's
- * records than one acquire holds (many sequences at once), when the
- * record's key after this step's uses is below the coldest cached
- * record's. Then the step reads it, uses it and gives its slot to the
- * next such record, and the hot set the policy learned stays (scan
- * resistance); one sequence's steps never stream. */
+ * records than one acquire holds (many sequences at once). There every
+ * record of the union is used, so recency says nothing; what counts is
+ * the uses before this step: a record joins the cache only when its
+ * decayed use count is STREAM_PROMOTE times the coldest cached record's
+ * (hysteresis: under even routing nothing displaces anything and the
+ * cache keeps its share of every step). Otherwise the step reads it,
+ * uses it and gives its slot to the next such record, and the hot set
+ * stays (scan resistance). One sequence's steps never stream. */
+#define STREAM_PROMOTE 2.0
 static int slot_streams(const expert_store *s, int layer, int e, double coldest)
 {
 	if (s->rows_layer != layer || s->rows_union <= s->max_batch || coldest == HUGE_VAL)
 		return 0;
-	const double w = s->rows_of[e] > 0 ? s->rows_of[e] : 1;
 	/* as a victim key: a record of the layer being visited comes again
 	 * last (store_policy_victim_key's largest discount) */
-	const double key = store_policy_prospect(&s->policy, idx(s, layer, e), s->tick, w) -
+	const double key = store_policy_prospect(&s->policy, idx(s, layer, e), s->tick, 0) -
 			   s->policy.visit_discount;
-	return key < coldest;
+	return key < coldest + log(STREAM_PROMOTE);
 }
 
 static int slot_any_loading_unheld(const expert_store *s)

@@ -66,7 +66,8 @@ void store_policy_free(store_policy *p);
 /* Account `weight` uses of record `id` (layer * n_experts + e), held in
  * `sl`: the rows of the step that used it (1 for one sequence). */
 void store_policy_touch(store_policy *p, store_slot *sl, size_t id, uint64_t now, double weight);
-/* The key record `id` would have after `weight` uses now, unchanged. */
+/* The key record `id` would have after `weight` uses now, unchanged
+ * (weight 0: its standing from earlier uses; -inf when never used). */
 double store_policy_prospect(const store_policy *p, size_t id, uint64_t now, double weight);
 
 /* Key of record `id` loaded without being used (a prefetch): its standing

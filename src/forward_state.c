@@ -269,6 +269,7 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 	s->sel_w = zalloc(B * K, sizeof(float), &al);
 	s->moe_out = zalloc(B * K * H, sizeof(float), &al);
 	s->union_experts = zalloc(E, sizeof(int), &al);
+	s->union_tmp = zalloc(2 * E, sizeof(int), &al);
 	s->tok_slot = zalloc(B * K, sizeof(int), &al);
 	s->exp_in = zalloc(B * H, sizeof(float), &al);
 	s->exp_a = zalloc(B * (size_t)c->moe_intermediate_size, sizeof(float), &al);
@@ -331,7 +332,7 @@ void coli_state_free(coli_state *s)
 	coli_seq_free(s->own);
 	void *bufs[] = { s->old_kv, s->row_seq, s->row_pos, s->x, s->xn, s->qa, s->q, s->kva, s->qlat, s->ctxlat, s->vhead,
 			 s->vout, s->absorb_tile, s->qcat, s->qb_xsum, s->scores, s->ffn_a, s->ffn_b, s->ffn_out,
-			 s->router_logits, s->sel, s->sel_w, s->moe_out, s->union_experts,
+			 s->router_logits, s->sel, s->sel_w, s->moe_out, s->union_experts, s->union_tmp,
 			 s->tok_slot, s->exp_in, s->exp_a, s->exp_b, s->exp_out, (void *)s->recs,
 			 s->predict, s->pred_scores, s->route_tmp, s->route_taken, s->expert_rows, s->pred_w, s->logits_h, s->mtp_cat, s->routing.experts,
 			 s->routing.weights, s->idx_q, s->idx_k, s->idx_w, s->idx_scores, s->idx_order, s->idx_mark,
