@@ -1,40 +1,46 @@
 #!/bin/sh
-# batch_parallel.sh - what decoding requests together buys `coli batch` on a
-# tiered MoE (issue 17, benchmark part): total completion tokens per second
-# and expert bytes read from disk per generated token, for --parallel 1, 4,
-# 8 and 16, on a GLM-5-shaped slice with a third of the experts cached.
+# batch_parallel.sh - what many sequences in flight buy `coli batch` on a
+# tiered MoE (issues 17 and 27): aggregate completion and prompt tokens
+# per second, expert bytes read from disk per generated token, hit rates,
+# disk wait against compute, peak memory, for --parallel 1, 16, 64, 256
+# and auto, on a GLM-5-shaped slice with a third of the experts cached.
 #
 #   bench/batch_parallel.sh [--work DIR] [--reuse] [--requests N] [--gen N]
-#                           [--prompt-words N] [--parallel "1 4 8 16"]
-#                           [--threads N] [--no-cgroup] [--coli PATH]
+#                           [--prompt-words N] [--parallel "1 16 64 256 auto"]
+#                           [--threads N] [--extra "ENGINE OPTIONS"]
+#                           [--no-cgroup] [--coli PATH]
 #
 # Steps:
 #   1. the slice of bench/glm5_slice.sh (coli synth --preset glm5-slice
 #      --layers 3 --dense-layers 1 --experts 64 --dtype fp8 --vocab 4096,
 #      real GLM-5.2 expert shapes; coli convert int4-g64), reused from
 #      WORK when it is there;
-#   2. N requests (default 32) of /v1/completions, random words of a fixed
-#      seed, max_tokens --gen (default 32), temperature 0;
+#   2. per run, /v1/completions requests of random words of a fixed seed
+#      (--prompt-words, default 24), max_tokens --gen (default 32),
+#      temperature 0: P requests at --parallel P (at least 4; --requests N
+#      fixes the count; auto answers 256), the first of one list, so
+#      every run's answers can be compared with the others';
 #   3. per --parallel P: drop the page cache (root), then coli batch with
 #      --expert-cache = 1/3 of the experts inside a memory cgroup (v1)
-#      limited to dense + 1/3 of the experts + KV of P slots + 256 MiB
-#      (page cache included), so the experts that are not cached must come
-#      from the disk; the summary line gives tokens, seconds and bytes read.
+#      limited to dense + 1/3 of the experts + 1 GiB (KV, the step state
+#      and the page cache included), so the experts that are not cached
+#      must come from the disk; coli batch's summary lines give tokens,
+#      seconds, bytes read, hit rates, rows per step and disk wait.
 #      Each run starts with an empty --cache-dir (no routing heat, so no
 #      warm start and no pinned set learned by the run before).
-# Prints a markdown table: P, tok/s, ratio to P=1, bytes read per generated
-# token, ratio to P=1, expert hit rate, the cgroup's peak memory and
-# failcnt (also WORK/batch-results/summary.md). Needs root for the cgroup
-# and the cache drop (both skipped with a note otherwise). Run it alone,
-# or under nice -n -10 on a shared machine.
+# Prints a markdown table (also WORK/batch-results/summary.md) and checks
+# that every answer a run shares with another is identical (exit 1 when
+# one differs). Needs root for the cgroup and the cache drop (both skipped
+# with a note otherwise). Run it alone, or under nice -n -10 on a shared
+# machine.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=/var/tmp/coli-glm5-slice
-reuse=0 requests=32 gen=32 words=24 parallel="1 4 8 16" threads=0 cgroup=1
+reuse=0 requests=0 gen=32 words=24 parallel="1 16 64 256 auto" threads=0 cgroup=1 extra=""
 coli=${COLI:-}
 . "$top/bench/bench_args.sh"
-bench_args batch_parallel.sh 2,29 '--work=work --reuse:reuse=1 --requests=requests --gen=gen
-	--prompt-words=words --parallel=parallel --threads=threads
+bench_args batch_parallel.sh 2,36 '--work=work --reuse:reuse=1 --requests=requests --gen=gen
+	--prompt-words=words --parallel=parallel --threads=threads --extra=extra
 	--no-cgroup:cgroup=0 --coli=coli' "$@"
 . "$top/bench/find_coli.sh"
 find_coli batch_parallel.sh
@@ -66,7 +72,7 @@ dense=$(du -sb "$model/dense" | cut -f1)
 echo "experts $all bytes, 1/3 = $third; dense $dense" >&2
 
 # --- 2. the requests ------------------------------------------------------------
-"$py" - "$res/in.jsonl" "$requests" "$gen" "$words" <<'EOF'
+"$py" - "$res/in.jsonl" 256 "$gen" "$words" <<'EOF'
 import json, random, sys
 path, n, gen, words = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 rnd = random.Random(5)
@@ -83,6 +89,11 @@ EOF
 targs=""
 [ "$threads" -gt 0 ] && targs="--threads $threads"
 for p in $parallel; do
+	n=$requests
+	if [ "$n" -le 0 ]; then
+		case $p in auto) n=256 ;; *) n=$((p < 4 ? 4 : p)) ;; esac
+	fi
+	head -n "$n" "$res/in.jsonl" >"$res/in-$p.jsonl"
 	rm -f "$res/out-$p.jsonl" "$res/p$p.cgroup"
 	rm -rf "$res/cache-$p"
 	sync
@@ -91,12 +102,11 @@ for p in $parallel; do
 	else
 		echo "batch_parallel.sh: not root: the page cache is not dropped between runs" >&2
 	fi
-	cmd="$coli batch $model $res/in.jsonl $res/out-$p.jsonl --parallel $p --expert-cache $third --ctx 512 --cache-dir $res/cache-$p -q $targs"
+	cmd="$coli batch $model $res/in-$p.jsonl $res/out-$p.jsonl --parallel $p --expert-cache $third --ctx 512 --cache-dir $res/cache-$p -q $targs $extra"
 	echo "run: $cmd" >&2
 	if [ "$cgroup" = 1 ] && [ -w /sys/fs/cgroup/memory ]; then
 		mkdir -p "$cg"
-		# KV per slot is small next to an expert (ctx 512); 64 MiB a slot is ample
-		limit=$((dense + third + p * 64 * 1024 * 1024 + 256 * 1024 * 1024))
+		limit=$((dense + third + 1024 * 1024 * 1024))
 		echo $limit >"$cg/memory.limit_in_bytes"
 		# shellcheck disable=SC2016,SC2086
 		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" $cmd 2>"$res/p$p.log"
@@ -107,29 +117,43 @@ for p in $parallel; do
 		# shellcheck disable=SC2086
 		$cmd 2>"$res/p$p.log"
 	fi
-	tail -1 "$res/p$p.log" >&2
+	tail -2 "$res/p$p.log" >&2
 done
 
 # --- report ---------------------------------------------------------------------------
 "$py" - "$res" $parallel <<'EOF' | tee "$res/summary.md"
-import os, re, sys
+import json, os, re, sys
 res, ps = sys.argv[1], sys.argv[2:]
-pat = re.compile(r"(\d+) completion tokens in ([\d.]+) s .*hit rate (\S+), ([\d.]+) MB read")
-rows = []
+pat = re.compile(r"(\d+) prompt \+ (\d+) completion tokens in ([\d.]+) s .*hit rate (\S+), ([\d.]+) MB read")
+pat2 = re.compile(r"batch: (\d+) slots; (\d+) steps, ([\d.]+) rows/step .*expert uses from RAM (\S+); "
+                  r"disk wait ([\d.]+) s")
+rows, answers = [], {}
 for p in ps:
-    line = [l for l in open("%s/p%s.log" % (res, p)) if "completion tokens" in l][-1]
-    m = pat.search(line)
-    tok, secs, hit, mb = int(m.group(1)), float(m.group(2)), m.group(3), float(m.group(4))
-    cg = "n/a | n/a"
+    log = open("%s/p%s.log" % (res, p)).read()
+    m, m2 = pat.findall(log)[-1], pat2.findall(log)[-1]
+    ptok, tok, secs, hit, mb = int(m[0]), int(m[1]), float(m[2]), m[3], float(m[4])
+    slots, rps, ram, wait = int(m2[0]), float(m2[2]), m2[3], float(m2[4])
+    cg = "n/a"
     if os.path.exists("%s/p%s.cgroup" % (res, p)):
         limit, peak, failcnt = open("%s/p%s.cgroup" % (res, p)).read().split()
-        cg = "%d / %d | %s" % (int(peak) >> 20, int(limit) >> 20, failcnt)
-    rows.append((p, tok, secs, tok / secs, mb * 1e6 / tok, hit, cg))
-base_tps, base_bpt = rows[0][3], rows[0][4]
-print("| --parallel | tokens | s | tok/s | vs %s | disk MB / generated token | vs %s | expert hit rate "
-      "| cgroup peak / limit MiB | failcnt |" % (ps[0], ps[0]))
-print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-for p, tok, secs, tps, bpt, hit, cg in rows:
-    print("| %s | %d | %.1f | %.2f | %.2f | %.1f | %.2f | %s | %s |" % (
-        p, tok, secs, tps, tps / base_tps, bpt / 1e6, bpt / base_bpt, hit, cg))
+        cg = "%d / %d" % (int(peak) >> 20, int(limit) >> 20)
+    for l in open("%s/out-%s.jsonl" % (res, p)):
+        o = json.loads(l)
+        b = o["response"]["body"]
+        b = json.loads(b) if isinstance(b, str) else b
+        answers.setdefault(o["custom_id"], {})[p] = b["choices"][0]["text"]
+    rows.append((p, slots, tok, secs, tok / secs, ptok / secs, mb * 1e6 / tok, hit, ram, rps, wait, cg))
+base_tps, base_bpt = rows[0][4], rows[0][6]
+print("| --parallel | slots | completion tokens | s | tok/s | vs %s | prompt tok/s | disk MB / generated token "
+      "| vs %s | record hit rate | uses from RAM | rows / step | disk wait s | compute s | cgroup peak / limit MiB |"
+      % (ps[0], ps[0]))
+print("| ---: " * 15 + "|")
+for p, slots, tok, secs, tps, ptps, bpt, hit, ram, rps, wait, cg in rows:
+    print("| %s | %d | %d | %.1f | %.2f | %.2f | %.1f | %.1f | %.3f | %s | %s | %.1f | %.1f | %.1f | %s |" % (
+        p, slots, tok, secs, tps, tps / base_tps, ptps, bpt / 1e6, bpt / base_bpt, hit, ram, rps, wait,
+        secs - wait, cg))
+diff = [k for k, v in answers.items() if len(set(v.values())) > 1]
+print()
+print("answers compared across runs: %d custom_ids, %d differ" % (len(answers), len(diff)))
+sys.exit(1 if diff else 0)
 EOF

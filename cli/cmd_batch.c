@@ -41,7 +41,8 @@ static void usage(FILE *f)
 		"usage: coli batch [DIR] IN.jsonl OUT.jsonl [options] [engine options]\n"
 		"  IN.jsonl             OpenAI Batch API input: {custom_id, method, url, body} per line\n"
 		"  OUT.jsonl            output, appended; rerunning skips custom_ids already in it\n"
-		"  --parallel N         requests decoded together (1-16, default 4; COLI_PARALLEL)\n"
+		"  --parallel N|auto    requests in flight together (1-256, default auto: as many\n"
+		"                       as a quarter of the memory holds; COLI_PARALLEL)\n"
 		"  -q, --quiet          no progress line on a terminal\n%s",
 		coli_engine_flags_help);
 }
@@ -147,18 +148,22 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static void hit_and_bytes(coli_engine *e, double *hit, int *hit_valid, double *bytes)
+static void hit_and_bytes(coli_engine *e, expert_stats_summary *s)
 {
-	expert_stats_summary *s = calloc(1, sizeof *s);
-	*hit_valid = 0;
-	*hit = *bytes = 0;
-	if (!s)
-		return;
-	expert_stats_snapshot(coli_engine_expert_stats(e), s);
-	*hit = s->hit_rate;
-	*hit_valid = s->hit_rate_valid;
-	*bytes = (double)s->bytes_read;
-	free(s);
+	memset(s, 0, sizeof *s);
+	const expert_stats *st = coli_engine_expert_stats(e);
+	if (st)
+		expert_stats_snapshot(st, s);
+}
+
+/* "12.3%" or "n/a" */
+static const char *pct(char *buf, size_t n, double v, int valid)
+{
+	if (valid)
+		snprintf(buf, n, "%.1f%%", 100 * v);
+	else
+		snprintf(buf, n, "n/a");
+	return buf;
 }
 
 static void progress(batch_run *r, coli_engine *e, int total, double t0, int final)
@@ -167,18 +172,25 @@ static void progress(batch_run *r, coli_engine *e, int total, double t0, int fin
 	int done = r->n_written;
 	long long tc = r->tok_completion;
 	pthread_mutex_unlock(&r->mu);
-	double el = now_s() - t0, hit, bytes;
-	int hv;
-	hit_and_bytes(e, &hit, &hv, &bytes);
-	char eta[32] = "-";
+	double el = now_s() - t0;
+	expert_stats_summary *s = calloc(1, sizeof *s);
+	if (!s)
+		return;
+	hit_and_bytes(e, s);
+	coli_step_stats st;
+	coli_engine_step_stats(e, &st);
+	char eta[32] = "-", hr[16];
 	if (done > 0 && done < total)
 		snprintf(eta, sizeof eta, "%.0fs", el / done * (total - done));
-	char hr[16] = "n/a";
-	if (hv)
-		snprintf(hr, sizeof hr, "%.1f%%", 100 * hit);
-	fprintf(stderr, "\r\033[Kbatch: %d/%d  %.1f tok/s  hit %s  ETA %s%s", done, total,
-		el > 0 ? tc / el : 0.0, hr, eta, final ? "\n" : "");
+	/* bytes per generated token: what the drive pays for each */
+	double bpt = tc > 0 ? (double)s->bytes_read / (double)tc : 0;
+	fprintf(stderr, "\r\033[Kbatch: %d/%d  %.1f tok/s  %.1f MB/tok  hit %s  %d running %d queued%s  "
+		"%d rows/step  ETA %s%s",
+		done, total, el > 0 ? tc / el : 0.0, bpt / 1e6,
+		pct(hr, sizeof hr, s->rows_total ? s->row_hit_rate : s->hit_rate, s->rows_total || s->hit_rate_valid),
+		st.active, st.queued, st.waiting_kv ? " (KV full)" : "", st.last_rows, eta, final ? "\n" : "");
 	fflush(stderr);
+	free(s);
 }
 
 struct batch_args {
@@ -219,18 +231,29 @@ static int parse_args(int argc, char **argv, coli_engine_flags *fl, struct batch
 
 static void summary(batch_run *r, int skipped, double secs, coli_engine *e)
 {
-	double hit, bytes;
-	int hv;
-	hit_and_bytes(e, &hit, &hv, &bytes);
-	char hr[16] = "n/a";
-	if (hv)
-		snprintf(hr, sizeof hr, "%.1f%%", 100 * hit);
+	expert_stats_summary *s = calloc(1, sizeof *s);
+	if (!s)
+		return;
+	hit_and_bytes(e, s);
+	coli_step_stats st;
+	coli_engine_step_stats(e, &st);
+	char hr[16], rr[16];
+	const double bpt = r->tok_completion > 0 ? (double)s->bytes_read / (double)r->tok_completion : 0;
 	fprintf(stderr,
 		"batch: %d answered (%d ok, %d errors), %d already in the output, %d left; "
 		"%lld prompt + %lld completion tokens in %.1f s (%.1f tok/s); "
 		"expert hit rate %s, %.1f MB read\n",
 		r->n_written, r->n_ok, r->n_err, skipped, r->n_order - r->n_written, r->tok_prompt,
-		r->tok_completion, secs, secs > 0 ? r->tok_completion / secs : 0.0, hr, bytes / 1e6);
+		r->tok_completion, secs, secs > 0 ? r->tok_completion / secs : 0.0,
+		pct(hr, sizeof hr, s->hit_rate, s->hit_rate_valid), (double)s->bytes_read / 1e6);
+	/* the throughput figures: bench/batch_parallel.sh reads this line */
+	fprintf(stderr,
+		"batch: %d slots; %lld steps, %.1f rows/step (%lld prompt rows); %.1f MB read per completion token; "
+		"expert uses from RAM %s; disk wait %.1f s of %.1f s\n",
+		coli_engine_slots(e), st.steps, st.steps ? (double)st.rows / (double)st.steps : 0.0,
+		st.prompt_rows, bpt / 1e6, pct(rr, sizeof rr, s->row_hit_rate, s->rows_total > 0),
+		s->wait_seconds, secs);
+	free(s);
 }
 
 int cmd_batch(int argc, char **argv)
@@ -290,11 +313,16 @@ int cmd_batch(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	fl.opts.model_dir = a.dir;
-	if (fl.opts.parallel <= 0)
-		fl.opts.parallel = 4;
+	/* documents per hour: as many sequences as the memory holds share
+	 * each expert read; drafting trades compute for reads a batch
+	 * already shares, so it is off unless asked for */
+	if (fl.opts.parallel == 0)
+		fl.opts.parallel = COLI_PARALLEL_AUTO;
+	if (fl.opts.draft == COLI_DRAFT_UNSET)
+		fl.opts.draft = COLI_DRAFT_OFF;
 	/* every worker's request is queued or in a slot: never a 503 */
-	if (fl.opts.max_queue < fl.opts.parallel)
-		fl.opts.max_queue = fl.opts.parallel;
+	if (fl.opts.max_queue < COLI_MAX_PARALLEL)
+		fl.opts.max_queue = COLI_MAX_PARALLEL;
 	if (coli_engine_new(&fl.opts, &e, &err))
 		goto fail;
 	coli_server_opts so;

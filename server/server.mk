@@ -59,11 +59,12 @@ EXTRA_DIST += tests/server_structured.sh tests/server_structured_wire.py tests/s
 # `coli batch` (Batch API lines through the server's own request code,
 # in-process; the command and its I/O are in cli/).
 
-TESTS += tests/batch_run.sh
-EXTRA_DIST += tests/batch_run.sh tests/batch_mkinput.py
+TESTS += tests/batch_run.sh tests/batch_identity.sh
+EXTRA_DIST += tests/batch_run.sh tests/batch_identity.sh tests/batch_mkinput.py
 
 man_MANS += man/coli-batch.1
 EXTRA_DIST += man/coli-batch.1.in
 
-# Benchmark (not in the suite): tok/s and disk bytes per token vs --parallel.
-EXTRA_DIST += bench/batch_parallel.sh
+# Benchmarks (not in the suite): tok/s and disk bytes per token vs
+# --parallel, the extraction workload, the GLM-5.2 projection.
+EXTRA_DIST += bench/batch_parallel.sh bench/batch_extract.sh bench/batch_projection.py

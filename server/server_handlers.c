@@ -37,12 +37,14 @@ int srv_handle_get(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
 		return srv_respond(s, c, cc, 200, "application/json", strdup("{\"status\":\"ok\"}"));
 	case SRV_ROUTE_METRICS: {
 		coli_draft_stats ds;
+		coli_step_stats st;
 		coli_engine_draft_stats(s->eng, &ds);
+		coli_engine_step_stats(s->eng, &st);
 		return srv_respond(s, c, cc, 200, "text/plain; version=0.0.4; charset=utf-8",
-				   srv_metrics_with_draft(srv_metrics_render(&s->metrics,
+				   srv_metrics_with_steps(srv_metrics_with_draft(srv_metrics_render(&s->metrics,
 									     coli_engine_queue_len(s->eng),
 									     s->xstats),
-							  &ds));
+							  &ds), &st));
 	}
 	case SRV_ROUTE_MODELS:
 		if (!cc->model_path[0])

@@ -264,6 +264,8 @@ void srv_metrics_generation(srv_metrics *m, const srv_usage *u, double ttft_ms, 
 char *srv_metrics_render(const srv_metrics *m, int queue_len, const struct expert_stats *st);
 /* Append the speculative-decoding series to rendered text (consumed). */
 char *srv_metrics_with_draft(char *text, const coli_draft_stats *ds);
+/* ... and the engine step's series (rows per step, running, queued, KV). */
+char *srv_metrics_with_steps(char *text, const coli_step_stats *st);
 
 /* ---- one generation against the engine ---- */
 typedef struct srv_gen {

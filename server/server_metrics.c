@@ -227,3 +227,32 @@ char *srv_metrics_with_draft(char *text, const coli_draft_stats *ds)
 	}
 	return b.p;
 }
+
+char *srv_metrics_with_steps(char *text, const coli_step_stats *st)
+{
+	if (!text || !st)
+		return text;
+	srv_buf b = { 0 };
+	srv_buf_puts(&b, text);
+	free(text);
+	srv_buf_printf(&b, "# HELP coli_requests_running Requests in a slot (prefill or decode).\n"
+		       "# TYPE coli_requests_running gauge\ncoli_requests_running %d\n", st->active);
+	srv_buf_printf(&b, "# HELP coli_requests_queued Requests waiting for a slot or for KV room.\n"
+		       "# TYPE coli_requests_queued gauge\ncoli_requests_queued %d\n", st->queued);
+	srv_buf_printf(&b, "# HELP coli_queue_waiting_kv 1 while the queue's head waits for KV memory.\n"
+		       "# TYPE coli_queue_waiting_kv gauge\ncoli_queue_waiting_kv %d\n", st->waiting_kv);
+	srv_buf_printf(&b, "# HELP coli_step_rows Rows (decode + prompt) of the latest engine step.\n"
+		       "# TYPE coli_step_rows gauge\ncoli_step_rows %d\n", st->last_rows);
+	counter(&b, "coli_steps_total", "Engine steps (one forward over every active slot).",
+		(unsigned long long)st->steps);
+	counter(&b, "coli_step_rows_total", "Rows those steps evaluated.", (unsigned long long)st->rows);
+	counter(&b, "coli_step_prompt_rows_total", "Of them, prompt tokens.", (unsigned long long)st->prompt_rows);
+	srv_buf_printf(&b, "# HELP coli_kv_bytes KV memory the slots hold, and the budget it stays within.\n"
+		       "# TYPE coli_kv_bytes gauge\ncoli_kv_bytes{kind=\"used\"} %lld\n"
+		       "coli_kv_bytes{kind=\"budget\"} %lld\n", st->kv_used, st->kv_budget);
+	if (b.oom) {
+		srv_buf_free(&b);
+		return NULL;
+	}
+	return b.p;
+}

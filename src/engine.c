@@ -80,31 +80,54 @@ static engine_slot *pick_slot(coli_engine *e, const coli_request *r)
 	return best;
 }
 
-/* Move admissible queued requests into idle slots (engine thread). */
+/* Move admissible queued requests into idle slots (engine thread), in
+ * queue order while their KV fits the budget (engine_kv.c): the first
+ * that does not fit waits for running requests to finish, and nothing
+ * behind it overtakes it. A request that could never fit fails. */
 static void admit(coli_engine *e)
 {
 	for (;;) {
 		coli_request *r = NULL;
 		engine_slot *sl = NULL;
+		int at = 0;
 		pthread_mutex_lock(&e->lock);
 		for (int i = 0; i < e->q_len && !r; i++) {
-			int at = (e->q_head + i) % e->q_cap;
-			engine_slot *cand = pick_slot(e, e->queue[at]);
+			at = i;
+			engine_slot *cand = pick_slot(e, e->queue[(e->q_head + i) % e->q_cap]);
 			if (!cand)
 				continue;
-			r = e->queue[at];
+			r = e->queue[(e->q_head + i) % e->q_cap];
 			sl = cand;
-			/* close the gap, keeping the order of the others */
-			for (int k = i; k > 0; k--)
-				e->queue[(e->q_head + k) % e->q_cap] = e->queue[(e->q_head + k - 1) % e->q_cap];
-			e->q_head = (e->q_head + 1) % e->q_cap;
-			e->q_len--;
-			e->active++;
 		}
+		int active = e->active;
 		pthread_mutex_unlock(&e->lock);
-		if (!r)
+		if (!r) {
+			atomic_store_explicit(&e->st_waiting_kv, 0, memory_order_relaxed);
 			return;
-		engine_slot_start(e, sl, r);
+		}
+		/* frees idle slots' KV (engine thread, outside the lock) */
+		const int rows = engine_kv_need_rows(e, r);
+		const int fits = engine_kv_fit(e, sl, rows);
+		atomic_store_explicit(&e->st_waiting_kv, !fits, memory_order_relaxed);
+		if (!fits && active > 0)
+			return;
+		/* only the engine thread takes requests out: index `at` holds */
+		pthread_mutex_lock(&e->lock);
+		for (int k = at; k > 0; k--)
+			e->queue[(e->q_head + k) % e->q_cap] = e->queue[(e->q_head + k - 1) % e->q_cap];
+		e->q_head = (e->q_head + 1) % e->q_cap;
+		e->q_len--;
+		e->active++;
+		pthread_mutex_unlock(&e->lock);
+		if (fits) {
+			engine_slot_start(e, sl, r);
+			continue;
+		}
+		char msg[256];
+		snprintf(msg, sizeof msg, "the request needs %lld MiB of KV (%d rows); the KV budget is %lld MiB",
+			 (long long)rows * e->kv_row_bytes >> 20, rows, e->kv_budget >> 20);
+		sl->req = r;
+		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, -E2BIG, msg);
 	}
 }
 
@@ -119,7 +142,6 @@ static int any_phase(const coli_engine *e, int phase)
 static void *engine_main(void *arg)
 {
 	coli_engine *e = arg;
-	int rr = 0;   /* round-robin start for prefill */
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		while (!e->stop && e->q_len == 0 && e->active == 0) {
@@ -164,11 +186,15 @@ static void *engine_main(void *arg)
 		} else {
 			admit(e);
 		}
+		if (!e->draft) {
+			engine_step(e);
+			continue;
+		}
 		for (int k = 0; k < e->n_slots; k++) {
-			engine_slot *sl = &e->slots[(rr + k) % e->n_slots];
+			engine_slot *sl = &e->slots[(e->rr + k) % e->n_slots];
 			if (sl->phase == SLOT_PREFILL) {
 				engine_slot_prefill(e, sl);
-				rr = (sl->index + 1) % e->n_slots;
+				e->rr = (sl->index + 1) % e->n_slots;
 				break;
 			}
 		}
@@ -202,7 +228,7 @@ static int engine_prefix_index_open(coli_engine *e, coli_err *err)
 
 /* Context, KV rows in RAM and slots come from coli_kv_plan
  * (expert_store_budget.h), which the automatic expert budget also uses. */
-_Static_assert(ENGINE_DEFAULT_CTX == 4096 && ENGINE_MAX_SLOTS == 16, "coli_kv_plan's defaults");
+_Static_assert(ENGINE_DEFAULT_CTX == 4096 && ENGINE_MAX_SLOTS == COLI_KV_PLAN_MAX_SLOTS, "coli_kv_plan's defaults");
 int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 {
 	int rc, made_cache = 0, made_heat = 0;
@@ -228,9 +254,16 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	mo.store.kv_ctx = e->opts.ctx;
 	mo.store.kv_ram = e->opts.kv_ram;
 	mo.store.kv_parallel = e->opts.parallel;
-	/* the step state below: its batch is the prefill chunk (or a row per
-	 * slot, which the store's measurement takes as the floor) */
-	mo.store.state_batch = e->opts.prefill_batch > 0 ? e->opts.prefill_batch : ENGINE_PREFILL_BATCH;
+	/* the KV never takes more than its share of the memory the process
+	 * may use now (engine_kv_budget), and the automatic expert budget
+	 * subtracts no more than that */
+	const int64_t room = store_budget_room_now();
+	mo.store.kv_cap = engine_kv_cap(e->opts.parallel, room);
+	/* the step state below: a row per slot and a prefill chunk (the
+	 * store's measurement takes a row per slot as the floor) */
+	const int prefill = e->opts.prefill_batch > 0 ? e->opts.prefill_batch : ENGINE_PREFILL_BATCH;
+	mo.store.state_batch = prefill + (e->opts.parallel > 0 ? e->opts.parallel : e->opts.parallel < 0
+					  ? COLI_MAX_PARALLEL : 4);
 	if (e->opts.cache_dir) {
 		snprintf(e->cache_dir, sizeof e->cache_dir, "%s", e->opts.cache_dir);
 	} else if ((rc = kv_cache_dir(e->model_dir, e->cache_dir, sizeof e->cache_dir, err))) {
@@ -266,7 +299,10 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 		rc = coli_err_set(err, -EINVAL, "--kv-ram must be at least 32 tokens");
 		goto fail;
 	}
-	int batch = e->n_slots > e->prefill_batch ? e->n_slots : e->prefill_batch;
+	e->kv_row_bytes = (long long)coli_seq_row_bytes(e->model);
+	engine_kv_budget(e, room);
+	e->step_rows = e->n_slots + e->prefill_batch;
+	int batch = e->step_rows;
 	if (e->model->n_mtp && batch < engine_draft_max_rows(e->n_slots))
 		batch = engine_draft_max_rows(e->n_slots);
 	if ((rc = coli_state_new(e->model, e->ctx, batch, &e->state, err)))
@@ -277,16 +313,18 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 		e->slots[i].index = i;
 	/* the first slot is allocated now so an out-of-memory context is
 	 * reported at start, not at the first request */
-	if ((rc = engine_slot_alloc(e, &e->slots[0], err)))
+	if ((rc = engine_kv_reserve(e, &e->slots[0], e->kv_ram < ENGINE_KV_ROUND ? e->kv_ram : ENGINE_KV_ROUND, err)))
 		goto fail;
 	e->batch_logits = malloc(sizeof(float) * (size_t)c->vocab_size * (size_t)e->n_slots);
+	e->step_tokens = malloc(sizeof(int) * (size_t)e->step_rows);
 	e->q_cap = e->opts.max_queue > 0 ? e->opts.max_queue : ENGINE_DEFAULT_QUEUE;
 	e->queue = calloc((size_t)e->q_cap, sizeof *e->queue);
-	if (!e->batch_logits || !e->queue) {
+	if (!e->batch_logits || !e->queue || !e->step_tokens) {
 		rc = coli_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	coli_info("engine: %d slot(s) of %d tokens (%d KV rows in RAM each)", e->n_slots, e->ctx, e->kv_ram);
+	coli_info("engine: %d slot(s) of %d tokens (%d KV rows in RAM each), KV budget %lld MiB, %d rows a step",
+		  e->n_slots, e->ctx, e->kv_ram, e->kv_budget >> 20, e->step_rows);
 	if (e->opts.share_session_prefixes && (rc = engine_prefix_index_open(e, err)))
 		goto fail;
 	pthread_mutex_init(&e->lock, NULL);
@@ -304,6 +342,7 @@ fail:
 		engine_slot_free(&e->slots[i]);
 	kv_prefix_index_free(e->prefix_ix);
 	free(e->batch_logits);
+	free(e->step_tokens);
 	free(e->queue);
 	engine_draft_free(e->draft);
 	coli_state_free(e->state);
@@ -335,6 +374,7 @@ void coli_engine_free(coli_engine *e)
 	pthread_cond_destroy(&e->cond);
 	kv_prefix_index_free(e->prefix_ix);
 	free(e->batch_logits);
+	free(e->step_tokens);
 	grammar_vocab_free(e->gvocab);
 	free(e->queue);
 	engine_draft_free(e->draft);
@@ -354,6 +394,23 @@ const char *coli_engine_cache_dir(const coli_engine *e) { return e->cache_dir; }
 const expert_stats *coli_engine_expert_stats(const coli_engine *e)
 {
 	return e->model->store ? expert_store_stats(e->model->store) : NULL;
+}
+
+void coli_engine_step_stats(const coli_engine *e, coli_step_stats *out)
+{
+	coli_engine *m = (coli_engine *)e;
+	memset(out, 0, sizeof *out);
+	out->steps = atomic_load_explicit(&m->st_steps, memory_order_relaxed);
+	out->rows = atomic_load_explicit(&m->st_rows, memory_order_relaxed);
+	out->prompt_rows = atomic_load_explicit(&m->st_prompt_rows, memory_order_relaxed);
+	out->last_rows = atomic_load_explicit(&m->st_last_rows, memory_order_relaxed);
+	out->waiting_kv = atomic_load_explicit(&m->st_waiting_kv, memory_order_relaxed);
+	out->kv_used = atomic_load_explicit(&m->kv_used, memory_order_relaxed);
+	out->kv_budget = m->kv_budget;
+	pthread_mutex_lock(&m->lock);
+	out->active = m->active;
+	out->queued = m->q_len;
+	pthread_mutex_unlock(&m->lock);
 }
 
 int coli_engine_queue_len(const coli_engine *e)

@@ -31,12 +31,21 @@ int coli_draft_parse(const char *s, const char *what, int *out, coli_err *err);
 /* "auto", "off" or the number, into buf. */
 const char *coli_draft_name(int draft, char *buf, size_t size);
 
+/* --parallel: at most COLI_MAX_PARALLEL sequences in flight; AUTO sizes
+ * the KV from the memory the process may use (engine_kv.c). */
+#define COLI_MAX_PARALLEL 256
+#define COLI_PARALLEL_AUTO (-1)
+
 typedef struct coli_engine_opts {
 	const char *model_dir;     /* NULL = $COLI_MODEL, then the default model */
 	const char *cache_dir;     /* NULL = default beside the model */
 	int threads;               /* compute threads; <= 0 = online cores */
 	int max_queue;             /* queued requests before -EBUSY; 0 = default 16 */
-	int parallel;              /* requests decoded together (slots); 0 = auto */
+	int parallel;              /* requests decoded together (slots), up to
+	                            * COLI_MAX_PARALLEL; 0 = up to 4 (as fit in
+	                            * 1 GiB of KV); COLI_PARALLEL_AUTO = as many
+	                            * as a quarter of the process's memory
+	                            * holds (engine_kv.c) */
 	int prefill_batch;         /* prompt positions per step; 0 = default 128 */
 	int ctx;                   /* max context tokens; 0 = model/default */
 	int act_quant;             /* enum coli_act_quant (model.h): f32 (exact,
@@ -169,6 +178,19 @@ void coli_request_free(coli_request *r);
 
 /* Requests queued or being served (for status lines and /metrics). */
 int coli_engine_queue_len(const coli_engine *e);
+
+/* Step figures since start (any thread; each field exact alone). */
+typedef struct coli_step_stats {
+	long long steps;           /* forwards of the engine step */
+	long long rows;            /* rows they evaluated (decode + prompt) */
+	long long prompt_rows;     /* of which prompt tokens */
+	int last_rows;             /* rows of the latest step */
+	int active;                /* slots serving a request */
+	int queued;                /* requests waiting for a slot */
+	int waiting_kv;            /* 1: the queue's head waits for KV room */
+	long long kv_used, kv_budget; /* bytes of KV held / allowed */
+} coli_step_stats;
+void coli_engine_step_stats(const coli_engine *e, coli_step_stats *out);
 
 /* Speculative decoding figures since start (any thread; lock-free,
  * each field exact, a set may straddle one step). */

@@ -12,7 +12,8 @@ const char coli_engine_flags_help[] =
 	"engine options (see coli(1) for details and environment twins):\n"
 	"  --threads N              compute threads (default: online cores)\n"
 	"  --ctx N                  context length in tokens (default 4096)\n"
-	"  --parallel N             requests decoded together (default: up to 4)\n"
+	"  --parallel N|auto        requests decoded together, 1-256 (default: up to 4;\n"
+	"                           auto: as many as a quarter of the memory holds)\n"
 	"  --kv-ram N               KV tokens kept in RAM per request (default: --ctx)\n"
 	"  --prefill-batch N        prompt tokens evaluated per step (default 128)\n"
 	"  --act-quant f32|q8       matmul activations: exact f32 (default) or int8 (faster)\n"
@@ -29,6 +30,18 @@ const char coli_engine_flags_help[] =
 	"  --mirror DIR             copy of experts/ on another drive (repeatable)\n"
 	"  --mirror-weights W,...   read shares, primary first\n"
 	"  --cache-policy lfu-next|lfu-decay|lru  expert cache eviction policy\n";
+
+static int parse_int(const char *s, const char *what, int lo, int hi, int *out, coli_err *err);
+
+/* --parallel / COLI_PARALLEL: 0..COLI_MAX_PARALLEL or "auto". */
+static int parse_parallel(const char *s, const char *what, int *out, coli_err *err)
+{
+	if (!strcmp(s, "auto")) {
+		*out = COLI_PARALLEL_AUTO;
+		return 0;
+	}
+	return parse_int(s, what, 0, COLI_MAX_PARALLEL, out, err);
+}
 
 static int parse_int(const char *s, const char *what, int lo, int hi, int *out, coli_err *err)
 {
@@ -57,7 +70,7 @@ int coli_engine_flags_init(coli_engine_flags *f, coli_err *err)
 	    (rc = parse_int(v, "COLI_PREFILL_BATCH", 1, 4096, &f->opts.prefill_batch, err)))
 		return rc;
 	if ((v = getenv("COLI_PARALLEL")) && *v &&
-	    (rc = parse_int(v, "COLI_PARALLEL", 0, 16, &f->opts.parallel, err)))
+	    (rc = parse_parallel(v, "COLI_PARALLEL", &f->opts.parallel, err)))
 		return rc;
 	if ((v = getenv("COLI_SHARE_SESSION_PREFIXES")) && *v)
 		f->opts.share_session_prefixes = strcmp(v, "0") != 0;
@@ -136,10 +149,13 @@ int coli_engine_flags_parse(coli_engine_flags *f, int argc, char **argv, int *i,
 	if (target || !strcmp(flag, "--cache-dir")) {
 		if (!val)
 			return coli_err_set(err, -EINVAL, "%s needs a value", flag);
-		if (target) {
+		if (target == &f->opts.parallel) {
+			int rc = parse_parallel(val, flag, target, err);
+			if (rc)
+				return rc;
+		} else if (target) {
 			int is_ctx = !strcmp(flag, "--ctx");
 			int hi = is_ctx || !strcmp(flag, "--kv-ram") ? 1 << 24
-				 : !strcmp(flag, "--parallel")      ? 16
 				 : !strcmp(flag, "--prefill-batch") ? 4096
 								    : 1024;
 			int rc = parse_int(val, flag, is_ctx, hi, target, err);

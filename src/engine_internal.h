@@ -23,7 +23,13 @@
  * expert its tokens route to once, so larger chunks read fewer bytes per
  * prompt token; smaller ones interleave better with other slots' decode. */
 #define ENGINE_PREFILL_BATCH 128
-#define ENGINE_MAX_SLOTS 16
+/* Sequences in flight at once (--parallel). A step's rows are one per
+ * decoding slot plus prompt chunks, so the step state is sized for
+ * n_slots + prefill_batch rows. */
+#define ENGINE_MAX_SLOTS COLI_MAX_PARALLEL
+/* A slot's KV grows at admission in steps of this many rows, up to
+ * kv_ram: a short request holds the KV it can use, not a whole context. */
+#define ENGINE_KV_ROUND 64
 
 enum slot_phase { SLOT_IDLE = 0, SLOT_PREFILL, SLOT_DECODE };
 
@@ -81,10 +87,22 @@ struct coli_engine {
 	coli_state *state;     /* scratch shared by every slot */
 	int ctx;
 	int kv_ram;            /* KV rows in RAM per slot (<= ctx) */
-	int prefill_batch;     /* prompt positions per step */
+	int prefill_batch;     /* prompt positions per slot and step */
+	int step_rows;         /* rows per step: n_slots + prefill_batch */
 	engine_slot slots[ENGINE_MAX_SLOTS];
 	int n_slots;
+	int rr;                /* prefill round-robin start (slot index) */
 	float *batch_logits;   /* (n_slots, vocab) */
+	int *step_tokens;      /* (step_rows) the step's input tokens */
+	/* KV admission (engine_kv.c): the KV every slot holds is within
+	 * kv_budget bytes; a request waits in the queue until its KV fits */
+	long long kv_budget;
+	long long kv_row_bytes; /* KV bytes of one row (coli_seq_row_bytes) */
+	_Atomic long long kv_used; /* sum of the slots' coli_seq_bytes (engine thread writes) */
+	/* step figures for status lines and /metrics (written by the engine
+	 * thread, read anywhere: relaxed atomics, each exact alone) */
+	_Atomic long long st_steps, st_rows, st_prompt_rows;
+	_Atomic int st_last_rows, st_waiting_kv;
 	grammar_vocab *gvocab; /* token bytes for grammar masks (first use) */
 	pthread_t thread;
 	pthread_mutex_t lock;  /* guards the queue, stop and active */
@@ -101,14 +119,53 @@ struct coli_engine {
 	struct engine_draft *draft; /* NULL: the model has no MTP module loaded */
 };
 
+/* engine_kv.c */
+/* The KV's share of `room` (the process's memory at start, -1 unknown)
+ * for --parallel `parallel`: the cap the expert budget subtracts at most
+ * (0 = none). */
+int64_t engine_kv_cap(int parallel, int64_t room);
+/* Set kv_budget (and with --parallel auto, n_slots) once the model is
+ * open: the slots' planned KV within the cap, with a warning when the
+ * asked --parallel x --ctx does not fit. */
+void engine_kv_budget(coli_engine *e, int64_t room);
+/* KV rows the request needs in its slot: prompt (with the session's
+ * history when it names one) + the tokens it may generate, rounded up,
+ * within kv_ram. */
+int engine_kv_need_rows(const coli_engine *e, const coli_request *r);
+/* Make room for `sl` to hold `rows` KV rows within the budget, freeing
+ * the KV of idle slots (least recently used first, never `sl`): 1 when
+ * it fits, 0 when the active slots hold too much for now. */
+int engine_kv_fit(coli_engine *e, engine_slot *sl, int rows);
+/* Grow (never shrink) the slot's KV to `rows`, keeping its rows. */
+int engine_kv_reserve(coli_engine *e, engine_slot *sl, int rows, coli_err *err);
+/* Free an idle slot's KV (and unbind its session). */
+void engine_kv_drop(coli_engine *e, engine_slot *sl);
+
+/* engine_step.c: one step over every active slot (no MTP drafting):
+ * a row per decoding slot and prompt chunks of the prefilling ones,
+ * within step_rows, in one forward. */
+void engine_step(coli_engine *e);
+
 /* engine_slot.c */
-int engine_slot_alloc(coli_engine *e, engine_slot *sl, coli_err *err);
+/* The slot's buffers and a KV of `rows` rows (nothing when it has one). */
+int engine_slot_alloc(coli_engine *e, engine_slot *sl, int rows, coli_err *err);
 void engine_slot_free(engine_slot *sl);
 /* Take a request: sessions, prefix reuse, sampler setup. 0 or an error
  * already reported to the request. */
 int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r);
 /* Evaluate one chunk of the prompt; when done, sample the first token. */
 void engine_slot_prefill(coli_engine *e, engine_slot *sl);
+/* Make room in RAM for n more KV rows (spilling to the session file). */
+int engine_slot_make_room(coli_engine *e, engine_slot *sl, int n, coli_err *err);
+/* A prompt chunk of n tokens was evaluated: append it, and when the
+ * prompt is done sample the first token from sl->logits. */
+void engine_slot_prefilled(coli_engine *e, engine_slot *sl, int n);
+/* The slot's pending token was evaluated: append it and sample the next
+ * from sl->logits. */
+void engine_slot_decoded(coli_engine *e, engine_slot *sl);
+/* Finish every slot of a failed step with its error (their sequences
+ * may be half written: forgotten). */
+void engine_slots_fail(coli_engine *e, engine_slot **who, int n, const coli_err *err);
 /* One decode step for every slot in SLOT_DECODE, batched. */
 void engine_slots_decode(coli_engine *e);
 /* coli_seq_spill_fn reading a slot's rows back from its session file. */

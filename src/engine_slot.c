@@ -19,12 +19,12 @@
 #include "engine_draft.h"
 #include "engine_internal.h"
 
-int engine_slot_alloc(coli_engine *e, engine_slot *sl, coli_err *err)
+int engine_slot_alloc(coli_engine *e, engine_slot *sl, int rows, coli_err *err)
 {
 	if (sl->seq)
 		return 0;
 	const int V = e->model->cfg.vocab_size;
-	int rc = coli_seq_new(e->model, e->kv_ram, &sl->seq, err);
+	int rc = coli_seq_new(e->model, rows, &sl->seq, err);
 	if (rc)
 		return rc;
 	sl->hist = malloc(sizeof(int) * (size_t)e->ctx);
@@ -78,7 +78,7 @@ int engine_slot_spill_read(void *ctx, int layer, int first, int n, float *out)
 
 /* Make room in RAM for n more KV rows: spill the oldest rows to the
  * slot's session file (they are read back on demand). */
-static int engine_slot_make_room(coli_engine *e, engine_slot *sl, int n, coli_err *err)
+int engine_slot_make_room(coli_engine *e, engine_slot *sl, int n, coli_err *err)
 {
 	coli_seq *q = sl->seq;
 	const int in_ram = coli_seq_pos(q) - coli_seq_base(q), cap = coli_seq_capacity(q);
@@ -268,7 +268,8 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 	sl->t_first = engine_now();
 	sl->cached = 0;
 	sl->n_prompt = r->n_prompt;
-	if (engine_slot_alloc(e, sl, &err)) {
+	/* admission (engine.c) made room for this within the KV budget */
+	if (engine_kv_reserve(e, sl, engine_kv_need_rows(e, r), &err)) {
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 		return -1;
 	}
@@ -350,6 +351,32 @@ void engine_slot_prefill(coli_engine *e, engine_slot *sl)
 		engine_draft_first_token(e, sl);
 }
 
+void engine_slot_prefilled(coli_engine *e, engine_slot *sl, int n)
+{
+	memcpy(sl->hist + sl->n_hist, sl->prompt + sl->at, sizeof(int) * (size_t)n);
+	sl->n_hist += n;
+	sl->at += n;
+	if (sl->at < sl->n_prompt)
+		return;
+	sl->phase = SLOT_DECODE;
+	engine_slot_take(e, sl);
+}
+
+void engine_slot_decoded(coli_engine *e, engine_slot *sl)
+{
+	sl->hist[sl->n_hist++] = sl->pending;
+	engine_slot_take(e, sl);
+}
+
+void engine_slots_fail(coli_engine *e, engine_slot **who, int n, const coli_err *err)
+{
+	for (int k = 0; k < n; k++) {
+		coli_seq_rewind(who[k]->seq, 0);
+		who[k]->n_hist = 0;
+		engine_slot_finish(e, who[k], COLI_EV_ERROR, COLI_FINISH_ERROR, err->code, err->msg);
+	}
+}
+
 /* One batched step over who[0..n). */
 static void decode_batch(coli_engine *e, engine_slot **who, int n)
 {
@@ -362,18 +389,12 @@ static void decode_batch(coli_engine *e, engine_slot **who, int n)
 	}
 	coli_err err = { 0 };
 	if (coli_forward_seqs(e->model, e->state, seqs, toks, n, e->batch_logits, &err)) {
-		for (int k = 0; k < n; k++) {
-			coli_seq_rewind(who[k]->seq, 0);
-			who[k]->n_hist = 0;
-			engine_slot_finish(e, who[k], COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
-		}
+		engine_slots_fail(e, who, n, &err);
 		return;
 	}
 	for (int k = 0; k < n; k++) {
-		engine_slot *sl = who[k];
-		sl->hist[sl->n_hist++] = sl->pending;
-		memcpy(sl->logits, e->batch_logits + (size_t)k * V, sizeof(float) * (size_t)V);
-		engine_slot_take(e, sl);
+		memcpy(who[k]->logits, e->batch_logits + (size_t)k * V, sizeof(float) * (size_t)V);
+		engine_slot_decoded(e, who[k]);
 	}
 }
 

@@ -28,6 +28,7 @@
 #include "model_weight_mem.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -118,6 +119,7 @@ static void slot_clear(expert_store *s, int si)
 	sl->layer = sl->expert = -1;
 	sl->state = SLOT_FREE;
 	sl->pins = sl->hot = sl->prefetched = sl->predicted = sl->demand = sl->pending = sl->error = 0;
+	sl->transient = 0;
 	sl->key = 0;
 	sl->last_use = 0;
 }
@@ -158,19 +160,27 @@ static int slot_awaited(const expert_store *s, const store_slot *sl)
 	return v == sl->pf_visit || (v == sl->pf_visit + 1 && s->cur_layer == sl->layer);
 }
 
-/* Pick a slot for a new record: a free one, else the evictable slot with
- * the smallest policy key, awaited prefetches last (and never for another
- * prefetch). -1 when everything is held or in flight. */
-static int slot_victim(expert_store *s, int for_prefetch)
+/* Pick a slot for a new record: a free one, else a transient one (a
+ * streamed record of a wide step), else the evictable slot with the
+ * smallest policy key, awaited prefetches last (and never for another
+ * prefetch). -1 when everything is held or in flight. *coldest: the
+ * smallest key of the non-transient evictable slots (+inf: none, or a
+ * free slot was found). */
+static int slot_victim(expert_store *s, int for_prefetch, double *coldest)
 {
-	int best = -1, best_aw = -1;
+	int best = -1, best_aw = -1, best_tr = -1;
 	double key_best = 0, key_aw = 0;
+	*coldest = HUGE_VAL;
 	for (int i = 0; i < s->n_slots; i++) {
 		store_slot *sl = &s->slots[i];
 		if (sl->state == SLOT_FREE)
 			return i;
 		if (sl->state != SLOT_READY || sl->pins || sl->hot)
 			continue;
+		if (sl->transient) {
+			best_tr = best_tr < 0 ? i : best_tr;
+			continue;
+		}
 		double key = store_policy_victim_key(&s->policy, sl, s->cur_layer);
 		if (slot_awaited(s, sl)) {
 			if (best_aw < 0 || key < key_aw) {
@@ -182,7 +192,33 @@ static int slot_victim(expert_store *s, int for_prefetch)
 			key_best = key;
 		}
 	}
+	if (best >= 0)
+		*coldest = key_best;
+	if (best_tr >= 0)
+		return best_tr;
 	return best >= 0 || for_prefetch ? best : best_aw;
+}
+
+/* Whether a demand read of (layer, e) should stream through instead of
+ * joining the cache: only in a step that needs more of the layer's
+ * records than one acquire holds (many sequences at once). There every
+ * record of the union is used, so recency says nothing; what counts is
+ * the uses before this step: a record joins the cache only when its
+ * decayed use count is STREAM_PROMOTE times the coldest cached record's
+ * (hysteresis: under even routing nothing displaces anything and the
+ * cache keeps its share of every step). Otherwise the step reads it,
+ * uses it and gives its slot to the next such record, and the hot set
+ * stays (scan resistance). One sequence's steps never stream. */
+#define STREAM_PROMOTE 2.0
+static int slot_streams(const expert_store *s, int layer, int e, double coldest)
+{
+	if (s->rows_layer != layer || s->rows_union <= s->max_batch || coldest == HUGE_VAL)
+		return 0;
+	/* as a victim key: a record of the layer being visited comes again
+	 * last (store_policy_victim_key's largest discount) */
+	const double key = store_policy_prospect(&s->policy, idx(s, layer, e), s->tick, 0) -
+			   s->policy.visit_discount;
+	return key < coldest + log(STREAM_PROMOTE);
 }
 
 static int slot_any_loading_unheld(const expert_store *s)
@@ -198,7 +234,8 @@ static int slot_any_loading_unheld(const expert_store *s)
 static int slot_load(expert_store *s, int layer, int e, int demand)
 {
 	int si;
-	while ((si = slot_victim(s, !demand)) < 0) {
+	double coldest;
+	while ((si = slot_victim(s, !demand, &coldest)) < 0) {
 		/* Only in-flight reads nobody holds could free room. */
 		if (!demand || !slot_any_loading_unheld(s))
 			return -ENOBUFS;
@@ -216,6 +253,7 @@ static int slot_load(expert_store *s, int layer, int e, int demand)
 	sl->expert = e;
 	sl->state = SLOT_LOADING;
 	sl->hot = s->hot_set[idx(s, layer, e)];
+	sl->transient = demand && !sl->hot && slot_streams(s, layer, e, coldest);
 	s->map[idx(s, layer, e)] = si;
 	count_slot(s, sl, +1);
 	expert_stats_set_tier(s->stats, layer, e, EXPERT_TIER_INFLIGHT);
@@ -356,7 +394,7 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 			unpin_call(s, got, i);
 			return coli_err_set(err, -EINVAL, "expert store: expert %d out of range (layer %d)", e, layer);
 		}
-		int si = s->map[idx(s, layer, e)];
+		int si = s->map[idx(s, layer, e)], ram = 0;
 		if (si >= 0 && s->slots[si].demand) {
 			/* read queued by expert_store_request: a miss */
 			s->slots[si].demand = 0;
@@ -368,6 +406,8 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 				 : sl->hot ? EXPERT_HIT_PINNED : EXPERT_HIT_CACHED;
 			expert_stats_note_lookup(s->stats, layer, e, kind);
 			expert_stats_note_use(s->stats, sl->prefetched);
+			ram = kind != EXPERT_HIT_PREFETCHED;
+			sl->transient = 0; /* used again while resident: it stays */
 			if (sl->prefetched) {
 				expert_stats_note_prefetch(s->stats, 0, 1);
 				s->pf_used++;
@@ -388,9 +428,11 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 			}
 		}
 		store_slot *sl = &s->slots[si];
+		const int w = s->rows_layer == layer && s->rows_of[e] > 0 ? s->rows_of[e] : 1;
+		expert_stats_note_rows(s->stats, ram ? w : 0, w);
 		sl->pins++;
 		sl->predicted = 0;
-		store_policy_touch(&s->policy, sl, idx(s, layer, e), s->tick);
+		store_policy_touch(&s->policy, sl, idx(s, layer, e), s->tick, w);
 		got[i] = si;
 	}
 	rc = store_io_submit(s);
@@ -527,7 +569,7 @@ static void load_hot_async(expert_store *s)
 			int si = slot_load(s, l, e, 0);
 			if (si < 0)
 				goto out;
-			store_policy_touch(&s->policy, &s->slots[si], idx(s, l, e), s->tick);
+			store_policy_touch(&s->policy, &s->slots[si], idx(s, l, e), s->tick, 1.0);
 			issued++;
 		}
 	}
@@ -635,6 +677,19 @@ static int load_hot_set(expert_store *s, coli_err *err)
 	return 0;
 }
 
+void expert_store_note_rows(expert_store *s, int layer, const int *experts, const int *rows, int n)
+{
+	if (!s || layer < 0 || layer >= s->n_layers)
+		return;
+	if (s->rows_layer >= 0 && s->rows_layer < s->n_layers)
+		memset(s->rows_of, 0, sizeof(int) * (size_t)s->n_experts);
+	for (int i = 0; i < n; i++)
+		if (experts[i] >= 0 && experts[i] < s->n_experts)
+			s->rows_of[experts[i]] = rows[experts[i]];
+	s->rows_layer = layer;
+	s->rows_union = n;
+}
+
 void expert_store_note_index(expert_store *s, int layer, int kept, int context)
 {
 	if (s)
@@ -678,7 +733,8 @@ static int alloc_tables(expert_store *s, coli_err *err)
 	s->layer_visit = calloc((size_t)s->n_layers, sizeof *s->layer_visit);
 	s->hot_set = calloc(n, 1);
 	s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
-	if (!s->map || !s->hot_set || !s->slots || !s->layer_visit)
+	s->rows_of = calloc((size_t)s->n_experts, sizeof *s->rows_of);
+	if (!s->map || !s->hot_set || !s->slots || !s->layer_visit || !s->rows_of)
 		return coli_err_set(err, -ENOMEM, "expert store: out of memory");
 	for (size_t i = 0; i < n; i++)
 		s->map[i] = -1;
@@ -726,6 +782,7 @@ int expert_store_open(const coli_container *c, const expert_store_opts *o,
 	s->first_moe = -1;
 	s->cur_layer = -1;
 	s->visit_layer = -1;
+	s->rows_layer = -1;
 	s->gate_p = 1.0; /* optimistic until measured */
 	int n_moe = 0;
 	for (int l = 0; l < s->n_layers; l++)
@@ -824,6 +881,7 @@ void expert_store_free(expert_store *s)
 	free(s->slots);
 	free(s->map);
 	free(s->hot_set);
+	free(s->rows_of);
 	free(s->warm_ids);
 	free(s->layer_visit);
 	store_policy_free(&s->policy);

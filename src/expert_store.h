@@ -52,6 +52,8 @@ typedef struct expert_store_opts {
 	int64_t kv_bytes;        /* KV subtracted by the automatic cache
 	                          * budget; -1 = coli_kv_plan of the three
 	                          * below (what the engine will allocate) */
+	int64_t kv_cap;          /* at most this KV is subtracted (the engine's
+	                          * KV budget cap, engine_kv.c); 0 = no cap */
 	int kv_ctx, kv_ram, kv_parallel; /* the engine's --ctx, --kv-ram,
 	                          * --parallel (0 = their defaults) */
 	int state_batch;         /* rows per forward call of the caller's step
@@ -124,6 +126,12 @@ void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n
 /* The DSA indexer's kept/context key counts of a layer's latest row, for
  * the statistics (engine thread). */
 void expert_store_note_index(expert_store *s, int layer, int kept, int context);
+/* The experts[0..n) a layer's step needs and rows[e], the rows of the
+ * step routed to expert e (indexed by expert id), before its requests:
+ * each use then counts its rows in the cache policy, and a step needing
+ * more than max_batch records streams the records colder than the
+ * cached ones through instead of replacing the cache with them. */
+void expert_store_note_rows(expert_store *s, int layer, const int *experts, const int *rows, int n);
 void expert_store_note_routing(expert_store *s, int layer, const int *experts,
 			       const float *weights, int n);
 

@@ -19,7 +19,9 @@ int64_t coli_kv_plan(const coli_config *c, int ctx_opt, int kv_ram_opt, int para
 	int64_t per = kv_ram * coli_config_kv_token_numbers(c) * (int64_t)sizeof(float);
 	int slots;
 	if (parallel > 0) {
-		slots = parallel < 16 ? parallel : 16;
+		slots = parallel < COLI_KV_PLAN_MAX_SLOTS ? parallel : COLI_KV_PLAN_MAX_SLOTS;
+	} else if (parallel < 0) {
+		slots = COLI_KV_PLAN_MAX_SLOTS; /* auto: the engine bounds the KV itself */
 	} else {
 		int64_t n = (1LL << 30) / (per > 1 ? per : 1);
 		slots = n < 1 ? 1 : n > 4 ? 4 : (int)n;

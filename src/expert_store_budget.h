@@ -43,10 +43,14 @@
 
 struct coli_config;
 
+/* The engine's COLI_MAX_PARALLEL (engine.h), which this layer does not
+ * include. */
+#define COLI_KV_PLAN_MAX_SLOTS 256
+
 /* KV the engine allocates: its context (ctx_opt, 0 = 4096, capped by the
  * model's max_position_embeddings), rows kept in RAM per slot (kv_ram_opt,
  * 0 = the context) and slots (parallel, 0 = as many as fit in 1 GiB of
- * KV, 1..4; at most 16). Fills what is non-NULL; returns the bytes of all
+ * KV, 1..4; negative = the most; at most COLI_KV_PLAN_MAX_SLOTS). Fills what is non-NULL; returns the bytes of all
  * slots' KV rows. The engine sizes itself with this same function. */
 int64_t coli_kv_plan(const struct coli_config *c, int ctx_opt, int kv_ram_opt, int parallel, int *ctx,
 		     int *kv_ram, int *slots);
@@ -94,6 +98,10 @@ struct coli_container;
 struct expert_store_opts;
 int store_budget_measure(const struct coli_container *c, const struct expert_store_opts *o,
 			 store_budget_terms *t);
+
+/* The room (above) of the process now, before anything is placed; -1
+ * when neither MemAvailable nor a cgroup limit can be read. */
+int64_t store_budget_room_now(void);
 
 /* One line naming every term: "budget 512 MiB = cgroup limit 1.33 GiB -
  * (usage ... - reclaimable cache ...) - KV ... - margin ... (store ...

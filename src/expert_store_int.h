@@ -36,6 +36,9 @@ typedef struct store_slot {
 	uint32_t pf_visit;    /* layer_visit[layer] when prefetched */
 	int pending;          /* stripe reads still in flight */
 	int error;            /* negative errno of a failed read, else 0 */
+	int transient;        /* streamed through by a step wider than the
+	                       * cache (expert_store_note_rows): the first
+	                       * victim, unless used again while resident */
 	uint64_t last_use;    /* policy: tick of the latest acquire */
 	double key;           /* policy: eviction key, smallest goes first */
 } store_slot;
@@ -60,8 +63,12 @@ typedef struct store_policy {
 int store_policy_init(store_policy *p, int kind, int n_moe_layers, size_t n_ids,
 		      double half_life_tokens);
 void store_policy_free(store_policy *p);
-/* Account one use of record `id` (layer * n_experts + e), held in `sl`. */
-void store_policy_touch(store_policy *p, store_slot *sl, size_t id, uint64_t now);
+/* Account `weight` uses of record `id` (layer * n_experts + e), held in
+ * `sl`: the rows of the step that used it (1 for one sequence). */
+void store_policy_touch(store_policy *p, store_slot *sl, size_t id, uint64_t now, double weight);
+/* The key record `id` would have after `weight` uses now, unchanged
+ * (weight 0: its standing from earlier uses; -inf when never used). */
+double store_policy_prospect(const store_policy *p, size_t id, uint64_t now, double weight);
 
 /* Key of record `id` loaded without being used (a prefetch): its standing
  * from earlier uses, no use counted, so a wrong guess does not push out a
@@ -121,6 +128,12 @@ struct expert_store {
 	uint32_t *layer_visit;      /* [n_layers] visits: acquires moving to a layer */
 	int cur_layer;              /* layer of the latest acquire, -1 */
 	int visit_layer;            /* layer of an open request visit, -1 */
+	/* the step's rows per expert of the layer being visited
+	 * (expert_store_note_rows): uses are weighted by them, and a step
+	 * needing more records than max_batch streams its cold ones */
+	int *rows_of;               /* [n_experts] */
+	int rows_layer;             /* layer rows_of belongs to, -1 */
+	int rows_union;             /* experts that layer's step needs */
 	/* prefetch gate (expert_store.c) */
 	uint64_t pf_issued, pf_used;  /* totals, as noted in the stats */
 	double wait_total;          /* seconds acquire blocked on reads */

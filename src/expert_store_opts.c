@@ -70,7 +70,9 @@ static int store_batch(const coli_container *c, const expert_store_opts *o)
 	return batch < 1 ? 1 : batch;
 }
 
-int store_budget_measure(const coli_container *c, const expert_store_opts *o, store_budget_terms *t)
+/* The memory terms of the process now: MemAvailable, and the tightest
+ * cgroup level's limit, usage and reclaimable cache. */
+static void measure_memory(store_budget_terms *t)
 {
 	char buf[4096];
 	size_cgroup_mem m;
@@ -95,9 +97,25 @@ int store_budget_measure(const coli_container *c, const expert_store_opts *o, st
 		t->usage = m.usage;
 		t->reclaimable = m.reclaimable;
 	}
+}
+
+int64_t store_budget_room_now(void)
+{
+	store_budget_terms t;
+	measure_memory(&t);
+	/* derive with nothing else to place: its room is the answer */
+	t.record = 1;
+	return store_budget_derive(&t) ? -1 : t.room;
+}
+
+int store_budget_measure(const coli_container *c, const expert_store_opts *o, store_budget_terms *t)
+{
+	measure_memory(t);
 	t->dense = (int64_t)c->dense_bytes;
 	t->kv = o->kv_bytes >= 0 ? o->kv_bytes
 				 : coli_kv_plan(&c->config, o->kv_ctx, o->kv_ram, o->kv_parallel, NULL, NULL, NULL);
+	if (o->kv_cap > 0 && t->kv > o->kv_cap)
+		t->kv = o->kv_cap;
 	/* the store's own sizing rule (pinned + cache, topped up by the
 	 * scratch pool below 2 x max_batch records) is inverted by derive */
 	t->reserve_measured = o->state_bytes > 0;

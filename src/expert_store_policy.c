@@ -146,19 +146,29 @@ void store_policy_free(store_policy *p)
 	p->last = NULL;
 }
 
-void store_policy_touch(store_policy *p, store_slot *sl, size_t id, uint64_t now)
+void store_policy_touch(store_policy *p, store_slot *sl, size_t id, uint64_t now, double weight)
 {
 	if (p->kind != EXPERT_POLICY_LRU && p->freq) {
 		double f = p->freq[id];
 		if (f > 0)
 			f *= exp((double)(now - p->last[id]) * p->log_decay);
-		p->freq[id] = f + 1.0;
+		p->freq[id] = f + weight;
 		p->last[id] = now;
 		sl->key = log(p->freq[id]) - (double)now * p->log_decay;
 	} else {
 		sl->key = (double)now;
 	}
 	sl->last_use = now;
+}
+
+double store_policy_prospect(const store_policy *p, size_t id, uint64_t now, double weight)
+{
+	if (p->kind == EXPERT_POLICY_LRU || !p->freq)
+		return (double)now;
+	double f = p->freq[id];
+	if (f > 0)
+		f *= exp((double)(now - p->last[id]) * p->log_decay);
+	return log(f + weight) - (double)now * p->log_decay;
 }
 
 /* The cap keeps a seeded record from outliving the routing it was learned
@@ -484,7 +494,7 @@ int store_replay_hl(const expert_trace *t, int policy, int64_t capacity, double 
 				ent[w].id = (int32_t)id;
 				ent[w].meta.layer = (int)l;
 				where[id] = w;
-				store_policy_touch(&pol, &ent[w].meta, id, tick);
+				store_policy_touch(&pol, &ent[w].meta, id, tick, 1.0);
 				if (next)
 					ent[w].next_use = next[i];
 			}

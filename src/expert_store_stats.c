@@ -53,6 +53,7 @@ struct expert_stats {
 	_Atomic uint64_t tokens;
 	_Atomic uint64_t hits_pinned, hits_cached, hits_prefetched, misses;
 	_Atomic uint64_t prefetch_issued, prefetch_used, used_total, used_prefetched;
+	_Atomic uint64_t rows_ram, rows_total;
 	_Atomic uint64_t loaded;
 	_Atomic uint64_t wait_ns;
 	_Atomic uint64_t busy_ns;
@@ -230,6 +231,12 @@ void expert_stats_note_use(expert_stats *st, int was_prefetched)
 		atomic_fetch_add_explicit(&st->used_prefetched, 1, RLX);
 }
 
+void expert_stats_note_rows(expert_stats *st, int ram_rows, int rows)
+{
+	atomic_fetch_add_explicit(&st->rows_ram, (uint64_t)ram_rows, RLX);
+	atomic_fetch_add_explicit(&st->rows_total, (uint64_t)rows, RLX);
+}
+
 void expert_stats_note_read(expert_stats *st, int d, uint64_t bytes)
 {
 	if (d < 0 || d >= st->n_drives)
@@ -323,6 +330,9 @@ void expert_stats_snapshot(const expert_stats *cst, expert_stats_summary *o)
 	o->prefetch_issued = atomic_load_explicit(&st->prefetch_issued, RLX);
 	o->prefetch_used = atomic_load_explicit(&st->prefetch_used, RLX);
 	o->used_total = atomic_load_explicit(&st->used_total, RLX);
+	o->rows_ram = atomic_load_explicit(&st->rows_ram, RLX);
+	o->rows_total = atomic_load_explicit(&st->rows_total, RLX);
+	o->row_hit_rate = ratio(o->rows_ram, o->rows_total);
 	o->used_prefetched = atomic_load_explicit(&st->used_prefetched, RLX);
 	o->prefetch_valid = o->prefetch_issued > 0;
 	o->prefetch_precision = ratio(o->prefetch_used, o->prefetch_issued);

@@ -46,6 +46,11 @@ typedef struct expert_stats_summary {
 	double hit_rate_10s;           /* last 10 complete seconds */
 	int hit_rate_10s_valid;
 	double experts_loaded_per_token; /* disk reads (demand + prefetch) / token */
+	/* lookups weighted by the rows that used the record: with many
+	 * sequences a step's record serves many rows, so this is the share
+	 * of expert uses served from RAM (pinned or cached) */
+	uint64_t rows_ram, rows_total;
+	double row_hit_rate;           /* valid when rows_total */
 	/* prefetch quality */
 	uint64_t prefetch_issued, prefetch_used;   /* precision = used / issued */
 	uint64_t used_total, used_prefetched;      /* recall = prefetched / used */
@@ -103,6 +108,9 @@ enum expert_hit_kind { EXPERT_HIT_PINNED, EXPERT_HIT_CACHED, EXPERT_HIT_PREFETCH
 void expert_stats_note_lookup(expert_stats *st, int layer, int expert, int kind);
 void expert_stats_note_prefetch(expert_stats *st, uint64_t issued, uint64_t used);
 void expert_stats_note_use(expert_stats *st, int was_prefetched);
+/* An acquired record used by `rows` rows of the step, `ram_rows` of them
+ * (all or none) served from RAM. */
+void expert_stats_note_rows(expert_stats *st, int ram_rows, int rows);
 void expert_stats_note_read(expert_stats *st, int drive, uint64_t bytes);
 void expert_stats_note_drive_error(expert_stats *st, int drive);
 void expert_stats_note_loaded(expert_stats *st, uint64_t records);

@@ -5,6 +5,7 @@ libcoli_a_SOURCES += \
 	src/forward.c src/forward_ops.h \
 	src/forward_matmul.c src/forward_matmul.h \
 	src/forward_parts.c \
+	src/forward_rows.c \
 	src/forward_state.c src/forward_state.h \
 	src/forward_indexer.c src/forward_indexer.h \
 	src/forward_vec_ops.c src/forward_vec_ops.h \

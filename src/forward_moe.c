@@ -192,6 +192,30 @@ static void moe_run_batch(coli_model *m, coli_state *s, const struct moe_batch *
 		memcpy(s->moe_out + (size_t)s->tok_slot[i] * H, s->exp_out + (size_t)i * H, sizeof(float) * H);
 }
 
+/* A step wider than one store group (many sequences): order the union so
+ * that each group mixes records to read with records already in RAM, in
+ * the proportion of the whole layer. The group's reads are queued first,
+ * its resident records computed while they land, so the drive and the
+ * cores work at the same time instead of in turns. The sum over a row's
+ * experts is in routing order whatever the order here. tmp: nu ints. */
+static void moe_interleave(expert_store *st, int layer, int *ue, int nu, int *tmp)
+{
+	int *res = tmp, *out = tmp + nu, nr = 0, nm = 0;
+	for (int i = 0; i < nu; i++) {
+		if (expert_store_ready(st, layer, ue[i]))
+			res[nr++] = ue[i];
+		else
+			ue[nm++] = ue[i];
+	}
+	/* misses are ue[0..nm), resident ones res: merge them so that after
+	 * k entries about k * nm / nu are misses */
+	for (int k = 0, im = 0, ir = 0; k < nu; k++) {
+		const int want_m = (int)(((long long)(k + 1) * nm + nu - 1) / nu);
+		out[k] = (im < want_m || ir == nr) ? ue[im++] : res[ir++];
+	}
+	memcpy(ue, out, sizeof(int) * (size_t)nu);
+}
+
 int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 {
 	const coli_config *c = &m->cfg;
@@ -222,6 +246,8 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 	for (int e = 0; e < E; e++)
 		if (rows_of[e])
 			s->union_experts[nu++] = e;
+	if (!w->res_experts)
+		expert_store_note_rows(m->store, layer, s->union_experts, rows_of, nu);
 	const coli_layer_weights *shared = w->has_shared ? w : NULL;
 	struct moe_batch bt;
 	if (w->res_experts) {
@@ -252,6 +278,8 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 	int group = expert_store_max_batch(m->store);
 	if (group < 1)
 		group = 1;
+	if (nu > group)
+		moe_interleave(m->store, layer, s->union_experts, nu, s->union_tmp);
 	for (int g = 0; g < nu && !rc; g += group) {
 		int gn = nu - g < group ? nu - g : group;
 		int *ue = s->union_experts + g;

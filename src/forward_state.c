@@ -56,6 +56,46 @@ int coli_seq_new(const coli_model *m, int cap, coli_seq **out, coli_err *err)
 	return 0;
 }
 
+int coli_seq_reserve(coli_seq *q, int cap, coli_err *err)
+{
+	if (cap <= q->cap)
+		return 0;
+	/* row r of the RAM window stays row r: the window starts at base
+	 * whatever the capacity, so growing is a realloc per layer */
+	const size_t old = (size_t)q->cap, grown = (size_t)cap - old;
+	for (int l = 0; l < q->n_layers; l++) {
+		float *kv = realloc(q->kv[l], sizeof(float) * (size_t)cap * (size_t)q->kv_width);
+		if (!kv)
+			return coli_err_set(err, -ENOMEM, "out of memory growing a KV cache to %d tokens", cap);
+		q->kv[l] = kv;
+		memset(kv + old * (size_t)q->kv_width, 0, sizeof(float) * grown * (size_t)q->kv_width);
+		if (!q->ikv[l])
+			continue;
+		float *ik = realloc(q->ikv[l], sizeof(float) * (size_t)cap * (size_t)q->index_width);
+		if (!ik)
+			return coli_err_set(err, -ENOMEM, "out of memory growing a KV cache to %d tokens", cap);
+		q->ikv[l] = ik;
+		memset(ik + old * (size_t)q->index_width, 0, sizeof(float) * grown * (size_t)q->index_width);
+	}
+	/* a layer's width is fixed, so the bytes grow by the same per row */
+	q->bytes += (q->bytes - sizeof *q - 2 * sizeof(float *) * (size_t)q->n_layers) / old * grown;
+	q->cap = cap;
+	return 0;
+}
+
+size_t coli_seq_bytes(const coli_seq *q) { return q ? q->bytes : 0; }
+
+size_t coli_seq_row_bytes(const coli_model *m)
+{
+	const coli_config *c = &m->cfg;
+	const int n_layers = c->num_hidden_layers + m->n_mtp;
+	size_t floats = (size_t)n_layers * (size_t)coli_config_kv_width(c);
+	for (int l = 0; coli_config_has_indexer(c) && l < n_layers; l++)
+		if (coli_config_layer_index_full(c, l))
+			floats += (size_t)c->index_head_dim;
+	return floats * sizeof(float);
+}
+
 void coli_seq_free(coli_seq *q)
 {
 	if (!q)
@@ -229,6 +269,7 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 	s->sel_w = zalloc(B * K, sizeof(float), &al);
 	s->moe_out = zalloc(B * K * H, sizeof(float), &al);
 	s->union_experts = zalloc(E, sizeof(int), &al);
+	s->union_tmp = zalloc(2 * E, sizeof(int), &al);
 	s->tok_slot = zalloc(B * K, sizeof(int), &al);
 	s->exp_in = zalloc(B * H, sizeof(float), &al);
 	s->exp_a = zalloc(B * (size_t)c->moe_intermediate_size, sizeof(float), &al);
@@ -291,7 +332,7 @@ void coli_state_free(coli_state *s)
 	coli_seq_free(s->own);
 	void *bufs[] = { s->old_kv, s->row_seq, s->row_pos, s->x, s->xn, s->qa, s->q, s->kva, s->qlat, s->ctxlat, s->vhead,
 			 s->vout, s->absorb_tile, s->qcat, s->qb_xsum, s->scores, s->ffn_a, s->ffn_b, s->ffn_out,
-			 s->router_logits, s->sel, s->sel_w, s->moe_out, s->union_experts,
+			 s->router_logits, s->sel, s->sel_w, s->moe_out, s->union_experts, s->union_tmp,
 			 s->tok_slot, s->exp_in, s->exp_a, s->exp_b, s->exp_out, (void *)s->recs,
 			 s->predict, s->pred_scores, s->route_tmp, s->route_taken, s->expert_rows, s->pred_w, s->logits_h, s->mtp_cat, s->routing.experts,
 			 s->routing.weights, s->idx_q, s->idx_k, s->idx_w, s->idx_scores, s->idx_order, s->idx_mark,

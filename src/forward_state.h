@@ -82,6 +82,7 @@ struct coli_state {
 	float *sel_w;           /* (B, topk) their weights */
 	float *moe_out;         /* (B, topk, H) each chosen expert's output */
 	int *union_experts;     /* (E) experts used by the chunk, ascending */
+	int *union_tmp;         /* (2 E) moe_interleave's scratch */
 	int *tok_slot;          /* (B * topk) (b * topk + k) routed to the current expert */
 	float *exp_in;          /* (B, H) gathered inputs for one expert */
 	float *exp_a, *exp_b;   /* (B, moe_I) */
@@ -105,5 +106,10 @@ struct coli_state {
 	coli_routing routing;   /* (layers, topk) of the last position */
 	coli_timing timing;
 };
+
+/* forward.c: every layer over the chunk's n rows, whose sequence and
+ * position are s->row_seq / s->row_pos (forward_rows.c fills them for
+ * rows of several sequences). */
+int forward_chunk(coli_model *m, coli_state *s, const int *tokens, int n, coli_err *err);
 
 #endif

@@ -170,6 +170,13 @@ int coli_seq_new(const coli_model *m, int cap, coli_seq **out, coli_err *err);
 void coli_seq_free(coli_seq *q);
 int coli_seq_pos(const coli_seq *q);
 int coli_seq_capacity(const coli_seq *q);
+/* Grow the RAM rows to cap (never shrinks; rows kept). Allocates: call
+ * at admission, not inside a step. */
+int coli_seq_reserve(coli_seq *q, int cap, coli_err *err);
+/* Bytes the sequence holds (its KV rows and this struct). */
+size_t coli_seq_bytes(const coli_seq *q);
+/* KV bytes one row of a sequence of this model holds. */
+size_t coli_seq_row_bytes(const coli_model *m);
 void coli_seq_rewind(coli_seq *q, int n);
 /* The MTP layer's positions (rows (hidden_i, token_i+1) for i < mtp_pos).
  * coli_seq_rewind also rewinds them; rewind_mtp rewinds them alone (the
@@ -280,5 +287,10 @@ int coli_forward_seqs(coli_model *m, coli_state *s, coli_seq *const *seqs, const
  * each (coli_forward_seqs). */
 int coli_forward_rows(coli_model *m, coli_state *s, coli_seq *const *seqs, const int *counts,
 		      int n_seqs, const int *tokens, float *logits, coli_err *err);
+/* The same step giving only each sequence's last row's logits, (n_seqs,
+ * vocab): the engine's step, whose prompt chunks need none but the last
+ * (prompt chunks of many requests and decode rows in one forward). */
+int coli_forward_rows_last(coli_model *m, coli_state *s, coli_seq *const *seqs, const int *counts,
+			   int n_seqs, const int *tokens, float *logits, coli_err *err);
 
 #endif

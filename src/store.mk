@@ -33,6 +33,12 @@ tests_store_stats_SOURCES = tests/store_stats.c tests/store_test.h
 tests_store_stats_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/store_policy tests/store_stats
 
+# scan resistance in steps of many sequences
+check_PROGRAMS += tests/store_stream
+tests_store_stream_SOURCES = tests/store_stream.c tests/store_test.h
+tests_store_stream_LDADD = libcoli.a $(COLI_LIBS)
+TESTS += tests/store_stream
+
 libcoli_a_SOURCES += src/store_iobench.c src/store_iobench.h
 TESTS += tests/store_iobench.sh
 EXTRA_DIST += tests/store_iobench.sh

@@ -15,7 +15,7 @@ command -v curl >/dev/null 2>&1 || test_skip "curl missing"
 N=3000
 [ -z "$COLI_TEST_SANITIZED" ] || N=800
 tui_start 120 40 --port 0 --session srv --max-tokens $N --ignore-eos
-tui_wait 'http://127\.0\.0\.1:[0-9]+ served [0-9]+ queue' 60
+tui_wait 'http://127\.0\.0\.1:[0-9]+ served [0-9]+ running' 60
 PORT=$(tui_screen | sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\) served.*/\1/p' | head -n1)
 [ -n "$PORT" ] || tui_fail "no port in the status line"
 BASE="http://127.0.0.1:$PORT"
@@ -35,7 +35,7 @@ curl -sf --max-time 30 "$BASE/metrics" >"$TUI_TMP/metrics" || tui_fail "/metrics
 grep -q 'expert' "$TUI_TMP/metrics" || tui_fail "no expert series in /metrics"
 tui_wait "tok/s +TTFT [0-9]+ ms +$N tok" 120
 # one generation from outside, one chat turn: counted apart
-tui_wait "served 1 queue 0 chat 1" 30
+tui_wait "served 1 running 0 queued 0 rows/step [0-9]+ chat 1" 30
 LOG="$COLI_CACHE_DIR/logs/colitop.log"
 grep -Eq 'HTTP 127\.0\.0\.1:[0-9]+ POST /v1/chat/completions 200: [0-9]+\+4 tokens, [0-9.]+ s' "$LOG" ||
 	tui_fail "no Log line for the chat completion"

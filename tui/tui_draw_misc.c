@@ -191,10 +191,12 @@ void tui_draw_status(tui_app *a, WINDOW *w)
 		tui_fmt_bytes((double)r, rss, sizeof rss);
 	else
 		snprintf(rss, sizeof rss, "n/a");
+	coli_step_stats st;
+	coli_engine_step_stats(a->eng, &st);
 	if (a->server_addr[0])
-		snprintf(srv, sizeof srv, "%s served %lu queue %d chat %lu", a->server_addr,
-			 atomic_load_explicit(&a->served_ext, memory_order_relaxed), coli_engine_queue_len(a->eng),
-			 a->chat.turns);
+		snprintf(srv, sizeof srv, "%s served %lu running %d queued %d%s rows/step %d chat %lu",
+			 a->server_addr, atomic_load_explicit(&a->served_ext, memory_order_relaxed), st.active,
+			 st.queued, st.waiting_kv ? " (KV full)" : "", st.last_rows, a->chat.turns);
 	else
 		snprintf(srv, sizeof srv, "%s", a->server_note[0] ? a->server_note : "no server");
 	int at = tui_attr(TUI_R_STATUS);
