@@ -50,7 +50,8 @@ noinst_PROGRAMS += tests/quant_bench
 tests_quant_bench_SOURCES = tests/quant_bench.c
 tests_quant_bench_LDADD = libcoli.a $(COLI_LIBS)
 
-# per-input cost of the matmul kernels for n = 1..8 inputs (bench/README.md)
+# per-input cost of the matmul kernels for n = 1..8 inputs, q8 GEMM rates
+# per path against the int8 peaks (bench/README.md)
 noinst_PROGRAMS += bench/matmul_rows_bench
-bench_matmul_rows_bench_SOURCES = bench/matmul_rows_bench.c
+bench_matmul_rows_bench_SOURCES = bench/matmul_rows_bench.c bench/matmul_rows_peak.h
 bench_matmul_rows_bench_LDADD = libcoli.a $(COLI_LIBS)
