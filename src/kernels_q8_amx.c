@@ -17,14 +17,18 @@
  * nibbles as unsigned bytes (tdpbsud); the sums are exact in int32 (64
  * products of at most 128 * 128), so the order inside a block is free.
  *
- * Loop order: per panel of 32 rows (two B tiles, so each A tile loaded
- * serves 32 rows) and pass of up to PASS inputs, the blocks go in chunks
- * of CHUNK: the chunk's weights are transposed once into a stack buffer
- * (kept in L1 while every input tile of the pass streams through), the
- * accumulators live in a stack array (one 64-byte vector per row group
- * and input). A ragged last tile of inputs is moved back to end at the
- * last input (its first rows, done already, are skipped), or padded with
- * zero rows when there are fewer than 16 inputs in all.
+ * Loop order: per panel of 32 rows and pass of up to PASS inputs, the
+ * blocks go in chunks of CHUNK: the chunk's weights are transposed once
+ * into a stack buffer (kept in L1 while every input tile of the pass
+ * streams through); per tile of 16 inputs and row group the 16
+ * accumulators stay in registers over the chunk's blocks and go back to
+ * a stack array (one vector per row group and input) between chunks.
+ * A ragged last tile of inputs is moved back to end at the last input
+ * (its first rows, done already, are skipped), or padded with zero rows
+ * when there are fewer than 16 inputs in all. (Accumulators in memory
+ * at every block, both groups' products sharing one A load, ran the
+ * vector side at 0.65-0.9x of this: matmul_rows_bench 2048 6144 int4-g64
+ * gemm amx-vector, n = 16..256, on a loaded Zen 4.)
  *
  * Decode and short products (fewer than AMX_MIN_N inputs) go to the AVX-512
  * VNNI rows, which need no tile state and win there; the bits are the
@@ -207,6 +211,94 @@ struct panel {
 	_Alignas(64) int8_t xpad[GROUP * 64];
 };
 
+/* One block's tile product of 16 inputs (x rows at xa, stride xs) and
+ * the transposed weights B into the C buffer, on tiles B and C (two sets,
+ * alternated so that one product need not wait for the last one's
+ * store). */
+#define TILE_DP(INT4, TB, TC, xa, xs, B, C)                                      \
+	do {                                                                      \
+		_tile_loadd(T_A, xa, xs);                                         \
+		_tile_loadd(TB, B, 64);                                           \
+		_tile_zero(TC);                                                   \
+		if (INT4)                                                         \
+			_tile_dpbsud(TC, T_A, TB);                                \
+		else                                                              \
+			_tile_dpbssd(TC, T_A, TB);                                \
+		_tile_stored(TC, C, 64);                                          \
+	} while (0)
+
+/* Inputs [kt, kt + 16) of the pass starting at k0, row group g, blocks
+ * [b0, b0 + bn): the 16 accumulators in registers over the chunk */
+AMX_INLINE void tile_full(struct panel *P, int g, int kt, int k0, int b0, int bn,
+			  const coli_q8act *a, int nb, const int INT4)
+{
+	const size_t cols = (size_t)nb * COLI_QK;
+	__m512 acc[GROUP];
+#pragma GCC unroll 16
+	for (int i = 0; i < GROUP; i++)
+		acc[i] = P->acc[g][kt - k0 + i];
+	for (int c = 0; c < bn; c++) {
+		const int b = b0 + c;
+		const int8_t *xa = a->q + (size_t)kt * cols + (size_t)b * COLI_QK;
+		if (c & 1)
+			TILE_DP(INT4, T_B1, T_C1, xa, (long)cols, P->B[g][c], P->C[1]);
+		else
+			TILE_DP(INT4, T_B0, T_C0, xa, (long)cols, P->B[g][c], P->C[0]);
+		TILE_FENCE(P);
+		const int32_t *C = P->C[c & 1];
+		const float *dx = a->d + (size_t)kt * (size_t)nb + (size_t)b;
+		const __m512 dv = P->dv[g][c];
+#pragma GCC unroll 16
+		for (int i = 0; i < GROUP; i++) {
+			__m512 is = _mm512_cvtepi32_ps(_mm512_load_si512(C + GROUP * i));
+			__m512 s = _mm512_mul_ps(dv, _mm512_set1_ps(dx[(size_t)i * (size_t)nb]));
+			acc[i] = _mm512_fmadd_ps(is, s, acc[i]);
+		}
+	}
+#pragma GCC unroll 16
+	for (int i = 0; i < GROUP; i++)
+		P->acc[g][kt - k0 + i] = acc[i];
+}
+
+/* The last, ragged tile of a pass (inputs [k0 + t, k0 + kn), fewer than
+ * 16): moved back to end at k0 + kn, its first rows (done already)
+ * skipped, or, with fewer than 16 inputs in all, read from zero-padded
+ * copies. Accumulators in memory. */
+AMX_INLINE void tile_ragged(struct panel *P, int g, int k0, int kn, int t, int n, int b0, int bn,
+			    const coli_q8act *a, int nb, const int INT4)
+{
+	const size_t cols = (size_t)nb * COLI_QK;
+	int kt = k0 + t, i0 = 0;
+	if (k0 + kn >= GROUP) {
+		kt = k0 + kn - GROUP;
+		i0 = k0 + t - kt;
+	}
+	const int pad = kt + GROUP > n, iend = pad ? n - kt : GROUP;
+	for (int c = 0; c < bn; c++) {
+		const int b = b0 + c;
+		const int8_t *xa = a->q + (size_t)kt * cols + (size_t)b * COLI_QK;
+		long xs = (long)cols;
+		if (pad) {
+			memset(P->xpad, 0, sizeof P->xpad);
+			for (int i = 0; i < iend; i++)
+				memcpy(P->xpad + 64 * i, xa + (size_t)i * cols, 64);
+			TILE_FENCE(P);
+			xa = P->xpad;
+			xs = 64;
+		}
+		TILE_DP(INT4, T_B0, T_C0, xa, xs, P->B[g][c], P->C[0]);
+		TILE_FENCE(P);
+		const float *dx = a->d + (size_t)kt * (size_t)nb + (size_t)b;
+		const __m512 dv = P->dv[g][c];
+		for (int i = i0; i < iend; i++) {
+			__m512 is = _mm512_cvtepi32_ps(_mm512_load_si512(P->C[0] + GROUP * i));
+			__m512 s = _mm512_mul_ps(dv, _mm512_set1_ps(dx[(size_t)i * (size_t)nb]));
+			__m512 *acc = &P->acc[g][kt + i - k0];
+			*acc = _mm512_fmadd_ps(is, s, *acc);
+		}
+	}
+}
+
 /* Rows [g0, g0 + nr) (nr <= 32, row0 the first), inputs [k0, k0 + kn) of
  * a's n, kn <= PASS; y points at row g0 of input 0. */
 AMX_INLINE void panel_pass(struct panel *P, const char *row0, size_t row_bytes, int nb, int nr,
@@ -214,7 +306,6 @@ AMX_INLINE void panel_pass(struct panel *P, const char *row0, size_t row_bytes, 
 			   const int INT4)
 {
 	const int ng = nr > GROUP ? 2 : 1;
-	const size_t cols = (size_t)nb * COLI_QK;
 	for (int g = 0; g < ng; g++)
 		for (int k = 0; k < kn; k++)
 			P->acc[g][k] = P->accm[g][k] = _mm512_setzero_ps();
@@ -233,64 +324,13 @@ AMX_INLINE void panel_pass(struct panel *P, const char *row0, size_t row_bytes, 
 			}
 		}
 		TILE_FENCE(P);
-		for (int t = 0; t < kn; t += GROUP) {
-			/* tile of inputs [kt, kt + 16): the last one moved back to
-			 * end at k0 + kn, its rows below k0 + t already done */
-			int kt = k0 + t, i0 = 0;
-			if (kn - t < GROUP) {
-				if (k0 + kn >= GROUP) {
-					kt = k0 + kn - GROUP;
-					i0 = k0 + t - kt;
-				} else {
-					kt = k0 + t; /* = 0: fewer than 16 inputs in all */
-				}
-			}
-			const int pad = kt + GROUP > n;
-			for (int c = 0; c < bn; c++) {
-				const int b = b0 + c;
-				if (pad) {
-					memset(P->xpad, 0, sizeof P->xpad);
-					for (int i = 0; i < n - kt; i++)
-						memcpy(P->xpad + 64 * i,
-						       a->q + (size_t)(kt + i) * cols + (size_t)b * COLI_QK, 64);
-					TILE_FENCE(P);
-					_tile_loadd(T_A, P->xpad, 64);
-				} else {
-					_tile_loadd(T_A, a->q + (size_t)kt * cols + (size_t)b * COLI_QK,
-						    (long)cols);
-				}
-				_tile_loadd(T_B0, P->B[0][c], 64);
-				_tile_zero(T_C0);
-				if (INT4)
-					_tile_dpbsud(T_C0, T_A, T_B0);
+		for (int t = 0; t < kn; t += GROUP)
+			for (int g = 0; g < ng; g++) {
+				if (kn - t >= GROUP)
+					tile_full(P, g, k0 + t, k0, b0, bn, a, nb, INT4);
 				else
-					_tile_dpbssd(T_C0, T_A, T_B0);
-				_tile_stored(T_C0, P->C[0], 64);
-				if (ng > 1) {
-					_tile_loadd(T_B1, P->B[1][c], 64);
-					_tile_zero(T_C1);
-					if (INT4)
-						_tile_dpbsud(T_C1, T_A, T_B1);
-					else
-						_tile_dpbssd(T_C1, T_A, T_B1);
-					_tile_stored(T_C1, P->C[1], 64);
-				}
-				TILE_FENCE(P);
-				const int iend = pad ? n - kt : GROUP;
-				for (int g = 0; g < ng; g++) {
-					const float *dx = a->d + (size_t)kt * (size_t)nb + (size_t)b;
-					const __m512 dv = P->dv[g][c];
-					for (int i = i0; i < iend; i++) {
-						__m512 is = _mm512_cvtepi32_ps(
-							_mm512_load_si512(P->C[g] + GROUP * i));
-						__m512 s = _mm512_mul_ps(
-							dv, _mm512_set1_ps(dx[(size_t)i * (size_t)nb]));
-						__m512 *acc = &P->acc[g][kt + i - k0];
-						*acc = _mm512_fmadd_ps(is, s, *acc);
-					}
-				}
+					tile_ragged(P, g, k0, kn, t, n, b0, bn, a, nb, INT4);
 			}
-		}
 		if (INT4)
 			for (int g = 0; g < ng; g++)
 				for (int k = 0; k < kn; k++) {
