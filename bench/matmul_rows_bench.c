@@ -157,8 +157,11 @@ static int gemm_main(coli_qmat *w, const char *tname, int argc, char **argv)
 		for (int p = 0; p < np; p++) {
 			double ops = 2.0 * macs1 * n / best[p][i];
 			double peak = !strncmp(paths[p], "amx", 3) ? peak_amx : peak_vnni;
-			printf(" %s %.1f Gop/s (x%.2f, %.3f of peak)", paths[p], ops * 1e-9,
-			       best[0][i] / best[p][i], peak > 0 ? ops / peak : 0.0);
+			printf(" %s %.1f Gop/s (x%.2f, ", paths[p], ops * 1e-9, best[0][i] / best[p][i]);
+			if (peak > 0)
+				printf("%.3f of peak)", ops / peak);
+			else
+				printf("peak n/a)");
 		}
 		printf("\n");
 	}
