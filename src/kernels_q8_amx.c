@@ -31,8 +31,9 @@
  * gemm amx-vector, n = 16..256, on a loaded Zen 4.)
  *
  * Decode and short products (fewer than AMX_MIN_N inputs) go to the AVX-512
- * VNNI rows, which need no tile state and win there; the bits are the
- * same. Linux hands out the tile state only on request (arch_prctl
+ * VNNI rows: there a tile would hold mostly zero rows and each weight
+ * transpose would serve few inputs (a count, not a measurement on AMX
+ * hardware); the bits are the same. Linux hands out the tile state only on request (arch_prctl
  * ARCH_REQ_XCOMP_PERM for XTILEDATA), once per process; each call loads
  * the tile configuration on its thread and releases the tiles at the end.
  *
@@ -67,15 +68,15 @@
 #define PASS 64
 /* blocks per chunk: 2 x CHUNK KiB of transposed weights */
 #define CHUNK 8
-/* fewer inputs than this go to the VNNI rows (bench/README.md, AMX) */
+/* fewer inputs than this go to the VNNI rows (see the top) */
 #define AMX_MIN_N 16
 
 /* p: the buffer, handed to the asm so that the compiler counts it as
  * read there (a local never passed to asm could keep its stores pending) */
 #define TILE_FENCE(p) __asm__ volatile("" : : "r"(p) : "memory")
 
-/* tiles: 0 = A (inputs), 1 and 2 = B (weights of the two row groups),
- * 3 and 4 = C (their sums) */
+/* tiles: 0 = A (inputs), 1 and 2 = B (weights), 3 and 4 = C (sums); B
+ * and C in two sets used by alternate blocks */
 #define T_A 0
 #define T_B0 1
 #define T_B1 2
@@ -89,6 +90,7 @@ struct tilecfg {
 	uint16_t colsb[16];
 	uint8_t rows[16];
 };
+_Static_assert(sizeof(struct tilecfg) == 64, "ldtilecfg operand");
 
 AMX_INLINE void tiles_config(struct tilecfg *c)
 {
