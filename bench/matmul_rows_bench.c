@@ -14,7 +14,7 @@
  * other processes' bursts drop out. Prints one line.
  *
  * gemm: the q8 paths named (coli_kernels_q8_force_path names; default
- * avx512vnni amx, those this CPU lacks left out) at n = 16..256 inputs,
+ * avx512vnni amx, those this CPU lacks left out) at n = 4..256 inputs,
  * one thread, interleaved: int8 Gop/s (2 ops per weight and input), the
  * ratio to the first path, and the fraction of the one-thread peak of
  * the instruction the path sums with (peak: vpdpbusd zmm, and tdpbusd
@@ -82,7 +82,7 @@ static coli_q8_rows_fn vector_rows(int qtype)
 #endif
 
 /* gemm mode: int8 ops per second of coli_matmul_q8 per path and n */
-static const int g_list[] = { 16, 32, 64, 128, 256 };
+static const int g_list[] = { 4, 8, 16, 32, 64, 128, 256 };
 #define G_COUNT ((int)(sizeof g_list / sizeof g_list[0]))
 #define G_MAX 256
 #define G_PATHS 6

@@ -24,8 +24,8 @@
  * accumulators stay in registers over the chunk's blocks and go back to
  * a stack array (one vector per row group and input) between chunks.
  * A ragged last tile of inputs is moved back to end at the last input
- * (its first rows, done already, are skipped), or padded with zero rows
- * when there are fewer than 16 inputs in all. (Accumulators in memory
+ * (its first rows, done already, are skipped); with fewer than 16 inputs
+ * in all the A and C tiles have one row per input. (Accumulators in memory
  * at every block, both groups' products sharing one A load, ran the
  * vector side at 0.65-0.9x of this: matmul_rows_bench 2048 6144 int4-g64
  * gemm amx-vector, n = 16..256, on a loaded Zen 4.)
@@ -83,8 +83,9 @@
 #define T_C0 3
 #define T_C1 4
 
-/* ldtilecfg's 64-byte operand (palette 1): all five tiles 16 rows of 64
- * bytes */
+/* ldtilecfg's 64-byte operand (palette 1): five tiles of 64-byte rows,
+ * 16 of them but for A and C (one row per input) when there are fewer
+ * than 16 inputs in all */
 struct tilecfg {
 	uint8_t palette, start_row, reserved[14];
 	uint16_t colsb[16];
@@ -92,13 +93,13 @@ struct tilecfg {
 };
 _Static_assert(sizeof(struct tilecfg) == 64, "ldtilecfg operand");
 
-AMX_INLINE void tiles_config(struct tilecfg *c)
+AMX_INLINE void tiles_config(struct tilecfg *c, int n)
 {
 	memset(c, 0, sizeof *c);
 	c->palette = 1;
 	for (int t = 0; t <= T_C1; t++) {
 		c->colsb[t] = 64;
-		c->rows[t] = GROUP;
+		c->rows[t] = (uint8_t)(t == T_B0 || t == T_B1 || n >= GROUP ? GROUP : n);
 	}
 	TILE_FENCE(c);
 	_tile_loadconfig(c);
@@ -210,7 +211,6 @@ struct panel {
 	__m512 dv[2][CHUNK], mv[2][CHUNK];
 	_Alignas(64) int8_t B[2][CHUNK][GROUP * 64];
 	_Alignas(64) int32_t C[2][GROUP * GROUP];
-	_Alignas(64) int8_t xpad[GROUP * 64];
 };
 
 /* One block's tile product of 16 inputs (x rows at xa, stride xs) and
@@ -264,8 +264,8 @@ AMX_INLINE void tile_full(struct panel *P, int g, int kt, int k0, int b0, int bn
 
 /* The last, ragged tile of a pass (inputs [k0 + t, k0 + kn), fewer than
  * 16): moved back to end at k0 + kn, its first rows (done already)
- * skipped, or, with fewer than 16 inputs in all, read from zero-padded
- * copies. Accumulators in memory. */
+ * skipped, or, with fewer than 16 inputs in all, the A and C tiles
+ * configured to n rows. Accumulators in memory. */
 AMX_INLINE void tile_ragged(struct panel *P, int g, int k0, int kn, int t, int n, int b0, int bn,
 			    const coli_q8act *a, int nb, const int INT4)
 {
@@ -275,20 +275,11 @@ AMX_INLINE void tile_ragged(struct panel *P, int g, int k0, int kn, int t, int n
 		kt = k0 + kn - GROUP;
 		i0 = k0 + t - kt;
 	}
-	const int pad = kt + GROUP > n, iend = pad ? n - kt : GROUP;
+	const int iend = n < GROUP ? n : GROUP;
 	for (int c = 0; c < bn; c++) {
 		const int b = b0 + c;
 		const int8_t *xa = a->q + (size_t)kt * cols + (size_t)b * COLI_QK;
-		long xs = (long)cols;
-		if (pad) {
-			memset(P->xpad, 0, sizeof P->xpad);
-			for (int i = 0; i < iend; i++)
-				memcpy(P->xpad + 64 * i, xa + (size_t)i * cols, 64);
-			TILE_FENCE(P);
-			xa = P->xpad;
-			xs = 64;
-		}
-		TILE_DP(INT4, T_B0, T_C0, xa, xs, P->B[g][c], P->C[0]);
+		TILE_DP(INT4, T_B0, T_C0, xa, (long)cols, P->B[g][c], P->C[0]);
 		TILE_FENCE(P);
 		const float *dx = a->d + (size_t)kt * (size_t)nb + (size_t)b;
 		const __m512 dv = P->dv[g][c];
@@ -366,7 +357,7 @@ AMX_INLINE void rows_amx(const coli_qmat *w, const coli_q8act *a, int n, int r0,
 	const size_t row_bytes = (size_t)nb * (INT4 ? sizeof(coli_block_q4) : sizeof(coli_block_q8));
 	struct tilecfg cfg;
 	struct panel P;
-	tiles_config(&cfg);
+	tiles_config(&cfg, n);
 	for (int g = r0; g < r1; g += PANEL) {
 		const int nr = r1 - g < PANEL ? r1 - g : PANEL;
 		const char *row0 = (const char *)w->data + (size_t)g * row_bytes;
