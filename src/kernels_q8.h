@@ -119,8 +119,9 @@ typedef void (*coli_q8_rows_fn)(const coli_qmat *w, const coli_q8act *a, int n, 
 coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype);
 coli_q8_rows_fn coli_kernels_q8_avx2_rows(int qtype);
 coli_q8_rows_fn coli_kernels_q8_avxvnni_rows(int qtype);
-/* AMX-INT8 tiles for n >= 16 inputs, the AVX-512 VNNI rows below that;
- * NULL without AMX, its kernel permission or $COLI_KERNELS_AMX=0 */
+/* AMX-INT8 tiles for n >= 16 inputs ($COLI_KERNELS_AMX=N: n >= N), the
+ * AVX-512 VNNI rows below that; NULL without AMX, its kernel permission
+ * or with $COLI_KERNELS_AMX=0 */
 coli_q8_rows_fn coli_kernels_q8_amx_rows(int qtype);
 /* Quantize nb blocks of x as specified above (same bits on every path):
  * q, d, sx and qs (the exact sum of each block's q) per block. */

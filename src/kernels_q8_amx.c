@@ -30,7 +30,8 @@
  * vector side at 0.65-0.9x of this: matmul_rows_bench 2048 6144 int4-g64
  * gemm amx-vector, n = 16..256, on a loaded Zen 4.)
  *
- * Decode and short products (fewer than AMX_MIN_N inputs) go to the AVX-512
+ * Decode and short products (fewer than AMX_MIN_N = 16 inputs, or
+ * $COLI_KERNELS_AMX) go to the AVX-512
  * VNNI rows: there a tile would hold mostly zero rows and each weight
  * transpose would serve few inputs (a count, not a measurement on AMX
  * hardware); the bits are the same. Linux hands out the tile state only on request (arch_prctl
@@ -55,6 +56,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "coli_log.h"
 #include "kernels_avx512_inline.h"
 
 #define AMX_TARGET COLI_AVX512_TARGET ",amx-tile,amx-int8"
@@ -68,7 +70,8 @@
 #define PASS 64
 /* blocks per chunk: 2 x CHUNK KiB of transposed weights */
 #define CHUNK 8
-/* fewer inputs than this go to the VNNI rows (see the top) */
+/* fewer inputs than this go to the VNNI rows (see the top), unless
+ * $COLI_KERNELS_AMX names another count */
 #define AMX_MIN_N 16
 
 /* p: the buffer, handed to the asm so that the compiler counts it as
@@ -385,18 +388,29 @@ AMX static void rows_q8_amx(const coli_qmat *w, const coli_q8act *a, int n, int 
 #define XFEATURE_XTILEDATA 18
 
 static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
-static int amx_ok; /* written once under amx_once */
+static int amx_ok;               /* written once under amx_once */
+static int amx_min_n = AMX_MIN_N; /* likewise */
 
 /* CPUID.(7,0):EDX bits 24 (AMX-TILE) and 25 (AMX-INT8), the AVX-512 VNNI
  * rows (the short products' path, and proof of the AVX-512 checks), and
- * the kernel's permission for the tile data; $COLI_KERNELS_AMX=0 turns
- * the path off. */
+ * the kernel's permission for the tile data. $COLI_KERNELS_AMX: 0 turns
+ * the path off, N >= 1 sets the least inputs a product needs for the
+ * tiles (1: all of them; for tests and tuning on AMX hardware). */
 static void amx_decide(void)
 {
 	unsigned a, b, c, d;
 	const char *env = getenv("COLI_KERNELS_AMX");
-	if (env && !strcmp(env, "0"))
-		return;
+	if (env && *env) {
+		char *end;
+		long v = strtol(env, &end, 10);
+		if (*end || v < 0 || v > 1 << 20)
+			coli_warn("COLI_KERNELS_AMX=%s: not 0 or an input count; using %d", env,
+				  AMX_MIN_N);
+		else if (v == 0)
+			return;
+		else
+			amx_min_n = (int)v;
+	}
 	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((d >> 24) & 1) || !((d >> 25) & 1))
 		return;
 	if (!coli_kernels_q8_avx512_rows(COLI_Q_INT4))
@@ -412,7 +426,7 @@ static int have_amx(void)
 
 static void rows_q4_pick(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1, float *y)
 {
-	if (n < AMX_MIN_N)
+	if (n < amx_min_n)
 		coli_kernels_q8_avx512_rows(COLI_Q_INT4)(w, a, n, r0, r1, y);
 	else
 		rows_q4_amx(w, a, n, r0, r1, y);
@@ -420,7 +434,7 @@ static void rows_q4_pick(const coli_qmat *w, const coli_q8act *a, int n, int r0,
 
 static void rows_q8_pick(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1, float *y)
 {
-	if (n < AMX_MIN_N)
+	if (n < amx_min_n)
 		coli_kernels_q8_avx512_rows(COLI_Q_INT8)(w, a, n, r0, r1, y);
 	else
 		rows_q8_amx(w, a, n, r0, r1, y);

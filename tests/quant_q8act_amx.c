@@ -7,9 +7,10 @@
  * 16, passes of 64, fewer than 16 in all), zero blocks of x, zero weight
  * blocks, int8 weights of -128, and the rows cut into pieces as the pool
  * and coli_matmul_q8_rows cut them. Also: the "amx" path through
- * coli_matmul_q8 (its VNNI rows below 16 inputs) gives the same bits, and
- * $COLI_KERNELS_AMX=0 (set by the test on a re-run of itself) leaves the
- * path out.
+ * coli_matmul_q8_rows (its VNNI rows below 16 inputs) gives the same
+ * bits; the test re-runs itself with $COLI_KERNELS_AMX=0 (the path left
+ * out) and, on AMX hardware, =1 (the library's path on the tiles for
+ * every n).
  *
  * Where neither half can run (no AVX-512: the emulation's float part is
  * the file's own AVX-512 code) nothing is checked: SKIP (77), and under
@@ -178,12 +179,16 @@ int main(int argc, char **argv)
 	free(x);
 	free(wf);
 	int rc = test_summary(argv[0]);
-	if (rc == 0) {
-		/* the switch, in a fresh process (the choice is made once; only
+	if (rc == 0 && !off) {
+		/* the switch, in fresh processes (the choice is made once; only
 		 * where the CPU has AMX does it change anything) */
 		char cmd[4096];
 		snprintf(cmd, sizeof cmd, "COLI_KERNELS_AMX=0 '%s'", argv[0]);
 		CHECK(system(cmd) == 0, "COLI_KERNELS_AMX=0 run");
+		if (ran_real) {
+			snprintf(cmd, sizeof cmd, "COLI_KERNELS_AMX=1 '%s'", argv[0]);
+			CHECK(system(cmd) == 0, "COLI_KERNELS_AMX=1 run");
+		}
 		rc = test_summary(argv[0]);
 	}
 	return rc;
