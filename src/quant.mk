@@ -10,7 +10,7 @@ libcoli_a_SOURCES += \
 # int8 activations (opt-in --act-quant q8): quant_kernels_q8.h
 libcoli_a_SOURCES += \
 	src/quant_kernels_q8.c src/quant_kernels_q8.h src/quant_kernels_q8_avx512.c src/quant_kernels_q8_avx2.c \
-	src/quant_kernels_q8_avxvnni.c src/quant_kernels_q8_avx2_rows.h
+	src/quant_kernels_q8_avxvnni.c src/quant_kernels_q8_avx2_rows.h src/quant_kernels_q8_amx.c
 check_PROGRAMS += tests/quant_q8act_test tests/quant_group_test
 TESTS += tests/quant_q8act_test tests/quant_group_test
 tests_quant_group_test_SOURCES = tests/quant_group.c tests/test_util.h
@@ -22,6 +22,12 @@ check_PROGRAMS += tests/quant_q8act_vnniemu_test
 TESTS += tests/quant_q8act_vnniemu_test
 tests_quant_q8act_vnniemu_test_SOURCES = tests/quant_q8act_vnniemu.c tests/test_util.h
 tests_quant_q8act_vnniemu_test_LDADD = libcoli.a $(COLI_LIBS)
+# the AMX q8 kernels on the real tiles and, on any AVX-512 CPU, emulated ones
+check_PROGRAMS += tests/quant_q8act_amx_test
+TESTS += tests/quant_q8act_amx_test
+tests_quant_q8act_amx_test_SOURCES = tests/quant_q8act_amx.c tests/quant_q8act_amxemu.c \
+	tests/quant_q8act_amx.h tests/test_util.h
+tests_quant_q8act_amx_test_LDADD = libcoli.a $(COLI_LIBS)
 # --act-quant q8 in the engine: determinism, flag and environment handling
 TESTS += tests/quant_q8act_engine.sh
 EXTRA_DIST += tests/quant_q8act_engine.sh
@@ -44,7 +50,8 @@ noinst_PROGRAMS += tests/quant_bench
 tests_quant_bench_SOURCES = tests/quant_bench.c
 tests_quant_bench_LDADD = libcoli.a $(COLI_LIBS)
 
-# per-input cost of the matmul kernels for n = 1..8 inputs (bench/README.md)
+# per-input cost of the matmul kernels for n = 1..8 inputs, q8 GEMM rates
+# per path against the int8 peaks (bench/README.md)
 noinst_PROGRAMS += bench/matmul_rows_bench
-bench_matmul_rows_bench_SOURCES = bench/matmul_rows_bench.c
+bench_matmul_rows_bench_SOURCES = bench/matmul_rows_bench.c bench/matmul_rows_peak.h
 bench_matmul_rows_bench_LDADD = libcoli.a $(COLI_LIBS)

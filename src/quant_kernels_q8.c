@@ -2,7 +2,7 @@
  * portable row kernels and the dispatch over the pool (quant_kernels_q8.h).
  *
  * The portable kernels below are the definition of the arithmetic: the
- * AVX-512 VNNI and AVX2 files compute the same exact integer block sums
+ * AMX, AVX-512 VNNI and AVX2 files compute the same exact integer block sums
  * and do the same float operations in the same order (one fma chain per
  * output, a vector lane per row), so every path gives the same bits.
  * fmaf() is a library
@@ -103,13 +103,14 @@ static void quant_generic(const float *x, int nb, int8_t *q, float *d, float *sx
 		quantize_block(x + (size_t)b * COLI_QK, q + (size_t)b * COLI_QK, d + b, sx + b, qs + b);
 }
 
-enum { P_GENERIC, P_AVX2, P_AVXVNNI, P_AVX512VNNI, P_COUNT };
+enum { P_GENERIC, P_AVX2, P_AVXVNNI, P_AVX512VNNI, P_AMX, P_COUNT };
 static int path_current(void);
 
 static coli_q8_quant_fn quant_fn(void)
 {
 	coli_q8_quant_fn f = NULL;
 	switch (path_current()) {
+	case P_AMX: /* fall through: the same AVX-512 quantizer */
 	case P_AVX512VNNI: f = coli_kernels_q8_avx512_quant(); break;
 	case P_AVXVNNI: /* fall through: the same 256-bit quantizer */
 	case P_AVX2: f = coli_kernels_q8_avx2_quant(); break;
@@ -184,12 +185,14 @@ static void rows_q8_generic(const coli_qmat *w, const coli_q8act *a, int n, int 
 
 /* ---- path choice: follows quant_kernels.c's unless a test forces one ---- */
 
-static const char *const path_names[P_COUNT] = { "generic", "avx2", "avxvnni", "avx512vnni" };
+static const char *const path_names[P_COUNT] = { "generic", "avx2", "avxvnni", "avx512vnni",
+						   "amx" };
 static _Atomic int path_forced = -1; /* -1: follow coli_kernels_isa() */
 
 static coli_q8_rows_fn path_rows(int path, int qtype)
 {
 	switch (path) {
+	case P_AMX: return coli_kernels_q8_amx_rows(qtype);
 	case P_AVX512VNNI: return coli_kernels_q8_avx512_rows(qtype);
 	case P_AVXVNNI: return coli_kernels_q8_avxvnni_rows(qtype);
 	case P_AVX2: return coli_kernels_q8_avx2_rows(qtype);
@@ -207,7 +210,7 @@ static int path_current(void)
 	if (f >= 0)
 		return f;
 	const char *isa = coli_kernels_isa();
-	int top = !strcmp(isa, "avx512") ? P_AVX512VNNI : !strcmp(isa, "avx2") ? P_AVXVNNI : P_GENERIC;
+	int top = !strcmp(isa, "avx512") ? P_AMX : !strcmp(isa, "avx2") ? P_AVXVNNI : P_GENERIC;
 	for (int p = top; p > P_GENERIC; p--)
 		if (path_rows(p, COLI_Q_INT4))
 			return p;

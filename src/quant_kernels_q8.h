@@ -98,10 +98,11 @@ void coli_matmul_q8_group(coli_pool *p, const coli_mm *g, int count, coli_q8act 
  * else (or a mismatched a) is logged and its rows become NaN. */
 void coli_matmul_q8_rows(const coli_qmat *w, const coli_q8act *a, int r0, int r1, float *y);
 
-/* Name of the q8 code path in use ("avx512vnni", "avxvnni", "avx2",
- * "generic"): the best one within what coli_kernels_isa() allows (so
- * $COLI_KERNELS_ISA and coli_kernels_force_isa() choose it too: "avx512"
- * allows all, "avx2" the two 256-bit ones). All give the same bits; the
+/* Name of the q8 code path in use ("amx", "avx512vnni", "avxvnni",
+ * "avx2", "generic"): the best one within what coli_kernels_isa() allows
+ * (so $COLI_KERNELS_ISA and coli_kernels_force_isa() choose it too:
+ * "avx512" allows all, "avx2" the two 256-bit ones; $COLI_KERNELS_AMX=0
+ * leaves "amx" out). All give the same bits; the
  * name is for bench/info. */
 const char *coli_kernels_q8_isa(void);
 /* Tests and benchmarks only: force one of the names above (NULL or "auto"
@@ -118,6 +119,10 @@ typedef void (*coli_q8_rows_fn)(const coli_qmat *w, const coli_q8act *a, int n, 
 coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype);
 coli_q8_rows_fn coli_kernels_q8_avx2_rows(int qtype);
 coli_q8_rows_fn coli_kernels_q8_avxvnni_rows(int qtype);
+/* AMX-INT8 tiles for n >= 16 inputs ($COLI_KERNELS_AMX=N: n >= N), the
+ * AVX-512 VNNI rows below that; NULL without AMX, its kernel permission
+ * or with $COLI_KERNELS_AMX=0 */
+coli_q8_rows_fn coli_kernels_q8_amx_rows(int qtype);
 /* Quantize nb blocks of x as specified above (same bits on every path):
  * q, d, sx and qs (the exact sum of each block's q) per block. */
 typedef void (*coli_q8_quant_fn)(const float *x, int nb, int8_t *q, float *d, float *sx,

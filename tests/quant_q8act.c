@@ -1,6 +1,6 @@
 /* quant_q8act.c - coli_matmul_q8 (int8 activations) on every code path
- * this CPU has (AVX-512 VNNI, AVX-VNNI, AVX2, portable; a missing one is
- * skipped).
+ * this CPU has (AMX, AVX-512 VNNI, AVX-VNNI, AVX2, portable; a missing one
+ * is skipped).
  *
  * What it proves:
  *  - the quantizer follows quant_kernels_q8.h: d = absmax / 127, q in [-127,
@@ -49,12 +49,15 @@ static const struct shape shapes[] = {
 	/* more rows than a matmul panel and more inputs than a tile of the
 	 * 256-bit kernels (quant_kernels_q8_avx2_rows.h), ragged at the end */
 	{ 700, 512, 18 },
+	/* the AMX path's tiles of 16 inputs and panels of 32 rows, ragged
+	 * (tests/quant_q8act_amx.c checks it on many more shapes) */
+	{ 45, 1088, 33 },
 };
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
 /* quant_kernels.c's paths, and the q8 paths (coli_kernels_q8_force_path) */
 static const char *const isas[] = { "generic", "avx2", "avx512" };
-static const char *const paths[] = { "generic", "avx2", "avxvnni", "avx512vnni" };
+static const char *const paths[] = { "generic", "avx2", "avxvnni", "avx512vnni", "amx" };
 #define N_PATHS ((int)(sizeof paths / sizeof paths[0]))
 
 /* x with uneven block magnitudes, an all-zero block and exact ties */
@@ -343,7 +346,7 @@ int main(void)
 			const char *q = coli_kernels_q8_isa();
 			printf("kernels path %s: q8 path %s\n", isas[i], q);
 			CHECK(!strcmp(isas[i], "generic") ? !strcmp(q, "generic")
-			      : !strcmp(isas[i], "avx2") ? strcmp(q, "avx512vnni") != 0 : 1,
+			      : !strcmp(isas[i], "avx2") ? strcmp(q, "avx512vnni") && strcmp(q, "amx") : 1,
 			      "q8 path %s beyond kernels path %s", q, isas[i]);
 		}
 	coli_kernels_force_isa(NULL);

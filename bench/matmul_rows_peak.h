@@ -1,0 +1,124 @@
+/* matmul_rows_peak.h - the one-thread int8 peaks matmul_rows_bench's gemm
+ * mode divides by: a tight loop of the instruction each q8 path sums
+ * with, on operands held in registers (no loads, no float work), as
+ * int8 ops per second (2 per multiply-add).
+ *   vpdpbusd zmm: 12 independent accumulators (more than latency x
+ *     throughput on the cores measured), 64 multiply-adds each;
+ *   tdpbusd: 4 accumulator tiles C = A.B from 2 A and 2 B tiles, each
+ *     16 x 16 x 64 multiply-adds, after the kernel's permission for the
+ *     tile data (0 where the CPU or the kernel has no AMX).
+ * Header-only, for matmul_rows_bench.c alone; x86-64 GCC/clang. */
+#ifndef COLI_BENCH_MATMUL_ROWS_PEAK_H
+#define COLI_BENCH_MATMUL_ROWS_PEAK_H
+
+#include <cpuid.h>
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static double peak_clock_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+__attribute__((target("avx512f,avx512vnni"))) static double peak_vpdpbusd_run(long iters)
+{
+	__m512i acc[12];
+	__m512i a = _mm512_set1_epi32(0x01020304), b = _mm512_set1_epi32(0x05060708);
+	for (int j = 0; j < 12; j++)
+		acc[j] = _mm512_set1_epi32(j);
+	double t0 = peak_clock_s();
+	for (long i = 0; i < iters; i++) {
+		/* the operands opaque, so nothing is folded or hoisted */
+		__asm__ volatile("" : "+v"(a), "+v"(b));
+#pragma GCC unroll 12
+		for (int j = 0; j < 12; j++)
+			acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
+	}
+	double t = peak_clock_s() - t0;
+	__m512i s = acc[0];
+	for (int j = 1; j < 12; j++)
+		s = _mm512_add_epi32(s, acc[j]);
+	volatile int sink = _mm512_reduce_add_epi32(s);
+	(void)sink;
+	return (double)iters * 12 * 64 * 2 / t;
+}
+
+static double bench_peak_vpdpbusd(void)
+{
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512vnni"))
+		return 0;
+	double best = 0;
+	for (int r = 0; r < 3; r++) {
+		double v = peak_vpdpbusd_run(20L * 1000 * 1000);
+		best = v > best ? v : best;
+	}
+	return best;
+}
+
+struct peak_tilecfg {
+	uint8_t palette, start_row, reserved[14];
+	uint16_t colsb[16];
+	uint8_t rows[16];
+};
+
+__attribute__((target("amx-tile,amx-int8"))) static double peak_tdpbusd_run(long iters)
+{
+	struct peak_tilecfg cfg;
+	_Alignas(64) static int8_t src[16 * 64];
+	memset(&cfg, 0, sizeof cfg);
+	cfg.palette = 1;
+	for (int t = 0; t < 8; t++) {
+		cfg.colsb[t] = 64;
+		cfg.rows[t] = 16;
+	}
+	for (int i = 0; i < 16 * 64; i++)
+		src[i] = (int8_t)(i % 7 - 3);
+	__asm__ volatile("" : : "r"(&cfg), "r"(src) : "memory");
+	_tile_loadconfig(&cfg);
+	_tile_loadd(4, src, 64);
+	_tile_loadd(5, src, 64);
+	_tile_loadd(6, src, 64);
+	_tile_loadd(7, src, 64);
+	_tile_zero(0);
+	_tile_zero(1);
+	_tile_zero(2);
+	_tile_zero(3);
+	double t0 = peak_clock_s();
+	for (long i = 0; i < iters; i++) {
+		_tile_dpbusd(0, 4, 6);
+		_tile_dpbusd(1, 4, 7);
+		_tile_dpbusd(2, 5, 6);
+		_tile_dpbusd(3, 5, 7);
+	}
+	double t = peak_clock_s() - t0;
+	_Alignas(64) static int32_t out[16 * 16];
+	_tile_stored(0, out, 64);
+	__asm__ volatile("" : : "r"(out) : "memory");
+	_tile_release();
+	return (double)iters * 4 * 16 * 16 * 64 * 2 / t;
+}
+
+static double bench_peak_tdpbusd(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((d >> 24) & 1) || !((d >> 25) & 1))
+		return 0;
+	/* ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA */
+	if (syscall(SYS_arch_prctl, 0x1023, 18) != 0)
+		return 0;
+	double best = 0;
+	for (int r = 0; r < 3; r++) {
+		double v = peak_tdpbusd_run(2L * 1000 * 1000);
+		best = v > best ? v : best;
+	}
+	return best;
+}
+
+#endif
