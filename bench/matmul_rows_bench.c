@@ -49,7 +49,7 @@ static double thread_cpu_s(void)
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-/* kernels_q8_amx.c without its tile instructions ("amx-vector") */
+/* quant_kernels_q8_amx.c without its tile instructions ("amx-vector") */
 #undef _tile_loadconfig
 #undef _tile_release
 #undef _tile_loadd

@@ -1,5 +1,5 @@
 /* quant_q8act_amx.h - the two halves of tests/quant_q8act_amx_test: the AMX
- * row kernels of kernels_q8_amx.c on the real tiles (quant_q8act_amx.c)
+ * row kernels of quant_kernels_q8_amx.c on the real tiles (quant_q8act_amx.c)
  * and on emulated ones (quant_q8act_amxemu.c). Each returns the file's
  * tile row function for qtype, for every n (no VNNI fallback below 16
  * inputs), or NULL where it cannot run here. */

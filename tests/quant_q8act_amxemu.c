@@ -1,4 +1,4 @@
-/* quant_q8act_amxemu.c - the AMX q8 row kernels (kernels_q8_amx.c) checked
+/* quant_q8act_amxemu.c - the AMX q8 row kernels (quant_kernels_q8_amx.c) checked
  * on CPUs without AMX: the file is included here with its tile
  * instructions (ldtilecfg, tileloadd, tilestored, tilezero, tdpbssd,
  * tdpbsud, tilerelease) replaced by an exact emulation in portable C, so
