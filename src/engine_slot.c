@@ -279,14 +279,17 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 			engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 			return -1;
 		}
-		if (sl->n_hist + r->n_prompt + 1 > e->ctx) {
+		/* whole: the prompt replaces the history past their common
+		 * prefix (the save truncates the file to match) */
+		const int before = r->params.session_whole ? 0 : sl->n_hist;
+		if (before + r->n_prompt + 1 > e->ctx) {
 			engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, -E2BIG,
 					   "the session and the prompt exceed the context length");
 			return -1;
 		}
-		memcpy(sl->prompt, sl->hist, sizeof(int) * (size_t)sl->n_hist);
-		memcpy(sl->prompt + sl->n_hist, r->prompt, sizeof(int) * (size_t)r->n_prompt);
-		sl->n_prompt = sl->n_hist + r->n_prompt;
+		memcpy(sl->prompt, sl->hist, sizeof(int) * (size_t)before);
+		memcpy(sl->prompt + before, r->prompt, sizeof(int) * (size_t)r->n_prompt);
+		sl->n_prompt = before + r->n_prompt;
 	} else {
 		engine_session_unbind(e, sl);
 		/* A stateless request sees only what stateless requests left in
