@@ -316,6 +316,14 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 	if (coli_seq_pos(sl->seq) != k)
 		k = coli_seq_pos(sl->seq);
 	sl->n_hist = k;
+	/* a whole-conversation prompt may part from the session inside what
+	 * the file holds: cut the file there, or the later save would append
+	 * after stale tokens */
+	if (sl->sess && sl->sess_saved > k) {
+		if (kv_session_truncate_tokens(sl->sess, k, &err))
+			coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
+		sl->sess_saved = k;
+	}
 	sl->cached = k;
 	sl->at = k;
 	const coli_gen_params *p = &r->params;

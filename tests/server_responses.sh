@@ -1,0 +1,50 @@
+#!/bin/sh
+# The Responses API (/v1/responses) on the wire: a tiny random model whose
+# chat template is GLM-5's (it opens a thinking block), served by
+# `coli serve -v`; tests/server_responses_wire.py checks objects, streams,
+# tools, text.format and stored responses, then the server is restarted on
+# the same cache directory and the stored responses must still answer and
+# continue from their sessions; `coli sessions` lists each stored response
+# as a session whose size counts its record, and gc removes both files.
+. "${top_srcdir:-.}/tests/server_common.sh"
+PYTHON3=${PYTHON3:-/usr/bin/python3}
+$PYTHON3 -c 'import httpx, jsonschema' 2>/dev/null || test_skip "python3-httpx or python3-jsonschema missing"
+srv_tmp
+"$COLI" synth "$SRV_TMP/hf" --preset tiny >/dev/null 2>"$SRV_TMP/synth.log" || srv_fail "coli synth failed"
+$PYTHON3 - "$SRV_TMP/hf/tokenizer_config.json" "${top_srcdir:-.}/tests/node/fixtures/glm5_chat_template.jinja" <<'PY' || srv_fail "cannot set the template"
+import json, sys
+p, t = sys.argv[1], sys.argv[2]
+c = json.load(open(p, encoding="utf-8"))
+c["chat_template"] = open(t, encoding="utf-8").read()
+json.dump(c, open(p, "w", encoding="utf-8"), ensure_ascii=False)
+PY
+"$COLI" convert "$SRV_TMP/hf" "$SRV_TMP/model" --quant f32 >/dev/null 2>"$SRV_TMP/convert.log" || srv_fail "coli convert failed"
+SRV_MODEL="$SRV_TMP/model"
+CACHE="$SRV_TMP/cache"
+WIRE="${top_srcdir:-.}/tests/server_responses_wire.py"
+srv_start main --ctx 2048 -v --cache-dir "$CACHE"
+$PYTHON3 "$WIRE" "$BASE" "$SRV_TMP/main.log" "$SRV_TMP/state.json" first || { tail -20 "$SRV_TMP/main.log"; exit 1; }
+srv_stop
+srv_start again --ctx 2048 -v --cache-dir "$CACHE"
+$PYTHON3 "$WIRE" "$BASE" "$SRV_TMP/again.log" "$SRV_TMP/state.json" restarted || { tail -20 "$SRV_TMP/again.log"; exit 1; }
+srv_stop
+# every stored response is one session: resp_ID.kv + resp_ID.resp.json,
+# its listed size the sum of both; nothing else of the server's is there
+$PYTHON3 - "$COLI" "$SRV_MODEL" "$CACHE" <<'PY' || srv_fail "sessions of stored responses"
+import json, os, subprocess, sys
+coli, model, cache = sys.argv[1:]
+kv = os.path.join(cache, "kv")
+ls = json.loads(subprocess.check_output([coli, "sessions", model, "--cache-dir", cache, "--json", "list"]))
+ls = ls["sessions"] if isinstance(ls, dict) else ls
+names = {e["name"]: e for e in ls}
+recs = [f[:-10] for f in os.listdir(kv) if f.endswith(".resp.json")]
+assert recs and set(recs) <= set(names), (recs, sorted(names))
+for n in recs:
+    size = os.path.getsize(os.path.join(kv, n + ".kv")) + os.path.getsize(os.path.join(kv, n + ".resp.json"))
+    assert names[n]["bytes"] == size, (n, names[n], size)
+assert all(n.startswith("resp_") for n in names), sorted(names)
+subprocess.check_call([coli, "sessions", model, "--cache-dir", cache, "gc", "--budget", "0"], stdout=subprocess.DEVNULL)
+left = [f for f in os.listdir(kv) if f.endswith(".kv") or f.endswith(".resp.json")]
+assert not left, left
+print("responses sessions: ok (%d stored)" % len(recs))
+PY
