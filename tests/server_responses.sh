@@ -9,17 +9,7 @@
 . "${top_srcdir:-.}/tests/server_common.sh"
 PYTHON3=${PYTHON3:-/usr/bin/python3}
 $PYTHON3 -c 'import httpx, jsonschema' 2>/dev/null || test_skip "python3-httpx or python3-jsonschema missing"
-srv_tmp
-"$COLI" synth "$SRV_TMP/hf" --preset tiny >/dev/null 2>"$SRV_TMP/synth.log" || srv_fail "coli synth failed"
-$PYTHON3 - "$SRV_TMP/hf/tokenizer_config.json" "${top_srcdir:-.}/tests/node/fixtures/glm5_chat_template.jinja" <<'PY' || srv_fail "cannot set the template"
-import json, sys
-p, t = sys.argv[1], sys.argv[2]
-c = json.load(open(p, encoding="utf-8"))
-c["chat_template"] = open(t, encoding="utf-8").read()
-json.dump(c, open(p, "w", encoding="utf-8"), ensure_ascii=False)
-PY
-"$COLI" convert "$SRV_TMP/hf" "$SRV_TMP/model" --quant f32 >/dev/null 2>"$SRV_TMP/convert.log" || srv_fail "coli convert failed"
-SRV_MODEL="$SRV_TMP/model"
+srv_setup_glm5
 CACHE="$SRV_TMP/cache"
 WIRE="${top_srcdir:-.}/tests/server_responses_wire.py"
 srv_start main --ctx 2048 -v --cache-dir "$CACHE"
