@@ -60,5 +60,6 @@ EXTRA_DIST += tests/server_structured.sh tests/server_structured_wire.py tests/s
 	tests/server_structured_sdk.js tests/server_thinking.sh tests/server_thinking_wire.py tests/server_thinking_sdk.js
 
 # The Responses API (issue 31): the wire, stored responses across a restart.
-TESTS += tests/server_responses.sh tests/server_responses_sdk.sh
-EXTRA_DIST += tests/server_responses.sh tests/server_responses_wire.py tests/server_responses_sdk.sh tests/server_responses_sdk.js
+TESTS += tests/server_responses.sh tests/server_responses_sdk.sh tests/agent_codex.sh
+EXTRA_DIST += tests/server_responses.sh tests/server_responses_wire.py tests/server_responses_sdk.sh tests/server_responses_sdk.js \
+	tests/agent_codex.sh tests/agent_codex_proxy.py

@@ -126,8 +126,11 @@ static int add_call(srv_request *r, int *cap, json_t *it, const char *param, srv
 	json_t *cid = json_object_get(it, "call_id");
 	if (!json_is_string(name) || !json_is_string(cid) || (args && !json_is_string(args)))
 		return bad_type(e, param, "a function_call with string 'call_id', 'name' and 'arguments'");
+	/* no arguments (an empty string) are the empty object the template
+	 * can render */
+	const char *a = args && json_string_length(args) ? json_string_value(args) : "{}";
 	json_t *call = json_pack("{s:O, s:s, s:{s:O, s:s}}", "id", cid, "type", "function", "function", "name",
-				 name, "arguments", args ? json_string_value(args) : "{}");
+				 name, "arguments", a);
 	if (!call)
 		return oom(e);
 	coli_chat_msg *last = r->n_msgs ? &r->msgs[r->n_msgs - 1] : NULL;
