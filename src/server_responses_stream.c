@@ -144,10 +144,19 @@ static void finish(resp_stream *st, json_t *object, int ok)
 		srv_resp_drop(st->s, st->q.id);
 }
 
+/* parallel_tool_calls false: the first call only (the others are still
+ * freed with the generation) */
+static void one_call(const srv_resp *q, srv_result *res)
+{
+	if (q->req.no_parallel_tools && res->n_calls > 1)
+		res->n_calls = 1;
+}
+
 static void stream_tail(resp_stream *st)
 {
 	srv_result res;
 	srv_gen_result(&st->gen, &st->q.req, st->text.p ? st->text.p : "", st->text.len, &res);
+	one_call(&st->q, &res);
 	const char *status = srv_resp_status(&res);
 	int failed = !strcmp(status, "failed");
 	if (!failed) {
@@ -346,6 +355,7 @@ static int answer_whole(coli_server *s, struct MHD_Connection *c, srv_conn *cc, 
 	} else {
 		srv_result res;
 		srv_gen_result(&st->gen, &st->q.req, st->text.p ? st->text.p : "", st->text.len, &res);
+		one_call(&st->q, &res);
 		srv_metrics_generation(&s->metrics, &res.usage, st->gen.ttft_ms, st->gen.tps);
 		cc->usage = res.usage;
 		json_t *object = srv_resp_object(&st->q, srv_resp_status(&res), srv_resp_output(&st->ids, &res), &res);
