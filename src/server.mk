@@ -60,6 +60,10 @@ EXTRA_DIST += tests/server_structured.sh tests/server_structured_wire.py tests/s
 	tests/server_structured_sdk.js tests/server_thinking.sh tests/server_thinking_wire.py tests/server_thinking_sdk.js
 
 # The Responses API (issue 31): the wire, stored responses across a restart.
+check_PROGRAMS += tests/server_test_responses
+TESTS += tests/server_test_responses
+tests_server_test_responses_SOURCES = tests/server_test_responses.c
+tests_server_test_responses_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/server_responses.sh tests/server_responses_sdk.sh tests/agent_codex.sh
 EXTRA_DIST += tests/server_responses.sh tests/server_responses_wire.py tests/server_responses_sdk.sh tests/server_responses_sdk.js \
 	tests/agent_codex.sh tests/agent_codex_proxy.py
