@@ -36,9 +36,11 @@ json_t *srv_resp_output(const srv_resp_ids *ids, const srv_result *r)
 	if (!out)
 		return NULL;
 	if (r->reasoning_len) {
+		/* the thinking ended where an answer or a call began */
+		const char *rst = r->len || r->n_calls ? "completed" : st;
 		json_t *rs = json_pack("{s:s, s:s, s:[], s:[{s:s, s:s%}], s:s}", "type", "reasoning", "id", ids->rs,
 				       "summary", "content", "type", "reasoning_text", "text", r->reasoning,
-				       r->reasoning_len, "status", st);
+				       r->reasoning_len, "status", rst);
 		json_array_append_new(out, rs);
 	}
 	/* a message unless the answer is only calls */

@@ -163,7 +163,7 @@ static void stream_tail(resp_stream *st)
 		srv_metrics_generation(&st->s->metrics, &res.usage, st->gen.ttft_ms, st->gen.tps);
 		st->cc->usage = res.usage;
 		const char *ist = res.finish == SRV_FINISH_LENGTH ? "incomplete" : "completed";
-		close_reasoning(st, ist);
+		close_reasoning(st, res.len || res.n_calls ? "completed" : ist);
 		if (st->msg_at < 0 && !res.n_calls)
 			open_message(st);
 		if (st->msg_at >= 0)

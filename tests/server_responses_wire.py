@@ -58,6 +58,13 @@ def events(body):
             check(d["type"] == name, "event line %s matches data type %s" % (name, d["type"]))
             out.append((name, d))
     check("[DONE]" not in text, "no [DONE] in a Responses stream")
+    # each finished item is the final object's item at its index
+    final = [d["response"] for n, d in out if n in ("response.completed", "response.incomplete")]
+    if final:
+        done = [d for n, d in out if n == "response.output_item.done"]
+        check([d["output_index"] for d in done] == list(range(len(final[0]["output"]))) and
+              all(final[0]["output"][d["output_index"]] == d["item"] for d in done),
+              "output_item.done items = the final output: %s" % [d["item"] for d in done])
     check([d["sequence_number"] for _, d in out] == list(range(len(out))),
           "sequence numbers 0..n-1: %s" % [d["sequence_number"] for _, d in out])
     return out
