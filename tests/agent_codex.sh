@@ -22,7 +22,7 @@ unshare --net --map-root-user sh -c 'ip link set lo up' 2>/dev/null ||
 	test_skip "cannot make a loopback-only network namespace (unshare --net --map-root-user)"
 srv_setup_glm5
 D=$SRV_TMP
-mkdir -p "$D/home" "$D/work"
+mkdir -p "$D/home" "$D/work" "$D/tmp"
 cat >"$D/inner.sh" <<'INNER'
 # inside the namespace: lo only
 set -u
@@ -68,7 +68,7 @@ exporter = "none"
 persistence = "none"
 TOML
 cd "$D/work"
-HOME="$D/home" CODEX_HOME="$D/home" timeout 900 "$CODEX" exec --strict-config --skip-git-repo-check \
+HOME="$D/home" CODEX_HOME="$D/home" TMPDIR="$D/tmp" timeout 900 "$CODEX" exec --strict-config --skip-git-repo-check \
 	"Check the current goal, then say done." </dev/null >"$D/codex.out" 2>"$D/codex.err"
 rc=$?
 kill $pp $sp
