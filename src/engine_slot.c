@@ -280,7 +280,7 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 			return -1;
 		}
 		/* whole: the prompt replaces the history past their common
-		 * prefix (the save truncates the file to match) */
+		 * prefix (the file is cut there below) */
 		const int before = r->params.session_whole ? 0 : sl->n_hist;
 		if (before + r->n_prompt + 1 > e->ctx) {
 			engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, -E2BIG,
