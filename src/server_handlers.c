@@ -515,6 +515,14 @@ int coli_server_answer(coli_server *s, const char *path, const char *body, size_
 			 "%s: not a POST route of this server", path);
 		goto error;
 	}
+	if (cc.route == SRV_ROUTE_RESPONSES) {
+		rc = srv_responses_answer(s, &cc, body, len, &e, out);
+		if (rc < 0)
+			return rc;
+		if (rc > 0)
+			goto error;
+		goto done;
+	}
 	srv_stream *st = calloc(1, sizeof *st);
 	if (!st)
 		return -ENOMEM;
@@ -532,6 +540,7 @@ int coli_server_answer(coli_server *s, const char *path, const char *body, size_
 		if (rc > 0)
 			goto error;
 	}
+done:
 	if (!*out)
 		return -ENOMEM;
 	*status = 200;

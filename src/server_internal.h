@@ -461,5 +461,8 @@ int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc,
 /* The Responses API (server_responses*.c). */
 int srv_responses_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc);
 int srv_responses_get(coli_server *s, struct MHD_Connection *c, srv_conn *cc);
+/* coli_server_answer's /v1/responses: 0 with *body, 1 with e, -ECANCELED,
+ * -ENOMEM. */
+int srv_responses_answer(coli_server *s, srv_conn *cc, const char *b, size_t len, srv_error *e, char **body);
 
 #endif

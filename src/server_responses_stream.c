@@ -11,6 +11,7 @@
  * the end (the markup is parsed once complete). */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,13 +279,13 @@ static void stream_free(void *cls)
 }
 
 /* Parse, continue the stored conversation, build the prompt, submit. */
-static int prepare(coli_server *s, srv_conn *cc, int fd, resp_stream *st, srv_error *e)
+static int prepare(coli_server *s, const char *b, size_t len, int fd, int in_process, resp_stream *st,
+		   srv_error *e)
 {
-	const char *b = cc->body.p ? cc->body.p : "";
 	json_t *prev = NULL;
 	int *ids = NULL, n_ids = 0, rc = -1;
 	srv_resp *q = &st->q;
-	if (srv_responses_prev_id(b, cc->body.len, q->prev_id, sizeof q->prev_id, e))
+	if (srv_responses_prev_id(b, len, q->prev_id, sizeof q->prev_id, e))
 		return -1;
 	if (q->prev_id[0] && srv_resp_load(s, q->prev_id, &prev, e)) {
 		if (e->status == 404)
@@ -292,8 +293,17 @@ static int prepare(coli_server *s, srv_conn *cc, int fd, resp_stream *st, srv_er
 				 "Previous response with id '%.80s' not found.", q->prev_id);
 		return -1;
 	}
-	if (srv_responses_parse(b, cc->body.len, prev, q, e))
+	if (srv_responses_parse(b, len, prev, q, e))
 		goto out;
+	if (in_process) {
+		/* coli batch: never streamed, its reader never stalls, and
+		 * nothing is stored (the answers are in its output file; a KV
+		 * session per line would fill the disk) */
+		q->req.stream = 0;
+		q->req.in_process = 1;
+		q->store = 0;
+		json_object_set_new(q->echo, "store", json_false());
+	}
 	if (!srv_model_accepted(s, q->req.model)) {
 		srv_fail(e, 404, "invalid_request_error", "model_not_found", "model",
 			 "the model '%s' does not exist (this server serves '%s')", q->req.model, s->model_id);
@@ -338,20 +348,25 @@ out:
 	return rc;
 }
 
-static int answer_whole(coli_server *s, struct MHD_Connection *c, srv_conn *cc, resp_stream *st)
+/* Wait for the whole answer: 0 with *body, 1 with e (an error to
+ * answer), 2 with e (cut short by the server stopping), -1 when the client
+ * went away. Frees st. */
+static int whole(coli_server *s, srv_conn *cc, resp_stream *st, srv_error *e, char **body)
 {
-	srv_error e = { 0 };
-	int rc;
+	int rc, ret = 0;
 	while ((rc = srv_gen_next(&st->gen, &st->text)) > 0)
 		;
-	char *body = NULL;
+	*body = NULL;
 	if (rc < 0) {
 		atomic_fetch_add(&s->metrics.cancelled, 1);
+		ret = -1;
 	} else if (st->gen.finish == SRV_FINISH_SHUTDOWN) {
-		srv_fail(&e, 503, "server_error", "shutting_down", NULL,
+		srv_fail(e, 503, "server_error", "shutting_down", NULL,
 			 "the server is shutting down; the request was stopped");
+		ret = 2;
 	} else if (st->gen.finish == SRV_FINISH_ERROR) {
-		srv_fail(&e, 500, "server_error", NULL, NULL, "generation failed: %s", st->gen.errmsg);
+		srv_fail(e, 500, "server_error", NULL, NULL, "generation failed: %s", st->gen.errmsg);
+		ret = 1;
 	} else {
 		srv_result res;
 		srv_gen_result(&st->gen, &st->q.req, st->text.p ? st->text.p : "", st->text.len, &res);
@@ -360,7 +375,7 @@ static int answer_whole(coli_server *s, struct MHD_Connection *c, srv_conn *cc, 
 		cc->usage = res.usage;
 		json_t *object = srv_resp_object(&st->q, srv_resp_status(&res), srv_resp_output(&st->ids, &res), &res);
 		finish(st, object, 1);
-		body = object ? json_dumps(object, JSON_COMPACT) : NULL;
+		*body = object ? json_dumps(object, JSON_COMPACT) : NULL;
 		json_decref(object);
 	}
 	srv_gen_free(&st->gen);
@@ -368,31 +383,61 @@ static int answer_whole(coli_server *s, struct MHD_Connection *c, srv_conn *cc, 
 	srv_resp_free(&st->q);
 	srv_buf_free(&st->text);
 	free(st);
-	if (rc < 0)
-		return MHD_NO;
-	if (e.status)
-		return srv_respond_error(s, c, cc, &e);
-	return srv_respond(s, c, cc, 200, "application/json", body);
+	return ret;
+}
+
+static resp_stream *stream_new(coli_server *s, srv_conn *cc)
+{
+	resp_stream *st = calloc(1, sizeof *st);
+	if (!st)
+		return NULL;
+	st->s = s;
+	st->cc = cc;
+	st->rs_at = st->msg_at = -1;
+	srv_resp_ids_make(&st->ids);
+	return st;
+}
+
+static void stream_discard(resp_stream *st)
+{
+	srv_gen_free(&st->gen);
+	srv_resp_free(&st->q);
+	free(st);
 }
 
 int srv_responses_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
 {
 	srv_error e = { 0 };
-	resp_stream *st = calloc(1, sizeof *st);
+	char *body;
+	resp_stream *st = stream_new(s, cc);
 	if (!st)
 		return MHD_NO;
-	st->s = s;
-	st->cc = cc;
-	st->rs_at = st->msg_at = -1;
-	srv_resp_ids_make(&st->ids);
-	if (prepare(s, cc, srv_client_fd(c), st, &e)) {
-		srv_gen_free(&st->gen);
-		srv_resp_free(&st->q);
-		free(st);
+	if (prepare(s, cc->body.p ? cc->body.p : "", cc->body.len, srv_client_fd(c), 0, st, &e)) {
+		stream_discard(st);
 		return srv_respond_error(s, c, cc, &e);
 	}
-	if (!st->q.req.stream)
-		return answer_whole(s, c, cc, st);
-	st->gen.keepalive_ms = KEEPALIVE_MS;
-	return srv_queue_stream(s, c, cc, stream_read, st, stream_free);
+	if (st->q.req.stream) {
+		st->gen.keepalive_ms = KEEPALIVE_MS;
+		return srv_queue_stream(s, c, cc, stream_read, st, stream_free);
+	}
+	int rc = whole(s, cc, st, &e, &body);
+	if (rc < 0)
+		return MHD_NO;
+	if (rc > 0)
+		return srv_respond_error(s, c, cc, &e);
+	return srv_respond(s, c, cc, 200, "application/json", body);
+}
+
+int srv_responses_answer(coli_server *s, srv_conn *cc, const char *b, size_t len, srv_error *e, char **body)
+{
+	*body = NULL;
+	resp_stream *st = stream_new(s, cc);
+	if (!st)
+		return -ENOMEM;
+	if (prepare(s, b, len, -1, 1, st, e)) {
+		stream_discard(st);
+		return 1;
+	}
+	int rc = whole(s, cc, st, e, body);
+	return rc < 0 || rc == 2 ? -ECANCELED : rc;
 }

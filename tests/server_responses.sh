@@ -18,6 +18,34 @@ srv_stop
 srv_start again --ctx 2048 -v --cache-dir "$CACHE"
 $PYTHON3 "$WIRE" "$BASE" "$SRV_TMP/again.log" "$SRV_TMP/state.json" restarted || { tail -20 "$SRV_TMP/again.log"; exit 1; }
 srv_stop
+# coli batch answers /v1/responses lines in-process: stores nothing, but
+# continues a stored response from its session
+$PYTHON3 - "$COLI" "$SRV_MODEL" "$CACHE" "$SRV_TMP" <<'PY' || srv_fail "coli batch with /v1/responses"
+import json, os, subprocess, sys
+coli, model, cache, tmp = sys.argv[1:]
+kv = os.path.join(cache, "kv")
+st = json.load(open(os.path.join(tmp, "state.json")))
+before = sorted(os.listdir(kv))
+lines = [{"custom_id": "new", "method": "POST", "url": "/v1/responses",
+          "body": {"input": "Hello there", "max_output_tokens": 3, "temperature": 0, "reasoning": {"effort": "none"}}},
+         {"custom_id": "cont", "method": "POST", "url": "/v1/responses",
+          "body": {"input": "Go on.", "max_output_tokens": 3, "temperature": 0, "reasoning": {"effort": "none"},
+                   "previous_response_id": st["first"]["id"]}}]
+with open(os.path.join(tmp, "in.jsonl"), "w") as f:
+    f.writelines(json.dumps(l) + "\n" for l in lines)
+out = os.path.join(tmp, "out.jsonl")
+subprocess.check_call([coli, "batch", model, os.path.join(tmp, "in.jsonl"), out, "--threads", "1", "--ctx", "2048",
+                       "--cache-dir", cache, "-q"], stderr=subprocess.DEVNULL)
+got = {d["custom_id"]: d["response"] for d in map(json.loads, open(out))}
+for k in ("new", "cont"):
+    assert got[k]["status_code"] == 200 and got[k]["body"]["object"] == "response", got[k]
+    assert got[k]["body"]["store"] is False, got[k]["body"]["store"]
+fu = st["first"]["usage"]
+cached = got["cont"]["body"]["usage"]["input_tokens_details"]["cached_tokens"]
+assert fu["input_tokens"] <= cached <= fu["input_tokens"] + fu["output_tokens"], (cached, fu)
+assert sorted(os.listdir(kv)) == before, "batch left files: %s" % sorted(set(os.listdir(kv)) - set(before))
+print("responses batch: ok (cached %d)" % cached)
+PY
 # every stored response is one session: resp_ID.kv + resp_ID.resp.json,
 # its listed size the sum of both; nothing else of the server's is there
 $PYTHON3 - "$COLI" "$SRV_MODEL" "$CACHE" <<'PY' || srv_fail "sessions of stored responses"
