@@ -15,7 +15,7 @@ WIRE="${top_srcdir:-.}/tests/server_responses_wire.py"
 srv_start main --ctx 2048 -v --cache-dir "$CACHE"
 $PYTHON3 "$WIRE" "$BASE" "$SRV_TMP/main.log" "$SRV_TMP/state.json" first || { tail -20 "$SRV_TMP/main.log"; exit 1; }
 srv_stop
-srv_start again --ctx 2048 -v --cache-dir "$CACHE"
+srv_start again --ctx 2048 -v --cache-dir "$CACHE" --share-session-prefixes
 $PYTHON3 "$WIRE" "$BASE" "$SRV_TMP/again.log" "$SRV_TMP/state.json" restarted || { tail -20 "$SRV_TMP/again.log"; exit 1; }
 srv_stop
 # coli batch answers /v1/responses lines in-process: stores nothing, but

@@ -268,6 +268,12 @@ if PHASE == "first":
     json.dump({"plain": plain, "first": first, "second": second, "gone": gone["id"]}, open(STATE, "w"))
 else:
     st = json.load(open(STATE))
+    # the server runs with --share-session-prefixes: stored responses'
+    # sessions are still nobody else's prompt cache
+    d = post({"input": "Hello there", "max_output_tokens": 2, "temperature": 0, "reasoning": OFF, "store": False})
+    check(d["usage"]["input_tokens"] == st["first"]["usage"]["input_tokens"] and
+          d["usage"]["input_tokens_details"]["cached_tokens"] == 0,
+          "a stored session feeds no other request, even when sessions are shared: %s" % d["usage"])
     for k in ("plain", "first", "second"):
         r = c.get(URL + "/" + st[k]["id"])
         check(r.status_code == 200 and r.json() == st[k], "%s survives a restart" % k)
