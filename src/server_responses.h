@@ -57,7 +57,7 @@ char *srv_resp_error_json(const srv_error *e);
 
 /* Stored responses (server_responses_store.c), under the engine's kv
  * directory as resp_ID.resp.json beside the session resp_ID.kv. */
-void srv_resp_new_id(char *out, size_t cap);
+int srv_resp_new_id(char *out, size_t cap); /* 0 or -errno (getrandom) */
 /* The record of id: 0 and *rec, -ENOENT (404), other errors. */
 int srv_resp_load(coli_server *s, const char *id, json_t **rec, srv_error *e);
 /* Copy the session of `from` to `to` (a fresh name) so `to` continues it. */

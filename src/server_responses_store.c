@@ -34,7 +34,7 @@
 #include "kv_store.h"
 #include "server_responses.h"
 
-void srv_resp_new_id(char *out, size_t cap)
+int srv_resp_new_id(char *out, size_t cap)
 {
 	unsigned char b[16];
 	size_t got = 0;
@@ -43,17 +43,13 @@ void srv_resp_new_id(char *out, size_t cap)
 		if (n > 0)
 			got += (size_t)n;
 		else if (errno != EINTR)
-			break;
-	}
-	if (got < sizeof b) {
-		/* no entropy source: never hand out a guessable id */
-		coli_error("server: getrandom failed: %s", strerror(errno));
-		abort();
+			return -errno; /* never a guessable id instead */
 	}
 	char hex[33];
 	for (int i = 0; i < 16; i++)
 		snprintf(hex + 2 * i, 3, "%02x", b[i]);
 	snprintf(out, cap, KV_STORE_PRIVATE_PREFIX "%s", hex);
+	return 0;
 }
 
 static int id_valid(const char *id)

@@ -309,7 +309,10 @@ static int prepare(coli_server *s, const char *b, size_t len, int fd, int in_pro
 			 "the model '%s' does not exist (this server serves '%s')", q->req.model, s->model_id);
 		goto out;
 	}
-	srv_resp_new_id(q->id, sizeof q->id);
+	if (srv_resp_new_id(q->id, sizeof q->id)) {
+		srv_fail(e, 500, "server_error", NULL, NULL, "no random id: getrandom failed");
+		goto out;
+	}
 	q->created = (long long)time(NULL);
 	snprintf(q->model, sizeof q->model, "%s", s->model_id);
 	/* a session when the response is kept or continues one (a copy of

@@ -162,7 +162,7 @@ static void test_objects(void)
 	srv_resp q;
 	srv_error e;
 	REQUIRE(parse("{\"input\":\"x\",\"metadata\":{\"k\":\"v\"}}", NULL, &q, &e) == 0);
-	srv_resp_new_id(q.id, sizeof q.id);
+	CHECK_RC(srv_resp_new_id(q.id, sizeof q.id), 0);
 	CHECK(strlen(q.id) == SRV_RESP_ID_LEN && !strncmp(q.id, "resp_", 5), "id %s", q.id);
 	snprintf(q.model, sizeof q.model, "m");
 	srv_resp_ids ids;
