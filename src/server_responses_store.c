@@ -52,6 +52,21 @@ int srv_resp_new_id(char *out, size_t cap)
 	return 0;
 }
 
+/* The record: {"version":1, "response":{the object}, "conversation":[the
+ * input items then the output items], "session":"resp_ID"}. */
+#define RECORD_VERSION 1
+
+/* After a rename or link in dir: make the new name durable. */
+static void dir_sync(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fsync(fd) < 0)
+		coli_warn("%s: fsync: %s", dir, strerror(errno));
+	close(fd);
+}
+
 static int id_valid(const char *id)
 {
 	if (strlen(id) != SRV_RESP_ID_LEN || strncmp(id, KV_STORE_PRIVATE_PREFIX, 5))
@@ -88,7 +103,15 @@ int srv_resp_load(coli_server *s, const char *id, json_t **rec, srv_error *e)
 		return srv_fail(e, 500, "server_error", NULL, NULL, "stored response %s is unreadable: %s", id,
 				jerr.text);
 	}
-	if (!json_is_object(json_object_get(j, "response"))) {
+	json_t *v = json_object_get(j, "version");
+	if (!json_is_integer(v) || json_integer_value(v) != RECORD_VERSION) {
+		/* a later format is refused, never guessed at */
+		json_decref(j);
+		return srv_fail(e, 500, "server_error", NULL, NULL,
+				"stored response %s has record version %lld; this server reads %d", id,
+				json_is_integer(v) ? (long long)json_integer_value(v) : -1LL, RECORD_VERSION);
+	}
+	if (!json_is_object(json_object_get(j, "response")) || !json_is_array(json_object_get(j, "conversation"))) {
 		json_decref(j);
 		return srv_fail(e, 500, "server_error", NULL, NULL, "stored response %s is damaged", id);
 	}
@@ -157,6 +180,8 @@ int srv_resp_session_fork(coli_server *s, const char *from, const char *to, srv_
 	if (!rc && link(tmp, dst) < 0)
 		rc = -errno;
 	unlink(tmp);
+	if (!rc)
+		dir_sync(dir);
 out:
 	if (in >= 0)
 		close(in);
@@ -185,7 +210,7 @@ int srv_resp_save(coli_server *s, const srv_resp *q, json_t *object)
 	if (kv_store_path(dir, q->id, "resp.json", path, sizeof path, NULL) < 0 ||
 	    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
 		return -ENAMETOOLONG;
-	json_t *rec = json_pack("{s:i, s:O, s:o, s:s}", "version", 1, "response", object, "conversation",
+	json_t *rec = json_pack("{s:i, s:O, s:o, s:s}", "version", RECORD_VERSION, "response", object, "conversation",
 				conversation(q, object), "session", q->id);
 	int rc = rec ? 0 : -ENOMEM;
 	if (!rc && json_dump_file(rec, tmp, JSON_COMPACT) < 0)
@@ -199,6 +224,8 @@ int srv_resp_save(coli_server *s, const srv_resp *q, json_t *object)
 	}
 	if (!rc && rename(tmp, path) < 0)
 		rc = -errno;
+	if (!rc)
+		dir_sync(dir);
 	if (rc) {
 		unlink(tmp);
 		coli_warn("server: response %s not stored: %s", q->id, strerror(-rc));
