@@ -88,8 +88,11 @@ static void usage_of(const char *body, long long *p, long long *c)
 {
 	json_t *j = json_loads(body, 0, NULL);
 	json_t *u = json_object_get(j, "usage");
-	*p = json_integer_value(json_object_get(u, "prompt_tokens"));
-	*c = json_integer_value(json_object_get(u, "completion_tokens"));
+	/* chat and completions; the Responses API names them input/output */
+	*p = json_integer_value(json_object_get(u, "prompt_tokens")) +
+	     json_integer_value(json_object_get(u, "input_tokens"));
+	*c = json_integer_value(json_object_get(u, "completion_tokens")) +
+	     json_integer_value(json_object_get(u, "output_tokens"));
 	json_decref(j);
 }
 

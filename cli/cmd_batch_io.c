@@ -50,6 +50,8 @@ static long item_cost(json_t *body, size_t body_len)
 	json_t *m = json_object_get(body, "max_completion_tokens");
 	if (!json_is_integer(m))
 		m = json_object_get(body, "max_tokens");
+	if (!json_is_integer(m))
+		m = json_object_get(body, "max_output_tokens");
 	long gen = json_is_integer(m) && json_integer_value(m) > 0 ? (long)json_integer_value(m)
 								   : COST_UNBOUNDED;
 	/* a decode step costs about what 16 prompt positions cost in one
@@ -85,10 +87,11 @@ static int item_parse(const char *path, int lineno, const char *line, size_t len
 		if (item_refuse(it, "invalid_method", "method must be \"POST\"%s", ""))
 			goto oom;
 	} else if (!u || (strcmp(u, "/v1/chat/completions") && strcmp(u, "/v1/completions") &&
-			  strcmp(u, "/chat/completions") && strcmp(u, "/completions"))) {
+			  strcmp(u, "/chat/completions") && strcmp(u, "/completions") &&
+			  strcmp(u, "/v1/responses") && strcmp(u, "/responses"))) {
 		if (item_refuse(it, "invalid_url",
-				"url '%.200s' is not supported (use /v1/chat/completions or "
-				"/v1/completions)", u ? u : "(missing)"))
+				"url '%.200s' is not supported (use /v1/chat/completions, "
+				"/v1/completions or /v1/responses)", u ? u : "(missing)"))
 			goto oom;
 	} else if (!json_is_object(body)) {
 		if (item_refuse(it, "invalid_body", "body must be a JSON object%s", ""))

@@ -6,6 +6,9 @@ libcoliserver_a_SOURCES += \
 	server/server_openai.c server/server_stop.c server/server_gen.c \
 	server/server_metrics.c server/server_handlers.c server/server_http.c server/server_guard.c server/server_head.c server/server_door.c server/server_structured.c \
 	server/server_logprobs.c server/server_think.c
+# The Responses API (issue 31).
+libcoliserver_a_SOURCES += server/server_responses.h server/server_responses.c server/server_responses_out.c \
+	server/server_responses_stream.c server/server_responses_store.c
 
 # Unit tests of the pure parts (parsing, formatting, stop strings, tools).
 check_PROGRAMS += tests/server_test_parse tests/server_test_format tests/server_test_gen \
@@ -68,3 +71,12 @@ EXTRA_DIST += man/coli-batch.1.in
 # Benchmarks (not in the suite): tok/s and disk bytes per token vs
 # --parallel, the extraction workload, the GLM-5.2 projection.
 EXTRA_DIST += bench/batch_parallel.sh bench/batch_extract.sh bench/batch_projection.py
+
+# The Responses API (issue 31): the wire, stored responses across a restart.
+check_PROGRAMS += tests/server_test_responses
+TESTS += tests/server_test_responses
+tests_server_test_responses_SOURCES = tests/server_test_responses.c
+tests_server_test_responses_LDADD = $(COLI_SERVER_LDADD)
+TESTS += tests/server_responses.sh tests/server_responses_sdk.sh tests/agent_codex.sh
+EXTRA_DIST += tests/server_responses.sh tests/server_responses_wire.py tests/server_responses_sdk.sh tests/server_responses_sdk.js \
+	tests/agent_codex.sh tests/agent_codex_proxy.py

@@ -29,10 +29,17 @@ static int model_accepted(const coli_server *s, const char *m)
 	       (s->model_alias[0] && !strcmp(m, s->model_alias));
 }
 
+int srv_model_accepted(const coli_server *s, const char *m)
+{
+	return model_accepted(s, m);
+}
+
 int srv_handle_get(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
 {
 	srv_error e = { 0 };
 	switch (cc->route) {
+	case SRV_ROUTE_RESPONSE_ID:
+		return srv_responses_get(s, c, cc);
 	case SRV_ROUTE_HEALTH:
 		return srv_respond(s, c, cc, 200, "application/json", strdup("{\"status\":\"ok\"}"));
 	case SRV_ROUTE_METRICS: {
@@ -69,7 +76,7 @@ int srv_handle_get(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
 
 /* Prompt token ids of a request (chat template + tokenizer, or the
  * completions prompt). */
-static int build_prompt(coli_server *s, srv_request *r, int **ids, int *n, srv_error *e)
+int srv_build_prompt(coli_server *s, srv_request *r, int **ids, int *n, srv_error *e)
 {
 	const coli_tokenizer *tok = coli_engine_tokenizer(s->eng);
 	coli_err cerr = { 0 };
@@ -136,7 +143,7 @@ static int build_prompt(coli_server *s, srv_request *r, int **ids, int *n, srv_e
 	return 0;
 }
 
-static int client_fd(struct MHD_Connection *c)
+int srv_client_fd(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -325,11 +332,16 @@ static void stream_free(void *cls)
 static int start_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_stream *st)
 {
 	st->gen.keepalive_ms = KEEPALIVE_MS;
+	return srv_queue_stream(s, c, cc, stream_read, st, stream_free);
+}
+
+int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc,
+		     ssize_t (*cb)(void *, uint64_t, char *, size_t), void *cls, void (*free_cb)(void *))
+{
 	atomic_fetch_add(&s->metrics.active_streams, 1);
-	struct MHD_Response *r =
-		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_free);
+	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, cb, cls, free_cb);
 	if (!r) {
-		stream_free(st);
+		free_cb(cls);
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "text/event-stream; charset=utf-8");
@@ -429,7 +441,7 @@ static int prepare(coli_server *s, srv_conn *cc, const char *b, size_t len, int 
 			 s->model_id);
 		goto out;
 	}
-	if (build_prompt(s, &st->req, &ids, &n_ids, e))
+	if (srv_build_prompt(s, &st->req, &ids, &n_ids, e))
 		goto out;
 	if (route == SRV_ROUTE_COUNT_TOKENS) {
 		if (asprintf(body, "{\"input_tokens\":%d}", n_ids) < 0)
@@ -474,11 +486,13 @@ int srv_handle_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
 {
 	srv_error e = { 0 };
 	char *body = NULL;
+	if (cc->route == SRV_ROUTE_RESPONSES)
+		return srv_responses_post(s, c, cc);
 	srv_stream *st = calloc(1, sizeof *st);
 	if (!st)
 		return MHD_NO;
 	const char *b = cc->body.p ? cc->body.p : "";
-	int rc = prepare(s, cc, b, cc->body.len, client_fd(c), 0, st, &body, &e);
+	int rc = prepare(s, cc, b, cc->body.len, srv_client_fd(c), 0, st, &body, &e);
 	if (rc) {
 		stream_discard(st);
 		return rc > 0 ? srv_respond(s, c, cc, 200, "application/json", body)
@@ -503,6 +517,14 @@ int coli_server_answer(coli_server *s, const char *path, const char *body, size_
 			 "%s: not a POST route of this server", path);
 		goto error;
 	}
+	if (cc.route == SRV_ROUTE_RESPONSES) {
+		rc = srv_responses_answer(s, &cc, body, len, &e, out);
+		if (rc < 0)
+			return rc;
+		if (rc > 0)
+			goto error;
+		goto done;
+	}
 	srv_stream *st = calloc(1, sizeof *st);
 	if (!st)
 		return -ENOMEM;
@@ -520,6 +542,7 @@ int coli_server_answer(coli_server *s, const char *path, const char *body, size_
 		if (rc > 0)
 			goto error;
 	}
+done:
 	if (!*out)
 		return -ENOMEM;
 	*status = 200;

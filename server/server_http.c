@@ -83,6 +83,7 @@ int srv_respond(coli_server *s, struct MHD_Connection *c, srv_conn *cc, int stat
 			[SRV_ROUTE_MODELS] = "GET, HEAD, OPTIONS",
 			[SRV_ROUTE_HEALTH] = "GET, HEAD, OPTIONS",
 			[SRV_ROUTE_METRICS] = "GET, HEAD, OPTIONS",
+			[SRV_ROUTE_RESPONSE_ID] = "GET, HEAD, DELETE, OPTIONS",
 		};
 		const char *a = cc->route >= 0 && allow[cc->route] ? allow[cc->route] : "POST, OPTIONS";
 		MHD_add_response_header(r, "Allow", a);
@@ -117,6 +118,7 @@ static const struct {
 	{ "/messages/count_tokens", SRV_ROUTE_COUNT_TOKENS, 1 },
 	{ "/health", SRV_ROUTE_HEALTH, 0 },
 	{ "/metrics", SRV_ROUTE_METRICS, 0 },
+	{ "/responses", SRV_ROUTE_RESPONSES, 1 },
 };
 
 /* Route of a URL (with or without /v1); -1 when unknown. wants_post tells
@@ -136,6 +138,13 @@ int srv_route_of(const char *url, srv_conn *cc, int *wants_post)
 		snprintf(cc->model_path, sizeof cc->model_path, "%s", url + 8);
 		*wants_post = 0;
 		return SRV_ROUTE_MODELS;
+	}
+	/* GET, DELETE /responses/ID (the id is checked by its handler) */
+	if (!strncmp(url, "/responses/", 11) && url[11] && !strchr(url + 11, '/') &&
+	    strlen(url + 11) < sizeof cc->resp_id) {
+		snprintf(cc->resp_id, sizeof cc->resp_id, "%s", url + 11);
+		*wants_post = 0;
+		return SRV_ROUTE_RESPONSE_ID;
 	}
 	return -1;
 }
@@ -174,7 +183,7 @@ static int preflight(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
 	const char *req_h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 							"Access-Control-Request-Headers");
 	srv_add_cors(r);
-	MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+	MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
 	MHD_add_response_header(r, "Access-Control-Allow-Headers",
 				req_h && strlen(req_h) < 1024 ? req_h
 				: "Authorization, Content-Type, x-api-key, anthropic-version, anthropic-beta");
@@ -273,7 +282,8 @@ static enum MHD_Result first_call(coli_server *s, struct MHD_Connection *c, srv_
 		return (enum MHD_Result)srv_respond_error(s, c, cc, &e);
 	}
 	int is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
-	if ((post && strcmp(method, "POST")) || (!post && !is_get)) {
+	cc->is_delete = cc->route == SRV_ROUTE_RESPONSE_ID && !strcmp(method, "DELETE");
+	if ((post && strcmp(method, "POST")) || (!post && !is_get && !cc->is_delete)) {
 		srv_fail(&e, 405, "invalid_request_error", "method_not_allowed", NULL,
 			 "method %s is not allowed on %.200s", method, url);
 		return (enum MHD_Result)srv_respond_error(s, c, cc, &e);

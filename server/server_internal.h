@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "chat_template.h"
 #include "chat_think.h"
@@ -65,7 +66,8 @@ int srv_utf8_valid(const char *s, size_t n);
 size_t srv_utf8_copy(char *dst, size_t cap, const char *src, size_t n);
 
 /* ---- native request ---- */
-enum srv_api { SRV_API_CHAT = 1, SRV_API_COMPLETIONS, SRV_API_MESSAGES, SRV_API_COUNT_TOKENS };
+enum srv_api { SRV_API_CHAT = 1, SRV_API_COMPLETIONS, SRV_API_MESSAGES, SRV_API_COUNT_TOKENS,
+	SRV_API_RESPONSES };
 
 #define SRV_MAX_STOP 16
 #define SRV_MAX_BIAS 1024      /* logit_bias entries */
@@ -105,6 +107,12 @@ typedef struct srv_request {
 	int show_thinking;         /* Anthropic: thinking blocks asked for */
 	int think_open;            /* set by the handler: the prompt opened a
 	                            * thinking block */
+	int tool_required;         /* tool_choice "required" / Anthropic "any":
+	                            * the answer must call some tool */
+	int no_parallel_tools;     /* parallel_tool_calls: false */
+	char *session;             /* KV session to run in (stored responses) */
+	int session_whole;         /* ... the prompt is the whole conversation
+	                            * (coli_gen_params.session_whole) */
 } srv_request;
 
 void srv_request_free(srv_request *r);
@@ -240,6 +248,8 @@ char *srv_anthropic_error_json(const srv_error *e);
 enum srv_route {
 	SRV_ROUTE_MODELS = 0, SRV_ROUTE_CHAT, SRV_ROUTE_COMPLETIONS, SRV_ROUTE_MESSAGES,
 	SRV_ROUTE_COUNT_TOKENS, SRV_ROUTE_HEALTH, SRV_ROUTE_METRICS, SRV_ROUTE_OTHER,
+	SRV_ROUTE_RESPONSES,       /* POST /v1/responses */
+	SRV_ROUTE_RESPONSE_ID,     /* GET, DELETE /v1/responses/ID */
 	SRV_ROUTE_COUNT,
 };
 #define SRV_N_STATUS 12
@@ -415,6 +425,8 @@ typedef struct srv_conn {
 	int route;                 /* enum srv_route, -1 unknown */
 	int anthropic;             /* errors in Anthropic shape */
 	char model_path[256];      /* /v1/models/ID */
+	char resp_id[80];          /* /v1/responses/ID */
+	int is_delete;             /* DELETE (no body, answered like a GET) */
 	srv_buf body;
 	size_t discarded;          /* body bytes dropped past max_body */
 	int too_big;
@@ -439,5 +451,20 @@ int srv_route_of(const char *url, srv_conn *cc, int *wants_post);
 /* Route handlers (server_handlers.c); return an MHD_Result. */
 int srv_handle_get(coli_server *s, struct MHD_Connection *c, srv_conn *cc);
 int srv_handle_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc);
+/* An OpenAI route serves model name m (server_handlers.c). */
+int srv_model_accepted(const coli_server *s, const char *m);
+/* The chat template and tokenizer over r (server_handlers.c). */
+int srv_build_prompt(coli_server *s, srv_request *r, int **ids, int *n, srv_error *e);
+int srv_client_fd(struct MHD_Connection *c);
+/* Queue a streamed response reading from cb (server_handlers.c's headers,
+ * metrics and keepalive); free_cb owns cls. */
+int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc,
+		     ssize_t (*cb)(void *, uint64_t, char *, size_t), void *cls, void (*free_cb)(void *));
+/* The Responses API (server_responses*.c). */
+int srv_responses_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc);
+int srv_responses_get(coli_server *s, struct MHD_Connection *c, srv_conn *cc);
+/* coli_server_answer's /v1/responses: 0 with *body, 1 with e, -ECANCELED,
+ * -ENOMEM. */
+int srv_responses_answer(coli_server *s, srv_conn *cc, const char *b, size_t len, srv_error *e, char **body);
 
 #endif

@@ -22,7 +22,7 @@ static const char *srv_route_name(int route)
 {
 	static const char *const names[SRV_ROUTE_COUNT] = {
 		"models", "chat_completions", "completions", "messages", "count_tokens",
-		"health", "metrics", "other",
+		"health", "metrics", "other", "responses", "responses_id",
 	};
 	return route >= 0 && route < SRV_ROUTE_COUNT ? names[route] : "other";
 }

@@ -33,6 +33,7 @@ void srv_request_free(srv_request *r)
 	free(r->tools_json);
 	free(r->json_schema);
 	free(r->forced_tool);
+	free(r->session);
 	free(r->prompt);
 	free(r->prompt_ids);
 	for (int i = 0; i < r->n_stop; i++)

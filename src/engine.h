@@ -78,6 +78,11 @@ typedef struct coli_gen_params {
 	uint64_t seed;
 	const char *const *stop;   /* NULL-terminated stop strings (copied) */
 	const char *session;       /* KV session name to continue, or NULL */
+	int session_whole;         /* with session: the prompt is the whole
+	                            * conversation, not what follows the stored
+	                            * history; the session keeps its longest
+	                            * common prefix with it (the Responses API's
+	                            * previous_response_id) */
 	int ignore_eos;
 	int cancel_when_stalled;   /* when the reader stops taking events and the
 	                            * request's buffer is full: 1 = cancel it (a

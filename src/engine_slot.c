@@ -280,14 +280,17 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 			engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 			return -1;
 		}
-		if (sl->n_hist + r->n_prompt + 1 > e->ctx) {
+		/* whole: the prompt replaces the history past their common
+		 * prefix (the file is cut there below) */
+		const int before = r->params.session_whole ? 0 : sl->n_hist;
+		if (before + r->n_prompt + 1 > e->ctx) {
 			engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, -E2BIG,
 					   "the session and the prompt exceed the context length");
 			return -1;
 		}
-		memcpy(sl->prompt, sl->hist, sizeof(int) * (size_t)sl->n_hist);
-		memcpy(sl->prompt + sl->n_hist, r->prompt, sizeof(int) * (size_t)r->n_prompt);
-		sl->n_prompt = sl->n_hist + r->n_prompt;
+		memcpy(sl->prompt, sl->hist, sizeof(int) * (size_t)before);
+		memcpy(sl->prompt + before, r->prompt, sizeof(int) * (size_t)r->n_prompt);
+		sl->n_prompt = before + r->n_prompt;
 	} else {
 		engine_session_unbind(e, sl);
 		/* A stateless request sees only what stateless requests left in
@@ -314,6 +317,14 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 	if (coli_seq_pos(sl->seq) != k)
 		k = coli_seq_pos(sl->seq);
 	sl->n_hist = k;
+	/* a whole-conversation prompt may part from the session inside what
+	 * the file holds: cut the file there, or the later save would append
+	 * after stale tokens */
+	if (sl->sess && sl->sess_saved > k) {
+		if (kv_session_truncate_tokens(sl->sess, k, &err))
+			coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
+		sl->sess_saved = k;
+	}
 	sl->cached = k;
 	sl->at = k;
 	const coli_gen_params *p = &r->params;

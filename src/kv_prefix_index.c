@@ -299,7 +299,8 @@ static int ix_refresh_one(kv_prefix_index *ix, const char *name, uint64_t pass)
 {
 	char path[PATH_MAX];
 	struct stat st;
-	if (!kv_store_name_valid(name) || kv_store_path(ix->dir, name, "kv", path, sizeof path, NULL) < 0)
+	if (!kv_store_name_valid(name) || kv_store_name_private(name) ||
+	    kv_store_path(ix->dir, name, "kv", path, sizeof path, NULL) < 0)
 		return 0;
 	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
 		pthread_mutex_lock(&ix->mu);
@@ -439,7 +440,8 @@ int kv_prefix_index_note(kv_prefix_index *ix, const kv_session *s, const char *f
 			 const int32_t *tokens, int n)
 {
 	struct stat st;
-	if (!kv_session_persisted(s) || kv_session_fstat(s, &st) < 0 || n < 0)
+	if (!kv_session_persisted(s) || kv_store_name_private(kv_session_name(s)) ||
+	    kv_session_fstat(s, &st) < 0 || n < 0)
 		return 0; /* the refresher reads what the file holds */
 	int rc = 0;
 	pthread_mutex_lock(&ix->mu);

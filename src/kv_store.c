@@ -125,6 +125,22 @@ static int cmp_entry_name(const void *a, const void *b)
 	return strcmp(((const kv_store_entry *)a)->name, ((const kv_store_entry *)b)->name);
 }
 
+/* Files other modules keep beside a session under its name (colitop's
+ * transcript, a stored Responses API response); they follow the session
+ * through rm and rename. */
+static const char *const companions[] = { "chat.json", "resp.json" };
+
+/* A stored response is part of what its session costs (the transcript,
+ * colitop's own, is not counted). */
+static uint64_t companions_bytes(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	if (kv_store_path(dir, name, "resp.json", path, sizeof path, NULL) < 0 || stat(path, &st) < 0)
+		return 0;
+	return (uint64_t)st.st_size;
+}
+
 int kv_store_list(const char *dir, kv_store_entry **out, int *n, coli_err *err)
 {
 	kv_store_entry *v = NULL;
@@ -162,7 +178,7 @@ int kv_store_list(const char *dir, kv_store_entry **out, int *n, coli_err *err)
 		kv_store_entry *e = &v[cnt++];
 		memset(e, 0, sizeof *e);
 		snprintf(e->name, sizeof e->name, "%s", name);
-		e->bytes = (uint64_t)st.st_size;
+		e->bytes = (uint64_t)st.st_size + companions_bytes(dir, name);
 		e->mtime = st.st_mtime;
 		e->locked = is_locked(dir, name);
 		kv_file_report rep;
@@ -188,9 +204,6 @@ out:
 	return rc;
 }
 
-/* Files other modules keep beside a session under its name (colitop's
- * transcript); they follow the session through rm and rename. */
-static const char *const companions[] = { "chat.json" };
 
 static void companions_move(const char *dir, const char *from, const char *to)
 {

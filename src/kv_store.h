@@ -5,6 +5,8 @@
  *   NAME.lock   empty; flock(LOCK_EX) by the one process writing NAME.kv
  *   NAME.chat.json  colitop's transcript, if any: removed and renamed with
  *               the session (not counted by list or gc)
+ *   NAME.resp.json  a stored response of `coli serve`'s /v1/responses:
+ *               removed and renamed with the session, counted in its bytes
  * Names are 1..64 characters of [A-Za-z0-9._-], no leading '.', no "..".
  * Every mutating operation takes the session's lock without waiting and
  * refuses (-EBUSY) a session in use, so rm/rename/gc never pull a file
@@ -14,10 +16,19 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "coli_err.h"
 #include "kv_file.h"
+
+/* Sessions named "resp_..." belong to stored responses (server_responses_store.c):
+ * reachable only by naming them, never indexed for another request's prompt cache. */
+#define KV_STORE_PRIVATE_PREFIX "resp_"
+static inline int kv_store_name_private(const char *name)
+{
+	return name[0] == 'r' && !strncmp(name, KV_STORE_PRIVATE_PREFIX, 5);
+}
 
 /* 1 if `name` is a valid session name. */
 int kv_store_name_valid(const char *name);

@@ -56,3 +56,22 @@ srv_stop() {
 	wait "$SRV_PID" || srv_fail "coli serve exited with status $? on SIGTERM"
 	SRV_PIDS=$(echo "$SRV_PIDS" | sed "s/ $SRV_PID\b//")
 }
+
+# srv_setup_glm5: srv_tmp and a tiny synthesized f32 model whose chat
+# template is GLM-5's (tests/node/fixtures/glm5_chat_template.jinja: it
+# opens a thinking block) in SRV_MODEL.
+srv_setup_glm5() {
+	srv_tmp
+	"$COLI" synth "$SRV_TMP/hf" --preset tiny >/dev/null 2>"$SRV_TMP/synth.log" || srv_fail "coli synth failed"
+	${PYTHON3:-/usr/bin/python3} - "$SRV_TMP/hf/tokenizer_config.json" \
+		"${top_srcdir:-.}/tests/node/fixtures/glm5_chat_template.jinja" <<'PY' || srv_fail "cannot set the template"
+import json, sys
+p, t = sys.argv[1], sys.argv[2]
+c = json.load(open(p, encoding="utf-8"))
+c["chat_template"] = open(t, encoding="utf-8").read()
+json.dump(c, open(p, "w", encoding="utf-8"), ensure_ascii=False)
+PY
+	"$COLI" convert "$SRV_TMP/hf" "$SRV_TMP/model" --quant f32 >/dev/null 2>"$SRV_TMP/convert.log" ||
+		srv_fail "coli convert failed"
+	SRV_MODEL="$SRV_TMP/model"
+}
