@@ -314,6 +314,7 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 		k = coli_seq_pos(sl->seq);
 	sl->n_hist = k;
 	sl->cached = k;
+	atomic_store(&r->cached, k);
 	sl->at = k;
 	const coli_gen_params *p = &r->params;
 	coli_sampler_reset(&sl->sampler, p->temperature, p->top_p, p->seed);

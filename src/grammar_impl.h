@@ -67,6 +67,9 @@ typedef struct gnode {
 	int *prop;
 	uint64_t required;
 	int additional;
+	int min_props, max_props;     /* minProperties/maxProperties (max -1:
+	                               * unbounded); only with additional -1,
+	                               * where the properties seen are counted */
 	/* GN_ARRAY: prefixItems, then `items` (-1: no more items) */
 	int n_prefix;
 	int *prefix;

@@ -2,10 +2,14 @@
  *
  * Supported (everything else is an error naming the keyword, never ignored):
  *   type (a name or a list), properties, required, additionalProperties
- *   (true/false/schema), items (schema/false), prefixItems, minItems,
+ *   (true/false/schema), propertyNames ({"type":"string"}, or enum/const
+ *   naming the keys), minProperties/maxProperties (with
+ *   additionalProperties false), items (schema/false), prefixItems, minItems,
  *   maxItems, enum, const, anyOf, oneOf (read as anyOf: its alternatives must
  *   not overlap), local $ref into $defs/definitions or "#", minLength,
- *   maxLength, format (date, date-time, time, uuid), pattern (the subset of
+ *   maxLength, format (date, date-time, time, uuid, uri, iri, email,
+ *   hostname, ipv4, ipv6 enforced; any other format, or one beside pattern
+ *   or a length, is an annotation), pattern (the subset of
  *   grammar_regex.c), minimum/maximum/exclusiveMinimum/exclusiveMaximum on
  *   integers and numbers (exact; grammar.c checks them digit by digit). Annotations (title, description, default, examples,
  *   $schema, $id, $comment, deprecated, readOnly, writeOnly) are accepted.
@@ -48,7 +52,8 @@ static const char *const annotations[] = {
 	"readOnly", "writeOnly", "$defs", "definitions", NULL,
 };
 
-static const char *const kw_object[] = { "properties", "required", "additionalProperties", NULL };
+static const char *const kw_object[] = { "properties", "required", "additionalProperties", "propertyNames",
+					 "minProperties", "maxProperties", NULL };
 static const char *const kw_array[] = { "items", "prefixItems", "minItems", "maxItems", NULL };
 static const char *const kw_string[] = { "minLength", "maxLength", "pattern", "format", NULL };
 static const char *const kw_numeric[] = { "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL };
@@ -90,6 +95,7 @@ static int grammar_node_add(coli_grammar *g, int kind)
 	n->items = -1;
 	n->max_items = -1;
 	n->max_len = -1;
+	n->max_props = -1;
 	n->re = -1;
 	n->min_int = INT64_MIN;
 	n->max_int = INT64_MAX;
@@ -242,11 +248,99 @@ static int compile_bool_or_schema(cctx *c, json_t *v, const char *path, const ch
 	return compile(c, v, sub);
 }
 
+/* propertyNames: every key is a string already, so a schema that says no
+ * more than that constrains nothing; enum/const name the only keys
+ * allowed, which is properties with additionalProperties false. Key
+ * patterns and lengths are not supported. */
+static int compile_property_names(cctx *c, json_t *s, const char *path, json_t **add)
+{
+	json_t *pn = json_object_get(s, "propertyNames");
+	if (!pn || json_is_true(pn))
+		return 0;
+	const char *key;
+	json_t *v;
+	if (json_is_object(pn)) {
+		int plain = 1;
+		json_object_foreach(pn, key, v) {
+			if (!strcmp(key, "type") && json_is_string(v) && !strcmp(json_string_value(v), "string"))
+				continue;
+			if (!strcmp(key, "format") || in_list(annotations, key))
+				continue;   /* format: an annotation here (see coli-serve(1)) */
+			plain = 0;
+		}
+		if (plain)
+			return 0;
+		json_t *e = json_object_get(pn, "enum"), *k = json_object_get(pn, "const");
+		if ((e && json_is_array(e)) || (k && json_is_string(k))) {
+			/* only these keys: each declared under additionalProperties */
+			json_t *props = json_object_get(s, "properties");
+			json_t *keys = e ? e : NULL;
+			size_t n = keys ? json_array_size(keys) : 1;
+			for (size_t i = 0; i < n; i++) {
+				json_t *name = keys ? json_array_get(keys, i) : k;
+				if (!json_is_string(name))
+					return coli_err_set(c->err, -EINVAL, "%s.propertyNames.enum: must be strings", path);
+				if (props && !json_is_object(props))
+					return coli_err_set(c->err, -EINVAL, "%s.properties: must be an object", path);
+				if (!props) {
+					props = json_object();
+					json_object_set_new(s, "properties", props);
+				}
+				if (!json_object_get(props, json_string_value(name)))
+					json_object_set(props, json_string_value(name),
+							*add ? *add : json_true());
+			}
+			/* declared keys outside the enum would be allowed: refuse */
+			json_object_foreach(props, key, v) {
+				int ok = 0;
+				for (size_t i = 0; i < n && !ok; i++) {
+					json_t *name = keys ? json_array_get(keys, i) : k;
+					ok = !strcmp(json_string_value(name), key);
+				}
+				if (!ok)
+					return coli_err_set(c->err, -EINVAL, "%s: property \"%s\" is not allowed by "
+							    "propertyNames", path, key);
+			}
+			*add = json_false();
+			return 0;
+		}
+	}
+	return coli_err_set(c->err, -EINVAL, "%s.propertyNames: only {\"type\":\"string\"} and enum/const "
+			    "are supported (not key patterns or lengths)", path);
+}
+
+/* minProperties/maxProperties, where the keys are the declared ones. */
+static int compile_object_counts(cctx *c, json_t *s, const char *path, int node)
+{
+	gnode *nd = &c->g->nodes[node];
+	if (get_count(c, s, "minProperties", path, &nd->min_props) ||
+	    get_count(c, s, "maxProperties", path, &nd->max_props))
+		return -EINVAL;
+	nd = &c->g->nodes[node];
+	if (nd->min_props == 0 && nd->max_props < 0)
+		return 0;
+	if (nd->additional >= 0)
+		return coli_err_set(c->err, -EINVAL, "%s: minProperties/maxProperties are supported only with "
+				    "additionalProperties false", path);
+	int nreq = __builtin_popcountll(nd->required);
+	if (nd->min_props > nd->n_props || (nd->max_props >= 0 && (nd->max_props < nd->min_props ||
+								     nd->max_props < nreq)))
+		return coli_err_set(c->err, -EINVAL, "%s: no object satisfies minProperties/maxProperties", path);
+	/* a key chosen first could leave no room for a required one */
+	if (nreq && nd->max_props >= 0 && nd->max_props < nd->n_props)
+		return coli_err_set(c->err, -EINVAL, "%s: maxProperties below the number of properties together "
+				    "with required is not supported", path);
+	return 0;
+}
+
 static int compile_object(cctx *c, json_t *s, const char *path, int node)
 {
 	char sub[1024];
 	json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
 	json_t *add = json_object_get(s, "additionalProperties");
+	if (compile_property_names(c, s, path, &add))
+		return -EINVAL;
+	props = json_object_get(s, "properties");
 	if (props && !json_is_object(props))
 		return coli_err_set(c->err, -EINVAL, "%s.properties: must be an object", path);
 	if (req && !json_is_array(req))
@@ -310,7 +404,7 @@ static int compile_object(cctx *c, json_t *s, const char *path, int node)
 		}
 		nd->required |= 1ULL << found;
 	}
-	return 0;
+	return compile_object_counts(c, s, path, node);
 }
 
 static int compile_array(cctx *c, json_t *s, const char *path, int node)
@@ -354,6 +448,13 @@ static int compile_array(cctx *c, json_t *s, const char *path, int node)
 #define RE_DATE "([1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])-" RE_DAY
 #define RE_TIME "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
 
+/* Internet formats, each a subset of what validators accept (a URI has a
+ * scheme and no spaces; an email a dotted domain; IPv6 the full
+ * eight-group form; host labels at most 24 characters), so what is
+ * generated is always valid. */
+#define RE_LABEL "[A-Za-z0-9]([A-Za-z0-9-]{0,22}[A-Za-z0-9])?"
+#define RE_OCTET "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+
 static const char *format_pattern(const char *f)
 {
 	if (!strcmp(f, "date"))
@@ -364,6 +465,16 @@ static const char *format_pattern(const char *f)
 		return "^" RE_TIME "$";
 	if (!strcmp(f, "uuid"))
 		return "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+	if (!strcmp(f, "uri") || !strcmp(f, "iri"))
+		return "^[a-zA-Z][a-zA-Z0-9+.-]*:[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]+$";
+	if (!strcmp(f, "email") || !strcmp(f, "idn-email"))
+		return "^[A-Za-z0-9._+-]+@" RE_LABEL "(\\." RE_LABEL ")+$";
+	if (!strcmp(f, "hostname") || !strcmp(f, "idn-hostname"))
+		return "^" RE_LABEL "(\\." RE_LABEL ")*$";
+	if (!strcmp(f, "ipv4"))
+		return "^" RE_OCTET "(\\." RE_OCTET "){3}$";
+	if (!strcmp(f, "ipv6"))
+		return "^[0-9a-f]{1,4}(:[0-9a-f]{1,4}){7}$";
 	return NULL;
 }
 
@@ -375,6 +486,13 @@ static int compile_string(cctx *c, json_t *s, const char *path, int node)
 	if (nd->max_len >= 0 && nd->min_len > nd->max_len)
 		return coli_err_set(c->err, -EINVAL, "%s.minLength: larger than maxLength", path);
 	json_t *pat = json_object_get(s, "pattern"), *fmt = json_object_get(s, "format");
+	if (fmt && !json_is_string(fmt))
+		return coli_err_set(c->err, -EINVAL, "%s.format: must be a string", path);
+	/* other formats (uri-reference, int64, binary, password ...) are
+	 * annotations, as JSON Schema has them by default: not enforced */
+	if (fmt && (pat || !format_pattern(json_string_value(fmt)) ||
+		    json_object_get(s, "minLength") || json_object_get(s, "maxLength")))
+		fmt = NULL;
 	if (pat && fmt)
 		return coli_err_set(c->err, -EINVAL, "%s: pattern and format together are not supported", path);
 	/* a length bound could cut a pattern's only way to its end */
@@ -389,9 +507,7 @@ static int compile_string(cctx *c, json_t *s, const char *path, int node)
 		re = json_string_value(pat);
 		snprintf(sub, sizeof sub, "%s.pattern", path);
 	} else if (fmt) {
-		if (!json_is_string(fmt) || !(re = format_pattern(json_string_value(fmt))))
-			return coli_err_set(c->err, -EINVAL, "%s.format: only date, date-time, time and uuid are "
-					    "supported", path);
+		re = format_pattern(json_string_value(fmt));
 		snprintf(sub, sizeof sub, "%s.format", path);
 	}
 	if (!re)

@@ -6,6 +6,8 @@ libcoli_a_SOURCES += \
 	src/server_openai.c src/server_stop.c src/server_gen.c \
 	src/server_metrics.c src/server_handlers.c src/server_http.c src/server_guard.c src/server_head.c src/server_door.c src/server_structured.c \
 	src/server_logprobs.c src/server_think.c
+# Tool calls: tool_choice forcing, and calls parsed as they are generated.
+libcoli_a_SOURCES += src/server_tool_choice.c src/server_toolcall.c
 
 # Unit tests of the pure parts (parsing, formatting, stop strings, tools).
 check_PROGRAMS += tests/server_test_parse tests/server_test_format tests/server_test_gen \

@@ -237,7 +237,37 @@ static void unit(void)
 	expect_error("{\"type\":\"integer\",\"multipleOf\":3}", "multipleOf");
 	expect_error("{\"type\":\"object\",\"properties\":{\"a\":{\"not\":{}}}}", "properties.a: unsupported JSON Schema keyword \"not\"");
 	expect_error("{\"type\":\"string\",\"pattern\":\"(?=a)\"}", "pattern");
-	expect_error("{\"type\":\"string\",\"format\":\"email\"}", "format");
+	/* formats agent tools use: enforced, or annotations (issue 31) */
+	expect("{\"type\":\"string\",\"format\":\"email\"}", "\"a.b@example.com\"", 1);
+	expect("{\"type\":\"string\",\"format\":\"email\"}", "\"a.b@localhost\"", 0);
+	expect("{\"type\":\"string\",\"format\":\"uri\"}", "\"https://example.com/a?b=1#c\"", 1);
+	expect("{\"type\":\"string\",\"format\":\"uri\"}", "\"not a uri\"", 0);
+	expect("{\"type\":\"string\",\"format\":\"uri\"}", "\"/relative\"", 0);
+	expect("{\"type\":\"string\",\"format\":\"hostname\"}", "\"db-1.example.org\"", 1);
+	expect("{\"type\":\"string\",\"format\":\"hostname\"}", "\"-bad.org\"", 0);
+	expect("{\"type\":\"string\",\"format\":\"ipv4\"}", "\"192.168.0.255\"", 1);
+	expect("{\"type\":\"string\",\"format\":\"ipv4\"}", "\"256.1.1.1\"", 0);
+	expect("{\"type\":\"string\",\"format\":\"ipv6\"}", "\"fe80:0:0:0:1:2:3:abcd\"", 1);
+	expect("{\"type\":\"string\",\"format\":\"ipv6\"}", "\"fe80::1:2\"", 0);
+	expect("{\"type\":\"string\",\"format\":\"int64\"}", "\"anything\"", 1);
+	expect("{\"type\":\"string\",\"format\":\"uri-reference\"}", "\"../x\"", 1);
+	expect("{\"type\":\"string\",\"format\":\"uri\",\"maxLength\":4}", "\"abc\"", 1);
+	expect_error("{\"type\":\"string\",\"format\":7}", "format");
+	/* propertyNames (zod records), minProperties/maxProperties */
+	expect("{\"type\":\"object\",\"propertyNames\":{\"type\":\"string\"},\"additionalProperties\":{\"type\":\"integer\"}}",
+	       "{\"x\":1,\"y\":2}", 1);
+	expect("{\"type\":\"object\",\"propertyNames\":{\"enum\":[\"a\",\"b\"]},\"additionalProperties\":{\"type\":\"integer\"}}",
+	       "{\"b\":1}", 1);
+	expect("{\"type\":\"object\",\"propertyNames\":{\"enum\":[\"a\",\"b\"]},\"additionalProperties\":{\"type\":\"integer\"}}",
+	       "{\"c\":1}", 0);
+	expect_error("{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^a\"}}", "propertyNames");
+	expect("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"additionalProperties\":false,"
+	       "\"minProperties\":1,\"maxProperties\":1}", "{\"a\":1}", 1);
+	expect("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"additionalProperties\":false,"
+	       "\"minProperties\":1,\"maxProperties\":1}", "{\"a\":1,\"b\":2}", 0);
+	expect("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"additionalProperties\":false,"
+	       "\"minProperties\":1,\"maxProperties\":1}", "{}", 0);
+	expect_error("{\"type\":\"object\",\"maxProperties\":1}", "maxProperties");
 	expect_error("{\"$ref\":\"http://x/y\"}", "$ref");
 	expect_error("{\"type\":\"strin\"}", "type");
 	expect_error("{\"type\":", "invalid JSON");
