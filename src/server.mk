@@ -8,6 +8,10 @@ libcoli_a_SOURCES += \
 	src/server_logprobs.c src/server_think.c
 # Tool calls: tool_choice forcing, and calls parsed as they are generated.
 libcoli_a_SOURCES += src/server_tool_choice.c src/server_toolcall.c
+check_PROGRAMS += tests/server_test_toolcall
+TESTS += tests/server_test_toolcall
+tests_server_test_toolcall_SOURCES = tests/server_test_toolcall.c
+tests_server_test_toolcall_LDADD = libcoli.a $(COLI_LIBS)
 
 # Unit tests of the pure parts (parsing, formatting, stop strings, tools).
 check_PROGRAMS += tests/server_test_parse tests/server_test_format tests/server_test_gen \
