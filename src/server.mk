@@ -12,6 +12,8 @@ check_PROGRAMS += tests/server_test_toolcall
 TESTS += tests/server_test_toolcall
 tests_server_test_toolcall_SOURCES = tests/server_test_toolcall.c
 tests_server_test_toolcall_LDADD = libcoli.a $(COLI_LIBS)
+TESTS += tests/server_agents.sh
+EXTRA_DIST += tests/server_agents.sh tests/server_agents_wire.py
 
 # Unit tests of the pure parts (parsing, formatting, stop strings, tools).
 check_PROGRAMS += tests/server_test_parse tests/server_test_format tests/server_test_gen \
