@@ -4,6 +4,9 @@
 
 TESTS += tests/batch_run.sh
 EXTRA_DIST += tests/batch_run.sh tests/batch_mkinput.py
+# A batch file written for a cloud endpoint (its model names) runs unchanged.
+TESTS += tests/batch_cloud_model.sh
+EXTRA_DIST += tests/batch_cloud_model.sh
 
 man_MANS += man/coli-batch.1
 EXTRA_DIST += man/coli-batch.1.in

@@ -189,6 +189,7 @@ typedef struct srv_stream {
 	int started;     /* message_start sent */
 	int n_blocks;    /* content blocks opened */
 	int open;        /* the last block is open: OPEN_TEXT, OPEN_THINKING */
+	int pinged;      /* the ping after the first block start (Anthropic's order) */
 	srv_usage start_usage;
 } srv_stream;
 
@@ -203,6 +204,13 @@ static void a_close(srv_stream *st)
 	st->open = OPEN_NONE;
 }
 
+static void a_ping_once(srv_stream *st)
+{
+	if (!st->pinged)
+		srv_anthropic_ev_ping(&st->out);
+	st->pinged = 1;
+}
+
 static void a_open_text(srv_stream *st)
 {
 	if (st->open == OPEN_TEXT)
@@ -210,6 +218,7 @@ static void a_open_text(srv_stream *st)
 	a_close(st);
 	srv_anthropic_ev_block_start_text(&st->out, st->n_blocks++);
 	st->open = OPEN_TEXT;
+	a_ping_once(st);
 }
 
 static void a_start(srv_stream *st)
@@ -224,8 +233,8 @@ static void a_start(srv_stream *st)
 		/* thinking first (it may stay empty), then the text */
 		srv_anthropic_ev_block_start_thinking(&st->out, st->n_blocks++);
 		st->open = OPEN_THINKING;
+		a_ping_once(st);
 	}
-	srv_anthropic_ev_ping(&st->out);
 	st->started = 1;
 }
 
@@ -256,6 +265,7 @@ static void stream_calls(srv_stream *st)
 				a_close(st);
 				c->announced = ++st->n_blocks;   /* block index + 1 */
 				srv_anthropic_ev_tool_start(&st->out, c->announced - 1, c->id, c->name);
+				a_ping_once(st);
 			} else {
 				c->announced = 1;
 				srv_openai_chunk_tool_start(&st->out, &st->ctx, i, c);
