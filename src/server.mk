@@ -14,6 +14,9 @@ tests_server_test_toolcall_SOURCES = tests/server_test_toolcall.c
 tests_server_test_toolcall_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/server_agents.sh
 EXTRA_DIST += tests/server_agents.sh tests/server_agents_wire.py
+# The real Claude Code CLI (tests/node) in a loopback-only network namespace.
+TESTS += tests/agents_claude_code.sh
+EXTRA_DIST += tests/agents_claude_code.sh tests/agents_proxy.py
 
 # Unit tests of the pure parts (parsing, formatting, stop strings, tools).
 check_PROGRAMS += tests/server_test_parse tests/server_test_format tests/server_test_gen \
