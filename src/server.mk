@@ -8,10 +8,12 @@ libcoli_a_SOURCES += \
 	src/server_logprobs.c src/server_think.c
 # Tool calls: tool_choice forcing, and calls parsed as they are generated.
 libcoli_a_SOURCES += src/server_tool_choice.c src/server_toolcall.c
-check_PROGRAMS += tests/server_test_toolcall
-TESTS += tests/server_test_toolcall
+check_PROGRAMS += tests/server_test_toolcall tests/server_test_reasoning
+TESTS += tests/server_test_toolcall tests/server_test_reasoning
 tests_server_test_toolcall_SOURCES = tests/server_test_toolcall.c
 tests_server_test_toolcall_LDADD = libcoli.a $(COLI_LIBS)
+tests_server_test_reasoning_SOURCES = tests/server_test_reasoning.c
+tests_server_test_reasoning_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/server_agents.sh
 EXTRA_DIST += tests/server_agents.sh tests/server_agents_wire.py
 # The real Claude Code CLI (tests/node) in a loopback-only network namespace.
