@@ -126,4 +126,10 @@ struct grammar_frame {
  * continues it (grammar_mask.c's fast path). */
 int grammar_matcher_plain_text(const grammar_matcher *m);
 
+/* Rewrite allOf, anyOf/oneOf beside other keywords, propertyNames and
+ * discriminator into the compiled subset (grammar_schema_prep.c); root is
+ * the compiler's own copy. 0, or -EINVAL with err naming the place. */
+struct json_t;
+int grammar_schema_prep(struct json_t *root, const char *what, coli_err *err);
+
 #endif

@@ -2,8 +2,7 @@
  *
  * Supported (everything else is an error naming the keyword, never ignored):
  *   type (a name or a list), properties, required, additionalProperties
- *   (true/false/schema), propertyNames ({"type":"string"}, or enum/const
- *   naming the keys), minProperties/maxProperties (with
+ *   (true/false/schema), minProperties/maxProperties (with
  *   additionalProperties false), items (schema/false), prefixItems, minItems,
  *   maxItems, enum, const, anyOf, oneOf (read as anyOf: its alternatives must
  *   not overlap), local $ref into $defs/definitions or "#", minLength,
@@ -13,6 +12,8 @@
  *   grammar_regex.c), minimum/maximum/exclusiveMinimum/exclusiveMaximum on
  *   integers and numbers (exact; grammar.c checks them digit by digit). Annotations (title, description, default, examples,
  *   $schema, $id, $comment, deprecated, readOnly, writeOnly) are accepted.
+ *   grammar_schema_prep.c first rewrites allOf, anyOf/oneOf beside other
+ *   keywords and propertyNames into these.
  * Choices written down:
  *   - without `type`, the type is inferred from the keywords (properties ->
  *     object ...); none at all means any JSON value;
@@ -52,8 +53,8 @@ static const char *const annotations[] = {
 	"readOnly", "writeOnly", "$defs", "definitions", NULL,
 };
 
-static const char *const kw_object[] = { "properties", "required", "additionalProperties", "propertyNames",
-					 "minProperties", "maxProperties", NULL };
+static const char *const kw_object[] = { "properties", "required", "additionalProperties", "minProperties",
+					 "maxProperties", NULL };
 static const char *const kw_array[] = { "items", "prefixItems", "minItems", "maxItems", NULL };
 static const char *const kw_string[] = { "minLength", "maxLength", "pattern", "format", NULL };
 static const char *const kw_numeric[] = { "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL };
@@ -248,67 +249,6 @@ static int compile_bool_or_schema(cctx *c, json_t *v, const char *path, const ch
 	return compile(c, v, sub);
 }
 
-/* propertyNames: every key is a string already, so a schema that says no
- * more than that constrains nothing; enum/const name the only keys
- * allowed, which is properties with additionalProperties false. Key
- * patterns and lengths are not supported. */
-static int compile_property_names(cctx *c, json_t *s, const char *path, json_t **add)
-{
-	json_t *pn = json_object_get(s, "propertyNames");
-	if (!pn || json_is_true(pn))
-		return 0;
-	const char *key;
-	json_t *v;
-	if (json_is_object(pn)) {
-		int plain = 1;
-		json_object_foreach(pn, key, v) {
-			if (!strcmp(key, "type") && json_is_string(v) && !strcmp(json_string_value(v), "string"))
-				continue;
-			if (!strcmp(key, "format") || in_list(annotations, key))
-				continue;   /* format: an annotation here (see coli-serve(1)) */
-			plain = 0;
-		}
-		if (plain)
-			return 0;
-		json_t *e = json_object_get(pn, "enum"), *k = json_object_get(pn, "const");
-		if ((e && json_is_array(e)) || (k && json_is_string(k))) {
-			/* only these keys: each declared under additionalProperties */
-			json_t *props = json_object_get(s, "properties");
-			json_t *keys = e ? e : NULL;
-			size_t n = keys ? json_array_size(keys) : 1;
-			for (size_t i = 0; i < n; i++) {
-				json_t *name = keys ? json_array_get(keys, i) : k;
-				if (!json_is_string(name))
-					return coli_err_set(c->err, -EINVAL, "%s.propertyNames.enum: must be strings", path);
-				if (props && !json_is_object(props))
-					return coli_err_set(c->err, -EINVAL, "%s.properties: must be an object", path);
-				if (!props) {
-					props = json_object();
-					json_object_set_new(s, "properties", props);
-				}
-				if (!json_object_get(props, json_string_value(name)))
-					json_object_set(props, json_string_value(name),
-							*add ? *add : json_true());
-			}
-			/* declared keys outside the enum would be allowed: refuse */
-			json_object_foreach(props, key, v) {
-				int ok = 0;
-				for (size_t i = 0; i < n && !ok; i++) {
-					json_t *name = keys ? json_array_get(keys, i) : k;
-					ok = !strcmp(json_string_value(name), key);
-				}
-				if (!ok)
-					return coli_err_set(c->err, -EINVAL, "%s: property \"%s\" is not allowed by "
-							    "propertyNames", path, key);
-			}
-			*add = json_false();
-			return 0;
-		}
-	}
-	return coli_err_set(c->err, -EINVAL, "%s.propertyNames: only {\"type\":\"string\"} and enum/const "
-			    "are supported (not key patterns or lengths)", path);
-}
-
 /* minProperties/maxProperties, where the keys are the declared ones. */
 static int compile_object_counts(cctx *c, json_t *s, const char *path, int node)
 {
@@ -338,9 +278,6 @@ static int compile_object(cctx *c, json_t *s, const char *path, int node)
 	char sub[1024];
 	json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
 	json_t *add = json_object_get(s, "additionalProperties");
-	if (compile_property_names(c, s, path, &add))
-		return -EINVAL;
-	props = json_object_get(s, "properties");
 	if (props && !json_is_object(props))
 		return coli_err_set(c->err, -EINVAL, "%s.properties: must be an object", path);
 	if (req && !json_is_array(req))
@@ -826,6 +763,8 @@ int grammar_compile_schema(const char *text, size_t len, const char *what, coli_
 	int rc = c.g ? 0 : -ENOMEM;
 	if (rc)
 		coli_err_set(err, rc, "out of memory");
+	else
+		rc = grammar_schema_prep(root, what, err);
 	if (!rc) {
 		int r = compile(&c, root, what);
 		if (r < 0)

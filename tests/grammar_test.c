@@ -268,6 +268,36 @@ static void unit(void)
 	expect("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"additionalProperties\":false,"
 	       "\"minProperties\":1,\"maxProperties\":1}", "{}", 0);
 	expect_error("{\"type\":\"object\",\"maxProperties\":1}", "maxProperties");
+	/* anyOf beside other keywords, allOf, discriminator (MCP, Codex) */
+	{
+		const char *s2 = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},"
+				 "\"b\":{\"type\":\"integer\"}},\"additionalProperties\":false,"
+				 "\"anyOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}";
+		expect(s2, "{\"a\":1}", 1);
+		expect(s2, "{\"b\":2,\"a\":1}", 1);
+		expect(s2, "{}", 0);
+		expect(s2, "{\"c\":1}", 0);
+		const char *s3 = "{\"allOf\":[{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"string\","
+				 "\"maxLength\":3}},\"required\":[\"x\"]},{\"properties\":{\"y\":{\"type\":\"number\"}},"
+				 "\"required\":[\"y\"]}],\"description\":\"both\"}";
+		expect(s3, "{\"x\":\"ab\",\"y\":1.5}", 1);
+		expect(s3, "{\"x\":\"ab\"}", 0);
+		/* allOf with a closed side: the other side's extra key is out */
+		const char *s4 = "{\"allOf\":[{\"type\":\"object\",\"properties\":{\"x\":{}},\"additionalProperties\":false},"
+				 "{\"properties\":{\"y\":{}}}]}";
+		expect(s4, "{\"x\":1}", 1);
+		expect(s4, "{\"y\":1}", 0);
+		expect("{\"allOf\":[{\"type\":[\"integer\",\"string\"]},{\"type\":\"number\"}]}", "3", 1);
+		expect("{\"allOf\":[{\"type\":[\"integer\",\"string\"]},{\"type\":\"number\"}]}", "\"s\"", 0);
+		expect_error("{\"allOf\":[{\"type\":\"string\"},{\"type\":\"number\"}]}", "types");
+		expect_error("{\"allOf\":[{\"maxLength\":3},{\"maxLength\":4}]}", "maxLength");
+		const char *s5 = "{\"oneOf\":[{\"$ref\":\"#/$defs/A\"},{\"$ref\":\"#/$defs/B\"}],\"discriminator\":"
+				 "{\"propertyName\":\"k\"},\"$defs\":{\"A\":{\"type\":\"object\",\"properties\":{\"k\":"
+				 "{\"const\":\"a\"}},\"required\":[\"k\"]},\"B\":{\"type\":\"object\",\"properties\":"
+				 "{\"k\":{\"const\":\"b\"}},\"required\":[\"k\"]}}}";
+		expect(s5, "{\"k\":\"b\"}", 1);
+		expect(s5, "{\"k\":\"c\"}", 0);
+	}
 	expect_error("{\"$ref\":\"http://x/y\"}", "$ref");
 	expect_error("{\"type\":\"strin\"}", "type");
 	expect_error("{\"type\":", "invalid JSON");
