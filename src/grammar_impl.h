@@ -131,5 +131,10 @@ int grammar_matcher_plain_text(const grammar_matcher *m);
  * the compiler's own copy. 0, or -EINVAL with err naming the place. */
 struct json_t;
 int grammar_schema_prep(struct json_t *root, const char *what, coli_err *err);
+/* grammar_schema_scalar.c: the numeric bounds of schema s on node, and
+ * the pattern of a string format (NULL: an annotation, not enforced). */
+const char *grammar_format_pattern(const char *format);
+int grammar_schema_bounds(coli_grammar *g, struct json_t *s, const char *path, int node, int integer,
+			  coli_err *err);
 
 #endif
