@@ -11,6 +11,8 @@
 #     the Glob tool on the first request (tool_choice) with a short
 #     pattern: the forced call comes back as a toolu_ tool_use, Claude Code
 #     runs it and sends its tool_result with that id on the next request.
+#  3. each of the tools Claude Code offers, and "any" of them, can be
+#     forced (its schema compiles), checked on the tools it sent.
 # Under CI=true a missing binary or a failed unshare is a failure.
 . "${top_srcdir:-.}/tests/server_common.sh"
 PYTHON3=${PYTHON3:-/usr/bin/python3}
@@ -88,5 +90,38 @@ for req in sorted(glob.glob(os.path.join(d, "*.req.json"))):
                     sys.exit(0)
 print("forced request %s, tool_use ids %r, no tool_result after it" % (forced, ids))
 sys.exit(1)
+PYEOF
+# 3. every tool Claude Code offers can be forced: its schema is in the
+#    subset (propertyNames, format uri... ; issue 31 found 3 of 24 refused)
+"$PYTHON3" - "$SRV_TMP/pp" "$BASE" <<'PYEOF' || srv_fail "a Claude Code tool cannot be forced"
+import glob, json, os, sys, urllib.request
+tools = None
+for req in sorted(glob.glob(os.path.join(sys.argv[1], "*.req.json"))):
+    j = json.load(open(req))
+    if len(j.get("tools", [])) > 5:
+        tools = j["tools"]
+        break
+if not tools:
+    sys.exit("no request with Claude Code's tools")
+def post(choice, ts):
+    body = {"model": "x", "max_tokens": 1, "messages": [{"role": "user", "content": "go"}],
+            "tools": ts, "tool_choice": choice}
+    rq = urllib.request.Request(sys.argv[2] + "/v1/messages", json.dumps(body).encode(),
+                                {"Content-Type": "application/json"})
+    try:
+        return urllib.request.urlopen(rq, timeout=300).status, ""
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()[:300]
+bad = []
+for t in tools:
+    if "input_schema" in t:
+        st, msg = post({"type": "tool", "name": t["name"]}, tools)
+        if st != 200:
+            bad.append("%s: %d %s" % (t["name"], st, msg))
+st, msg = post({"type": "any"}, tools)
+if st != 200:
+    bad.append("any: %d %s" % (st, msg))
+print("%d tools, forced one by one and as any: %s" % (len(tools), bad or "all 200"))
+sys.exit(1 if bad else 0)
 PYEOF
 srv_stop
