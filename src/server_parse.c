@@ -322,6 +322,8 @@ static int parse_tool_choice(json_t *root, srv_request *r, srv_error *e)
 		return 0;
 	const char *cs = json_is_string(choice) ? json_string_value(choice) : NULL;
 	json_t *name = json_object_get(json_object_get(choice, "function"), "name");
+	if (!name)   /* the Responses API's flat form, which some clients send here */
+		name = json_object_get(choice, "name");
 	if (cs && !strcmp(cs, "none"))
 		r->tool_choice = SRV_TOOLS_NONE;
 	else if (cs && !strcmp(cs, "auto"))

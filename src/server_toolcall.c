@@ -355,6 +355,8 @@ static size_t glm_step(srv_tcparse *p, const char *s, size_t n)
 	case ST_VAL: {
 		if (p->mode == SRV_TC_FORCED) {
 			size_t i = 0;
+			if (!c)
+				return n;   /* out of memory at the start: nothing to fill */
 			while (!c->args.len && i < n && is_ws(s[i]))
 				i++;
 			srv_buf_add(&c->args, s + i, n - i);
