@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -202,9 +203,18 @@ char *srv_openai_error_json(const srv_error *e)
 
 char *srv_openai_models_json(const char *const *ids, int n, long long created)
 {
+	/* OpenAI's list, with the fields of Anthropic's (type, display_name,
+	 * created_at, has_more, first_id, last_id) so both SDKs read it */
+	char when[32];
+	time_t t = (time_t)created;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	json_t *data = json_array();
 	for (int i = 0; i < n; i++)
-		json_array_append_new(data, json_pack("{s:s, s:s, s:I, s:s}", "id", ids[i], "object", "model",
-						      "created", (json_int_t)created, "owned_by", "colitop"));
-	return dump(json_pack("{s:s, s:o}", "object", "list", "data", data));
+		json_array_append_new(data, json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "id", ids[i], "object",
+						      "model", "created", (json_int_t)created, "owned_by", "colitop",
+						      "type", "model", "display_name", ids[i], "created_at", when));
+	return dump(json_pack("{s:s, s:o, s:b, s:s, s:s}", "object", "list", "data", data, "has_more", 0,
+			      "first_id", n ? ids[0] : "", "last_id", n ? ids[n - 1] : ""));
 }

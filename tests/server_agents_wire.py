@@ -72,6 +72,11 @@ check(r.status_code == 200, "HEAD / status %d" % r.status_code)
 r = c.get(BASE + "/v1/models")
 ids = [m["id"] for m in r.json()["data"]]
 check(len(ids) == 2 and ids[1] == ALIAS, "models list %r" % ids)
+# Anthropic's shape of the list too (Claude Code's model picker)
+j = r.json()
+check(j.get("has_more") is False and j.get("first_id") == ids[0] and
+      all(m.get("type") == "model" and m.get("display_name") and m.get("created_at") for m in j["data"]),
+      "models list, Anthropic fields: %r" % j)
 served = ids[0]
 check(c.get(BASE + "/v1/models/" + ALIAS).json().get("id") == ALIAS, "GET /v1/models/ALIAS")
 for name, want in ((served, 200), (ALIAS, 200), ("gpt-17", 404)):
