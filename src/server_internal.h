@@ -12,7 +12,9 @@
  *   server_metrics.c    Prometheus counters and histograms
  *   server_guard.c      request deadlines and the connection reserve
  *   server_head.c       request head checks before libmicrohttpd (pure)
- *   server_door.c       the listening socket: accept, check the head, hand over */
+ *   server_door.c       the listening socket: accept, check the head, hand over
+ *   server_tool_choice.c  tool_choice, the same for every API: forced calls
+ *   server_toolcall.c   tool calls parsed as they are generated (pure) */
 #ifndef COLI_SERVER_INTERNAL_H
 #define COLI_SERVER_INTERNAL_H
 
