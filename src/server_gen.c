@@ -198,9 +198,10 @@ static void finish_from_done(srv_gen *g, const coli_event *ev, srv_buf *out)
 			srv_tools_free(c, n);
 		}
 		g->n_calls = srv_tc_take(&g->tc, &g->calls);
-		if (g->n_calls > 0 && (g->finish == SRV_FINISH_STOP || g->forced_tool))
-			g->finish = g->finish == SRV_FINISH_STOP ? SRV_FINISH_TOOL : g->finish;
-		else if (g->n_calls == 0 && !g->tc.n_calls)
+		if (g->n_calls > 0) {
+			if (g->finish == SRV_FINISH_STOP)
+				g->finish = SRV_FINISH_TOOL;
+		} else if (!g->tc.n_calls)
 			/* unparseable markup: show it rather than lose it */
 			srv_buf_add(out, g->st.markup.p, g->st.markup.len);
 	}
