@@ -147,6 +147,20 @@ r = c.post(BASE + "/v1/chat/completions", json={
     "tools": [{"type": "function", "function": {"name": "WebFetch", "parameters": CC_FETCH}}]})
 check(r.status_code == 200 and r.json()["choices"][0]["finish_reason"] in ("tool_calls", "length"),
       "forcing format uri + propertyNames: %d %s" % (r.status_code, r.text[:200]))
+# a schema outside the subset: a 400 naming the tool only when forced
+ODD = [{"type": "function", "function": {"name": "Odd", "parameters": {"type": "object", "properties": {
+    "x": {"not": {"type": "string"}}}}}}]
+r = c.post(BASE + "/v1/chat/completions", json={"model": served, "messages": MSGS, "tools": ODD, "max_tokens": 2})
+check(r.status_code == 200, "offered tool with an odd schema: %d %s" % (r.status_code, r.text[:200]))
+for choice in ("required", {"type": "function", "function": {"name": "Odd"}}):
+    r = c.post(BASE + "/v1/chat/completions", json={"model": served, "messages": MSGS, "tools": ODD,
+                                                    "tool_choice": choice, "max_tokens": 2})
+    check(r.status_code == 400 and "Odd" in r.text and "not" in r.json()["error"]["message"],
+          "forced tool with an odd schema %r: %d %s" % (choice, r.status_code, r.text[:200]))
+r = c.post(BASE + "/v1/messages", headers=H, json={
+    "model": served, "max_tokens": 2, "messages": MSGS, "tool_choice": {"type": "any"},
+    "tools": [{"name": "Odd", "input_schema": ODD[0]["function"]["parameters"]}]})
+check(r.status_code == 400 and r.json().get("type") == "error", "anthropic forced odd: %d %s" % (r.status_code, r.text[:200]))
 r = c.post(BASE + "/v1/chat/completions", json={"model": served, "messages": MSGS, "tools": OAI_TOOLS,
                                                 "tool_choice": "none", "max_tokens": 5})
 check(not r.json()["choices"][0]["message"].get("tool_calls"), "tool_choice none")
