@@ -331,6 +331,9 @@ int cmd_batch(int argc, char **argv)
 	coli_server_opts so;
 	coli_server_opts_default(&so);
 	so.model_dir = a.dir ? a.dir : getenv("COLI_MODEL");
+	/* a batch file written for a cloud endpoint names the cloud's model:
+	 * every line is answered by the one model loaded */
+	so.any_model = 1;
 	if (coli_server_new_offline(e, &so, &r.srv, &err))
 		goto fail;
 

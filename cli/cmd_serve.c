@@ -42,6 +42,7 @@ static void usage(FILE *f)
 		"                       COLI_IGNORE_EOS=1)\n"
 		"  --log-file PATH      append the log to PATH instead of stderr; SIGHUP reopens\n"
 		"                       it (COLI_LOG_FILE)\n"
+		"  --alias NAME         another name the model answers to (repeatable; '*': any)\n"
 		"  -v, --verbose        log each refused request and ignored field (COLI_VERBOSE=1)\n%s",
 		coli_engine_flags_help);
 }
@@ -52,6 +53,8 @@ struct serve_args {
 	double grace;
 	int64_t max_body;
 	int verbose, ignore_eos;
+	const char *aliases[17];   /* --alias, NULL-terminated */
+	int n_aliases;
 };
 
 /* Environment twins first, so flags override them. */
@@ -177,7 +180,12 @@ static int serve_flag(void *ctx, int argc, char **argv, int *i, coli_err *err)
 		return size_parse(argv[++*i], s, &a->max_body, err) ? -EINVAL : 1;
 	else if (!strcmp(s, "-v") || !strcmp(s, "--verbose"))
 		a->verbose = 1;
-	else
+	else if (!strcmp(s, "--alias") && has) {
+		if (a->n_aliases == 16 || !*argv[*i + 1])
+			return coli_err_set(err, -EINVAL, "--alias: %s", *argv[*i + 1] ? "at most 16 names"
+					    : "an empty name");
+		a->aliases[a->n_aliases++] = argv[++*i];
+	} else
 		return 0;
 	return 1;
 }
@@ -253,6 +261,7 @@ int cmd_serve(int argc, char **argv)
 	so.shutdown_grace_ms = (int)(a.grace * 1000.0 + 0.5);
 	so.ignore_eos = a.ignore_eos;
 	so.model_dir = a.dir ? a.dir : getenv("COLI_MODEL");
+	so.aliases = a.aliases;
 	if (coli_server_start(e, &so, &srv, &err))
 		goto fail;
 	printf("http://%s%s%s:%d/v1\n", strchr(a.host, ':') ? "[" : "", a.host,

@@ -49,6 +49,11 @@ typedef struct coli_server_opts {
 	int shutdown_grace_ms;     /* default 5000; 0 = none */
 	int ignore_eos;            /* generate to max_tokens (benchmarks, tests) */
 	const char *model_dir;     /* for the accepted model aliases; may be NULL */
+	/* More names the model answers to (--alias; NULL-terminated, may be
+	 * NULL); listed by /v1/models. "*" makes the OpenAI routes accept any
+	 * name, as the Anthropic routes always do. */
+	const char *const *aliases;
+	int any_model;             /* the same as an alias "*" (coli batch) */
 	/* Expert-store telemetry for /metrics; NULL = the engine's own
 	 * (coli_engine_expert_stats). */
 	const struct expert_stats *expert_stats;

@@ -9,6 +9,19 @@ libcoliserver_a_SOURCES += \
 # The Responses API (issue 31).
 libcoliserver_a_SOURCES += server/server_responses.h server/server_responses.c server/server_responses_out.c \
 	server/server_responses_stream.c server/server_responses_store.c
+# Tool calls: tool_choice forcing, and calls parsed as they are generated.
+libcoliserver_a_SOURCES += server/server_tool_choice.c server/server_toolcall.c
+check_PROGRAMS += tests/server_test_toolcall tests/server_test_reasoning
+TESTS += tests/server_test_toolcall tests/server_test_reasoning
+tests_server_test_toolcall_SOURCES = tests/server_test_toolcall.c
+tests_server_test_toolcall_LDADD = $(COLI_SERVER_LDADD)
+tests_server_test_reasoning_SOURCES = tests/server_test_reasoning.c
+tests_server_test_reasoning_LDADD = $(COLI_SERVER_LDADD)
+TESTS += tests/server_agents.sh
+EXTRA_DIST += tests/server_agents.sh tests/server_agents_wire.py
+# The real Claude Code CLI (tests/node) in a loopback-only network namespace.
+TESTS += tests/agents_claude_code.sh
+EXTRA_DIST += tests/agents_claude_code.sh tests/agents_proxy.py
 
 # Unit tests of the pure parts (parsing, formatting, stop strings, tools).
 check_PROGRAMS += tests/server_test_parse tests/server_test_format tests/server_test_gen \
@@ -64,6 +77,9 @@ EXTRA_DIST += tests/server_structured.sh tests/server_structured_wire.py tests/s
 
 TESTS += tests/batch_run.sh tests/batch_identity.sh
 EXTRA_DIST += tests/batch_run.sh tests/batch_identity.sh tests/batch_mkinput.py
+# A batch file written for a cloud endpoint (its model names) runs unchanged.
+TESTS += tests/batch_cloud_model.sh
+EXTRA_DIST += tests/batch_cloud_model.sh
 
 man_MANS += man/coli-batch.1
 EXTRA_DIST += man/coli-batch.1.in

@@ -68,10 +68,19 @@ static int a_message(json_t *m, size_t idx, srv_request *r, srv_error *e)
 	if (!json_is_object(m) || !json_is_string(role))
 		return a_bad(e, param, "an object with a string 'role'");
 	const char *rl = json_string_value(role);
+	json_t *c = json_object_get(m, "content");
+	if (!strcmp(rl, "system")) {
+		/* Claude Code sends one for models it does not know: system text
+		 * where it stands, rendered where the template puts system text */
+		char *st;
+		if (a_text(c, param, &st, e))
+			return -EINVAL;
+		push_msg(r, "system")->content = st;
+		return 0;
+	}
 	if (strcmp(rl, "user") && strcmp(rl, "assistant"))
 		return srv_fail(e, 400, "invalid_request_error", "invalid_value", param,
-				"%s.role: must be 'user' or 'assistant'", param);
-	json_t *c = json_object_get(m, "content");
+				"%s.role: must be 'user', 'assistant' or 'system'", param);
 	if (json_is_string(c)) {
 		push_msg(r, rl)->content = strdup(json_string_value(c));
 		return 0;
@@ -79,7 +88,7 @@ static int a_message(json_t *m, size_t idx, srv_request *r, srv_error *e)
 	if (!json_is_array(c))
 		return srv_fail(e, 400, "invalid_request_error", "invalid_type", param,
 				"%s.content: must be a string or an array of content blocks", param);
-	srv_buf text = { 0 };
+	srv_buf text = { 0 }, think = { 0 };
 	json_t *calls = json_array();
 	int rc = 0;
 	size_t i;
@@ -130,7 +139,12 @@ static int a_message(json_t *m, size_t idx, srv_request *r, srv_error *e)
 			coli_chat_msg *tm = push_msg(r, "tool");
 			tm->content = res ? res : strdup("");
 			tm->tool_call_id = strdup(json_string_value(id));
-		} else if (!strcmp(t, "thinking") || !strcmp(t, "redacted_thinking")) {
+		} else if (!strcmp(t, "thinking")) {
+			/* back into the prompt as the template renders reasoning */
+			json_t *th = json_object_get(blk, "thinking");
+			if (json_is_string(th))
+				srv_buf_add(&think, json_string_value(th), json_string_length(th));
+		} else if (!strcmp(t, "redacted_thinking")) {
 			continue;
 		} else {
 			rc = srv_fail(e, 400, "invalid_request_error", "unsupported_content", param,
@@ -140,28 +154,59 @@ static int a_message(json_t *m, size_t idx, srv_request *r, srv_error *e)
 	}
 	if (text.len || json_array_size(calls) || !strcmp(rl, "assistant")) {
 		coli_chat_msg *mm = push_msg(r, rl);
-		mm->content = text.p ? strdup(text.p) : strdup("");
+		mm->content = srv_with_reasoning(text.p ? text.p : "", think.p, think.len);
 		if (json_array_size(calls))
 			mm->tool_calls_json = json_dumps(calls, JSON_COMPACT);
 	}
 out:
 	srv_buf_free(&text);
+	srv_buf_free(&think);
 	json_decref(calls);
 	return rc;
+}
+
+/* tool_choice {"type": "auto"|"any"|"tool"|"none", "name",
+ * "disable_parallel_tool_use"} -> the request's tool_choice fields. */
+static int a_tool_choice(json_t *root, srv_request *r, srv_error *e)
+{
+	json_t *choice = json_object_get(root, "tool_choice");
+	if (!choice || json_is_null(choice))
+		return 0;
+	json_t *ct = json_object_get(choice, "type");
+	if (!json_is_object(choice) || !json_is_string(ct))
+		return a_bad(e, "tool_choice", "an object with a 'type'");
+	const char *t = json_string_value(ct);
+	json_t *dp = json_object_get(choice, "disable_parallel_tool_use");
+	r->one_call = json_is_true(dp);
+	if (!strcmp(t, "auto"))
+		r->tool_choice = SRV_TOOLS_AUTO;
+	else if (!strcmp(t, "none"))
+		r->tool_choice = SRV_TOOLS_NONE;
+	else if (!strcmp(t, "any"))
+		r->tool_choice = SRV_TOOLS_REQUIRED;
+	else if (!strcmp(t, "tool")) {
+		json_t *name = json_object_get(choice, "name");
+		if (!json_is_string(name))
+			return a_bad(e, "tool_choice.name", "the name of a tool");
+		r->tool_choice = SRV_TOOLS_NAMED;
+		r->tool_choice_name = strdup(json_string_value(name));
+	} else
+		return srv_fail(e, 400, "invalid_request_error", "invalid_value", "tool_choice.type",
+				"tool_choice.type: must be 'auto', 'any', 'tool' or 'none'");
+	return 0;
 }
 
 /* Anthropic tool definitions -> OpenAI-style tools for the chat template. */
 static int a_tools(json_t *root, srv_request *r, srv_error *e)
 {
 	json_t *tools = json_object_get(root, "tools");
+	if (a_tool_choice(root, r, e))
+		return -EINVAL;
 	if (!tools || json_is_null(tools))
-		return 0;
+		return r->tool_choice == SRV_TOOLS_AUTO || r->tool_choice == SRV_TOOLS_NONE
+		       ? 0 : srv_tool_choice_apply(r, e);
 	if (!json_is_array(tools))
 		return a_bad(e, "tools", "an array");
-	json_t *choice = json_object_get(root, "tool_choice");
-	json_t *ct = json_object_get(choice, "type");
-	if (json_is_string(ct) && !strcmp(json_string_value(ct), "none"))
-		return 0;
 	json_t *out = json_array();
 	size_t i;
 	json_t *t;
@@ -182,22 +227,10 @@ static int a_tools(json_t *root, srv_request *r, srv_error *e)
 			json_object_set(fn, "description", desc);
 		json_array_append_new(out, json_pack("{s:s, s:o}", "type", "function", "function", fn));
 	}
-	if (json_is_string(ct) && !strcmp(json_string_value(ct), "tool")) {
-		/* a forced tool: its input is generated under input_schema */
-		json_t *name = json_object_get(choice, "name");
-		if (!json_is_string(name)) {
-			json_decref(out);
-			return a_bad(e, "tool_choice.name", "the name of a tool");
-		}
-		if (srv_force_tool(out, json_string_value(name), "tool_choice.name", r, e)) {
-			json_decref(out);
-			return -EINVAL;
-		}
-	}
 	if (json_array_size(out))
 		r->tools_json = json_dumps(out, JSON_COMPACT);
 	json_decref(out);
-	return 0;
+	return srv_tool_choice_apply(r, e);
 }
 
 int srv_parse_messages(const char *body, size_t len, int count_only, srv_request *r, srv_error *e)
@@ -426,6 +459,21 @@ int srv_anthropic_ev_tool_use(srv_buf *b, int index, const srv_tool_call *call)
 	free(args);
 	rc |= srv_anthropic_ev_block_stop(b, index);
 	return rc;
+}
+
+int srv_anthropic_ev_tool_start(srv_buf *b, int index, const char *id, const char *name)
+{
+	return a_event(b, "content_block_start",
+		       json_pack("{s:s, s:i, s:{s:s, s:s, s:s, s:{}}}", "type", "content_block_start",
+				 "index", index, "content_block", "type", "tool_use", "id", id, "name",
+				 name, "input"));
+}
+
+int srv_anthropic_ev_tool_delta(srv_buf *b, int index, const char *s, size_t n)
+{
+	return a_event(b, "content_block_delta",
+		       json_pack("{s:s, s:i, s:{s:s, s:s%}}", "type", "content_block_delta", "index",
+				 index, "delta", "type", "input_json_delta", "partial_json", s, n));
 }
 
 int srv_anthropic_ev_delta(srv_buf *b, const srv_result *r)

@@ -65,8 +65,11 @@ int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
 	srv_think_init(&g->th, r->think_open);
 	p.logprobs = g->want_lp = r->logprobs;
 	p.top_logprobs = r->top_logprobs;
-	if (g->forced_tool)
-		g->st.capturing = 1; /* the whole answer is the call's arguments */
+	if (g->forced_tool || r->forced_pick)
+		g->st.capturing = 1; /* the whole answer is the call */
+	srv_tc_init(&g->tc, g->forced_tool ? SRV_TC_FORCED : r->forced_pick ? SRV_TC_PICK : SRV_TC_MARKUP,
+		    r->tools_json, g->forced_tool, r->one_call ? 1 : 0,
+		    r->api == SRV_API_MESSAGES ? "toolu_" : "call_");
 	p.draft = r->draft;
 	coli_err cerr = { 0 };
 	int rc = coli_engine_submit(eng, ids, n_ids, &p, &g->req, &cerr);
@@ -148,6 +151,15 @@ static size_t special_text(srv_gen *g, const coli_event *ev, char *out, size_t c
 	return n;
 }
 
+/* Markup captured since the last call goes to the tool-call parser. */
+static void feed_calls(srv_gen *g)
+{
+	if (g->st.markup.len > g->tc_fed) {
+		srv_tc_feed(&g->tc, g->st.markup.p + g->tc_fed, g->st.markup.len - g->tc_fed);
+		g->tc_fed = g->st.markup.len;
+	}
+}
+
 static void finish_from_done(srv_gen *g, const coli_event *ev, srv_buf *out)
 {
 	g->usage.prompt = ev->prompt_tokens > 0 ? ev->prompt_tokens : g->n_prompt;
@@ -177,21 +189,21 @@ static void finish_from_done(srv_gen *g, const coli_event *ev, srv_buf *out)
 	case COLI_FINISH_ERROR: g->finish = SRV_FINISH_ERROR; break;
 	default: g->finish = SRV_FINISH_STOP;
 	}
-	if (g->forced_tool) {
-		g->calls = calloc(1, sizeof *g->calls);
-		if (g->calls) {
-			srv_make_id(g->calls->id, sizeof g->calls->id, "call_");
-			g->calls->name = strdup(g->forced_tool);
-			g->calls->arguments = strndup(g->st.markup.p ? g->st.markup.p : "", g->st.markup.len);
-			g->n_calls = 1;
+	if (g->st.capturing) {
+		feed_calls(g);
+		srv_tc_finish(&g->tc);
+		if (g->tc.fmt != SRV_TC_FMT_OWN) {
+			/* DeepSeek and JSON forms: parsed whole */
+			srv_tool_call *c = NULL;
+			int n = srv_tools_parse(g->st.markup.p, g->st.markup.len, &c);
+			srv_tc_adopt(&g->tc, c, n);
+			srv_tools_free(c, n);
+		}
+		g->n_calls = srv_tc_take(&g->tc, &g->calls);
+		if (g->n_calls > 0) {
 			if (g->finish == SRV_FINISH_STOP)
 				g->finish = SRV_FINISH_TOOL;
-		}
-	} else if (g->st.capturing) {
-		g->n_calls = srv_tools_parse(g->st.markup.p, g->st.markup.len, &g->calls);
-		if (g->n_calls > 0 && g->finish == SRV_FINISH_STOP)
-			g->finish = SRV_FINISH_TOOL;
-		else if (g->n_calls == 0)
+		} else if (!g->tc.n_calls)
 			/* unparseable markup: show it rather than lose it */
 			srv_buf_add(out, g->st.markup.p, g->st.markup.len);
 	}
@@ -254,7 +266,9 @@ int srv_gen_next(srv_gen *g, srv_buf *out)
 		} else if (g->think) {
 			g->reasoning_tokens += srv_think_inside(&g->th);
 		}
-		if (len && srv_stopper_push(&g->st, text, len, out)) {
+		int hit = len && srv_stopper_push(&g->st, text, len, out);
+		feed_calls(g);
+		if (hit) {
 			/* A stop string: stop the engine, then collect the usage. */
 			g->finish = SRV_FINISH_STOP_SEQ;
 			coli_request_cancel(g->req);
@@ -320,6 +334,7 @@ void srv_gen_free(srv_gen *g)
 		return;
 	coli_request_free(g->req);
 	srv_stopper_free(&g->st);
+	srv_tc_free(&g->tc);
 	srv_tools_free(g->calls, g->n_calls);
 	free(g->lp);
 	free(g->lp_tok);

@@ -21,12 +21,27 @@
 #include "coli_log.h"
 #include "server_internal.h"
 
-/* OpenAI routes accept the served id, the model directory's name and
- * "default"; Anthropic routes accept any name (tools send their own). */
+/* The names of the model: its id, the --alias names, the model
+ * directory's name and "default". */
+static int model_named(const coli_server *s, const char *m)
+{
+	if (!m || !*m || !strcmp(m, s->model_id) || !strcmp(m, "default") ||
+	    (s->model_alias[0] && !strcmp(m, s->model_alias)))
+		return 1;
+	for (int i = 0; s->aliases && s->aliases[i]; i++)
+		if (!strcmp(m, s->aliases[i]))
+			return 1;
+	return 0;
+}
+
+/* The policy (coli-serve(1), MODEL NAMES): OpenAI routes serve the
+ * model's names, any name with --alias '*' (coli batch: a batch file
+ * written for a cloud endpoint runs unchanged); Anthropic routes serve
+ * any name, echoed in the answer (Claude Code sends its own names, a
+ * small model's for background work). */
 static int model_accepted(const coli_server *s, const char *m)
 {
-	return !m || !*m || !strcmp(m, s->model_id) || !strcmp(m, "default") ||
-	       (s->model_alias[0] && !strcmp(m, s->model_alias));
+	return s->any_model || model_named(s, m);
 }
 
 int srv_model_accepted(const coli_server *s, const char *m)
@@ -54,16 +69,26 @@ int srv_handle_get(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
 							  &ds), &st));
 	}
 	case SRV_ROUTE_MODELS:
-		if (!cc->model_path[0])
+		if (!cc->model_path[0]) {
+			const char *ids[64];
+			int n = 0;
+			ids[n++] = s->model_id;
+			for (int i = 0; s->aliases && s->aliases[i] && n < 64; i++)
+				ids[n++] = s->aliases[i];
 			return srv_respond(s, c, cc, 200, "application/json",
-					   srv_openai_models_json(s->model_id, s->started));
-		if (!model_accepted(s, cc->model_path)) {
+					   srv_openai_models_json(ids, n, s->started));
+		}
+		if (!model_named(s, cc->model_path)) {
 			srv_fail(&e, 404, "invalid_request_error", "model_not_found", "model",
 				 "the model '%s' does not exist (this server serves '%s')",
 				 cc->model_path, s->model_id);
 			return srv_respond_error(s, c, cc, &e);
 		}
-		json_t *j = json_pack("{s:s, s:s, s:I, s:s}", "id", s->model_id, "object", "model",
+		const char *mid = s->model_id;
+		for (int i = 0; s->aliases && s->aliases[i]; i++)
+			if (!strcmp(cc->model_path, s->aliases[i]))
+				mid = s->aliases[i];
+		json_t *j = json_pack("{s:s, s:s, s:I, s:s}", "id", mid, "object", "model",
 				      "created", (json_int_t)s->started, "owned_by", "colitop");
 		char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
 		json_decref(j);
@@ -166,20 +191,111 @@ typedef struct srv_stream {
 	int phase;
 	srv_buf out;     /* formatted bytes not yet handed to MHD */
 	srv_buf piece;   /* text of the latest step */
-	int block;       /* Anthropic: index of the open content block */
-	int thinking;    /* Anthropic: the open block is a thinking block */
+	/* Anthropic: blocks are opened as their content comes (no empty text
+	 * block before a tool call); message_start waits for the request's
+	 * first event, when the cached prefix is known, so its usage is the
+	 * one message_delta repeats */
+	int started;     /* message_start sent */
+	int n_blocks;    /* content blocks opened */
+	int open;        /* the last block is open: OPEN_TEXT, OPEN_THINKING */
+	int pinged;      /* the ping after the first block start (Anthropic's order) */
+	srv_usage start_usage;
 } srv_stream;
 
-/* Anthropic: close the thinking block and open the text block after it. */
-static void stream_end_thinking(srv_stream *st)
+enum { OPEN_NONE = 0, OPEN_TEXT, OPEN_THINKING };
+
+static void a_close(srv_stream *st)
 {
-	if (!st->thinking)
+	if (st->open == OPEN_THINKING)
+		srv_anthropic_ev_signature(&st->out, st->n_blocks - 1);
+	if (st->open)
+		srv_anthropic_ev_block_stop(&st->out, st->n_blocks - 1);
+	st->open = OPEN_NONE;
+}
+
+static void a_ping_once(srv_stream *st)
+{
+	if (!st->pinged)
+		srv_anthropic_ev_ping(&st->out);
+	st->pinged = 1;
+}
+
+static void a_open_text(srv_stream *st)
+{
+	if (st->open == OPEN_TEXT)
 		return;
-	srv_anthropic_ev_signature(&st->out, st->block);
-	srv_anthropic_ev_block_stop(&st->out, st->block);
-	st->block++;
-	st->thinking = 0;
-	srv_anthropic_ev_block_start_text(&st->out, st->block);
+	a_close(st);
+	srv_anthropic_ev_block_start_text(&st->out, st->n_blocks++);
+	st->open = OPEN_TEXT;
+	a_ping_once(st);
+}
+
+static void a_start(srv_stream *st)
+{
+	if (st->started)
+		return;
+	int cached = coli_request_cached_tokens(st->gen.req);
+	st->start_usage.prompt = st->gen.n_prompt;
+	st->start_usage.cached = cached > 0 ? cached : 0;
+	srv_anthropic_ev_start(&st->out, &st->ctx, &st->start_usage);
+	if (st->req.show_thinking) {
+		/* thinking first (it may stay empty), then the text */
+		srv_anthropic_ev_block_start_thinking(&st->out, st->n_blocks++);
+		st->open = OPEN_THINKING;
+		a_ping_once(st);
+	}
+	st->started = 1;
+}
+
+/* n less an incomplete UTF-8 character at the end of p[0..n). */
+static size_t utf8_whole(const char *p, size_t n)
+{
+	size_t i = n, k = 0;
+	while (i > 0 && k < 4 && ((unsigned char)p[i - 1] & 0xC0) == 0x80)
+		i--, k++;
+	if (i == 0 || (unsigned char)p[i - 1] < 0x80)
+		return n;
+	unsigned char lead = (unsigned char)p[i - 1];
+	size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+	return k + 1 >= need ? n : i - 1;
+}
+
+/* Tool calls as far as they are parsed: each announced once (id, name),
+ * its arguments sent as they grow, closed when whole. */
+static void stream_calls(srv_stream *st)
+{
+	srv_tcparse *tc = &st->gen.tc;
+	for (int i = 0; i < tc->n_calls; i++) {
+		srv_tc_call *c = &tc->calls[i];
+		if (c->closed)
+			continue;
+		if (!c->announced) {
+			if (st->anthropic) {
+				a_close(st);
+				c->announced = ++st->n_blocks;   /* block index + 1 */
+				srv_anthropic_ev_tool_start(&st->out, c->announced - 1, c->id, c->name);
+				a_ping_once(st);
+			} else {
+				c->announced = 1;
+				srv_openai_chunk_tool_start(&st->out, &st->ctx, i, c);
+			}
+		}
+		size_t upto = c->done ? c->args.len : utf8_whole(c->args.p, c->args.len);
+		if (upto > c->sent) {
+			if (st->anthropic)
+				srv_anthropic_ev_tool_delta(&st->out, c->announced - 1, c->args.p + c->sent,
+							    upto - c->sent);
+			else
+				srv_openai_chunk_tool_args(&st->out, &st->ctx, i, c->args.p + c->sent,
+							   upto - c->sent);
+			c->sent = upto;
+		}
+		if (!c->done)
+			break;   /* the calls after it are not begun yet */
+		if (st->anthropic)
+			srv_anthropic_ev_block_stop(&st->out, c->announced - 1);
+		c->closed = 1;
+	}
 }
 
 static void stream_tail(srv_stream *st)
@@ -206,17 +322,24 @@ static void stream_tail(srv_stream *st)
 		}
 		return;
 	}
+	if (st->anthropic) {
+		/* the input counts message_start gave (the same request) */
+		res.usage.prompt = st->start_usage.prompt;
+		res.usage.cached = st->start_usage.cached;
+	}
 	srv_metrics_generation(&st->s->metrics, &res.usage, st->gen.ttft_ms, st->gen.tps);
 	st->cc->usage = res.usage;
+	stream_calls(st);
 	if (st->anthropic) {
-		stream_end_thinking(st);
-		srv_anthropic_ev_block_stop(&st->out, st->block);
-		for (int i = 0; i < res.n_calls; i++)
-			srv_anthropic_ev_tool_use(&st->out, st->block + 1 + i, &res.calls[i]);
+		if (!st->n_blocks || (st->open == OPEN_THINKING && !st->gen.tc.n_calls))
+			a_open_text(st);   /* an empty answer still has its text block */
+		a_close(st);
 		srv_anthropic_ev_delta(&st->out, &res);
 		srv_anthropic_ev_stop(&st->out);
 		return;
 	}
+	/* the calls went out as they were generated */
+	res.n_calls = 0;
 	srv_openai_chunk_finish(&st->out, &st->ctx, &res);
 	if (st->req.include_usage)
 		srv_openai_chunk_usage(&st->out, &st->ctx, &res.usage);
@@ -228,21 +351,8 @@ static int stream_step(srv_stream *st)
 {
 	switch (st->phase) {
 	case PH_HEAD:
-		if (st->anthropic) {
-			srv_usage u = { .prompt = st->gen.n_prompt };
-			srv_anthropic_ev_start(&st->out, &st->ctx, &u);
-			if (st->req.show_thinking) {
-				/* thinking first (it may stay empty), then the text */
-				srv_anthropic_ev_block_start_thinking(&st->out, 0);
-				st->thinking = 1;
-			} else {
-				srv_anthropic_ev_block_start_text(&st->out, 0);
-			}
-			st->block = 0;
-			srv_anthropic_ev_ping(&st->out);
-		} else {
+		if (!st->anthropic)
 			srv_openai_chunk_role(&st->out, &st->ctx);
-		}
 		st->phase = PH_GEN;
 		return 0;
 	case PH_GEN: {
@@ -253,22 +363,24 @@ static int stream_step(srv_stream *st)
 		if (st->gen.idle) {
 			/* long prefill or a busy queue: keep proxies and clients
 			 * from timing out (SSE comments are ignored by clients) */
-			if (st->anthropic)
+			if (st->anthropic && st->started)
 				srv_anthropic_ev_ping(&st->out);
 			else
 				srv_buf_puts(&st->out, ": keepalive\n\n");
 			return 0;
 		}
+		if (st->anthropic)
+			a_start(st);
 		if (st->gen.reason_step.len) {
 			if (!st->anthropic)
 				srv_openai_chunk_reasoning(&st->out, &st->ctx, st->gen.reason_step.p,
 							   st->gen.reason_step.len);
-			else if (st->thinking)
-				srv_anthropic_ev_thinking(&st->out, st->block, st->gen.reason_step.p,
+			else if (st->open == OPEN_THINKING)
+				srv_anthropic_ev_thinking(&st->out, st->n_blocks - 1, st->gen.reason_step.p,
 							  st->gen.reason_step.len);
 		}
 		if (st->anthropic && st->piece.len)
-			stream_end_thinking(st);
+			a_open_text(st);
 		if (!st->anthropic && st->gen.want_lp && st->gen.n_lp > st->gen.lp_sent &&
 		    (st->piece.len || rc == 0)) {
 			/* the log-probabilities of the tokens since the last chunk */
@@ -279,10 +391,12 @@ static int stream_step(srv_stream *st)
 			st->gen.lp_sent = st->gen.n_lp;
 		} else if (st->piece.len) {
 			if (st->anthropic)
-				srv_anthropic_ev_text(&st->out, st->block, st->piece.p, st->piece.len);
+				srv_anthropic_ev_text(&st->out, st->n_blocks - 1, st->piece.p, st->piece.len);
 			else
 				srv_openai_chunk_text(&st->out, &st->ctx, st->piece.p, st->piece.len);
 		}
+		if (rc > 0)
+			stream_calls(st);
 		if (rc == 0)
 			st->phase = PH_TAIL;
 		return 0;
@@ -451,8 +565,13 @@ static int prepare(coli_server *s, srv_conn *cc, const char *b, size_t len, int 
 	}
 	int ctx = coli_engine_ctx(s->eng);
 	if (ctx > 0 && n_ids + 1 > ctx) {
-		srv_fail(e, 400, "invalid_request_error", "context_length_exceeded", "messages",
-			 "the prompt is %d tokens; this server's context is %d tokens", n_ids, ctx);
+		/* Anthropic's wording, which Claude Code parses to compact */
+		if (anthropic)
+			srv_fail(e, 400, "invalid_request_error", "context_length_exceeded", "messages",
+				 "prompt is too long: %d tokens > %d maximum", n_ids, ctx - 1);
+		else
+			srv_fail(e, 400, "invalid_request_error", "context_length_exceeded", "messages",
+				 "the prompt is %d tokens; this server's context is %d tokens", n_ids, ctx);
 		goto out;
 	}
 	srv_make_id(st->ctx.id, sizeof st->ctx.id,
@@ -465,6 +584,9 @@ static int prepare(coli_server *s, srv_conn *cc, const char *b, size_t len, int 
 	srv_utf8_copy(st->ctx.model, sizeof st->ctx.model, mname, strlen(mname));
 	if (srv_gen_start(&st->gen, s->eng, ids, n_ids, &st->req, s->ignore_eos, fd, &s->stopping,
 			  e)) {
+		if (anthropic && !strcmp(e->code, "context_length_exceeded"))
+			srv_fail(e, 400, "invalid_request_error", "context_length_exceeded", "messages",
+				 "prompt is too long: %d tokens > %d maximum", n_ids, ctx > 0 ? ctx - 1 : n_ids);
 		if (e->status == 503)
 			atomic_fetch_add(&s->metrics.rejected_busy, 1);
 		goto out;

@@ -117,6 +117,7 @@ static const struct {
 	{ "/messages", SRV_ROUTE_MESSAGES, 1 },
 	{ "/messages/count_tokens", SRV_ROUTE_COUNT_TOKENS, 1 },
 	{ "/health", SRV_ROUTE_HEALTH, 0 },
+	{ "/", SRV_ROUTE_HEALTH, 0 },   /* HEAD / : clients probing the base URL */
 	{ "/metrics", SRV_ROUTE_METRICS, 0 },
 	{ "/responses", SRV_ROUTE_RESPONSES, 1 },
 };
@@ -464,6 +465,17 @@ static void model_names(coli_server *s, const coli_server_opts *o)
 			a--;
 		snprintf(s->model_alias, sizeof s->model_alias, "%.*s", (int)(b - a), a);
 	}
+	s->any_model = o->any_model;
+	int n = 0;
+	while (o->aliases && o->aliases[n])
+		n++;
+	s->aliases = calloc((size_t)n + 1, sizeof *s->aliases);
+	for (int i = 0, k = 0; s->aliases && i < n; i++) {
+		if (!strcmp(o->aliases[i], "*"))
+			s->any_model = 1;
+		else if ((s->aliases[k] = strdup(o->aliases[i])))
+			k++;
+	}
 }
 
 int coli_server_new_offline(coli_engine *eng, const coli_server_opts *o, coli_server **out,
@@ -649,5 +661,8 @@ void coli_server_stop(coli_server *s)
 		MHD_stop_daemon(s->d);
 	srv_guard_stop(s->guard);
 	free(s->api_key);
+	for (int i = 0; s->aliases && s->aliases[i]; i++)
+		free(s->aliases[i]);
+	free(s->aliases);
 	free(s);
 }

@@ -12,7 +12,9 @@
  *   server_metrics.c    Prometheus counters and histograms
  *   server_guard.c      request deadlines and the connection reserve
  *   server_head.c       request head checks before libmicrohttpd (pure)
- *   server_door.c       the listening socket: accept, check the head, hand over */
+ *   server_door.c       the listening socket: accept, check the head, hand over
+ *   server_tool_choice.c  tool_choice, the same for every API: forced calls
+ *   server_toolcall.c   tool calls parsed as they are generated (pure) */
 #ifndef COLI_SERVER_INTERNAL_H
 #define COLI_SERVER_INTERNAL_H
 
@@ -64,6 +66,12 @@ int srv_utf8_valid(const char *s, size_t n);
  * character that does not fit is dropped whole, never cut. Returns the
  * length written. */
 size_t srv_utf8_copy(char *dst, size_t cap, const char *src, size_t n);
+/* An assistant message's content with its reasoning (OpenAI
+ * reasoning_content, Anthropic thinking blocks) put back in front as
+ * "<think>R</think>", which the chat templates split off and render the
+ * way the model's template renders reasoning for that turn; content that
+ * has its own "</think>" is kept as it is. Malloc'd. */
+char *srv_with_reasoning(const char *content, const char *reasoning, size_t n);
 
 /* ---- native request ---- */
 enum srv_api { SRV_API_CHAT = 1, SRV_API_COMPLETIONS, SRV_API_MESSAGES, SRV_API_COUNT_TOKENS,
@@ -113,7 +121,31 @@ typedef struct srv_request {
 	char *session;             /* KV session to run in (stored responses) */
 	int session_whole;         /* ... the prompt is the whole conversation
 	                            * (coli_gen_params.session_whole) */
+	/* tool_choice, one representation for every API (OpenAI chat,
+	 * Anthropic messages, /v1/responses). A parser sets these and then
+	 * calls srv_tool_choice_apply(), which needs tools_json set:
+	 *   tool_choice       SRV_TOOLS_AUTO (0, default), _NONE (no tools
+	 *                     rendered or parsed), _REQUIRED (some tool must
+	 *                     be called: OpenAI "required", Anthropic "any"),
+	 *                     _NAMED (tool_choice_name must be called);
+	 *   tool_choice_name  the tool of _NAMED (owned);
+	 *   one_call          at most one call in the answer (OpenAI
+	 *                     parallel_tool_calls false, Anthropic
+	 *                     disable_parallel_tool_use true). */
+	int tool_choice;
+	char *tool_choice_name;
+	int one_call;
+	int forced_pick;           /* set by srv_tool_choice_apply: the answer
+	                            * is {"NAME": arguments} for one of the
+	                            * tools (json_schema holds that union) */
 } srv_request;
+
+enum { SRV_TOOLS_AUTO = 0, SRV_TOOLS_NONE, SRV_TOOLS_REQUIRED, SRV_TOOLS_NAMED };
+/* server_tool_choice.c: apply r->tool_choice to r->tools_json: NONE drops
+ * the tools; NAMED and REQUIRED compile the grammar that forces the call
+ * (a 400 naming the tool when its schema is outside the subset, or when no
+ * tool fits). Tools merely offered (AUTO) are never compiled. */
+int srv_tool_choice_apply(srv_request *r, srv_error *e);
 
 void srv_request_free(srv_request *r);
 /* Shared by the parsers: fields with the same meaning in both APIs. */
@@ -193,6 +225,48 @@ void srv_stopper_flush(srv_stopper *s, srv_buf *out);
 int srv_tools_parse(const char *markup, size_t len, srv_tool_call **calls);
 void srv_tools_free(srv_tool_call *calls, int n);
 
+/* ---- tool calls parsed while generated (server_toolcall.c) ---- */
+enum { SRV_TC_MARKUP = 0, SRV_TC_FORCED, SRV_TC_PICK };
+enum { SRV_TC_FMT_NONE = 0, SRV_TC_FMT_OWN, SRV_TC_FMT_OTHER };
+
+typedef struct srv_tc_call {
+	char id[40];
+	char *name;
+	srv_buf args;              /* the JSON arguments so far (only grows) */
+	int done;                  /* args is the whole object */
+	/* the stream's bookkeeping (server_handlers.c) */
+	int announced, closed;
+	size_t sent;
+} srv_tc_call;
+
+typedef struct srv_tcparse {
+	int mode;                  /* SRV_TC_* */
+	int fmt;                   /* SRV_TC_FMT_*: OTHER = left to srv_tools_parse */
+	int max_calls;             /* 0: any number */
+	char prefix[8];            /* of the call ids: "call_", "toolu_" */
+	struct json_t *tools;      /* OpenAI-style tools: the parameter types */
+	srv_buf in;                /* bytes not yet consumed */
+	srv_buf tmp;               /* a key, or a non-string value */
+	int state, n_args, val_string;
+	int depth, in_str, esc;    /* PICK: the arguments object */
+	srv_tc_call *calls;
+	int n_calls;
+} srv_tcparse;
+
+void srv_tc_init(srv_tcparse *p, int mode, const char *tools_json, const char *forced, int max_calls,
+		 const char *id_prefix);
+void srv_tc_free(srv_tcparse *p);
+/* Feed tool-call markup (MARKUP), or the answer (FORCED, PICK). */
+void srv_tc_feed(srv_tcparse *p, const char *s, size_t n);
+/* End of generation: an open call is closed. */
+void srv_tc_finish(srv_tcparse *p);
+/* A call begun by hand (NULL past max_calls). */
+srv_tc_call *srv_tc_begin(srv_tcparse *p, const char *name, size_t n);
+/* Calls parsed elsewhere (srv_tools_parse), added as done. */
+void srv_tc_adopt(srv_tcparse *p, const srv_tool_call *calls, int n);
+/* Copies of the done calls; returns their number. */
+int srv_tc_take(srv_tcparse *p, srv_tool_call **out);
+
 /* ---- reasoning split out of the answer (chat_think.h; server_think.c
  * routes it into the reasoning and answer buffers) ---- */
 typedef chat_think srv_think;
@@ -226,7 +300,13 @@ int srv_openai_chunk_usage(srv_buf *b, const srv_stream_ctx *c, const srv_usage 
 int srv_openai_chunk_error(srv_buf *b, const char *type, const char *message);
 int srv_sse_done(srv_buf *b);
 char *srv_openai_error_json(const srv_error *e);
-char *srv_openai_models_json(const char *model_id, long long created);
+/* The list of /v1/models: ids[0..n). */
+char *srv_openai_models_json(const char *const *ids, int n, long long created);
+
+/* Streamed tool calls: the first chunk of call i (id, name, empty
+ * arguments), then pieces of its arguments. */
+int srv_openai_chunk_tool_start(srv_buf *b, const srv_stream_ctx *c, int i, const srv_tc_call *call);
+int srv_openai_chunk_tool_args(srv_buf *b, const srv_stream_ctx *c, int i, const char *s, size_t n);
 
 /* ---- formatting: Anthropic ---- */
 char *srv_anthropic_response(const srv_stream_ctx *c, const srv_result *r);
@@ -239,6 +319,9 @@ int srv_anthropic_ev_ping(srv_buf *b);
 int srv_anthropic_ev_text(srv_buf *b, int index, const char *text, size_t len);
 int srv_anthropic_ev_block_stop(srv_buf *b, int index);
 int srv_anthropic_ev_tool_use(srv_buf *b, int index, const srv_tool_call *call);
+/* A tool_use block streamed: its start, then input_json_delta pieces. */
+int srv_anthropic_ev_tool_start(srv_buf *b, int index, const char *id, const char *name);
+int srv_anthropic_ev_tool_delta(srv_buf *b, int index, const char *s, size_t n);
 int srv_anthropic_ev_delta(srv_buf *b, const srv_result *r);
 int srv_anthropic_ev_stop(srv_buf *b);
 int srv_anthropic_ev_error(srv_buf *b, const char *type, const char *message);
@@ -297,6 +380,8 @@ typedef struct srv_gen {
 	srv_tool_call *calls;
 	int n_calls;
 	const char *forced_tool;   /* the whole answer is this tool's arguments */
+	srv_tcparse tc;            /* tool calls as they are generated */
+	size_t tc_fed;             /* bytes of st.markup fed to tc */
 	int want_lp;               /* collect log-probabilities */
 	coli_logprob *lp;          /* (cap_lp) one per sampled token */
 	int *lp_tok;
@@ -402,6 +487,8 @@ struct coli_server {
 	int port;
 	char model_id[256];        /* served model id */
 	char model_alias[256];     /* model directory basename, "" when unknown */
+	char **aliases;            /* --alias names (owned), NULL-terminated */
+	int any_model;             /* OpenAI routes accept any model name */
 	coli_chat_template tpl;
 	int tpl_ok;
 	char tpl_err[512];

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -154,6 +155,19 @@ int srv_openai_chunk_finish(srv_buf *b, const srv_stream_ctx *c, const srv_resul
 	return o_chunk(b, c, o_choice(c, d, srv_finish_openai(r->finish)), NULL);
 }
 
+int srv_openai_chunk_tool_start(srv_buf *b, const srv_stream_ctx *c, int i, const srv_tc_call *call)
+{
+	json_t *d = json_pack("{s:[{s:i, s:s, s:s, s:{s:s, s:s}}]}", "tool_calls", "index", i, "id", call->id,
+			      "type", "function", "function", "name", call->name, "arguments", "");
+	return o_chunk(b, c, o_choice(c, d, NULL), NULL);
+}
+
+int srv_openai_chunk_tool_args(srv_buf *b, const srv_stream_ctx *c, int i, const char *s, size_t n)
+{
+	json_t *d = json_pack("{s:[{s:i, s:{s:s%}}]}", "tool_calls", "index", i, "function", "arguments", s, n);
+	return o_chunk(b, c, o_choice(c, d, NULL), NULL);
+}
+
 int srv_openai_chunk_usage(srv_buf *b, const srv_stream_ctx *c, const srv_usage *u)
 {
 	return o_chunk(b, c, json_array(), o_usage(u));
@@ -187,9 +201,20 @@ char *srv_openai_error_json(const srv_error *e)
 			    e->message));
 }
 
-char *srv_openai_models_json(const char *model_id, long long created)
+char *srv_openai_models_json(const char *const *ids, int n, long long created)
 {
-	return dump(json_pack("{s:s, s:[{s:s, s:s, s:I, s:s}]}", "object", "list", "data", "id",
-			      model_id, "object", "model", "created", (json_int_t)created,
-			      "owned_by", "colitop"));
+	/* OpenAI's list, with the fields of Anthropic's (type, display_name,
+	 * created_at, has_more, first_id, last_id) so both SDKs read it */
+	char when[32];
+	time_t t = (time_t)created;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	json_t *data = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(data, json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "id", ids[i], "object",
+						      "model", "created", (json_int_t)created, "owned_by", "colitop",
+						      "type", "model", "display_name", ids[i], "created_at", when));
+	return dump(json_pack("{s:s, s:o, s:b, s:s, s:s}", "object", "list", "data", data, "has_more", 0,
+			      "first_id", n ? ids[0] : "", "last_id", n ? ids[n - 1] : ""));
 }

@@ -34,6 +34,7 @@ void srv_request_free(srv_request *r)
 	free(r->json_schema);
 	free(r->forced_tool);
 	free(r->session);
+	free(r->tool_choice_name);
 	free(r->prompt);
 	free(r->prompt_ids);
 	for (int i = 0; i < r->n_stop; i++)
@@ -288,7 +289,14 @@ static int parse_message(json_t *m, size_t idx, coli_chat_msg *out, srv_error *e
 	char *text;
 	if (content_text(json_object_get(m, "content"), cparam, is_asst, &text, e))
 		return -EINVAL;
-	out->content = text;
+	json_t *rc = json_object_get(m, "reasoning_content");
+	if (is_asst && json_is_string(rc) && json_string_length(rc)) {
+		/* back into the prompt as the template renders reasoning */
+		out->content = srv_with_reasoning(text, json_string_value(rc), json_string_length(rc));
+		free(text);
+	} else {
+		out->content = text;
+	}
 	if (!strcmp(r, "tool")) {
 		json_t *id = json_object_get(m, "tool_call_id");
 		if (id && !json_is_string(id))
@@ -302,11 +310,44 @@ static int parse_message(json_t *m, size_t idx, coli_chat_msg *out, srv_error *e
 	return 0;
 }
 
+/* tool_choice: "none" | "auto" | "required" | {"type":"function",
+ * "function":{"name"}}; parallel_tool_calls: boolean. */
+static int parse_tool_choice(json_t *root, srv_request *r, srv_error *e)
+{
+	json_t *pt = json_object_get(root, "parallel_tool_calls");
+	if (pt && !json_is_null(pt) && !json_is_boolean(pt))
+		return bad_type(e, "parallel_tool_calls", "a boolean");
+	r->one_call = json_is_false(pt);
+	json_t *choice = json_object_get(root, "tool_choice");
+	if (!choice || json_is_null(choice))
+		return 0;
+	const char *cs = json_is_string(choice) ? json_string_value(choice) : NULL;
+	json_t *name = json_object_get(json_object_get(choice, "function"), "name");
+	if (!name)   /* the Responses API's flat form, which some clients send here */
+		name = json_object_get(choice, "name");
+	if (cs && !strcmp(cs, "none"))
+		r->tool_choice = SRV_TOOLS_NONE;
+	else if (cs && !strcmp(cs, "auto"))
+		r->tool_choice = SRV_TOOLS_AUTO;
+	else if (cs && !strcmp(cs, "required"))
+		r->tool_choice = SRV_TOOLS_REQUIRED;
+	else if (json_is_string(name)) {
+		r->tool_choice = SRV_TOOLS_NAMED;
+		r->tool_choice_name = strdup(json_string_value(name));
+	} else
+		return bad_type(e, "tool_choice", "\"none\", \"auto\", \"required\" or "
+				"{\"type\":\"function\",\"function\":{\"name\":...}}");
+	return 0;
+}
+
 static int parse_tools(json_t *root, srv_request *r, srv_error *e)
 {
 	json_t *tools = json_object_get(root, "tools");
+	if (parse_tool_choice(root, r, e))
+		return -EINVAL;
 	if (!tools || json_is_null(tools))
-		return 0;
+		return r->tool_choice == SRV_TOOLS_AUTO || r->tool_choice == SRV_TOOLS_NONE
+		       ? 0 : srv_tool_choice_apply(r, e);
 	if (!json_is_array(tools))
 		return bad_type(e, "tools", "an array");
 	size_t i;
@@ -317,24 +358,9 @@ static int parse_tools(json_t *root, srv_request *r, srv_error *e)
 		    !json_is_string(json_object_get(fn, "name")))
 			return bad_type(e, "tools", "an array of {\"type\":\"function\",\"function\":{\"name\":...}}");
 	}
-	json_t *choice = json_object_get(root, "tool_choice");
-	if (json_is_string(choice) && !strcmp(json_string_value(choice), "none"))
-		return 0;
-	if (json_is_object(choice)) {
-		/* {"type":"function","function":{"name":...}}: the answer is that call */
-		json_t *name = json_object_get(json_object_get(choice, "function"), "name");
-		if (!json_is_string(name))
-			return bad_type(e, "tool_choice", "\"none\", \"auto\", \"required\" or "
-					"{\"type\":\"function\",\"function\":{\"name\":...}}");
-		if (r->json_schema || r->json_object)
-			return srv_fail(e, 400, "invalid_request_error", "invalid_value", "tool_choice",
-					"tool_choice naming a function and response_format together are not supported");
-		if (srv_force_tool(tools, json_string_value(name), "tool_choice.function.name", r, e))
-			return -EINVAL;
-	}
 	if (json_array_size(tools))
 		r->tools_json = json_dumps(tools, JSON_COMPACT);
-	return 0;
+	return srv_tool_choice_apply(r, e);
 }
 
 static int check_rejected(json_t *root, srv_error *e)
@@ -432,7 +458,7 @@ int srv_parse_chat(const char *body, size_t len, srv_request *r, srv_error *e)
 	static const char *const known[] = {
 		"model", "messages", "max_tokens", "max_completion_tokens", "temperature",
 		"top_p", "seed", "stop", "stream", "stream_options", "n", "response_format",
-		"tools", "tool_choice", "logprobs", "logit_bias", "draft", NULL,
+		"tools", "tool_choice", "parallel_tool_calls", "logprobs", "logit_bias", "draft", NULL,
 	};
 	json_t *root;
 	request_init(r, SRV_API_CHAT);

@@ -178,6 +178,10 @@ int coli_engine_submit(coli_engine *e, const int *prompt, int n_prompt,
  * that event. */
 int coli_request_next(coli_request *r, coli_event *ev, int timeout_ms);
 void coli_request_cancel(coli_request *r);
+/* Prompt tokens reused from the KV cache, known once the request is in a
+ * slot (before its first TEXT event); -1 until then. The Anthropic stream
+ * reports it in message_start, which goes out before DONE. */
+int coli_request_cached_tokens(coli_request *r);
 /* Cancel if still running and release. Safe from any thread. */
 void coli_request_free(coli_request *r);
 

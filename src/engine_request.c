@@ -59,6 +59,7 @@ int engine_request_new(const int *prompt, int n, const coli_gen_params *p, coli_
 	r->params.json_schema = r->json_schema;
 	atomic_init(&r->refs, 2);
 	atomic_init(&r->cancelled, 0);
+	atomic_init(&r->cached, -1);
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
 	r->submit_time = engine_now();
@@ -197,6 +198,11 @@ int coli_request_next(coli_request *r, coli_event *ev, int timeout_ms)
 	}
 	pthread_mutex_unlock(&r->lock);
 	return got;
+}
+
+int coli_request_cached_tokens(coli_request *r)
+{
+	return r ? atomic_load(&r->cached) : -1;
 }
 
 void coli_request_cancel(coli_request *r)

@@ -23,6 +23,7 @@ struct coli_request {
 	atomic_int refs;               /* engine + client */
 	atomic_int cancelled;
 	atomic_int overflowed;         /* cancelled because the consumer stopped reading */
+	atomic_int cached;             /* prompt tokens from the cache; -1 until admitted */
 	int *prompt;
 	int n_prompt;
 	coli_gen_params params;

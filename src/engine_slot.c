@@ -326,6 +326,7 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 		sl->sess_saved = k;
 	}
 	sl->cached = k;
+	atomic_store(&r->cached, k);
 	sl->at = k;
 	const coli_gen_params *p = &r->params;
 	coli_sampler_reset(&sl->sampler, p->temperature, p->top_p, p->seed);

@@ -381,11 +381,12 @@ static void step_obj(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 	switch (f->stage) {
 	case O_OPEN:
 	case O_AFTER:
-		if (c == '}' && !(n->required & ~seen))
+		if (c == '}' && !(n->required & ~seen) && __builtin_popcountll(seen) >= n->min_props)
 			emit(out, f->up);
-		else if (c == '"' && f->stage == O_OPEN)
+		else if (c == '"' && f->stage == O_OPEN && n->max_props != 0)
 			key_start(m, f, n, out);
 		else if (c == ',' && f->stage == O_AFTER && (n->additional >= 0 || (props_all(n) & ~seen)) &&
+			 (n->max_props < 0 || __builtin_popcountll(seen) < n->max_props) &&
 			 (k = frame_dup(m, f))) {
 			k->stage = O_NEXT;
 			k->ws = 0;

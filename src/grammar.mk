@@ -5,6 +5,8 @@ libcoli_a_SOURCES += \
 	src/grammar.c src/grammar.h src/grammar_impl.h \
 	src/grammar_json_schema.c src/grammar_regex.c \
 	src/grammar_mask.c src/grammar_mask.h
+# Agent tools' schema shapes rewritten into the subset (issue 31).
+libcoli_a_SOURCES += src/grammar_schema_prep.c src/grammar_schema_scalar.c
 
 check_PROGRAMS += tests/grammar_test
 TESTS += tests/grammar_test tests/grammar_fuzz.sh tests/grammar_conformance.sh tests/grammar_cli.sh tests/grammar_mask.sh

@@ -67,6 +67,9 @@ typedef struct gnode {
 	int *prop;
 	uint64_t required;
 	int additional;
+	int min_props, max_props;     /* minProperties/maxProperties (max -1:
+	                               * unbounded); only with additional -1,
+	                               * where the properties seen are counted */
 	/* GN_ARRAY: prefixItems, then `items` (-1: no more items) */
 	int n_prefix;
 	int *prefix;
@@ -122,5 +125,16 @@ struct grammar_frame {
  * any key. Any run of ordinary characters (no '"', '\\', control byte)
  * continues it (grammar_mask.c's fast path). */
 int grammar_matcher_plain_text(const grammar_matcher *m);
+
+/* Rewrite allOf, anyOf/oneOf beside other keywords, propertyNames and
+ * discriminator into the compiled subset (grammar_schema_prep.c); root is
+ * the compiler's own copy. 0, or -EINVAL with err naming the place. */
+struct json_t;
+int grammar_schema_prep(struct json_t *root, const char *what, coli_err *err);
+/* grammar_schema_scalar.c: the numeric bounds of schema s on node, and
+ * the pattern of a string format (NULL: an annotation, not enforced). */
+const char *grammar_format_pattern(const char *format);
+int grammar_schema_bounds(coli_grammar *g, struct json_t *s, const char *path, int node, int integer,
+			  coli_err *err);
 
 #endif

@@ -2,13 +2,18 @@
  *
  * Supported (everything else is an error naming the keyword, never ignored):
  *   type (a name or a list), properties, required, additionalProperties
- *   (true/false/schema), items (schema/false), prefixItems, minItems,
+ *   (true/false/schema), minProperties/maxProperties (with
+ *   additionalProperties false), items (schema/false), prefixItems, minItems,
  *   maxItems, enum, const, anyOf, oneOf (read as anyOf: its alternatives must
  *   not overlap), local $ref into $defs/definitions or "#", minLength,
- *   maxLength, format (date, date-time, time, uuid), pattern (the subset of
+ *   maxLength, format (date, date-time, time, uuid, uri, iri, email,
+ *   hostname, ipv4, ipv6 enforced; any other format, or one beside pattern
+ *   or a length, is an annotation), pattern (the subset of
  *   grammar_regex.c), minimum/maximum/exclusiveMinimum/exclusiveMaximum on
  *   integers and numbers (exact; grammar.c checks them digit by digit). Annotations (title, description, default, examples,
  *   $schema, $id, $comment, deprecated, readOnly, writeOnly) are accepted.
+ *   grammar_schema_prep.c first rewrites allOf, anyOf/oneOf beside other
+ *   keywords and propertyNames into these.
  * Choices written down:
  *   - without `type`, the type is inferred from the keywords (properties ->
  *     object ...); none at all means any JSON value;
@@ -48,7 +53,8 @@ static const char *const annotations[] = {
 	"readOnly", "writeOnly", "$defs", "definitions", NULL,
 };
 
-static const char *const kw_object[] = { "properties", "required", "additionalProperties", NULL };
+static const char *const kw_object[] = { "properties", "required", "additionalProperties", "minProperties",
+					 "maxProperties", NULL };
 static const char *const kw_array[] = { "items", "prefixItems", "minItems", "maxItems", NULL };
 static const char *const kw_string[] = { "minLength", "maxLength", "pattern", "format", NULL };
 static const char *const kw_numeric[] = { "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL };
@@ -90,6 +96,7 @@ static int grammar_node_add(coli_grammar *g, int kind)
 	n->items = -1;
 	n->max_items = -1;
 	n->max_len = -1;
+	n->max_props = -1;
 	n->re = -1;
 	n->min_int = INT64_MIN;
 	n->max_int = INT64_MAX;
@@ -242,6 +249,30 @@ static int compile_bool_or_schema(cctx *c, json_t *v, const char *path, const ch
 	return compile(c, v, sub);
 }
 
+/* minProperties/maxProperties, where the keys are the declared ones. */
+static int compile_object_counts(cctx *c, json_t *s, const char *path, int node)
+{
+	gnode *nd = &c->g->nodes[node];
+	if (get_count(c, s, "minProperties", path, &nd->min_props) ||
+	    get_count(c, s, "maxProperties", path, &nd->max_props))
+		return -EINVAL;
+	nd = &c->g->nodes[node];
+	if (nd->min_props == 0 && nd->max_props < 0)
+		return 0;
+	if (nd->additional >= 0)
+		return coli_err_set(c->err, -EINVAL, "%s: minProperties/maxProperties are supported only with "
+				    "additionalProperties false", path);
+	int nreq = __builtin_popcountll(nd->required);
+	if (nd->min_props > nd->n_props || (nd->max_props >= 0 && (nd->max_props < nd->min_props ||
+								     nd->max_props < nreq)))
+		return coli_err_set(c->err, -EINVAL, "%s: no object satisfies minProperties/maxProperties", path);
+	/* a key chosen first could leave no room for a required one */
+	if (nreq && nd->max_props >= 0 && nd->max_props < nd->n_props)
+		return coli_err_set(c->err, -EINVAL, "%s: maxProperties below the number of properties together "
+				    "with required is not supported", path);
+	return 0;
+}
+
 static int compile_object(cctx *c, json_t *s, const char *path, int node)
 {
 	char sub[1024];
@@ -310,7 +341,7 @@ static int compile_object(cctx *c, json_t *s, const char *path, int node)
 		}
 		nd->required |= 1ULL << found;
 	}
-	return 0;
+	return compile_object_counts(c, s, path, node);
 }
 
 static int compile_array(cctx *c, json_t *s, const char *path, int node)
@@ -347,26 +378,6 @@ static int compile_array(cctx *c, json_t *s, const char *path, int node)
 	return 0;
 }
 
-/* Formats as patterns: the calendar is checked per month (29 February is
- * left out, so every date produced exists). */
-#define RE_DAY "((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))"
-/* year 0000 does not exist in ISO 8601 calendars (Python refuses it) */
-#define RE_DATE "([1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])-" RE_DAY
-#define RE_TIME "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
-
-static const char *format_pattern(const char *f)
-{
-	if (!strcmp(f, "date"))
-		return "^" RE_DATE "$";
-	if (!strcmp(f, "date-time"))
-		return "^" RE_DATE "T" RE_TIME "$";
-	if (!strcmp(f, "time"))
-		return "^" RE_TIME "$";
-	if (!strcmp(f, "uuid"))
-		return "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
-	return NULL;
-}
-
 static int compile_string(cctx *c, json_t *s, const char *path, int node)
 {
 	gnode *nd = &c->g->nodes[node];
@@ -375,6 +386,13 @@ static int compile_string(cctx *c, json_t *s, const char *path, int node)
 	if (nd->max_len >= 0 && nd->min_len > nd->max_len)
 		return coli_err_set(c->err, -EINVAL, "%s.minLength: larger than maxLength", path);
 	json_t *pat = json_object_get(s, "pattern"), *fmt = json_object_get(s, "format");
+	if (fmt && !json_is_string(fmt))
+		return coli_err_set(c->err, -EINVAL, "%s.format: must be a string", path);
+	/* other formats (uri-reference, int64, binary, password ...) are
+	 * annotations, as JSON Schema has them by default: not enforced */
+	if (fmt && (pat || !grammar_format_pattern(json_string_value(fmt)) ||
+		    json_object_get(s, "minLength") || json_object_get(s, "maxLength")))
+		fmt = NULL;
 	if (pat && fmt)
 		return coli_err_set(c->err, -EINVAL, "%s: pattern and format together are not supported", path);
 	/* a length bound could cut a pattern's only way to its end */
@@ -389,9 +407,7 @@ static int compile_string(cctx *c, json_t *s, const char *path, int node)
 		re = json_string_value(pat);
 		snprintf(sub, sizeof sub, "%s.pattern", path);
 	} else if (fmt) {
-		if (!json_is_string(fmt) || !(re = format_pattern(json_string_value(fmt))))
-			return coli_err_set(c->err, -EINVAL, "%s.format: only date, date-time, time and uuid are "
-					    "supported", path);
+		re = grammar_format_pattern(json_string_value(fmt));
 		snprintf(sub, sizeof sub, "%s.format", path);
 	}
 	if (!re)
@@ -409,107 +425,6 @@ static int compile_string(cctx *c, json_t *s, const char *path, int node)
 	if (rc)
 		return rc;
 	g->nodes[node].re = g->n_res++;
-	return 0;
-}
-
-/* A bound of a number as a decimal in units of 1e-15 (gnum): the
- * shortest decimal that reads back as the same double (what the schema's
- * text said), which must have at most 15 significant digits and 15
- * decimal places. Magnitudes of 1e15 and more are clamped to +-1e30
- * units: a bounded number has at most 15 digits, so they decide nothing
- * beyond "all" or "none". */
-static int bound_decimal(double x, gnum *out)
-{
-	if (fabs(x) >= 1e15) {
-		*out = (x < 0 ? -1 : 1) * (gnum)GNUM_SCALE * GNUM_SCALE;
-		return 0;
-	}
-	char buf[64];
-	int p;
-	for (p = 1; p <= 17; p++) {
-		snprintf(buf, sizeof buf, "%.*e", p - 1, x);
-		if (strtod(buf, NULL) == x)
-			break;
-	}
-	if (p > 15)
-		return -1;
-	/* buf: [-]D[.DDD]e[+-]XX */
-	gnum digits = 0;
-	const char *q = buf + (buf[0] == '-');
-	for (; *q && *q != 'e'; q++)
-		if (*q >= '0' && *q <= '9')
-			digits = digits * 10 + (*q - '0');
-	int exp10 = atoi(q + 1) - (p - 1) + GNUM_DIGITS;   /* digits x 10^exp10 units */
-	if (exp10 < 0)
-		return -1;   /* more than 15 decimal places */
-	while (exp10-- > 0)
-		digits *= 10;
-	*out = buf[0] == '-' ? -digits : digits;
-	return 0;
-}
-
-/* Bounds of a number, exact on the decimal text (see gnode.num_lo). */
-static int compile_number_bounds(cctx *c, json_t *s, const char *path, int node)
-{
-	gnode *nd = &c->g->nodes[node];
-	const gnum all = (gnum)GNUM_SCALE * GNUM_SCALE;
-	gnum lo = -all, hi = all;
-	int any = 0;
-	for (int i = 0; kw_numeric[i]; i++) {
-		json_t *v = json_object_get(s, kw_numeric[i]);
-		if (!v)
-			continue;
-		if (!json_is_number(v))
-			return coli_err_set(c->err, -EINVAL, "%s.%s: must be a number", path, kw_numeric[i]);
-		gnum b;
-		if (bound_decimal(json_number_value(v), &b))
-			return coli_err_set(c->err, -EINVAL, "%s.%s: a bound of a number must have at most 15 "
-					    "significant digits and 15 decimal places", path, kw_numeric[i]);
-		any = 1;
-		if (i == 0 || i == 2)
-			lo = b + (i == 2) > lo ? b + (i == 2) : lo;
-		else
-			hi = b - (i == 3) < hi ? b - (i == 3) : hi;
-	}
-	if (!any)
-		return 0;
-	if (lo > hi || lo >= all || hi <= -all)
-		return coli_err_set(c->err, -EINVAL, "%s: no number of at most 15 digits lies within the bounds", path);
-	nd->num_bounded = 1;
-	nd->num_lo = lo;
-	nd->num_hi = hi;
-	return 0;
-}
-
-/* Integer bounds. Generated integers have at most 15 digits, so bounds
- * beyond +-1e15 (zod's safe-integer range) change nothing. Numbers:
- * compile_number_bounds. */
-static int compile_bounds(cctx *c, json_t *s, const char *path, int node, int integer)
-{
-	gnode *nd = &c->g->nodes[node];
-	if (!integer)
-		return compile_number_bounds(c, s, path, node);
-	for (int i = 0; kw_numeric[i]; i++) {
-		json_t *v = json_object_get(s, kw_numeric[i]);
-		if (!v)
-			continue;
-		if (!json_is_number(v))
-			return coli_err_set(c->err, -EINVAL, "%s.%s: must be a number", path, kw_numeric[i]);
-		double x = json_number_value(v);
-		if (x > 9e18)
-			x = 9e18;
-		if (x < -9e18)
-			x = -9e18;
-		double lo = i == 0 ? ceil(x) : i == 2 ? floor(x) + 1 : -9e18;
-		double hi = i == 1 ? floor(x) : i == 3 ? ceil(x) - 1 : 9e18;
-		if (i == 0 || i == 2)
-			nd->min_int = (int64_t)lo > nd->min_int ? (int64_t)lo : nd->min_int;
-		else
-			nd->max_int = (int64_t)hi < nd->max_int ? (int64_t)hi : nd->max_int;
-	}
-	const int64_t cap = 999999999999999LL;
-	if (nd->min_int > nd->max_int || nd->min_int > cap || nd->max_int < -cap)
-		return coli_err_set(c->err, -EINVAL, "%s: no integer of at most 15 digits lies within the bounds", path);
 	return 0;
 }
 
@@ -533,8 +448,8 @@ static int compile_type(cctx *c, json_t *s, const char *path, int type)
 	case 0: rc = compile_object(c, s, path, node); break;
 	case 1: rc = compile_array(c, s, path, node); break;
 	case 2: rc = compile_string(c, s, path, node); break;
-	case 3: rc = compile_bounds(c, s, path, node, 0); break;
-	case 4: rc = compile_bounds(c, s, path, node, 1); break;
+	case 3: rc = grammar_schema_bounds(c->g, s, path, node, 0, c->err); break;
+	case 4: rc = grammar_schema_bounds(c->g, s, path, node, 1, c->err); break;
 	case 5:
 		if (lits_add(&c->g->nodes[node], "true") || lits_add(&c->g->nodes[node], "false"))
 			rc = oom(c);
@@ -710,6 +625,8 @@ int grammar_compile_schema(const char *text, size_t len, const char *what, coli_
 	int rc = c.g ? 0 : -ENOMEM;
 	if (rc)
 		coli_err_set(err, rc, "out of memory");
+	else
+		rc = grammar_schema_prep(root, what, err);
 	if (!rc) {
 		int r = compile(&c, root, what);
 		if (r < 0)

@@ -237,7 +237,67 @@ static void unit(void)
 	expect_error("{\"type\":\"integer\",\"multipleOf\":3}", "multipleOf");
 	expect_error("{\"type\":\"object\",\"properties\":{\"a\":{\"not\":{}}}}", "properties.a: unsupported JSON Schema keyword \"not\"");
 	expect_error("{\"type\":\"string\",\"pattern\":\"(?=a)\"}", "pattern");
-	expect_error("{\"type\":\"string\",\"format\":\"email\"}", "format");
+	/* formats agent tools use: enforced, or annotations (issue 31) */
+	expect("{\"type\":\"string\",\"format\":\"email\"}", "\"a.b@example.com\"", 1);
+	expect("{\"type\":\"string\",\"format\":\"email\"}", "\"a.b@localhost\"", 0);
+	expect("{\"type\":\"string\",\"format\":\"uri\"}", "\"https://example.com/a?b=1#c\"", 1);
+	expect("{\"type\":\"string\",\"format\":\"uri\"}", "\"not a uri\"", 0);
+	expect("{\"type\":\"string\",\"format\":\"uri\"}", "\"/relative\"", 0);
+	expect("{\"type\":\"string\",\"format\":\"hostname\"}", "\"db-1.example.org\"", 1);
+	expect("{\"type\":\"string\",\"format\":\"hostname\"}", "\"-bad.org\"", 0);
+	expect("{\"type\":\"string\",\"format\":\"ipv4\"}", "\"192.168.0.255\"", 1);
+	expect("{\"type\":\"string\",\"format\":\"ipv4\"}", "\"256.1.1.1\"", 0);
+	expect("{\"type\":\"string\",\"format\":\"ipv6\"}", "\"fe80:0:0:0:1:2:3:abcd\"", 1);
+	expect("{\"type\":\"string\",\"format\":\"ipv6\"}", "\"fe80::1:2\"", 0);
+	expect("{\"type\":\"string\",\"format\":\"int64\"}", "\"anything\"", 1);
+	expect("{\"type\":\"string\",\"format\":\"uri-reference\"}", "\"../x\"", 1);
+	expect("{\"type\":\"string\",\"format\":\"uri\",\"maxLength\":4}", "\"abc\"", 1);
+	expect_error("{\"type\":\"string\",\"format\":7}", "format");
+	/* propertyNames (zod records), minProperties/maxProperties */
+	expect("{\"type\":\"object\",\"propertyNames\":{\"type\":\"string\"},\"additionalProperties\":{\"type\":\"integer\"}}",
+	       "{\"x\":1,\"y\":2}", 1);
+	expect("{\"type\":\"object\",\"propertyNames\":{\"enum\":[\"a\",\"b\"]},\"additionalProperties\":{\"type\":\"integer\"}}",
+	       "{\"b\":1}", 1);
+	expect("{\"type\":\"object\",\"propertyNames\":{\"enum\":[\"a\",\"b\"]},\"additionalProperties\":{\"type\":\"integer\"}}",
+	       "{\"c\":1}", 0);
+	expect_error("{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^a\"}}", "propertyNames");
+	expect("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"additionalProperties\":false,"
+	       "\"minProperties\":1,\"maxProperties\":1}", "{\"a\":1}", 1);
+	expect("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"additionalProperties\":false,"
+	       "\"minProperties\":1,\"maxProperties\":1}", "{\"a\":1,\"b\":2}", 0);
+	expect("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"additionalProperties\":false,"
+	       "\"minProperties\":1,\"maxProperties\":1}", "{}", 0);
+	expect_error("{\"type\":\"object\",\"maxProperties\":1}", "maxProperties");
+	/* anyOf beside other keywords, allOf, discriminator (MCP, Codex) */
+	{
+		const char *s2 = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},"
+				 "\"b\":{\"type\":\"integer\"}},\"additionalProperties\":false,"
+				 "\"anyOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}";
+		expect(s2, "{\"a\":1}", 1);
+		expect(s2, "{\"b\":2,\"a\":1}", 1);
+		expect(s2, "{}", 0);
+		expect(s2, "{\"c\":1}", 0);
+		const char *s3 = "{\"allOf\":[{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"string\","
+				 "\"maxLength\":3}},\"required\":[\"x\"]},{\"properties\":{\"y\":{\"type\":\"number\"}},"
+				 "\"required\":[\"y\"]}],\"description\":\"both\"}";
+		expect(s3, "{\"x\":\"ab\",\"y\":1.5}", 1);
+		expect(s3, "{\"x\":\"ab\"}", 0);
+		/* allOf with a closed side: the other side's extra key is out */
+		const char *s4 = "{\"allOf\":[{\"type\":\"object\",\"properties\":{\"x\":{}},\"additionalProperties\":false},"
+				 "{\"properties\":{\"y\":{}}}]}";
+		expect(s4, "{\"x\":1}", 1);
+		expect(s4, "{\"y\":1}", 0);
+		expect("{\"allOf\":[{\"type\":[\"integer\",\"string\"]},{\"type\":\"number\"}]}", "3", 1);
+		expect("{\"allOf\":[{\"type\":[\"integer\",\"string\"]},{\"type\":\"number\"}]}", "\"s\"", 0);
+		expect_error("{\"allOf\":[{\"type\":\"string\"},{\"type\":\"number\"}]}", "types");
+		expect_error("{\"allOf\":[{\"maxLength\":3},{\"maxLength\":4}]}", "maxLength");
+		const char *s5 = "{\"oneOf\":[{\"$ref\":\"#/$defs/A\"},{\"$ref\":\"#/$defs/B\"}],\"discriminator\":"
+				 "{\"propertyName\":\"k\"},\"$defs\":{\"A\":{\"type\":\"object\",\"properties\":{\"k\":"
+				 "{\"const\":\"a\"}},\"required\":[\"k\"]},\"B\":{\"type\":\"object\",\"properties\":"
+				 "{\"k\":{\"const\":\"b\"}},\"required\":[\"k\"]}}}";
+		expect(s5, "{\"k\":\"b\"}", 1);
+		expect(s5, "{\"k\":\"c\"}", 0);
+	}
 	expect_error("{\"$ref\":\"http://x/y\"}", "$ref");
 	expect_error("{\"type\":\"strin\"}", "type");
 	expect_error("{\"type\":", "invalid JSON");

@@ -117,7 +117,8 @@ t "echo" 400 openai -H "$J" "$P" -d '{"prompt":"x","echo":true}'
 # Anthropic
 t "max_tokens missing" 400 anthropic -H "$J" "$M" -d "{\"model\":\"x\",$MSG}"
 t "model missing" 400 anthropic -H "$J" "$M" -d "{\"max_tokens\":5,$MSG}"
-t "system role in messages" 400 anthropic -H "$J" "$M" -d '{"model":"x","max_tokens":5,"messages":[{"role":"system","content":"x"}]}'
+t "system role in messages" 200 none -H "$J" "$M" -d '{"model":"x","max_tokens":2,"messages":[{"role":"user","content":"x"},{"role":"system","content":"x"}]}'
+t "unknown role in messages" 400 anthropic -H "$J" "$M" -d '{"model":"x","max_tokens":5,"messages":[{"role":"robot","content":"x"}]}'
 t "unknown block type" 400 anthropic -H "$J" "$M" -d '{"model":"x","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}'
 t "count_tokens malformed" 400 anthropic -H "$J" "$URL/messages/count_tokens" -d '{"model":'
 t "anthropic headers tolerated" 200 none -H "$J" -H "anthropic-version: 2023-06-01" -H "anthropic-beta: tools-2024-04-04" "$M" -d "{\"model\":\"any-name\",\"max_tokens\":2,$MSG}"

@@ -177,6 +177,32 @@ int main(void)
 	srv_gen_free(&g);
 	srv_buf_free(&out);
 
+	/* the same typed by the tool's schema (a string stays a string), its
+	 * arguments growing while generated, for the Anthropic API (toolu_
+	 * ids); a call left open at the end is closed (issue 31) */
+	memset(&r, 0, sizeof r);
+	r.api = SRV_API_MESSAGES;
+	r.tools_json = "[{\"type\":\"function\",\"function\":{\"name\":\"get\",\"parameters\":"
+		       "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}}}]";
+	coli_event s3b[] = { text_ev(TOK_TC_OPEN, ""), text_ev(20, "get\n<arg_key>a</arg_key><arg_value> 1"),
+			     text_ev(21, "2 "), text_ev(22, "</arg_value>"), done_ev(COLI_FINISH_STOP, 4) };
+	memset(&the_req, 0, sizeof the_req);
+	the_req.script = s3b;
+	the_req.n = 5;
+	CHECK(srv_gen_start(&g, NULL, ids5, 5, &r, 0, -1, NULL, &e) == 0);
+	CHECK(srv_gen_next(&g, &out) == 1 && srv_gen_next(&g, &out) == 1);
+	CHECK(g.tc.n_calls == 1 && !strcmp(g.tc.calls[0].name, "get") && g.tc.calls[0].args.p &&
+	      !strcmp(g.tc.calls[0].args.p, "{\"a\":\" 1"), "while generated: %s",
+	      g.tc.n_calls ? g.tc.calls[0].args.p : "(none)");
+	while (srv_gen_next(&g, &out) > 0)
+		;
+	CHECK(g.finish == SRV_FINISH_TOOL && g.n_calls == 1 && !out.len);
+	if (g.n_calls == 1)
+		CHECK(!strcmp(g.calls[0].arguments, "{\"a\":\" 12 \"}") && !strncmp(g.calls[0].id, "toolu_", 6),
+		      "%s %s", g.calls[0].id, g.calls[0].arguments);
+	srv_gen_free(&g);
+	srv_buf_free(&out);
+
 	/* without tools, special tokens stay invisible */
 	memset(&r, 0, sizeof r);
 	CHECK(run(s3, 6, &r, &g, &out) == 0);

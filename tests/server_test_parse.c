@@ -242,7 +242,7 @@ static void test_messages(void)
 		    400, "model");
 	expect_fail(msgs_parse, "{\"model\":\"x\",\"max_tokens\":5,\"messages\":[]}", 400, "messages");
 	expect_fail(msgs_parse,
-		    "{\"model\":\"x\",\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}",
+		    "{\"model\":\"x\",\"max_tokens\":5,\"messages\":[{\"role\":\"robot\",\"content\":\"x\"}]}",
 		    400, "role");
 	expect_fail(msgs_parse,
 		    "{\"model\":\"x\",\"max_tokens\":5,\"temperature\":1.5,"
