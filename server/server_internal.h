@@ -115,8 +115,6 @@ typedef struct srv_request {
 	int show_thinking;         /* Anthropic: thinking blocks asked for */
 	int think_open;            /* set by the handler: the prompt opened a
 	                            * thinking block */
-	int tool_required;         /* tool_choice "required" / Anthropic "any":
-	                            * the answer must call some tool */
 	int no_parallel_tools;     /* parallel_tool_calls: false */
 	char *session;             /* KV session to run in (stored responses) */
 	int session_whole;         /* ... the prompt is the whole conversation

@@ -251,9 +251,11 @@ static int parse_tools(json_t *root, json_t **chat_tools, srv_error *e)
 	return 0;
 }
 
-/* tool_choice onto the chat path's fields: "none" offers no tools,
- * "required" (or allowed_tools in required mode) sets tool_required, a
- * named function forces that call (its schema constrains the arguments). */
+/* tool_choice onto the representation every API shares (srv_request's
+ * tool_choice, applied by srv_tool_choice_apply once the tools are set):
+ * "none" offers no tools, "required" (or allowed_tools in required mode)
+ * forces a call of some tool, a named function forces that call; the
+ * grammar keeps the arguments valid under the tool's schema. */
 static int parse_tool_choice(json_t *root, json_t *tools, srv_request *r, int *none, srv_error *e)
 {
 	json_t *tc = json_object_get(root, "tool_choice");
@@ -265,7 +267,7 @@ static int parse_tool_choice(json_t *root, json_t *tools, srv_request *r, int *n
 		if (!strcmp(v, "none"))
 			*none = 1;
 		else if (!strcmp(v, "required"))
-			r->tool_required = 1;
+			r->tool_choice = SRV_TOOLS_REQUIRED;
 		else if (strcmp(v, "auto"))
 			return srv_fail(e, 400, "invalid_request_error", "invalid_value", "tool_choice",
 					"'tool_choice' must be none, auto, required or an object (got '%s')", v);
@@ -278,15 +280,14 @@ static int parse_tool_choice(json_t *root, json_t *tools, srv_request *r, int *n
 		const char *name = json_string_value(json_object_get(tc, "name"));
 		if (!name)
 			return bad_type(e, "tool_choice.name", "a string");
-		if (r->json_schema || r->json_object)
-			return srv_fail(e, 400, "invalid_request_error", "invalid_value", "tool_choice",
-					"tool_choice naming a function and text.format together are not supported");
-		return srv_force_tool(tools, name, "tool_choice.name", r, e);
+		(void)tools;
+		r->tool_choice = SRV_TOOLS_NAMED;
+		return (r->tool_choice_name = strdup(name)) ? 0 : oom(e);
 	}
 	if (!strcmp(ty, "allowed_tools")) {
 		const char *mode = json_string_value(json_object_get(tc, "mode"));
 		if (mode && !strcmp(mode, "required"))
-			r->tool_required = 1;
+			r->tool_choice = SRV_TOOLS_REQUIRED;
 		return 0;
 	}
 	coli_debug("server: responses: tool_choice of type '%s' names a tool not served; as auto", ty);
@@ -490,6 +491,9 @@ int srv_responses_parse(const char *body, size_t len, const json_t *prev, srv_re
 		oom(e);
 		goto out;
 	}
+	r->one_call = r->no_parallel_tools;
+	if (!none && srv_tool_choice_apply(r, e))
+		goto out;
 	/* the conversation: the stored one, then this input */
 	json_t *prior = prev ? json_object_get(prev, "conversation") : NULL;
 	q->items = json_is_array(prior) ? json_deep_copy(prior) : json_array();

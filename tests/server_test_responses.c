@@ -104,7 +104,7 @@ static void test_tools(void)
 	CHECK_STR(q.req.tools_json, "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"d\","
 				    "\"parameters\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}},"
 				    "\"strict\":true}}]");
-	CHECK(!q.req.forced_tool && !q.req.tool_required);
+	CHECK(!q.req.forced_tool && q.req.tool_choice == SRV_TOOLS_AUTO);
 	CHECK(json_array_size(json_object_get(q.echo, "tools")) == 3, "the tools are echoed as sent");
 	srv_resp_free(&q);
 	snprintf(b, sizeof b, "{\"input\":\"x\",%s,\"tool_choice\":\"none\"}", tools);
@@ -113,12 +113,13 @@ static void test_tools(void)
 	srv_resp_free(&q);
 	snprintf(b, sizeof b, "{\"input\":\"x\",%s,\"tool_choice\":\"required\"}", tools);
 	REQUIRE(parse(b, NULL, &q, &e) == 0);
-	CHECK(q.req.tool_required && q.req.tools_json);
+	CHECK(q.req.tool_choice == SRV_TOOLS_REQUIRED && q.req.tools_json);
+	CHECK_STR(q.req.forced_tool, "f"); /* required, one function tool: that one */
 	srv_resp_free(&q);
 	snprintf(b, sizeof b, "{\"input\":\"x\",%s,\"tool_choice\":{\"type\":\"allowed_tools\",\"mode\":\"required\","
 		 "\"tools\":[]}}", tools);
 	REQUIRE(parse(b, NULL, &q, &e) == 0);
-	CHECK(q.req.tool_required);
+	CHECK(q.req.tool_choice == SRV_TOOLS_REQUIRED && q.req.json_schema, "the call is forced");
 	srv_resp_free(&q);
 	snprintf(b, sizeof b, "{\"input\":\"x\",%s,\"tool_choice\":{\"type\":\"function\",\"name\":\"f\"}}", tools);
 	REQUIRE(parse(b, NULL, &q, &e) == 0, "%s", e.message);
