@@ -3,7 +3,7 @@
 # mask.
 libcoli_a_SOURCES += \
 	src/grammar.c src/grammar.h src/grammar_impl.h \
-	src/grammar_json_schema.c src/grammar_regex.c \
+	src/grammar_json_schema.c src/grammar_productive.c src/grammar_regex.c \
 	src/grammar_mask.c src/grammar_mask.h
 
 check_PROGRAMS += tests/grammar_test

@@ -722,6 +722,8 @@ int grammar_compile_schema(const char *text, size_t len, const char *what, coli_
 		rc = mark ? check_cycles(c.g, c.g->root, mark, what, err) : oom(&c);
 		free(mark);
 	}
+	if (!rc)
+		rc = grammar_check_productive(c.g, what, err);
 	free(c.memo);
 	json_decref(root);
 	if (rc) {
