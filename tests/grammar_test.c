@@ -281,6 +281,25 @@ static void unit(void)
 	}
 	expect("{\"anyOf\":[{\"type\":\"array\",\"items\":{\"$ref\":\"#\"},\"minItems\":1},{\"type\":\"null\"}]}",
 	       "[[null]]", 1);
+	/* a schema nested too deep: the reason survives a long path (issue 30,
+	 * defect 11: the path filled the message) */
+	static char deep[64 * 1024];
+	for (int form = 0; form < 2; form++) {
+		size_t n = 0;
+		for (int i = 0; i < 300; i++)
+			n += (size_t)snprintf(deep + n, sizeof deep - n, form ? "{\"properties\":{\"p%03d_%s\":" :
+					      "{\"type\":\"array\",\"items\":", i, "abcdefghijklmnopqrstuvwxyz");
+		n += (size_t)snprintf(deep + n, sizeof deep - n, "{}");
+		for (int i = 0; i < 300; i++)
+			n += (size_t)snprintf(deep + n, sizeof deep - n, form ? "}}" : "}");
+		coli_err err = { 0 };
+		coli_grammar *dg = NULL;
+		int rc = grammar_compile_schema(deep, n, "schema", &dg, &err);
+		CHECK(rc < 0 && strstr(err.msg, "schema nested too deeply") && !strncmp(err.msg, "schema.", 7) &&
+		      strlen(err.msg) < 300, "deep schema (%s): got %d \"%s\"", form ? "properties" : "items", rc,
+		      err.msg);
+		grammar_free(dg);
+	}
 }
 
 /* The bytes allowed after the current state. */
