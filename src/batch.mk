@@ -2,8 +2,8 @@
 # `coli batch` (Batch API lines through the server's own request code,
 # in-process; the command and its I/O are in cli/).
 
-TESTS += tests/batch_run.sh
-EXTRA_DIST += tests/batch_run.sh tests/batch_mkinput.py
+TESTS += tests/batch_run.sh tests/batch_guard.sh
+EXTRA_DIST += tests/batch_run.sh tests/batch_mkinput.py tests/batch_guard.sh
 
 man_MANS += man/coli-batch.1
 EXTRA_DIST += man/coli-batch.1.in
