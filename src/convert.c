@@ -33,6 +33,7 @@
 #include "model_manifest.h"
 #include "quant.h"
 #include "util_sha256.h"
+#include "util_size_parse.h"
 
 #define STATE_NAME ".convert-state.json"
 #define STATE_FORMAT "colitop-convert-state"
@@ -271,9 +272,12 @@ static int check_space(const convert_opts *o, const convert_plan *p, coli_err *e
 			need += p->files[i].size;
 	}
 	uint64_t avail = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
+	/* in units that show a small model's figures ("0.00 GiB" did not) */
+	char a[32], b[32];
 	if (need > avail)
-		return coli_err_set(err, -ENOSPC, "%s: the container needs %.2f GiB more, %.2f GiB free",
-				    o->out_dir, (double)need / (1u << 30), (double)avail / (1u << 30));
+		return coli_err_set(err, -ENOSPC, "%s: the container needs %s more, %s free", o->out_dir,
+				    size_format((int64_t)need, a, sizeof a),
+				    size_format((int64_t)avail, b, sizeof b));
 	return 0;
 }
 

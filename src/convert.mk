@@ -10,7 +10,7 @@ tests_convert_check_LDADD = libcoli.a $(COLI_LIBS)
 tests_convert_manifest_SOURCES = tests/convert_manifest.c
 tests_convert_manifest_LDADD = libcoli.a $(COLI_LIBS)
 CONVERT_TESTS = tests/convert_roundtrip.sh tests/convert_resume.sh tests/convert_badinput.sh \
-	tests/convert_delete_source.sh
+	tests/convert_delete_source.sh tests/convert_space.sh
 TESTS += tests/convert_manifest $(CONVERT_TESTS)
 EXTRA_DIST += $(CONVERT_TESTS) tests/convert_mkckpt.py
 
