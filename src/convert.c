@@ -298,7 +298,7 @@ void convert_file_each_source(const convert_plan *p, const convert_file *f,
 		if (!t)
 			continue;
 		fn(t, ctx);
-		const st_tensor *sc = st_find_scale_inv(p->ck, t);
+		const st_tensor *sc = st_find_fp8_scale(p->ck, t);
 		if (sc)
 			fn(sc, ctx);
 	}

@@ -1,7 +1,7 @@
 # src/convert.mk: owned by its module; appends to the lists in Makefile.am.
 # `coli convert` and `coli info` (the container reader is in model.mk).
 libcoli_a_SOURCES += \
-	src/convert.c src/convert_plan.c src/convert_write.c src/convert_manifest.c \
+	src/convert.c src/convert_plan.c src/convert_write.c src/convert_manifest.c src/convert_fp8.c \
 	src/convert.h
 
 check_PROGRAMS += tests/convert_check tests/convert_manifest
@@ -10,9 +10,9 @@ tests_convert_check_LDADD = libcoli.a $(COLI_LIBS)
 tests_convert_manifest_SOURCES = tests/convert_manifest.c
 tests_convert_manifest_LDADD = libcoli.a $(COLI_LIBS)
 CONVERT_TESTS = tests/convert_roundtrip.sh tests/convert_resume.sh tests/convert_badinput.sh \
-	tests/convert_delete_source.sh tests/convert_space.sh
+	tests/convert_delete_source.sh tests/convert_space.sh tests/convert_fp8_scales.sh
 TESTS += tests/convert_manifest $(CONVERT_TESTS)
-EXTRA_DIST += $(CONVERT_TESTS) tests/convert_mkckpt.py
+EXTRA_DIST += $(CONVERT_TESTS) tests/convert_mkckpt.py tests/convert_fp8_variants.py
 
 man_MANS += man/coli-convert.1 man/coli-info.1 man/colitop-model.5
 EXTRA_DIST += man/coli-convert.1.in man/coli-info.1.in man/colitop-model.5.in
