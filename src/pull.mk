@@ -2,7 +2,7 @@
 # `coli pull`: Hugging Face Hub client (libcurl) and the shard-at-a-time
 # download-and-convert driver.
 libcoli_a_SOURCES += \
-	src/pull_hub.c src/pull_hub.h src/pull_names.c src/pull.c src/pull.h
+	src/pull_hub.c src/pull_hub.h src/pull_retry.c src/pull_retry.h src/pull_names.c src/pull.c src/pull.h
 
 PULL_TESTS = tests/pull_hub.sh tests/pull_hostile.sh
 TESTS += $(PULL_TESTS)

@@ -14,25 +14,10 @@
 #include <unistd.h>
 
 #include "coli_log.h"
+#include "pull_retry.h"
 
 #define HUB_DEFAULT_ENDPOINT "https://huggingface.co"
 #define HUB_MAX_BODY (64u << 20)   /* JSON answers; a model's file list is far smaller */
-
-/* A number of seconds from the environment, or the default left alone. */
-static int env_seconds(const char *name, double lo, double hi, double *out, coli_err *err)
-{
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return 0;
-	char *end;
-	errno = 0;
-	double d = strtod(v, &end);
-	if (errno || *end || !(d >= lo && d <= hi))
-		return coli_err_set(err, -EINVAL, "%s=%s: not a number of seconds from %g to %g", name, v,
-				    lo, hi);
-	*out = d;
-	return 0;
-}
 
 static int curl_ready(coli_err *err)
 {
@@ -68,8 +53,8 @@ int hub_client_init(hub_client *h, const char *repo, coli_err *err)
 	h->max_tries = 6;
 	h->backoff_s = 1.0;
 	h->deadline_s = 600.0;
-	if ((rc = env_seconds("COLI_PULL_BACKOFF", 0, 60, &h->backoff_s, err)) < 0 ||
-	    (rc = env_seconds("COLI_PULL_RETRY_DEADLINE", 0.001, 1e7, &h->deadline_s, err)) < 0)
+	if ((rc = hub_env_seconds("COLI_PULL_BACKOFF", 0, 60, &h->backoff_s, err)) < 0 ||
+	    (rc = hub_env_seconds("COLI_PULL_RETRY_DEADLINE", 0.001, 1e7, &h->deadline_s, err)) < 0)
 		return rc;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -146,16 +131,6 @@ static int status_error(const hub_client *h, long status, const char *what, cons
 	}
 }
 
-/* "6 tries" or "3 tries in 1.2 s (retry deadline 1 s)". */
-static void tries_text(char *buf, size_t cap, int tries, int late, double secs, double deadline)
-{
-	if (late)
-		snprintf(buf, cap, "%d %s in %.1f s (retry deadline %g s)", tries, tries == 1 ? "try" : "tries",
-			 secs, deadline);
-	else
-		snprintf(buf, cap, "%d %s", tries, tries == 1 ? "try" : "tries");
-}
-
 static int retryable(long status)
 {
 	return status == 429 || status >= 500 || status == 0;
@@ -167,39 +142,6 @@ static int curl_fatal(CURLcode cr)
 {
 	return cr == CURLE_TOO_MANY_REDIRECTS || cr == CURLE_FILESIZE_EXCEEDED ||
 	       cr == CURLE_URL_MALFORMAT || cr == CURLE_UNSUPPORTED_PROTOCOL;
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void sleep_s(double s)
-{
-	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-/* The wait after failed try `attempt` (1-based): Retry-After when the
- * server gave one, else backoff_s doubling with each try, drawn from its
- * upper half (jitter: connections that failed together do not come back
- * together); both capped at a minute. */
-static double backoff(hub_client *h, int attempt, long retry_after)
-{
-	if (retry_after >= 0)
-		return retry_after > 60 ? 60 : (double)retry_after;
-	double w = h->backoff_s;
-	for (int i = 1; i < attempt && w < 60; i++)
-		w *= 2;
-	if (w > 60)
-		w = 60;
-	h->jitter ^= h->jitter << 13;
-	h->jitter ^= h->jitter >> 7;
-	h->jitter ^= h->jitter << 17;
-	return w * (0.5 + 0.5 * (double)(h->jitter >> 11) / 9007199254740992.0);
 }
 
 typedef struct membuf {
@@ -226,32 +168,9 @@ static size_t mem_write(char *data, size_t sz, size_t nm, void *ud)
 	return n;
 }
 
-/* Retry-After from one header line: seconds, or an HTTP date (its
- * distance from now); -1 when the line is not one. (CURLINFO_RETRY_AFTER
- * cannot tell an absent header from "Retry-After: 0": it gives 0 for
- * both, which made every wait 0 s.) */
-static long parse_retry_after(const char *data, size_t n)
-{
-	char line[256];
-	if (n >= sizeof line || n < 12 || strncasecmp(data, "retry-after:", 12))
-		return -1;
-	memcpy(line, data + 12, n - 12);
-	line[n - 12] = '\0';
-	char *v = line + strspn(line, " \t"), *end;
-	v[strcspn(v, "\r\n")] = '\0';
-	long s = strtol(v, &end, 10);
-	if (end != v && !*end)
-		return s >= 0 ? s : -1;
-	time_t t = curl_getdate(v, NULL);
-	if (t < 0)
-		return -1;
-	time_t now = time(NULL);
-	return t > now ? (long)(t - now) : 0;
-}
-
 static size_t body_header(char *data, size_t sz, size_t nm, void *ud)
 {
-	long ra = parse_retry_after(data, sz * nm);
+	long ra = hub_parse_retry_after(data, sz * nm);
 	if (ra >= 0)
 		*(long *)ud = ra;
 	return sz * nm;
@@ -318,13 +237,13 @@ static int get_body(hub_client *h, const char *url, const char *what, membuf *bo
 			rc = status_error(h, status, what, "1 try", err);
 			break;
 		}
-		double now = mono_s(), w = backoff(h, attempt, retry_after);
+		double now = hub_mono_s(), w = hub_backoff(h, attempt, retry_after);
 		if (!t_first)
 			t_first = now;
 		int last = attempt >= h->max_tries, late = now + w - t_first > h->deadline_s;
 		if (last || late) {
 			char after[96];
-			tries_text(after, sizeof after, attempt, late, now - t_first, h->deadline_s);
+			hub_tries_text(after, sizeof after, attempt, late, now - t_first, h->deadline_s);
 			if (cr == CURLE_OK)
 				rc = status_error(h, status, what, after, err);
 			else
@@ -336,7 +255,7 @@ static int get_body(hub_client *h, const char *url, const char *what, membuf *bo
 			  cr == CURLE_OK ? "server busy or failing"
 			  : status ? "answer cut short" : "connection failed",
 			  w, attempt + 1, h->max_tries);
-		sleep_s(w);
+		hub_sleep_s(w);
 	}
 	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(c);
@@ -503,7 +422,7 @@ static size_t range_header(char *data, size_t sz, size_t nm, void *ud)
 	xfer *x = ud;
 	size_t n = sz * nm;
 	char line[256];
-	long ra = parse_retry_after(data, n);
+	long ra = hub_parse_retry_after(data, n);
 	if (ra >= 0)
 		x->retry_after = ra;
 	if (n < sizeof line && n > 14 && !strncasecmp(data, "content-range:", 14)) {
@@ -590,7 +509,7 @@ int hub_fetch_ranges(hub_client *h, const char *commit, const char *path, uint64
 				active++;
 		}
 		/* Slots waiting out a backoff restart when it has passed. */
-		double now = mono_s();
+		double now = hub_mono_s();
 		for (int k = 0; k < connections && rc == 0; k++) {
 			if (wait_until[k] > 0 && now >= wait_until[k]) {
 				wait_until[k] = 0;
@@ -661,15 +580,15 @@ int hub_fetch_ranges(hub_client *h, const char *commit, const char *path, uint64
 			int moved = t->r->got > t->start_got;
 			if (moved)
 				t->tries = 0;
-			double tnow = mono_s();
+			double tnow = hub_mono_s();
 			if (!t->fail_since)
 				t->fail_since = tnow;
 			++t->tries;
-			double w = moved ? h->backoff_s : backoff(h, t->tries, t->retry_after);
+			double w = moved ? h->backoff_s : hub_backoff(h, t->tries, t->retry_after);
 			int late = tnow + w - t->fail_since > h->deadline_s;
 			if (t->tries >= h->max_tries || late) {
 				char after[96];
-				tries_text(after, sizeof after, t->tries, late, tnow - t->fail_since,
+				hub_tries_text(after, sizeof after, t->tries, late, tnow - t->fail_since,
 					   h->deadline_s);
 				if (status && !ok_status)
 					rc = status_error(h, status, what, after, err);
@@ -684,11 +603,11 @@ int hub_fetch_ranges(hub_client *h, const char *commit, const char *path, uint64
 			coli_info("%s: %s: %s at byte %llu; continuing in %.2f s", h->repo, path,
 				  status && !ok_status ? "server busy or failing" : "transfer cut short",
 				  (unsigned long long)(t->r->off + t->r->got), w);
-			wait_until[t - x] = mono_s() + (w > 0 ? w : 1e-6);
+			wait_until[t - x] = hub_mono_s() + (w > 0 ? w : 1e-6);
 		}
 		if (rc < 0)
 			break;
-		now = mono_s();
+		now = hub_mono_s();
 		if (fn && now - last_tick >= 0.5) {
 			last_tick = now;
 			if (fn(ctx, 0) < 0) {
