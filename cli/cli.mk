@@ -28,8 +28,8 @@ coli_SOURCES = \
 coli_LDADD = $(COLI_ALL_LDADD)
 
 # every command answers --help
-TESTS += tests/cli_help.sh
-EXTRA_DIST += tests/cli_help.sh
+TESTS += tests/cli_help.sh tests/cli_generate_output.sh tests/cli_sessions_dash.sh
+EXTRA_DIST += tests/cli_help.sh tests/cli_generate_output.sh tests/cli_sessions_dash.sh
 # coli doctor's checks
 TESTS += tests/core_doctor.sh
 EXTRA_DIST += tests/core_doctor.sh

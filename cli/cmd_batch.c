@@ -86,7 +86,7 @@ static int write_line(batch_run *r, const char *line)
 
 static void usage_of(const char *body, long long *p, long long *c)
 {
-	json_t *j = json_loads(body, 0, NULL);
+	json_t *j = json_loads(body, JSON_ALLOW_NUL, NULL);
 	json_t *u = json_object_get(j, "usage");
 	/* chat and completions; the Responses API names them input/output */
 	*p = json_integer_value(json_object_get(u, "prompt_tokens")) +
@@ -289,6 +289,10 @@ int cmd_batch(int argc, char **argv)
 		status = COLI_EXIT_USAGE;
 		goto out;
 	}
+	/* locked before it is read: a second run must not answer the same
+	 * requests, nor cut a line the first is writing */
+	if ((r.fd = batch_output_open_locked(a.out, &err)) < 0)
+		goto fail;
 	if (batch_output_scan(a.out, &r.in, &skipped, &cut, &err))
 		goto fail;
 	if (cut)
@@ -296,11 +300,6 @@ int cmd_batch(int argc, char **argv)
 			  a.out, cut);
 	if (!(r.order = batch_order(&r.in, &r.n_order))) {
 		coli_err_set(&err, -ENOMEM, "out of memory");
-		goto fail;
-	}
-	r.fd = open(a.out, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (r.fd < 0) {
-		coli_err_set(&err, -errno, "%s: %s", a.out, strerror(errno));
 		goto fail;
 	}
 	if (r.n_order == 0) {

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -64,18 +67,29 @@ static int item_parse(const char *path, int lineno, const char *line, size_t len
 		      coli_err *err)
 {
 	json_error_t je;
-	json_t *j = json_loadb(line, len, 0, &je);
-	int rc = -EINVAL;
+	/* U+0000 in a prompt is the server's to answer (per line), not a
+	 * reason to refuse the file */
+	json_t *j = json_loadb(line, len, JSON_ALLOW_NUL, &je);
+	int rc = -EINVAL, too_big = 0;
 	it->line = lineno;
+	if (!j && json_error_code(&je) == json_error_numeric_overflow) {
+		/* valid JSON that jansson cannot hold (an integer beyond int64,
+		 * as in "max_tokens": 9223372036854775808): the server answers
+		 * such a request 400, so the line gets that error, not the file */
+		json_error_t je2;
+		j = json_loadb(line, len, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, &je2);
+		too_big = j != NULL;
+	}
 	if (!json_is_object(j)) {
 		coli_err_set(err, -EINVAL, "%s:%d: not a JSON object%s%s", path, lineno,
 			     j ? "" : ": ", j ? "" : je.text);
 		goto out;
 	}
 	json_t *cid = json_object_get(j, "custom_id");
-	if (!json_is_string(cid) || !json_string_length(cid)) {
-		coli_err_set(err, -EINVAL, "%s:%d: custom_id missing or not a non-empty string",
-			     path, lineno);
+	if (!json_is_string(cid) || !json_string_length(cid) ||
+	    strlen(json_string_value(cid)) != json_string_length(cid)) {
+		coli_err_set(err, -EINVAL, "%s:%d: custom_id missing or not a non-empty string "
+			     "without U+0000", path, lineno);
 		goto out;
 	}
 	if (!(it->custom_id = strdup(json_string_value(cid))))
@@ -83,7 +97,10 @@ static int item_parse(const char *path, int lineno, const char *line, size_t len
 	json_t *method = json_object_get(j, "method"), *url = json_object_get(j, "url");
 	json_t *body = json_object_get(j, "body");
 	const char *u = json_string_value(url);
-	if (method && (!json_is_string(method) || strcmp(json_string_value(method), "POST"))) {
+	if (too_big) {
+		if (item_refuse(it, "invalid_request_error", "invalid JSON: %s", je.text))
+			goto oom;
+	} else if (method && (!json_is_string(method) || strcmp(json_string_value(method), "POST"))) {
 		if (item_refuse(it, "invalid_method", "method must be \"POST\"%s", ""))
 			goto oom;
 	} else if (!u || (strcmp(u, "/v1/chat/completions") && strcmp(u, "/v1/completions") &&
@@ -198,7 +215,7 @@ int batch_output_scan(const char *path, batch_input *in, int *n_done, int *n_tru
 			break;
 		}
 		int complete = n > 0 && line[n - 1] == '\n';
-		json_t *j = complete ? json_loadb(line, (size_t)n, 0, NULL) : NULL;
+		json_t *j = complete ? json_loadb(line, (size_t)n, JSON_ALLOW_NUL, NULL) : NULL;
 		json_t *cid = json_object_get(j, "custom_id");
 		if (!json_is_string(cid)) {
 			bad_line = lineno;
@@ -236,7 +253,8 @@ char *batch_output_line(const char *custom_id, int status, const char *body_json
 	srv_make_id(id, sizeof id, "batch_req_");
 	json_t *resp, *error;
 	if (body_json) {
-		json_t *b = json_loads(body_json, 0, NULL);
+		/* an answer may hold U+0000 (\u0000): still the object it is */
+		json_t *b = json_loads(body_json, JSON_ALLOW_NUL, NULL);
 		if (!b)
 			b = json_string(body_json);
 		srv_make_id(req_id, sizeof req_id, "req_");
@@ -264,6 +282,51 @@ char *batch_output_line(const char *custom_id, int status, const char *body_json
 	s[n] = '\n';
 	s[n + 1] = '\0';
 	return s;
+}
+
+/* The pid holding a FLOCK on (dev, ino) according to /proc/locks
+ * ("1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"), or 0. */
+static long flock_holder(dev_t dev, ino_t ino)
+{
+	FILE *f = fopen("/proc/locks", "r");
+	if (!f)
+		return 0;
+	char l[256];
+	long pid = 0;
+	while (!pid && fgets(l, sizeof l, f)) {
+		char kind[16], mode[16], rw[16];
+		unsigned maj, min;
+		unsigned long long in;
+		long p;
+		if (strstr(l, "->"))
+			continue;   /* a waiter, not the holder */
+		if (sscanf(l, "%*d: %15s %15s %15s %ld %x:%x:%llu", kind, mode, rw, &p, &maj, &min, &in) == 7 &&
+		    !strcmp(kind, "FLOCK") && in == (unsigned long long)ino && maj == major(dev) &&
+		    min == minor(dev))
+			pid = p;
+	}
+	fclose(f);
+	return pid;
+}
+
+int batch_output_open_locked(const char *path, coli_err *err)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	int e = errno;
+	struct stat st;
+	long pid = e == EWOULDBLOCK && fstat(fd, &st) == 0 ? flock_holder(st.st_dev, st.st_ino) : 0;
+	close(fd);
+	if (e != EWOULDBLOCK)
+		return coli_err_set(err, -e, "%s: cannot lock: %s", path, strerror(e));
+	char who[48] = "another process";
+	if (pid > 0)
+		snprintf(who, sizeof who, "another process (pid %ld)", pid);
+	return coli_err_set(err, -EBUSY, "%s: %s is writing this output (another coli batch?); wait "
+			    "for it to finish or choose another output file", path, who);
 }
 
 static const batch_input *order_in;

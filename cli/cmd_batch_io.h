@@ -50,6 +50,13 @@ void batch_input_free(batch_input *in);
 int batch_output_scan(const char *path, batch_input *in, int *n_done, int *n_truncated_bytes,
 		      coli_err *err);
 
+/* Open OUT for appending (created if absent) and take an exclusive flock
+ * on it, held until the fd is closed: two runs on one output would both
+ * answer every request. A second run fails at once with err naming the
+ * holder's pid (from /proc/locks) where it can be found. Returns the fd or
+ * a negative errno. */
+int batch_output_open_locked(const char *path, coli_err *err);
+
 /* One output line (with its '\n'), malloc'd. body_json is the server's
  * answer (parsed and embedded; kept as a string if it is not JSON), or
  * NULL with err_code/err_msg for a request that was never sent. */

@@ -35,12 +35,25 @@ static void usage(FILE *f)
 		cli_json_flags_help, coli_engine_flags_help);
 }
 
+/* The signal that asked to stop (SIGINT, SIGTERM or SIGHUP), 0 none. The
+ * handler only records it; the loop cancels the request on its next
+ * event, the engine ends it at its next token and saves the turn. */
 static volatile sig_atomic_t interrupted;
 
-static void on_sigint(int sig)
+static void on_stop_signal(int sig)
 {
-	(void)sig;
-	interrupted = 1;
+	interrupted = sig;
+}
+
+static const int stop_signals[3] = { SIGINT, SIGTERM, SIGHUP };
+
+/* Write all of it (a slow reader makes this wait, never drop); errno on
+ * failure. */
+static int out_write(const char *p, size_t n)
+{
+	if (n && fwrite(p, 1, n, stdout) != n)
+		return errno ? errno : EIO;
+	return fflush(stdout) ? (errno ? errno : EIO) : 0;
 }
 
 struct gen_args {
@@ -142,40 +155,62 @@ int cmd_generate(int argc, char **argv)
 		n_ids += (int)n_enc;
 		free(enc);
 	}
+	/* every id its own event: merged events keep only the last id */
+	gp.every_token = g.ids_only;
+	/* SIGTERM and SIGHUP (a closed terminal) stop like Ctrl-C: the turn
+	 * so far is saved; a closed stdout is reported, not a silent kill */
+	struct sigaction sa = { 0 }, old[3], old_pipe;
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	for (int k = 0; k < 3; k++)
+		sigaction(stop_signals[k], &sa, &old[k]);
+	struct sigaction ign = { 0 };
+	ign.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &ign, &old_pipe);
 	if (coli_engine_submit(e, ids, n_ids, &gp, &r, &err))
-		goto fail;
-	struct sigaction sa = { 0 }, old;
-	sa.sa_handler = on_sigint;
-	sigaction(SIGINT, &sa, &old);
+		goto restore;
 	coli_event ev;
-	int first = 1;
+	int first = 1, cancelled = 0, werr = 0;
 	for (;;) {
-		if (!coli_request_next(r, &ev, 100)) {
-			if (interrupted)
-				coli_request_cancel(r);
-			continue;
+		int got = coli_request_next(r, &ev, 100);
+		/* checked after every event, not only when none came for 100 ms:
+		 * the request stops within a token of the signal */
+		if ((interrupted || werr) && !cancelled) {
+			coli_request_cancel(r);
+			cancelled = 1;
 		}
-		if (ev.kind == COLI_EV_TEXT) {
-			if (g.ids_only) {
-				if (ev.token >= 0) {
-					printf(first ? "%d" : " %d", ev.token);
-					first = 0;
-				}
-			} else {
-				fwrite(ev.text, 1, ev.text_len, stdout);
+		if (!got)
+			continue;
+		if (ev.kind != COLI_EV_TEXT)
+			break;
+		/* what the engine still sends after a cancel is in the saved
+		 * turn too: printed, so the session holds what was shown */
+		if (werr)
+			continue;
+		if (g.ids_only) {
+			if (ev.token >= 0) {
+				char b[16];
+				int n = snprintf(b, sizeof b, first ? "%d" : " %d", ev.token);
+				werr = out_write(b, (size_t)n);
+				first = 0;
 			}
-			fflush(stdout);
-			continue;
+		} else {
+			werr = out_write(ev.text, ev.text_len);
 		}
-		break;
 	}
-	sigaction(SIGINT, &old, NULL);
 	if (ev.kind == COLI_EV_ERROR) {
 		coli_err_set(&err, ev.error_code, "%s", ev.message);
-		goto fail;
+		goto restore;
 	}
-	putchar('\n');
-	fflush(stdout);
+	if (!werr)
+		werr = out_write("\n", 1);
+	if (werr) {
+		coli_err_set(&err, -werr, "standard output: %s (generation stopped after %d tokens)",
+			     strerror(werr), ev.completion_tokens);
+		goto restore;
+	}
+	if (ev.message[0])
+		coli_warn("%s", ev.message);   /* the answer is whole, its session not */
 	if (g.stats)
 		fprintf(stderr, "prompt %d tokens (%d cached), generated %d, ttft %.1f ms, %.2f tok/s\n",
 			ev.prompt_tokens, ev.cached_tokens, ev.completion_tokens, ev.ttft_ms, ev.decode_tps);
@@ -190,7 +225,13 @@ int cmd_generate(int argc, char **argv)
 		else
 			fprintf(stderr, "draft %s\n", ds.reason);
 	}
-	status = COLI_EXIT_OK;
+	status = interrupted ? 128 + interrupted : COLI_EXIT_OK;
+restore:
+	for (int k = 0; k < 3; k++)
+		sigaction(stop_signals[k], &old[k], NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	if (status == COLI_EXIT_FAIL)
+		goto fail;
 	goto out;
 usage_err:
 	cli_errorf("generate", "%s", err.msg);

@@ -11,6 +11,7 @@
 #include "cli_convert_flags.h"
 #include "coli_log.h"
 #include "pull.h"
+#include "pull_hub.h"
 #include "util_args.h"
 
 static void usage(FILE *f)
@@ -84,6 +85,11 @@ int cmd_pull(int argc, char **argv)
 		o.revision = at + 1;
 	}
 	o.repo = target;
+	/* a bad name is a usage error, before anything is created or asked */
+	if (hub_check_repo(o.repo, &err) < 0 || hub_check_revision(o.revision, &err) < 0) {
+		cli_errorf("pull", "%s", err.msg);
+		return COLI_EXIT_USAGE;
+	}
 	o.conv.out_dir = argv[optind + 1];
 	o.progress_tty = isatty(STDERR_FILENO);
 	/* Per-shard and per-file lines are this command's output unless
@@ -93,6 +99,12 @@ int cmd_pull(int argc, char **argv)
 	if (pull_run(&o, &s, &err) < 0) {
 		cli_errorf("pull", "%s", err.msg);
 		return COLI_EXIT_FAIL;
+	}
+	if (s.up_to_date) {
+		if (!o.quiet)
+			printf("%s@%s (commit %s) is already in %s: up to date\n", o.repo, o.revision,
+			       s.commit, o.conv.out_dir);
+		return COLI_EXIT_OK;
 	}
 	if (o.dry_run || o.quiet)
 		return COLI_EXIT_OK;

@@ -29,7 +29,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: coli sessions [DIR] [--cache-dir PATH] [--json] COMMAND\n"
+		"usage: coli sessions [DIR] [--cache-dir PATH] [--json] [--] COMMAND\n"
 		"  list                 sessions with tokens, size, model and last use (default)\n"
 		"  show NAME            header, per-record summary and checks of one session\n"
 		"  rm NAME              remove a session\n"
@@ -38,7 +38,8 @@ static void usage(FILE *f)
 		"                       is at most SIZE (default $COLI_KV_BUDGET, else " DEFAULT_BUDGET ")\n"
 		"DIR defaults to $COLI_MODEL, then the default model. Sessions live in\n"
 		"CACHE_DIR/kv; CACHE_DIR is --cache-dir, else $COLI_CACHE_DIR, else\n"
-		"${XDG_CACHE_HOME:-~/.cache}/colitop/NAME (NAME: the model directory's name).\n");
+		"${XDG_CACHE_HOME:-~/.cache}/colitop/NAME (NAME: the model directory's name).\n"
+		"After --, every argument is a name: coli sessions rm -- -rf\n");
 }
 
 static void human(uint64_t b, char *out, size_t cap)
@@ -284,10 +285,19 @@ static int is_subcommand(const char *s)
 int cmd_sessions(int argc, char **argv)
 {
 	const char *cache_opt = NULL, *budget = NULL, *pos[4];
-	int npos = 0, json = 0;
+	int npos = 0, json = 0, only_names = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+		if (only_names) {
+			/* after "--": names, even one like "-rf" */
+			if (npos >= 4) {
+				cli_errorf(CMD, "too many arguments");
+				return COLI_EXIT_USAGE;
+			}
+			pos[npos++] = a;
+		} else if (!strcmp(a, "--")) {
+			only_names = 1;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
 			return COLI_EXIT_OK;
 		} else if (!strcmp(a, "--json")) {
@@ -303,7 +313,8 @@ int cmd_sessions(int argc, char **argv)
 		} else if (!strncmp(a, "--budget=", 9)) {
 			budget = a + 9;
 		} else if (a[0] == '-' && a[1]) {
-			cli_errorf(CMD, "unknown option '%s' (see 'coli sessions --help')", a);
+			cli_errorf(CMD, "unknown option '%s' (a session of that name: put -- before it, "
+				   "as in 'coli sessions rm -- %s')", a, a);
 			return COLI_EXIT_USAGE;
 		} else if (npos < 4) {
 			pos[npos++] = a;

@@ -109,7 +109,7 @@ static int sse_data(cmp_sse *s, const char *data, double now)
 		return 0;
 	}
 	json_error_t je;
-	json_t *j = json_loads(data, 0, &je);
+	json_t *j = json_loads(data, JSON_ALLOW_NUL, &je);
 	int rc = 0;
 	if (!json_is_object(j)) {
 		char shown[80];
@@ -227,7 +227,7 @@ static size_t on_data(char *buf, size_t sz, size_t nm, void *arg)
 /* The message of an OpenAI/Anthropic error object, or the raw start. */
 static void error_detail(const char *body, char *out, size_t cap)
 {
-	json_t *j = json_loads(body, 0, NULL);
+	json_t *j = json_loads(body, JSON_ALLOW_NUL, NULL);
 	json_t *e = json_object_get(j, "error");
 	const char *m = json_string_value(json_object_get(e, "message"));
 	if (!m)

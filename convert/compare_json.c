@@ -20,7 +20,7 @@
 
 static json_t *parse_span(const char *s, size_t n)
 {
-	json_t *j = json_loadb(s, n, JSON_DECODE_ANY, NULL);
+	json_t *j = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 	if (j && !json_is_object(j) && !json_is_array(j)) {
 		json_decref(j);
 		return NULL;   /* a bare "3" or string is no structured answer */

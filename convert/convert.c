@@ -33,6 +33,7 @@
 #include "model_manifest.h"
 #include "quant.h"
 #include "util_sha256.h"
+#include "util_size_parse.h"
 
 #define STATE_NAME ".convert-state.json"
 #define STATE_FORMAT "colitop-convert-state"
@@ -247,10 +248,23 @@ static void fault_after_file(int written)
 	if (s && *s && written >= atoi(s))
 		raise(SIGKILL);
 }
+/* COLI_CONVERT_FREE_BYTES=N: the disk check sees N bytes free, so its
+ * message is tested where no small file system can be mounted. */
+static void fault_free_bytes(uint64_t *avail)
+{
+	const char *s = getenv("COLI_CONVERT_FREE_BYTES");
+	if (s && *s)
+		*avail = strtoull(s, NULL, 10);
+}
 #else
 static void fault_after_file(int written)
 {
 	(void)written;
+}
+
+static void fault_free_bytes(uint64_t *avail)
+{
+	(void)avail;
 }
 #endif
 
@@ -271,9 +285,13 @@ static int check_space(const convert_opts *o, const convert_plan *p, coli_err *e
 			need += p->files[i].size;
 	}
 	uint64_t avail = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
+	fault_free_bytes(&avail);
+	/* in units that show a small model's figures ("0.00 GiB" did not) */
+	char a[32], b[32];
 	if (need > avail)
-		return coli_err_set(err, -ENOSPC, "%s: the container needs %.2f GiB more, %.2f GiB free",
-				    o->out_dir, (double)need / (1u << 30), (double)avail / (1u << 30));
+		return coli_err_set(err, -ENOSPC, "%s: the container needs %s more, %s free", o->out_dir,
+				    size_format((int64_t)need, a, sizeof a),
+				    size_format((int64_t)avail, b, sizeof b));
 	return 0;
 }
 
@@ -294,7 +312,7 @@ void convert_file_each_source(const convert_plan *p, const convert_file *f,
 		if (!t)
 			continue;
 		fn(t, ctx);
-		const st_tensor *sc = st_find_scale_inv(p->ck, t);
+		const st_tensor *sc = st_find_fp8_scale(p->ck, t);
 		if (sc)
 			fn(sc, ctx);
 	}

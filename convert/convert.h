@@ -131,6 +131,9 @@ typedef struct convert_plan {
 } convert_plan;
 
 int convert_plan_build(const convert_opts *o, convert_plan *p, coli_err *err);
+/* The checkpoint's FP8 convention is one st_read_f32 applies right, or an
+ * error saying why not (convert_fp8.c): cfg is config.json's path. */
+int convert_check_fp8(const char *cfg, const st_checkpoint *ck, coli_err *err);
 void convert_plan_free(convert_plan *p);
 struct coli_pool;
 /* Write one output file (to PATH.tmp, fsync, rename); fills f->sha256 and

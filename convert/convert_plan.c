@@ -305,10 +305,9 @@ static int plan_layer(plan_ctx *c, convert_file *f, convert_file *shard, int L, 
 	size_t nl = strlen(n);
 	for (int i = 0; i < c->p->ck->n_tensors; i++) {
 		const st_tensor *t = &c->p->ck->tensors[i];
-		size_t tl = strlen(t->name);
 		if (c->claimed[i] || strncmp(t->name, n, nl) != 0)
 			continue;
-		if (tl > 10 && !strcmp(t->name + tl - 10, "_scale_inv"))
+		if (st_is_fp8_scale(c->p->ck, t))
 			continue;
 		if (coli_config_has_indexer(g) && strstr(t->name, ".self_attn.indexer.")) {
 			/* a shared layer's indexer is never run: not stored */
@@ -434,6 +433,8 @@ int convert_plan_build(const convert_opts *o, convert_plan *p, coli_err *err)
 	rc = st_open_dir(o->src_dir, &p->ck, err);
 	if (rc < 0)
 		return rc;
+	if ((rc = convert_check_fp8(path, p->ck, err)) < 0)
+		return rc;
 	c.claimed = calloc((size_t)p->ck->n_tensors + 1, 1);
 	if (!c.claimed)
 		return coli_err_set(err, -ENOMEM, "out of memory");
@@ -504,8 +505,7 @@ int convert_plan_build(const convert_opts *o, convert_plan *p, coli_err *err)
 			f = &p->files[i];
 	for (int i = 0; i < p->ck->n_tensors; i++) {
 		const st_tensor *t = &p->ck->tensors[i];
-		size_t tl = strlen(t->name);
-		if (c.claimed[i] || (tl > 10 && !strcmp(t->name + tl - 10, "_scale_inv")))
+		if (c.claimed[i] || st_is_fp8_scale(p->ck, t))
 			continue;
 		if (!strncmp(t->name, "model.layers.", 13))
 			continue;

@@ -255,14 +255,37 @@ const st_tensor *st_find(const st_checkpoint *ck, const char *name)
 	return bsearch(name, ck->tensors, (size_t)ck->n_tensors, sizeof *ck->tensors, cmp_name_key);
 }
 
-const st_tensor *st_find_scale_inv(const st_checkpoint *ck, const st_tensor *t)
+const st_tensor *st_find_fp8_scale(const st_checkpoint *ck, const st_tensor *t)
 {
+	static const char *const suffix[2] = { "_scale_inv", "_scale" };
 	char name[1024];
 	if (t->dtype != ST_F8_E4M3)
 		return NULL;
-	if ((size_t)snprintf(name, sizeof name, "%s_scale_inv", t->name) >= sizeof name)
-		return NULL;
-	return st_find(ck, name);
+	for (int k = 0; k < 2; k++) {
+		const st_tensor *s = NULL;
+		if ((size_t)snprintf(name, sizeof name, "%s%s", t->name, suffix[k]) < sizeof name &&
+		    (s = st_find(ck, name)))
+			return s;
+	}
+	return NULL;
+}
+
+int st_is_fp8_scale(const st_checkpoint *ck, const st_tensor *t)
+{
+	static const char *const suffix[2] = { "_scale_inv", "_scale" };
+	char base[1024];
+	size_t n = strlen(t->name);
+	for (int k = 0; k < 2; k++) {
+		size_t m = strlen(suffix[k]);
+		if (n <= m || n - m >= sizeof base || strcmp(t->name + n - m, suffix[k]))
+			continue;
+		memcpy(base, t->name, n - m);
+		base[n - m] = '\0';
+		const st_tensor *w = st_find(ck, base);
+		if (w && st_find_fp8_scale(ck, w) == t)
+			return 1;
+	}
+	return 0;
 }
 
 int st_read_raw(const st_checkpoint *ck, const st_tensor *t, void *buf, coli_err *err)
@@ -318,27 +341,48 @@ static int read_widen(const st_checkpoint *ck, const st_tensor *t, float *out, c
 	return rc;
 }
 
-static int apply_scale_inv(const st_checkpoint *ck, const st_tensor *t, const st_tensor *s,
+/* The scales of an FP8 weight, multiplied in (DeepSeek's scale_inv and
+ * compressed-tensors' weight_scale are both the factor back to the real
+ * value). The scale's shape says the strategy: 128x128 blocks
+ * [ceil(rows/128), ceil(cols/128)], one per output channel [rows, 1] or
+ * [rows], or one for the tensor (a single element); anything else is
+ * refused, never guessed. */
+static int apply_fp8_scale(const st_checkpoint *ck, const st_tensor *t, const st_tensor *s,
 			   float *out, coli_err *err)
 {
 	const char *path = ck->files[t->file_index];
 	if (t->ndim != 2)
-		return coli_err_set(err, -EINVAL, "%s: tensor %s: block scales need a 2-D weight, not %d-D",
+		return coli_err_set(err, -EINVAL, "%s: tensor %s: FP8 scales need a 2-D weight, not %d-D",
 				    path, t->name, t->ndim);
-	int64_t br = (t->shape[0] + ST_FP8_BLOCK - 1) / ST_FP8_BLOCK;
-	int64_t bc = (t->shape[1] + ST_FP8_BLOCK - 1) / ST_FP8_BLOCK;
-	if (s->dtype != ST_F32 && s->dtype != ST_BF16)
-		return coli_err_set(err, -EINVAL, "%s: tensor %s: scale dtype %s (F32 or BF16 expected)",
+	const int64_t rows = t->shape[0], cols = t->shape[1];
+	int64_t br = (rows + ST_FP8_BLOCK - 1) / ST_FP8_BLOCK;
+	int64_t bc = (cols + ST_FP8_BLOCK - 1) / ST_FP8_BLOCK;
+	if (s->dtype != ST_F32 && s->dtype != ST_BF16 && s->dtype != ST_F16)
+		return coli_err_set(err, -EINVAL, "%s: tensor %s: scale dtype %s (F32, BF16 or F16 expected)",
 				    ck->files[s->file_index], s->name, st_dtype_name(s->dtype));
-	if (s->ndim != 2 || s->shape[0] != br || s->shape[1] != bc)
-		return coli_err_set(err, -EINVAL, "%s: tensor %s: shape must be [%lld, %lld] for weight %s",
-				    ck->files[s->file_index], s->name, (long long)br, (long long)bc, t->name);
-	float *scales = malloc((size_t)(br * bc + 1) * sizeof *scales);
+	int64_t ns = st_numel(s);
+	int block = s->ndim == 2 && s->shape[0] == br && s->shape[1] == bc;
+	int channel = !block && ns == rows && (s->ndim == 1 || (s->ndim == 2 && s->shape[1] == 1));
+	int whole = !block && !channel && ns == 1;
+	if (!block && !channel && !whole)
+		return coli_err_set(err, -EINVAL, "%s: tensor %s: shape %lld elements in %d dims fits neither "
+				    "128x128 blocks [%lld, %lld], one per channel [%lld, 1] nor one per "
+				    "tensor, for weight %s [%lld, %lld]", ck->files[s->file_index], s->name,
+				    (long long)ns, s->ndim, (long long)br, (long long)bc, (long long)rows,
+				    t->name, (long long)rows, (long long)cols);
+	float *scales = malloc((size_t)(ns + 1) * sizeof *scales);
 	if (!scales)
 		return coli_err_set(err, -ENOMEM, "%s: tensor %s: out of memory", path, s->name);
 	int rc = read_widen(ck, s, scales, err);
-	if (!rc)
-		dtype_apply_block_scales(out, t->shape[0], t->shape[1], scales, ST_FP8_BLOCK);
+	if (!rc && block) {
+		dtype_apply_block_scales(out, rows, cols, scales, ST_FP8_BLOCK);
+	} else if (!rc) {
+		for (int64_t r = 0; r < rows; r++) {
+			const float f = scales[channel ? r : 0];
+			for (int64_t c = 0; c < cols; c++)
+				out[r * cols + c] *= f;
+		}
+	}
 	free(scales);
 	return rc;
 }
@@ -355,6 +399,6 @@ int st_read_f32(const st_checkpoint *ck, const st_tensor *t, float *out, coli_er
 	int rc = read_widen(ck, t, out, err);
 	if (rc)
 		return rc;
-	const st_tensor *s = st_find_scale_inv(ck, t);
-	return s ? apply_scale_inv(ck, t, s, out, err) : 0;
+	const st_tensor *s = st_find_fp8_scale(ck, t);
+	return s ? apply_fp8_scale(ck, t, s, out, err) : 0;
 }

@@ -86,13 +86,19 @@ const st_tensor *st_find(const st_checkpoint *ck, const char *name);
 int st_read_raw(const st_checkpoint *ck, const st_tensor *t, void *buf, coli_err *err);
 /* Read a tensor converted to f32 into out[st_numel(t)] (F32, F16, BF16,
  * F8_E4M3, F8_E5M2, F64; other dtypes are refused). No extra buffer the
- * size of the tensor is allocated. For F8_E4M3 weights with a companion
- * "<name>_scale_inv" tensor (F32 or BF16, [ceil(rows/128)][ceil(cols/128)],
- * as the official DeepSeek-V3 / GLM-5 releases ship) the 128x128 block
- * scales are applied: w = fp8 * scale_inv. */
+ * size of the tensor is allocated. For F8_E4M3 weights with a scale
+ * companion (st_find_fp8_scale; F32, BF16 or F16) the scales are multiplied
+ * in: 128x128 blocks [ceil(rows/128)][ceil(cols/128)] (the official
+ * DeepSeek-V3 / GLM-5 releases), one per output channel [rows][1] or one
+ * per tensor (compressed-tensors "channel" and "tensor" strategies); a
+ * scale of another shape is an error. */
 int st_read_f32(const st_checkpoint *ck, const st_tensor *t, float *out, coli_err *err);
-/* The "<name>_scale_inv" companion of an F8_E4M3 tensor, or NULL. */
-const st_tensor *st_find_scale_inv(const st_checkpoint *ck, const st_tensor *t);
+/* The scale companion of an F8_E4M3 tensor: "<name>_scale_inv" (DeepSeek)
+ * or else "<name>_scale" (compressed-tensors' weight_scale, also a factor:
+ * w = fp8 * scale), or NULL. */
+const st_tensor *st_find_fp8_scale(const st_checkpoint *ck, const st_tensor *t);
+/* t is the scale companion of an F8_E4M3 tensor (not a weight itself). */
+int st_is_fp8_scale(const st_checkpoint *ck, const st_tensor *t);
 
 int64_t st_numel(const st_tensor *t);
 const char *st_dtype_name(int dtype);      /* "BF16", ...; "?" if unknown */

@@ -222,7 +222,7 @@ static int make_placeholder(pull_ctx *c, shard *s, coli_err *err)
 				  (unsigned long long)s->hf->size);
 		goto out;
 	}
-	if ((rc = hub_fetch_ranges(&c->h, c->repo.commit, s->hf->path, fd, &r, 1, 1, NULL, NULL,
+	if ((rc = hub_fetch_ranges(&c->h, c->repo.commit, s->hf->path, s->hf->size, fd, &r, 1, 1, NULL, NULL,
 				   err)) < 0)
 		goto out;
 	if (pread(fd, b, 8, 0) != 8) {
@@ -237,7 +237,7 @@ static int make_placeholder(pull_ctx *c, shard *s, coli_err *err)
 		goto out;
 	}
 	r = (hub_range){ 8, n, 0 };
-	if (n && (rc = hub_fetch_ranges(&c->h, c->repo.commit, s->hf->path, fd, &r, 1, 1, NULL,
+	if (n && (rc = hub_fetch_ranges(&c->h, c->repo.commit, s->hf->path, s->hf->size, fd, &r, 1, 1, NULL,
 					NULL, err)) < 0)
 		goto out;
 	if (ftruncate(fd, (off_t)s->hf->size) < 0 || fsync(fd) < 0) {
@@ -474,6 +474,28 @@ static int precheck_space(pull_ctx *c, coli_err *err)
 			    human(avail, (char[32]){ 0 }, 32));
 }
 
+/* Before any shard byte is asked for: the shards the hub lists must fit
+ * where they go, the largest at least (a hub claiming a shard of 10 GB on
+ * a disk with less is refused here, not after minutes of retries). */
+static int precheck_shards(pull_ctx *c, coli_err *err)
+{
+	struct statvfs v;
+	char a[32], b[32];
+	const hub_file *big = NULL;
+	for (int k = 0; k < c->n_sh; k++)
+		if (!big || c->sh[k].hf->size > big->size)
+			big = c->sh[k].hf;
+	if (!big || statvfs(c->stage, &v) < 0)
+		return 0;
+	uint64_t avail = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
+	uint64_t have = disk_used(c->stage);
+	if (big->size <= avail + have)
+		return 0;
+	return coli_err_set(err, -ENOSPC, "%s: the hub lists %s as %s, more than the %s free "
+			    "in %s; nothing of it was downloaded", c->o->repo, big->path,
+			    human(big->size, a, sizeof a), human(avail, b, sizeof b), c->o->conv.out_dir);
+}
+
 /* ---- the plan, for --dry-run and the log ---- */
 
 static void print_plan(pull_ctx *c)
@@ -631,7 +653,7 @@ static int shard_fetch(pull_ctx *c, int k, coli_err *err)
 		c->t_shard = now_s();
 		/* Chunks finished before an interruption are trusted: the state
 		 * listed them only after their bytes were on disk. */
-		rc = hub_fetch_ranges(&c->h, c->repo.commit, s->hf->path, s->fd, s->chunks,
+		rc = hub_fetch_ranges(&c->h, c->repo.commit, s->hf->path, s->hf->size, s->fd, s->chunks,
 				      s->n_chunks, c->o->connections, on_progress, c, err);
 		if (rc == 0 && fsync(s->fd) < 0)
 			rc = coli_err_set(err, -errno, "%s: %s", s->path, strerror(errno));
@@ -862,6 +884,32 @@ static int walk(pull_ctx *c, coli_err *err)
 	return 0;
 }
 
+/* OUT is a finished container: up to date (0) when it was pulled from the
+ * commit the revision names now, else an error saying what it holds. */
+static int already_pulled(pull_ctx *c, const char *man, coli_err *err)
+{
+	json_t *m = NULL;
+	coli_err e2 = { 0, "" };
+	const char *dir = c->o->conv.out_dir;
+	if (manifest_load(man, &m, &e2) < 0)
+		return coli_err_set(err, -EEXIST, "%s: holds a container whose manifest.json cannot be read "
+				    "(%s); use --force to replace it", dir, e2.msg);
+	const char *src = json_string_value(json_object_get(json_object_get(m, "source"), "name"));
+	char want[400];
+	int rc = hub_repo_info(&c->h, c->o->revision, &c->repo, err);
+	if (rc == 0) {
+		snprintf(c->sum->commit, sizeof c->sum->commit, "%s", c->repo.commit);
+		snprintf(want, sizeof want, "%s@%s", c->o->repo, c->repo.commit);
+		if (!src || strcmp(src, want))
+			rc = coli_err_set(err, -EEXIST, "%s: already holds a complete container of %s, not "
+					  "%s@%s (commit %s); use --force to replace it", dir,
+					  src ? src : "another source", c->o->repo, c->o->revision,
+					  c->repo.commit);
+	}
+	json_decref(m);
+	return rc;
+}
+
 void pull_opts_default(pull_opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -884,7 +932,8 @@ int pull_run(const pull_opts *o, pull_summary *sum, coli_err *err)
 	c.t0 = now_s();
 	if (strlen(o->conv.out_dir) > 1900)
 		return coli_err_set(err, -ENAMETOOLONG, "%s: path too long", o->conv.out_dir);
-	if ((rc = hub_client_init(&c.h, o->repo, err)) < 0)
+	/* names checked before anything is created or asked of the hub */
+	if ((rc = hub_client_init(&c.h, o->repo, err)) < 0 || (rc = hub_check_revision(o->revision, err)) < 0)
 		return rc;
 	if (o->dry_run) {
 		/* Headers only, in a scratch directory: sparse files take no space. */
@@ -902,10 +951,13 @@ int pull_run(const pull_opts *o, pull_summary *sum, coli_err *err)
 					    strerror(errno));
 		char man[4200];
 		snprintf(man, sizeof man, "%s/manifest.json", o->conv.out_dir);
-		if (access(man, F_OK) == 0 && !o->conv.force)
-			return coli_err_set(err, -EEXIST, "%s: already holds a complete container "
-					    "(manifest.json); use --force to replace it",
-					    o->conv.out_dir);
+		if (access(man, F_OK) == 0 && !o->conv.force) {
+			rc = already_pulled(&c, man, err);
+			if (rc == 0)
+				sum->up_to_date = 1;
+			hub_repo_free(&c.repo);
+			return rc;
+		}
 		snprintf(c.stage, sizeof c.stage, "%s/" STAGING, o->conv.out_dir);
 		if (mkdir(c.stage, 0755) < 0 && errno != EEXIST)
 			return coli_err_set(err, -errno, "%s: cannot create: %s", c.stage,
@@ -942,7 +994,7 @@ int pull_run(const pull_opts *o, pull_summary *sum, coli_err *err)
 		    !strchr(f->path, '/') && (rc = fetch_small(&c, f, err)) < 0)
 			goto out;
 	}
-	if ((rc = list_shards(&c, err)) < 0)
+	if ((rc = list_shards(&c, err)) < 0 || (!o->dry_run && (rc = precheck_shards(&c, err)) < 0))
 		goto out;
 	for (int k = 0; k < c.n_sh; k++) {
 		if ((rc = make_placeholder(&c, &c.sh[k], err)) < 0 ||

@@ -41,6 +41,7 @@ typedef struct pull_summary {
 	uint64_t bytes_downloaded;
 	uint64_t container_bytes, largest_shard, largest_held, peak_need;
 	uint64_t peak_measured;    /* allocated bytes under OUT, at its highest */
+	int up_to_date;            /* OUT already held this commit: nothing done */
 	convert_summary conv;
 } pull_summary;
 

@@ -2,9 +2,10 @@
 # `coli pull`: Hugging Face Hub client (libcurl) and the shard-at-a-time
 # download-and-convert driver.
 libcoliconvert_a_SOURCES += \
-	convert/pull_hub.c convert/pull_hub.h convert/pull.c convert/pull.h
+	convert/pull_hub.c convert/pull_hub.h convert/pull_retry.c convert/pull_retry.h convert/pull_names.c \
+	convert/pull.c convert/pull.h
 
-PULL_TESTS = tests/pull_hub.sh
+PULL_TESTS = tests/pull_hub.sh tests/pull_hostile.sh
 TESTS += $(PULL_TESTS)
 EXTRA_DIST += $(PULL_TESTS) tests/pull_mockhub.py bench/model_sizes.py
 

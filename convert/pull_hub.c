@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "coli_log.h"
+#include "pull_retry.h"
 
 #define HUB_DEFAULT_ENDPOINT "https://huggingface.co"
 #define HUB_MAX_BODY (64u << 20)   /* JSON answers; a model's file list is far smaller */
@@ -39,10 +41,9 @@ int hub_client_init(hub_client *h, const char *repo, coli_err *err)
 	snprintf(h->endpoint, sizeof h->endpoint, "%s", ep);
 	for (size_t n = strlen(h->endpoint); n > 0 && h->endpoint[n - 1] == '/'; n--)
 		h->endpoint[n - 1] = '\0';
-	const char *slash = strchr(repo, '/');
-	if (!slash || slash == repo || !slash[1] || strchr(slash + 1, '/') ||
-	    strlen(repo) >= sizeof h->repo || strpbrk(repo, " ?#%\\"))
-		return coli_err_set(err, -EINVAL, "%s: not a repository name (expected ORG/NAME)", repo);
+	int rc;
+	if ((rc = hub_check_repo(repo, err)) < 0)
+		return rc;
 	snprintf(h->repo, sizeof h->repo, "%s", repo);
 	if (tok && *tok) {
 		if (strlen(tok) > 1000 || strpbrk(tok, "\r\n"))
@@ -51,6 +52,13 @@ int hub_client_init(hub_client *h, const char *repo, coli_err *err)
 	}
 	h->max_tries = 6;
 	h->backoff_s = 1.0;
+	h->deadline_s = 600.0;
+	if ((rc = hub_env_seconds("COLI_PULL_BACKOFF", 0, 60, &h->backoff_s, err)) < 0 ||
+	    (rc = hub_env_seconds("COLI_PULL_RETRY_DEADLINE", 0.001, 1e7, &h->deadline_s, err)) < 0)
+		return rc;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	h->jitter = ((uint64_t)ts.tv_nsec << 20 ^ (uint64_t)ts.tv_sec ^ (uint64_t)getpid()) | 1;
 	return curl_ready(err);
 }
 
@@ -80,15 +88,19 @@ static char *escape_path(CURL *c, const char *path)
 
 static char *resolve_url(CURL *c, const hub_client *h, const char *commit, const char *path)
 {
-	char *ep = escape_path(c, path), *url = NULL;
-	if (ep && asprintf(&url, "%s/%s/resolve/%s/%s", h->endpoint, h->repo, commit, ep) < 0)
+	char *ep = escape_path(c, path), *er = escape_path(c, h->repo), *ec = escape_path(c, commit);
+	char *url = NULL;
+	if (ep && er && ec && asprintf(&url, "%s/%s/resolve/%s/%s", h->endpoint, er, ec, ep) < 0)
 		url = NULL;
 	free(ep);
+	free(er);
+	free(ec);
 	return url;
 }
 
 /* One answer's status as a line: 401/403/404 name what the user can do. */
-static int status_error(const hub_client *h, long status, const char *what, coli_err *err)
+static int status_error(const hub_client *h, long status, const char *what, const char *tries,
+			coli_err *err)
 {
 	switch (status) {
 	case 401:
@@ -108,13 +120,12 @@ static int status_error(const hub_client *h, long status, const char *what, coli
 				    h->repo, what);
 	case 429:
 		return coli_err_set(err, -EAGAIN, "%s: 429 too many requests for %s, still after "
-				    "%d tries; wait and run the same command again", h->repo, what,
-				    h->max_tries);
+				    "%s; wait and run the same command again", h->repo, what, tries);
 	default:
 		if (status >= 500)
-			return coli_err_set(err, -EIO, "%s: server error %ld for %s, still after %d "
-					    "tries; run the same command again later", h->repo,
-					    status, what, h->max_tries);
+			return coli_err_set(err, -EIO, "%s: server error %ld for %s, still after %s; "
+					    "run the same command again later", h->repo, status, what,
+					    tries);
 		return coli_err_set(err, -EIO, "%s: unexpected HTTP status %ld for %s", h->repo,
 				    status, what);
 	}
@@ -125,19 +136,12 @@ static int retryable(long status)
 	return status == 429 || status >= 500 || status == 0;
 }
 
-static void sleep_s(double s)
+/* Failures no retry can mend: a redirect loop, an answer larger than
+ * asked for (its Content-Length), a URL curl refuses. */
+static int curl_fatal(CURLcode cr)
 {
-	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-/* The wait before try `attempt` (1-based): Retry-After when the server gave
- * one, else backoff_s doubling, both capped at a minute. */
-static double backoff(const hub_client *h, int attempt, long retry_after)
-{
-	double w = retry_after >= 0 ? (double)retry_after : h->backoff_s * (double)(1 << (attempt - 1));
-	return w > 60 ? 60 : w;
+	return cr == CURLE_TOO_MANY_REDIRECTS || cr == CURLE_FILESIZE_EXCEEDED ||
+	       cr == CURLE_URL_MALFORMAT || cr == CURLE_UNSUPPORTED_PROTOCOL;
 }
 
 typedef struct membuf {
@@ -164,16 +168,12 @@ static size_t mem_write(char *data, size_t sz, size_t nm, void *ud)
 	return n;
 }
 
-static long header_retry_after(CURL *c)
+static size_t body_header(char *data, size_t sz, size_t nm, void *ud)
 {
-#if LIBCURL_VERSION_NUM >= 0x074200
-	curl_off_t ra = -1;
-	if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra >= 0)
-		return (long)ra;
-#else
-	(void)c;
-#endif
-	return -1;
+	long ra = hub_parse_retry_after(data, sz * nm);
+	if (ra >= 0)
+		*(long *)ud = ra;
+	return sz * nm;
 }
 
 static void easy_common(CURL *c, const hub_client *h, struct curl_slist *hdrs)
@@ -190,20 +190,22 @@ static void easy_common(CURL *c, const hub_client *h, struct curl_slist *hdrs)
 	(void)h;
 }
 
-/* GET url into memory, retrying what can be retried. */
-static int get_body(const hub_client *h, const char *url, const char *what, membuf *body,
+/* GET url into memory, retrying what can be retried: every failure is a
+ * try, the last try or the deadline ends it. */
+static int get_body(hub_client *h, const char *url, const char *what, membuf *body,
 		    coli_err *err)
 {
 	CURL *c = curl_easy_init();
 	struct curl_slist *hdrs = NULL;
 	int rc = 0;
+	double t_first = 0;
 	if (!c)
 		return coli_err_set(err, -ENOMEM, "libcurl: cannot create a handle");
 	if (h->auth[0])
 		hdrs = curl_slist_append(hdrs, h->auth);
 	for (int attempt = 1;; attempt++) {
 		char ebuf[CURL_ERROR_SIZE] = "";
-		long status = 0;
+		long status = 0, retry_after = -1;
 		free(body->p);
 		memset(body, 0, sizeof *body);
 		curl_easy_reset(c);
@@ -212,29 +214,48 @@ static int get_body(const hub_client *h, const char *url, const char *what, memb
 		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, mem_write);
 		curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
 		curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
+		/* refused on its Content-Length, before a byte is read */
+		curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)HUB_MAX_BODY);
+		curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, body_header);
+		curl_easy_setopt(c, CURLOPT_HEADERDATA, &retry_after);
 		CURLcode cr = curl_easy_perform(c);
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 		if (cr == CURLE_OK && status >= 200 && status < 300)
 			break;
-		if (body->overflow) {
+		if (body->overflow || cr == CURLE_FILESIZE_EXCEEDED) {
 			rc = coli_err_set(err, -EFBIG, "%s: answer for %s larger than %u MiB", h->repo,
 					  what, HUB_MAX_BODY >> 20);
 			break;
 		}
-		if (cr != CURLE_OK && status == 0 && attempt >= h->max_tries) {
-			rc = coli_err_set(err, -EIO, "%s: %s: %s (after %d tries)", h->repo, what,
-					  ebuf[0] ? ebuf : curl_easy_strerror(cr), attempt);
+		if (cr != CURLE_OK && curl_fatal(cr)) {
+			rc = coli_err_set(err, -EPROTO, "%s: %s: %s", h->repo, what,
+					  ebuf[0] ? ebuf : curl_easy_strerror(cr));
 			break;
 		}
-		if (cr == CURLE_OK && (!retryable(status) || attempt >= h->max_tries)) {
-			rc = status_error(h, status, what, err);
+		/* an answer that came whole with a status that no retry changes */
+		if (cr == CURLE_OK && !retryable(status)) {
+			rc = status_error(h, status, what, "1 try", err);
 			break;
 		}
-		double w = backoff(h, attempt, header_retry_after(c));
-		coli_info("%s: %s: %s; retrying in %.0f s (try %d of %d)", h->repo, what,
-			  status ? "server busy or failing" : "connection failed", w, attempt + 1,
-			  h->max_tries);
-		sleep_s(w);
+		double now = hub_mono_s(), w = hub_backoff(h, attempt, retry_after);
+		if (!t_first)
+			t_first = now;
+		int last = attempt >= h->max_tries, late = now + w - t_first > h->deadline_s;
+		if (last || late) {
+			char after[96];
+			hub_tries_text(after, sizeof after, attempt, late, now - t_first, h->deadline_s);
+			if (cr == CURLE_OK)
+				rc = status_error(h, status, what, after, err);
+			else
+				rc = coli_err_set(err, -EIO, "%s: %s: %s (after %s)", h->repo, what,
+						  ebuf[0] ? ebuf : curl_easy_strerror(cr), after);
+			break;
+		}
+		coli_info("%s: %s: %s; retrying in %.2f s (try %d of %d)", h->repo, what,
+			  cr == CURLE_OK ? "server busy or failing"
+			  : status ? "answer cut short" : "connection failed",
+			  w, attempt + 1, h->max_tries);
+		hub_sleep_s(w);
 	}
 	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(c);
@@ -354,6 +375,9 @@ typedef struct xfer {
 	hub_range *r;
 	int fd;
 	int tries;
+	double fail_since;         /* first failure of this range, 0: none yet */
+	long long cr_total;        /* the size in the answer's Content-Range, -1 none */
+	long retry_after;          /* the answer's Retry-After in seconds, -1 none */
 	int bad_status;            /* the answer is not our bytes: do not write them */
 	int write_errno;
 	uint64_t start_got;        /* got when this request began */
@@ -392,6 +416,25 @@ static size_t range_write(char *data, size_t sz, size_t nm, void *ud)
 	return n;
 }
 
+/* Content-Range: bytes A-B/TOTAL: TOTAL must be the size the hub listed. */
+static size_t range_header(char *data, size_t sz, size_t nm, void *ud)
+{
+	xfer *x = ud;
+	size_t n = sz * nm;
+	char line[256];
+	long ra = hub_parse_retry_after(data, n);
+	if (ra >= 0)
+		x->retry_after = ra;
+	if (n < sizeof line && n > 14 && !strncasecmp(data, "content-range:", 14)) {
+		memcpy(line, data, n);
+		line[n] = '\0';
+		const char *sl = strchr(line, '/');
+		if (sl && sl[1] >= '0' && sl[1] <= '9')
+			x->cr_total = strtoll(sl + 1, NULL, 10);
+	}
+	return n;
+}
+
 static int xfer_start(CURLM *m, xfer *x, const char *url, struct curl_slist *hdrs,
 		      const hub_client *h)
 {
@@ -406,8 +449,14 @@ static int xfer_start(CURLM *m, xfer *x, const char *url, struct curl_slist *hdr
 	x->write_errno = 0;
 	x->ebuf[0] = '\0';
 	x->start_got = x->r->got;
+	x->cr_total = -1;
+	x->retry_after = -1;
 	curl_easy_setopt(x->c, CURLOPT_URL, url);
 	curl_easy_setopt(x->c, CURLOPT_RANGE, range);
+	/* an answer announcing more than the range is refused before its body */
+	curl_easy_setopt(x->c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)(b - a + 1));
+	curl_easy_setopt(x->c, CURLOPT_HEADERFUNCTION, range_header);
+	curl_easy_setopt(x->c, CURLOPT_HEADERDATA, x);
 	curl_easy_setopt(x->c, CURLOPT_WRITEFUNCTION, range_write);
 	curl_easy_setopt(x->c, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(x->c, CURLOPT_PRIVATE, x);
@@ -415,15 +464,8 @@ static int xfer_start(CURLM *m, xfer *x, const char *url, struct curl_slist *hdr
 	return curl_multi_add_handle(m, x->c) == CURLM_OK ? 0 : -EIO;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-int hub_fetch_ranges(hub_client *h, const char *commit, const char *path, int fd,
-		     hub_range *r, int n, int connections, hub_progress_fn fn, void *ctx,
+int hub_fetch_ranges(hub_client *h, const char *commit, const char *path, uint64_t file_size,
+		     int fd, hub_range *r, int n, int connections, hub_progress_fn fn, void *ctx,
 		     coli_err *err)
 {
 	CURLM *m = curl_multi_init();
@@ -460,13 +502,14 @@ int hub_fetch_ranges(hub_client *h, const char *commit, const char *path, int fd
 				break;
 			x[k].r = &r[next++];
 			x[k].tries = 0;
+			x[k].fail_since = 0;
 			if (xfer_start(m, &x[k], url, hdrs, h) < 0)
 				rc = coli_err_set(err, -ENOMEM, "libcurl: cannot start a transfer");
 			else
 				active++;
 		}
 		/* Slots waiting out a backoff restart when it has passed. */
-		double now = mono_s();
+		double now = hub_mono_s();
 		for (int k = 0; k < connections && rc == 0; k++) {
 			if (wait_until[k] > 0 && now >= wait_until[k]) {
 				wait_until[k] = 0;
@@ -501,6 +544,20 @@ int hub_fetch_ranges(hub_client *h, const char *commit, const char *path, int fd
 						  path, strerror(t->write_errno));
 				break;
 			}
+			if (status == 206 && file_size && t->cr_total >= 0 &&
+			    (uint64_t)t->cr_total != file_size) {
+				rc = coli_err_set(err, -EPROTO, "%s: %s: the hub listed %llu bytes but serves "
+						  "a file of %lld", h->repo, path,
+						  (unsigned long long)file_size, t->cr_total);
+				break;
+			}
+			if (cr == CURLE_FILESIZE_EXCEEDED || cr == CURLE_TOO_MANY_REDIRECTS) {
+				rc = coli_err_set(err, -EPROTO, "%s: %s: %s", h->repo, path,
+						  cr == CURLE_FILESIZE_EXCEEDED
+						  ? "the answer announces more bytes than the range asked for"
+						  : t->ebuf[0] ? t->ebuf : curl_easy_strerror(cr));
+				break;
+			}
 			if (cr == CURLE_OK && !t->bad_status && t->r->got == t->r->len) {
 				t->r = NULL;
 				if (fn && fn(ctx, 1) < 0)
@@ -509,7 +566,7 @@ int hub_fetch_ranges(hub_client *h, const char *commit, const char *path, int fd
 			}
 			int ok_status = status == 206 || status == 200;
 			if (status && !ok_status && !retryable(status)) {
-				rc = status_error(h, status, what, err);
+				rc = status_error(h, status, what, "1 try", err);
 				break;
 			}
 			if (ok_status && t->bad_status && !retryable(status)) {
@@ -518,27 +575,39 @@ int hub_fetch_ranges(hub_client *h, const char *commit, const char *path, int fd
 				break;
 			}
 			/* Progress resets the count: a connection that keeps moving
-			 * forward is not failing. */
-			if (t->r->got > t->start_got)
+			 * forward is not failing. The deadline is not reset: a range
+			 * that arrives a byte per try still ends. */
+			int moved = t->r->got > t->start_got;
+			if (moved)
 				t->tries = 0;
-			if (++t->tries >= h->max_tries) {
+			double tnow = hub_mono_s();
+			if (!t->fail_since)
+				t->fail_since = tnow;
+			++t->tries;
+			double w = moved ? h->backoff_s : hub_backoff(h, t->tries, t->retry_after);
+			int late = tnow + w - t->fail_since > h->deadline_s;
+			if (t->tries >= h->max_tries || late) {
+				char after[96];
+				hub_tries_text(after, sizeof after, t->tries, late, tnow - t->fail_since,
+					   h->deadline_s);
 				if (status && !ok_status)
-					rc = status_error(h, status, what, err);
+					rc = status_error(h, status, what, after, err);
 				else
-					rc = coli_err_set(err, -EIO, "%s: %s: %s (after %d tries)", h->repo,
-							  path, t->ebuf[0] ? t->ebuf : curl_easy_strerror(cr),
-							  t->tries);
+					rc = coli_err_set(err, -EIO, "%s: %s: %s (after %s)", h->repo, path,
+							  t->ebuf[0] ? t->ebuf
+							  : cr != CURLE_OK ? curl_easy_strerror(cr)
+							  : "the answer ended before the range did",
+							  after);
 				break;
 			}
-			double w = t->r->got > t->start_got ? 0 : backoff(h, t->tries, header_retry_after(t->c));
-			coli_info("%s: %s: %s at byte %llu; continuing in %.0f s", h->repo, path,
+			coli_info("%s: %s: %s at byte %llu; continuing in %.2f s", h->repo, path,
 				  status && !ok_status ? "server busy or failing" : "transfer cut short",
 				  (unsigned long long)(t->r->off + t->r->got), w);
-			wait_until[t - x] = mono_s() + (w > 0 ? w : 1e-6);
+			wait_until[t - x] = hub_mono_s() + (w > 0 ? w : 1e-6);
 		}
 		if (rc < 0)
 			break;
-		now = mono_s();
+		now = hub_mono_s();
 		if (fn && now - last_tick >= 0.5) {
 			last_tick = now;
 			if (fn(ctx, 0) < 0) {

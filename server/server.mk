@@ -75,8 +75,8 @@ EXTRA_DIST += tests/server_structured.sh tests/server_structured_wire.py tests/s
 # `coli batch` (Batch API lines through the server's own request code,
 # in-process; the command and its I/O are in cli/).
 
-TESTS += tests/batch_run.sh tests/batch_identity.sh
-EXTRA_DIST += tests/batch_run.sh tests/batch_identity.sh tests/batch_mkinput.py
+TESTS += tests/batch_run.sh tests/batch_identity.sh tests/batch_guard.sh
+EXTRA_DIST += tests/batch_run.sh tests/batch_identity.sh tests/batch_mkinput.py tests/batch_guard.sh
 # A batch file written for a cloud endpoint (its model names) runs unchanged.
 TESTS += tests/batch_cloud_model.sh
 EXTRA_DIST += tests/batch_cloud_model.sh

@@ -341,7 +341,7 @@ static json_t *a_usage(const srv_usage *u, int with_output)
 
 static json_t *tool_input(const srv_tool_call *c)
 {
-	json_t *in = json_loads(c->arguments ? c->arguments : "{}", 0, NULL);
+	json_t *in = json_loads(c->arguments ? c->arguments : "{}", JSON_ALLOW_NUL, NULL);
 	if (!json_is_object(in)) {
 		json_decref(in);
 		in = json_object();

@@ -216,7 +216,7 @@ static char *glm_args(const char *a, const char *b)
 			break;
 		v += 11;
 		char *key = dup_trim(k, ke), *val = dup_trim(v, ve);
-		json_t *jv = val ? json_loads(val, JSON_DECODE_ANY, NULL) : NULL;
+		json_t *jv = val ? json_loads(val, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL) : NULL;
 		if (!jv)
 			jv = json_string(val ? val : "");
 		if (key)
@@ -238,7 +238,7 @@ static void parse_tool_call_tag(const char *a, const char *b, srv_tool_call **ca
 		a++;
 	if (a < b && *a == '{') {
 		char *txt = dup_trim(a, b);
-		json_t *j = txt ? json_loads(txt, 0, NULL) : NULL;
+		json_t *j = txt ? json_loads(txt, JSON_ALLOW_NUL, NULL) : NULL;
 		free(txt);
 		json_t *name = json_object_get(j, "name");
 		json_t *args = json_object_get(j, "arguments");

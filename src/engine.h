@@ -89,6 +89,10 @@ typedef struct coli_gen_params {
 	                            * network client; other slots keep going),
 	                            * 0 = the engine waits (the only reader, e.g.
 	                            * a CLI writing into a paused pipe) */
+	int every_token;           /* 1: one TEXT event per token, never merged
+	                            * when the reader falls behind (merged events
+	                            * keep all the text but only the last token
+	                            * id): the engine waits instead */
 	/* OpenAI logit_bias: bias[i] is added to the logit of token bias_ids[i]
 	 * before every sampling step (greedy included); copied at submit. */
 	const int *bias_ids;

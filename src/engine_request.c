@@ -102,8 +102,9 @@ void engine_request_push_token(coli_request *r, int token, const char *text, siz
 {
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
-		/* a token with log-probabilities keeps its own event */
-		if (r->count > 0 && !lp) {
+		/* a token with log-probabilities keeps its own event, and so
+		 * does every token for a reader of token ids */
+		if (r->count > 0 && !lp && !r->params.every_token) {
 			coli_event *tail = &r->ring[(r->head + r->count - 1) % COLI_REQ_RING];
 			if (r->count == COLI_REQ_RING && tail->text_len + len < sizeof tail->text) {
 				memcpy(tail->text + tail->text_len, text, len);

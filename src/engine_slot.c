@@ -128,9 +128,12 @@ void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, i
 		coli_warn("request cancelled after %d tokens: its reader stopped taking them", sl->produced);
 	if (sl->sess) {
 		/* the last sampled token has no KV yet: evaluate it so the stored
-		 * history is what an uninterrupted process would hold */
+		 * history is what an uninterrupted process would hold, and, for a
+		 * turn cancelled by its reader (Ctrl-C, SIGTERM), every token it
+		 * was given; not for one whose reader stopped reading */
 		coli_err err = { 0 };
-		if (kind == COLI_EV_DONE && sl->produced > 0 && reason != COLI_FINISH_CANCELLED &&
+		if (kind == COLI_EV_DONE && sl->produced > 0 &&
+		    (reason != COLI_FINISH_CANCELLED || !atomic_load(&r->overflowed)) &&
 		    sl->n_hist + 1 <= e->ctx && slot_eval(e, sl, &sl->pending, 1, sl->logits, &err))
 			coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
 		engine_session_save(e, sl);

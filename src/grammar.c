@@ -307,7 +307,7 @@ static void key_start(grammar_matcher *m, const grammar_frame *f, const gnode *n
 {
 	uint64_t cand = props_all(n);
 	if (n->additional < 0)
-		cand &= ~f->bits.w[1];
+		cand &= ~(f->bits.w[1] | n->dead);
 	if (n->additional < 0 && !cand)
 		return;
 	grammar_frame *k = frame_dup(m, f);
@@ -335,7 +335,7 @@ static void step_key(grammar_matcher *m, const grammar_frame *f, const gnode *n,
 		}
 		int which;
 		if (hit)
-			which = (seen & hit) ? -1 : __builtin_ctzll(hit);
+			which = ((seen | n->dead) & hit) ? -1 : __builtin_ctzll(hit);
 		else
 			which = n->additional >= 0 ? KEY_ADDITIONAL : -1;
 		if (which < 0 || !(k = frame_dup(m, f)))
@@ -385,7 +385,7 @@ static void step_obj(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 			emit(out, f->up);
 		else if (c == '"' && f->stage == O_OPEN && n->max_props != 0)
 			key_start(m, f, n, out);
-		else if (c == ',' && f->stage == O_AFTER && (n->additional >= 0 || (props_all(n) & ~seen)) &&
+		else if (c == ',' && f->stage == O_AFTER && (n->additional >= 0 || (props_all(n) & ~(seen | n->dead))) &&
 			 (n->max_props < 0 || __builtin_popcountll(seen) < n->max_props) &&
 			 (k = frame_dup(m, f))) {
 			k->stage = O_NEXT;

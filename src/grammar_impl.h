@@ -56,6 +56,10 @@ void gregex_free(gregex *re);
  * returns non-zero when out is not empty. */
 int gregex_step(const gregex *re, const gbits *in, int sym, gbits *out);
 
+/* Refuse a grammar whose root no finite document satisfies, and cut the
+ * paths of any other that lead nowhere (grammar_productive.c). */
+int grammar_check_productive(coli_grammar *g, const char *what, coli_err *err);
+
 enum gnode_kind { GN_OBJECT = 1, GN_ARRAY, GN_STRING, GN_NUMBER, GN_INTEGER, GN_LITS, GN_ANYOF };
 
 typedef struct gnode {
@@ -66,6 +70,8 @@ typedef struct gnode {
 	uint32_t *name_len;
 	int *prop;
 	uint64_t required;
+	uint64_t dead;                /* properties whose schema no value satisfies:
+	                               * refused as keys (grammar_productive.c) */
 	int additional;
 	int min_props, max_props;     /* minProperties/maxProperties (max -1:
 	                               * unbounded); only with additional -1,

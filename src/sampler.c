@@ -24,7 +24,9 @@ int coli_sampler_init(coli_sampler *s, int vocab, float temperature, float top_p
 void coli_sampler_reset(coli_sampler *s, float temperature, float top_p, uint64_t seed)
 {
 	s->temperature = temperature;
-	s->top_p = top_p > 0.0f && top_p < 1.0f ? top_p : 1.0f;
+	/* 0 (or a NaN) keeps only the top token, as any top_p below the top
+	 * token's probability does; >= 1 is off */
+	s->top_p = top_p < 1.0f ? (top_p > 0.0f ? top_p : 0.0f) : 1.0f;
 	/* splitmix64 of the seed, so seed 0 is a valid state */
 	uint64_t z = seed + 0x9e3779b97f4a7c15ULL;
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -66,6 +68,36 @@ static int cmp_prob_desc(const void *a, const void *b, void *ctx)
 	return *(const int *)a - *(const int *)b;
 }
 
+/* Sort the nucleus of p (the smallest prefix of the tokens by descending
+ * probability whose mass exceeds top_p; the top token alone when top_p is
+ * 0 or below its probability) into s->idx[0..last]; returns last and its
+ * mass in *cum.  Only tokens that can be in it are sorted: a token whose
+ * higher-ranked mass is <= top_p leaves >= 1 - top_p for itself and the at
+ * most n tokens ranked below it, so its probability is >= (1 - top_p) / n.
+ * The argmax always passes that test (it is >= 1/n), so the set is never
+ * empty. */
+static int nucleus(coli_sampler *s, const float *p, float *cum)
+{
+	const int n = s->vocab;
+	const float cutoff = (1.0f - s->top_p) / (float)n;
+	int m = 0, top = coli_argmax(p, n);
+	for (int i = 0; i < n; i++)
+		if (p[i] >= cutoff || i == top)
+			s->idx[m++] = i;
+	qsort_r(s->idx, (size_t)m, sizeof(int), cmp_prob_desc, (void *)p);
+	float c = 0.0f;
+	int last = m - 1;
+	for (int i = 0; i < m; i++) {
+		c += p[s->idx[i]];
+		if (c > s->top_p) {
+			last = i;
+			break;
+		}
+	}
+	*cum = c;
+	return last;
+}
+
 int coli_sampler_sample(coli_sampler *s, const float *logits)
 {
 	const int n = s->vocab;
@@ -89,22 +121,8 @@ int coli_sampler_sample(coli_sampler *s, const float *logits)
 		}
 		return n - 1;
 	}
-	/* nucleus: only tokens that could be in the top-p set need sorting */
-	const float cutoff = (1.0f - s->top_p) / (float)(n > 1 ? n - 1 : 1);
-	int m = 0;
-	for (int i = 0; i < n; i++)
-		if (s->prob[i] >= cutoff)
-			s->idx[m++] = i;
-	qsort_r(s->idx, (size_t)m, sizeof(int), cmp_prob_desc, s->prob);
-	float cum = 0.0f;
-	int last = m - 1;
-	for (int i = 0; i < m; i++) {
-		cum += s->prob[s->idx[i]];
-		if (cum > s->top_p) {
-			last = i;
-			break;
-		}
-	}
+	float cum;
+	int last = nucleus(s, s->prob, &cum);
 	float target = r * cum, acc = 0.0f;
 	for (int i = 0; i <= last; i++) {
 		acc += s->prob[s->idx[i]];
@@ -139,21 +157,8 @@ void coli_sampler_dist(coli_sampler *s, const float *logits, float *probs)
 	if (s->top_p >= 1.0f)
 		return;
 	/* the nucleus as coli_sampler_sample chooses it, renormalized */
-	const float cutoff = (1.0f - s->top_p) / (float)(n > 1 ? n - 1 : 1);
-	int m = 0;
-	for (int i = 0; i < n; i++)
-		if (probs[i] >= cutoff)
-			s->idx[m++] = i;
-	qsort_r(s->idx, (size_t)m, sizeof(int), cmp_prob_desc, probs);
-	float cum = 0.0f;
-	int last = m - 1;
-	for (int i = 0; i < m; i++) {
-		cum += probs[s->idx[i]];
-		if (cum > s->top_p) {
-			last = i;
-			break;
-		}
-	}
+	float cum;
+	int last = nucleus(s, probs, &cum);
 	/* s->prob marks the kept tokens */
 	for (int i = 0; i < n; i++)
 		s->prob[i] = 0.0f;

@@ -10,7 +10,7 @@
 typedef struct coli_sampler {
 	int vocab;
 	float temperature;   /* 0 = greedy */
-	float top_p;         /* (0, 1]; 1 = off */
+	float top_p;         /* [0, 1]; 1 = off, 0 = the top token only */
 	uint64_t rng;        /* xorshift64* state */
 	float *prob;         /* (vocab) scratch */
 	int *idx;            /* (vocab) scratch */

@@ -123,10 +123,9 @@ static void check_resident(const coli_container *c, const st_checkpoint *ck)
 		const char *name = ck->tensors[i].name;
 		int L = -1;
 		sscanf(name, "model.layers.%d.", &L);
-		size_t nl = strlen(name);
 		if (strstr(name, ".mlp.experts.") && L < c->config.num_hidden_layers)
 			continue;
-		if (nl > 10 && !strcmp(name + nl - 10, "_scale_inv")) {
+		if (st_is_fp8_scale(ck, &ck->tensors[i])) {
 			if (coli_container_find(c, name))
 				FAIL_CAPPED("%s: FP8 scales stored as a tensor", name);
 			continue;

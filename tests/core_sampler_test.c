@@ -40,6 +40,38 @@ int main(void)
 		if (!(t == 1 || t == 2))
 			break;
 	}
+	/* top_p 0 and top_p below the top token's probability keep only the
+	 * top token: greedy at any temperature and seed */
+	const float tps[3] = { 0.0f, 1e-6f, 0.2f };
+	for (int k = 0; k < 3; k++)
+		for (uint64_t seed = 0; seed < 64; seed++) {
+			coli_sampler_reset(&s, 1.0f, tps[k], seed);
+			int t = coli_sampler_sample(&s, logits);
+			if (t != 1) {
+				fprintf(stderr, "top_p %g seed %llu -> %d\n", (double)tps[k],
+					(unsigned long long)seed, t);
+				CHECK(0, "top_p <= the top token's probability is greedy");
+				break;
+			}
+		}
+	float dist[8];
+	coli_sampler_reset(&s, 1.0f, 0.0f, 3);
+	coli_sampler_dist(&s, logits, dist);
+	CHECK(dist[1] == 1.0f && dist[2] == 0.0f, "top_p 0 dist is one-hot on the argmax");
+	coli_sampler_free(&s);
+	/* a near-uniform distribution over many tokens with top_p < 1/n: the
+	 * top token used to fall under the pre-sort cutoff ((1-p)/(n-1)), leaving
+	 * an empty nucleus */
+	enum { NV = 1000 };
+	static float flat[NV];
+	for (int i = 0; i < NV; i++)
+		flat[i] = 0.0f;
+	flat[417] = 1e-4f;
+	CHECK(coli_sampler_init(&s, NV, 1.0f, 1e-4f, 5, &err) == 0, "init flat");
+	for (uint64_t seed = 0; seed < 16; seed++) {
+		coli_sampler_reset(&s, 1.0f, 1e-4f, seed);
+		CHECK(coli_sampler_sample(&s, flat) == 417, "flat: top token alone");
+	}
 	coli_sampler_free(&s);
 	return test_summary(__FILE__);
 }

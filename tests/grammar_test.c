@@ -46,6 +46,18 @@ static int doc_ok(coli_grammar *g, const char *doc, size_t len)
 	return ok;
 }
 
+/* 1: every byte of the (unfinished) text is taken. */
+static int prefix_ok(coli_grammar *g, const char *doc)
+{
+	grammar_matcher *m = NULL;
+	coli_err err = { 0 };
+	if (grammar_matcher_new(g, &m, &err))
+		return -1;
+	int ok = grammar_matcher_feed(m, (const uint8_t *)doc, strlen(doc)) == 0;
+	grammar_matcher_free(m);
+	return ok;
+}
+
 /* Feed in pieces of `step` bytes (pieces that cross JSON tokens and split
  * UTF-8 characters): the result must not depend on the split. */
 static int doc_ok_split(coli_grammar *g, const char *doc, size_t step)
@@ -303,6 +315,51 @@ static void unit(void)
 	expect_error("{\"type\":", "invalid JSON");
 	expect_error("{\"$ref\":\"#\"}", "cycle");
 	expect_error("{\"type\":\"array\",\"minItems\":3,\"maxItems\":1}", "minItems");
+	/* no finite document: every array must hold another array (issue 30,
+	 * defect 7: used to generate '[' until the token budget ran out) */
+	expect_error("{\"type\":\"array\",\"items\":{\"$ref\":\"#\"},\"minItems\":1}", "no finite document");
+	expect_error("{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#\"}},\"required\":[\"a\"]}",
+		     "no finite document");
+	expect_error("{\"$defs\":{\"x\":{\"type\":\"array\",\"prefixItems\":[{\"$ref\":\"#/$defs/y\"}],"
+		     "\"minItems\":1},\"y\":{\"anyOf\":[{\"$ref\":\"#/$defs/x\"}]}},\"$ref\":\"#/$defs/x\"}",
+		     "no finite document");
+	/* productive, with dead ends cut: the optional property "a" cannot take
+	 * a value, so its key is refused; an array of them ends before one */
+	const char *opt = "{\"$defs\":{\"inf\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/inf\"},"
+			  "\"minItems\":1}},\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#/$defs/inf\"},"
+			  "\"b\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/inf\"}}},"
+			  "\"additionalProperties\":false}";
+	expect(opt, "{}", 1);
+	expect(opt, "{\"b\":[]}", 1);
+	coli_grammar *g = compile(opt);
+	CHECK(g, "compile the schema with dead ends");
+	if (g) {
+		CHECK(prefix_ok(g, "{\"b\":[") == 1, "a prefix that can finish is taken");
+		CHECK(prefix_ok(g, "{\"a\"") == 0, "the key of a property no value satisfies is refused");
+		CHECK(prefix_ok(g, "{\"b\":[[") == 0, "an item no value satisfies is refused");
+		grammar_free(g);
+	}
+	expect("{\"anyOf\":[{\"type\":\"array\",\"items\":{\"$ref\":\"#\"},\"minItems\":1},{\"type\":\"null\"}]}",
+	       "[[null]]", 1);
+	/* a schema nested too deep: the reason survives a long path (issue 30,
+	 * defect 11: the path filled the message) */
+	static char deep[64 * 1024];
+	for (int form = 0; form < 2; form++) {
+		size_t n = 0;
+		for (int i = 0; i < 300; i++)
+			n += (size_t)snprintf(deep + n, sizeof deep - n, form ? "{\"properties\":{\"p%03d_%s\":" :
+					      "{\"type\":\"array\",\"items\":", i, "abcdefghijklmnopqrstuvwxyz");
+		n += (size_t)snprintf(deep + n, sizeof deep - n, "{}");
+		for (int i = 0; i < 300; i++)
+			n += (size_t)snprintf(deep + n, sizeof deep - n, form ? "}}" : "}");
+		coli_err err = { 0 };
+		coli_grammar *dg = NULL;
+		int rc = grammar_compile_schema(deep, n, "schema", &dg, &err);
+		CHECK(rc < 0 && strstr(err.msg, "schema nested too deeply") && !strncmp(err.msg, "schema.", 7) &&
+		      strlen(err.msg) < 300, "deep schema (%s): got %d \"%s\"", form ? "properties" : "items", rc,
+		      err.msg);
+		grammar_free(dg);
+	}
 }
 
 /* The bytes allowed after the current state. */

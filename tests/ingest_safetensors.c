@@ -80,7 +80,7 @@ static void test_single(void)
 	for (int i = 0; i < 4; i++)
 		CHECK(out[i] == 0.25f * (float)i + 2);
 	t = st_find(ck, "w");
-	CHECK(t && st_find_scale_inv(ck, t) == st_find(ck, "w_scale_inv"));
+	CHECK(t && st_find_fp8_scale(ck, t) == st_find(ck, "w_scale_inv"));
 	CHECK(t && st_read_f32(ck, t, out, &err) == 0);
 	int bad = 0;
 	for (int r = 0; r < R; r++)

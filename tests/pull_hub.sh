@@ -71,7 +71,9 @@ EOF
 	[ ! -e "$1/.pull" ] || { echo "$1/.pull left after completion" >&2; return 1; }
 }
 
-unset HF_TOKEN
+unset HF_TOKEN COLI_PULL_RETRY_DEADLINE
+# short waits between tries (the mock's 429/503 say Retry-After: 0 anyway)
+export COLI_PULL_BACKOFF=0.05
 FI_SKIPPED=
 
 # ---- a plain pull == coli convert; the peak disk measured ----

@@ -13,7 +13,15 @@ The port is chosen by the kernel (port 0) and written to --port-file.
 REV "main" is commit 1 (--dir); with --dir2, after the Nth lfs request
 (--fault move:N) "main" names commit 2 (--dir2). Commits are also served by
 their sha. Faults, each counted down as it fires:
-  status:CODE:N          the next N requests answer CODE (429, 5xx: with Retry-After: 0)
+  status:CODE:N[:RA]     the next N requests answer CODE (429, 5xx: with Retry-After: RA,
+                         0 when absent, no header when RA is "none")
+Hostile modes (issue 30):
+  redirect:N             the next N requests answer 302 to themselves (a redirect loop)
+  short:FILE:N           the next N answers for FILE (not via /lfs) announce their full
+                         Content-Length, send half, then close
+  biglen:FILE:N          the next N answers for FILE (resolve or lfs) announce a
+                         Content-Length of 10 GiB, send 16 bytes, then close
+  bigsize:FILE:BYTES     the model info lists FILE as BYTES bytes (its real size served)
   drop:FILE:N            the next N lfs answers for FILE send half, then close
   corrupt:FILE:N         the next N lfs answers for FILE covering its middle byte flip it
   fill:FILE:PATH:BYTES   on the first lfs request for FILE from byte 65536 on (after
@@ -81,7 +89,14 @@ def fault(kind, name=None):
             if kind == "status":
                 if int(f[2]) > 0:
                     f[2] = str(int(f[2]) - 1)
-                    return int(f[1])
+                    return int(f[1]), (f[3] if len(f) > 3 else "0")
+            elif kind == "redirect":
+                if int(f[1]) > 0:
+                    f[1] = str(int(f[1]) - 1)
+                    return True
+            elif kind == "bigsize":
+                if f[1] == name:
+                    return int(f[2])
             elif kind == "fill":
                 if f[1] == name and f[4:] != ["done"]:
                     f.append("done")
@@ -134,18 +149,33 @@ class Hub(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def error(self, status, msg):
+    def error(self, status, msg, retry_after="0"):
         h = [("X-Error-Message", msg)]
-        if status == 429 or status >= 500:
-            h.append(("Retry-After", "0"))
+        if (status == 429 or status >= 500) and retry_after != "none":
+            h.append(("Retry-After", retry_after))
         self.reply(status, json.dumps({"error": msg}).encode(), headers=h)
+
+    def cut(self, status, announced, body, hdr=()):
+        """Announce `announced` bytes, send `body`, close: a short answer."""
+        self.note("cut")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(announced))
+        for k, v in hdr:
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+        self.close_connection = True
 
     def do_GET(self):
         u = urlsplit(self.path)
         path = unquote(u.path)
         code = fault("status")
         if code:
-            return self.error(code, "injected")
+            return self.error(code[0], "injected", code[1])
+        if fault("redirect"):
+            return self.reply(302, headers=[("Location", self.path)])
         if path.startswith("/lfs/"):
             return self.lfs(path)
         if TOKEN and self.headers.get("Authorization") != "Bearer " + TOKEN:
@@ -158,6 +188,7 @@ class Hub(BaseHTTPRequestHandler):
                 return self.error(404, "Revision Not Found")
             sib = []
             for n, (p, size, sha) in c["files"].items():
+                size = fault("bigsize", n) or size
                 e = {"rfilename": n, "size": size}
                 if n.endswith(".safetensors"):
                     e["lfs"] = {"sha256": sha, "size": size, "pointerSize": 134}
@@ -173,7 +204,12 @@ class Hub(BaseHTTPRequestHandler):
             if name.endswith(".safetensors"):
                 return self.reply(302, headers=[("Location", "/lfs/%s/%s" % (sha, name))])
             with open(p, "rb") as f:
-                return self.reply(200, f.read(), "application/octet-stream")
+                data = f.read()
+            if fault("biglen", name):
+                return self.cut(200, 10 << 30, data[:16])
+            if fault("short", name):
+                return self.cut(200, len(data), data[:len(data) // 2])
+            return self.reply(200, data, "application/octet-stream")
         return self.error(404, "Repository Not Found")
 
     def lfs(self, path):
@@ -201,6 +237,8 @@ class Hub(BaseHTTPRequestHandler):
             body[mid - a] ^= 0x5A
         status = 206 if rng else 200
         hdr = [("Content-Range", "bytes %d-%d/%d" % (a, b, len(data)))] if rng else []
+        if fault("biglen", name):
+            return self.cut(status, 10 << 30, bytes(body[:16]), hdr)
         if len(body) > 1 and fault("drop", name):
             self.note("drop")
             self.send_response(status)

@@ -269,6 +269,16 @@ static void test_tools(void)
 	n = srv_tools_parse(qw, strlen(qw), &calls);
 	CHECK(n == 1 && !strcmp(calls[0].name, "f") && !strcmp(calls[0].arguments, "{\"x\":[1]}"));
 	srv_tools_free(calls, n);
+	/* arguments that hold \u0000 are still the object they are (issue 30,
+	 * defect 10: they parsed as a string without JSON_ALLOW_NUL) */
+	const char *nul = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": \"a\\u0000b\"}}\n</tool_call>";
+	n = srv_tools_parse(nul, strlen(nul), &calls);
+	CHECK(n == 1 && !strcmp(calls[0].name, "f") && !strcmp(calls[0].arguments, "{\"x\":\"a\\u0000b\"}"));
+	srv_tools_free(calls, n);
+	const char *glm = "<tool_call>g\n<arg_key>v</arg_key>\n<arg_value>[\"\\u0000\"]</arg_value>\n</tool_call>";
+	n = srv_tools_parse(glm, strlen(glm), &calls);
+	CHECK(n == 1 && !strcmp(calls[0].arguments, "{\"v\":[\"\\u0000\"]}"));
+	srv_tools_free(calls, n);
 	const char *junk = "<tool_call>";
 	n = srv_tools_parse(junk, strlen(junk), &calls);
 	CHECK(n == 0);
