@@ -140,6 +140,9 @@ int grammar_schema_prep(struct json_t *root, const char *what, coli_err *err);
 /* grammar_schema_scalar.c: the numeric bounds of schema s on node, and
  * the pattern of a string format (NULL: an annotation, not enforced). */
 const char *grammar_format_pattern(const char *format);
+/* The path of a sub-schema for messages, printf-style, into sub (its
+ * middle elided past 160 bytes so the reason after it stays). */
+void grammar_path_sub(char *sub, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int grammar_schema_bounds(coli_grammar *g, struct json_t *s, const char *path, int node, int integer,
 			  coli_err *err);
 

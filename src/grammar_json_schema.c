@@ -159,33 +159,6 @@ static int grammar_node_any(coli_grammar *g)
 
 static int compile(cctx *c, json_t *s, const char *path);
 
-/* The path of a sub-schema, for messages. A deep schema's path would fill
- * the message and cut its reason off, so past PATH_MAX_SHOWN bytes its
- * middle is left out: the root's end and the innermost levels stay. */
-#define PATH_MAX_SHOWN 160
-#define PATH_HEAD 48
-static void path_sub(char *sub, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void path_sub(char *sub, size_t cap, const char *fmt, ...)
-{
-	char full[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(full, sizeof full, fmt, ap);
-	va_end(ap);
-	size_t n = strlen(full);
-	if (n <= PATH_MAX_SHOWN) {
-		snprintf(sub, cap, "%s", full);
-		return;
-	}
-	/* cut at UTF-8 character boundaries (the message goes into JSON) */
-	size_t head = PATH_HEAD, from = n - (PATH_MAX_SHOWN - PATH_HEAD - 3);
-	while (head > 0 && ((unsigned char)full[head] & 0xC0) == 0x80)
-		head--;
-	while (from < n && ((unsigned char)full[from] & 0xC0) == 0x80)
-		from++;
-	snprintf(sub, cap, "%.*s...%s", (int)head, full, full + from);
-}
-
 static int oom(cctx *c)
 {
 	return coli_err_set(c->err, -ENOMEM, "out of memory compiling a JSON schema");
@@ -273,7 +246,7 @@ static int compile_bool_or_schema(cctx *c, json_t *v, const char *path, const ch
 		return -1;
 	if (!json_is_object(v))
 		return coli_err_set(c->err, -EINVAL, "%s.%s: %s", path, key, bad);
-	path_sub(sub, sizeof sub, "%s.%s", path, key);
+	grammar_path_sub(sub, sizeof sub, "%s.%s", path, key);
 	return compile(c, v, sub);
 }
 
@@ -331,7 +304,7 @@ static int compile_object(cctx *c, json_t *s, const char *path, int node)
 		if (strchr(key, '\\') || strchr(key, '"'))
 			return coli_err_set(c->err, -EINVAL, "%s.properties: names with '\\' or '\"' are not "
 					    "supported", path);
-		path_sub(sub, sizeof sub, "%s.properties.%s", path, key);
+		grammar_path_sub(sub, sizeof sub, "%s.properties.%s", path, key);
 		int p = compile(c, v, sub);
 		if (p < 0)
 			return p;
@@ -387,7 +360,7 @@ static int compile_array(cctx *c, json_t *s, const char *path, int node)
 		return oom(c);
 	c->g->nodes[node].prefix = prefix;
 	for (size_t i = 0; i < np; i++) {
-		path_sub(sub, sizeof sub, "%s.prefixItems[%zu]", path, i);
+		grammar_path_sub(sub, sizeof sub, "%s.prefixItems[%zu]", path, i);
 		int p = compile(c, json_array_get(pre, i), sub);
 		if (p < 0)
 			return p;
@@ -433,10 +406,10 @@ static int compile_string(cctx *c, json_t *s, const char *path, int node)
 		if (!json_is_string(pat))
 			return coli_err_set(c->err, -EINVAL, "%s.pattern: must be a string", path);
 		re = json_string_value(pat);
-		path_sub(sub, sizeof sub, "%s.pattern", path);
+		grammar_path_sub(sub, sizeof sub, "%s.pattern", path);
 	} else if (fmt) {
 		re = grammar_format_pattern(json_string_value(fmt));
-		path_sub(sub, sizeof sub, "%s.format", path);
+		grammar_path_sub(sub, sizeof sub, "%s.format", path);
 	}
 	if (!re)
 		return 0;
@@ -517,7 +490,7 @@ static int compile_body(cctx *c, json_t *s, const char *path, int self)
 		json_t *t = NULL;
 		if (resolve_ref(c, s, path, &t))
 			return -EINVAL;
-		path_sub(sub, sizeof sub, "%s.$ref", path);
+		grammar_path_sub(sub, sizeof sub, "%s.$ref", path);
 		int n = compile(c, t, sub);
 		return n < 0 ? n : alts_add(c->g, self, n) ? oom(c) : 0;
 	}
@@ -542,7 +515,7 @@ static int compile_body(cctx *c, json_t *s, const char *path, int self)
 			return coli_err_set(c->err, -EINVAL, "%s.%s: must be a non-empty array of schemas", path,
 					    anyname);
 		for (size_t i = 0; i < json_array_size(any); i++) {
-			path_sub(sub, sizeof sub, "%s.%s[%zu]", path, anyname, i);
+			grammar_path_sub(sub, sizeof sub, "%s.%s[%zu]", path, anyname, i);
 			int n = compile(c, json_array_get(any, i), sub);
 			if (n < 0)
 				return n;

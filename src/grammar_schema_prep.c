@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -177,7 +178,7 @@ static int prep(json_t *root, json_t *s, const char *path, int depth, coli_err *
 static int prep_child(json_t *root, json_t *v, const char *path, const char *key, int depth, coli_err *err)
 {
 	char sub[512];
-	snprintf(sub, sizeof sub, "%s.%s", path, key);
+	grammar_path_sub(sub, sizeof sub, "%s.%s", path, key);
 	return prep(root, v, sub, depth + 1, err);
 }
 
@@ -302,4 +303,30 @@ static int prep(json_t *root, json_t *s, const char *path, int depth, coli_err *
 int grammar_schema_prep(json_t *root, const char *what, coli_err *err)
 {
 	return prep(root, root, what, 0, err);
+}
+
+/* The path of a sub-schema, for messages. A deep schema's path would fill
+ * the message and cut its reason off, so past PATH_MAX_SHOWN bytes its
+ * middle is left out: the root's end and the innermost levels stay. */
+#define PATH_MAX_SHOWN 160
+#define PATH_HEAD 48
+void grammar_path_sub(char *sub, size_t cap, const char *fmt, ...)
+{
+	char full[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(full, sizeof full, fmt, ap);
+	va_end(ap);
+	size_t n = strlen(full);
+	if (n <= PATH_MAX_SHOWN) {
+		snprintf(sub, cap, "%s", full);
+		return;
+	}
+	/* cut at UTF-8 character boundaries (the message goes into JSON) */
+	size_t head = PATH_HEAD, from = n - (PATH_MAX_SHOWN - PATH_HEAD - 3);
+	while (head > 0 && ((unsigned char)full[head] & 0xC0) == 0x80)
+		head--;
+	while (from < n && ((unsigned char)full[from] & 0xC0) == 0x80)
+		from++;
+	snprintf(sub, cap, "%.*s...%s", (int)head, full, full + from);
 }
