@@ -96,3 +96,8 @@ tests_server_test_responses_LDADD = $(COLI_SERVER_LDADD)
 TESTS += tests/server_responses.sh tests/server_responses_sdk.sh tests/agent_codex.sh
 EXTRA_DIST += tests/server_responses.sh tests/server_responses_wire.py tests/server_responses_sdk.sh tests/server_responses_sdk.js \
 	tests/agent_codex.sh tests/agent_codex_proxy.py
+
+# Admission by memory: --parallel x --ctx far beyond a small cgroup
+# answers every request without an OOM kill (issue 30).
+TESTS += tests/server_memory.sh
+EXTRA_DIST += tests/server_memory.sh
