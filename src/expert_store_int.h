@@ -10,6 +10,7 @@
 #ifndef COLI_EXPERT_STORE_INT_H
 #define COLI_EXPERT_STORE_INT_H
 
+#include <errno.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -162,6 +163,10 @@ struct expert_store {
 	expert_stats *stats;
 	int64_t n_res_hot, n_res_cached, n_res_inflight;
 	uint64_t fault_eio, fault_short, fault_eagain, fault_mirror, fault_count, mirror_count;
+	/* expert_store_verify.c: [layer * n_experts + e] 1 while that record's
+	 * checksum failure has been reported (allocated at the first one) */
+	uint8_t *crc_reported;
+	uint64_t fault_flip;        /* COLI_FAULT_READ_FLIP: completion to damage */
 };
 
 /* expert_store_io.c */
@@ -176,6 +181,12 @@ int store_io_submit(expert_store *s);
 int store_io_reap(expert_store *s, int wait);
 /* Called by the reaper when a slot's last stripe landed. */
 void store_slot_loaded(expert_store *s, int si);
+
+/* expert_store_verify.c: a record that landed in slot si against the
+ * manifest's CRC-32C (nothing to check: 0). A mismatch is counted, logged
+ * once and returns STORE_ECHECKSUM, which acquire reports as -EBADMSG. */
+#define STORE_ECHECKSUM (-EILSEQ)
+int store_verify_record(expert_store *s, int si);
 
 /* expert_store_heat.c */
 int store_heat_init(expert_store *s, coli_err *err);

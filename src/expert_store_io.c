@@ -32,6 +32,8 @@
  *   COLI_FAULT_SHORT_READ=N   completion N returns half its length
  *   COLI_FAULT_READ_EAGAIN=N  completion N returns -EAGAIN
  *   COLI_FAULT_MIRROR_EIO=N   the Nth completion from a mirror fails
+ *   COLI_FAULT_READ_FLIP=N    completion N lands with one bit flipped (a
+ *                             read damaged on its way: the file is sound)
  *   COLI_FAULT_NO_DIRECT=1    O_DIRECT refused at open (buffered fallback) */
 #include "config.h"
 
@@ -228,6 +230,7 @@ int store_io_open(expert_store *s, coli_err *err)
 	s->fault_short = env_u64("COLI_FAULT_SHORT_READ");
 	s->fault_eagain = env_u64("COLI_FAULT_READ_EAGAIN");
 	s->fault_mirror = env_u64("COLI_FAULT_MIRROR_EIO");
+	s->fault_flip = env_u64("COLI_FAULT_READ_FLIP");
 #endif
 	return 0;
 }
@@ -358,6 +361,8 @@ static int fault_apply(expert_store *s, int res, const store_io *io)
 		return -EIO;
 	if (s->fault_eagain && n == s->fault_eagain)
 		return -EAGAIN;
+	if (s->fault_flip && n == s->fault_flip && res > 0)
+		s->slots[io->slot].buf[io->buf_off + io->done + (uint32_t)res / 2] ^= 0x10;
 	if (s->fault_short && n == s->fault_short && res > 1) {
 		int half = res / 2;
 		if (half >= 4096)
