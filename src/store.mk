@@ -13,6 +13,12 @@ tests_store_read_SOURCES = tests/store_read.c tests/store_test.h
 tests_store_read_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/store_read
 
+# CRC-32C of records read, and failed reads that never stick
+check_PROGRAMS += tests/store_checksum
+tests_store_checksum_SOURCES = tests/store_checksum.c tests/store_test.h
+tests_store_checksum_LDADD = libcoli.a $(COLI_LIBS)
+TESTS += tests/store_checksum
+
 check_PROGRAMS += tests/store_heat tests/store_size
 tests_store_heat_SOURCES = tests/store_heat.c tests/store_test.h
 tests_store_heat_LDADD = libcoli.a $(COLI_LIBS)
