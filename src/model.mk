@@ -9,5 +9,5 @@ libcoli_a_SOURCES += \
 	src/model_manifest.c src/model_manifest.h
 
 # Damaged and inconsistent containers (issue 20, items 8-9).
-TESTS += tests/model_damage.sh
-EXTRA_DIST += tests/model_damage.sh tests/damage_container.py
+TESTS += tests/model_damage.sh tests/model_checksums.sh
+EXTRA_DIST += tests/model_damage.sh tests/damage_container.py tests/model_checksums.sh
