@@ -125,15 +125,22 @@ static void slot_clear(expert_store *s, int si)
 void store_slot_loaded(expert_store *s, int si)
 {
 	store_slot *sl = &s->slots[si];
-	/* Scales are checked once per read, never per use: a damaged record
-	 * fails the request that needs it (the error names the shard) instead
-	 * of turning its logits into NaN. */
-	if (!sl->error && s->c->check_experts && coli_container_check_expert(s->c, sl->buf) >= 0)
-		sl->error = -EBADMSG;
-	/* and against its checksum (expert_store_verify.c), which also sees
-	 * damage that leaves every scale plausible */
-	if (!sl->error)
-		sl->error = store_verify_record(s, si);
+	/* Checked once per read, never per use: a damaged record fails the
+	 * request that needs it (the error names the shard) instead of
+	 * turning its logits into NaN. First its CRC-32C (format 2,
+	 * expert_store_verify.c); a record that matches is the bytes convert
+	 * wrote, whose quantizers refuse non-finite weights, so its scales
+	 * need no second pass (f32 records, copied as the source had them,
+	 * keep it). Without a checksum, or when it fails (for the more
+	 * precise message), the scales are checked. */
+	if (!sl->error) {
+		int crc = store_verify_record(s, si);
+		if ((crc <= 0 || s->c->expert_qtype == COLI_Q_F32) && s->c->check_experts &&
+		    coli_container_check_expert(s->c, sl->buf) >= 0)
+			sl->error = -EBADMSG;
+		else if (crc < 0)
+			sl->error = crc;
+	}
 	if (sl->error) {
 		/* A failed prefetch is forgotten; a failed demand read is
 		 * reported by the acquire that holds it. */

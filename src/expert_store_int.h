@@ -183,8 +183,9 @@ int store_io_reap(expert_store *s, int wait);
 void store_slot_loaded(expert_store *s, int si);
 
 /* expert_store_verify.c: a record that landed in slot si against the
- * manifest's CRC-32C (nothing to check: 0). A mismatch is counted, logged
- * once and returns STORE_ECHECKSUM, which acquire reports as -EBADMSG. */
+ * manifest's CRC-32C: 1 when it matches, 0 when there is nothing to check
+ * (format 1, --no-verify-checksums). A mismatch is counted, logged once
+ * and returns STORE_ECHECKSUM, which acquire reports as -EBADMSG. */
 #define STORE_ECHECKSUM (-EILSEQ)
 int store_verify_record(expert_store *s, int si);
 

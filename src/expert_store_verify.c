@@ -44,7 +44,7 @@ int store_verify_record(expert_store *s, int si)
 			s->crc_reported[id] = 0;
 			coli_info("expert store: layer %d expert %d verifies again", sl->layer, sl->expert);
 		}
-		return 0;
+		return 1;
 	}
 	/* the bitmap costs a few KB, and only once something failed */
 	if (!s->crc_reported)
