@@ -99,6 +99,7 @@ typedef struct store_io {
 	uint32_t len, done;   /* stripe length, bytes already read */
 	uint32_t buf_off;     /* stripe offset inside the record */
 	uint32_t tried;       /* bit d: drive d already failed this stripe */
+	int fd;               /* the file descriptor it was issued on */
 	int next_free;
 } store_io;
 
@@ -179,6 +180,11 @@ int store_io_submit(expert_store *s);
 /* Reap completions: wait for at least one when `wait` and some are in
  * flight. Returns the number reaped or a negative errno. */
 int store_io_reap(expert_store *s, int wait);
+/* After a failed read of layer's shard on the primary: if its path now
+ * names another file (a shard restored by a rename), reopen it so that
+ * reads see that file, with one warning, and return 1 (the failed stripe
+ * is read again from it); else 0. Engine thread, error path only. */
+int store_io_refresh(expert_store *s, int layer);
 /* Called by the reaper when a slot's last stripe landed. */
 void store_slot_loaded(expert_store *s, int si);
 

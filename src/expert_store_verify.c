@@ -52,6 +52,7 @@ int store_verify_record(expert_store *s, int si)
 	const int again = s->crc_reported && s->crc_reported[id];
 	if (s->crc_reported)
 		s->crc_reported[id] = 1;
+	store_io_refresh(s, sl->layer); /* a damaged file replaced by a sound one */
 	coli_log(again ? COLI_LOG_DEBUG : COLI_LOG_ERROR,
 		 "expert store: layer %d expert %d: CRC-32C mismatch in %s at offset %llu (%zu bytes): "
 		 "read %08x, manifest.json says %08x; not cached, read again when next needed",

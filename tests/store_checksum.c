@@ -5,7 +5,8 @@
  *     stats and logged once however often it is read; other records serve;
  *   - the byte restored: the same record serves again, exact bytes, same
  *     store (no restart), with a "verifies again" line;
- *   - a shard truncated and restored, a read failing with EIO, a read
+ *   - a shard truncated and restored (in place, or by renaming a copy over
+ *     it: the store reopens the path), a read failing with EIO, a read
  *     damaged in flight (COLI_FAULT_READ_FLIP): the next use reads again
  *     and gets the right bytes; this is the engine's order (request the
  *     layer's set, acquire one record at a time, release), in which a
@@ -181,6 +182,20 @@ static void test_truncated_shard(test_model *m)
 	tm_write_shards(m, m->dir);
 	CHECK_RC(visit(m, s, 6, 7, msg, sizeof msg), 0);
 	CHECK_RC(visit(m, s, 7, 6, msg, sizeof msg), 0);
+	/* truncated in place, then restored by renaming a sound copy over it:
+	 * the store's open file stays the truncated one unless it reopens */
+	char tmp[600];
+	snprintf(tmp, sizeof tmp, "%s/copy", m->dir);
+	REQUIRE(mkdir(tmp, 0777) == 0);
+	tm_write_shards(m, tmp);
+	REQUIRE(truncate(m->paths[1], (off_t)REC * 2) == 0);
+	CHECK(visit(m, s, 5, 4, msg, sizeof msg) < 0);
+	char moved[700];
+	snprintf(moved, sizeof moved, "%s/experts/shard-001.bin", tmp);
+	REQUIRE(rename(moved, m->paths[1]) == 0);
+	CHECK_RC(visit(m, s, 5, 4, msg, sizeof msg), 0);
+	CHECK_RC(visit(m, s, 3, 4, msg, sizeof msg), 0);
+	tm_rmrf(tmp);
 	expert_store_free(s);
 }
 
