@@ -187,7 +187,8 @@ int main(int argc, char **argv)
 	}
 	double hw = crc_rate(crc32c_update, bufs, NBUF, rec), sw = crc_rate(crc32c_update_sw, bufs, NBUF, rec);
 	printf("crc32c over %d x %zu MiB: %.2f GB/s (%s), portable %.2f GB/s\n", NBUF, rec >> 20, hw,
-	       crc32c_hw_available() ? "SSE4.2 crc32" : "portable, no SSE4.2", sw);
+	       crc32c_fold_available() ? "VPCLMULQDQ folding" : crc32c_hw_available() ? "SSE4.2 crc32"
+	       : "portable, no SSE4.2", sw);
 	for (int i = 0; i < NBUF; i++)
 		free(bufs[i]);
 	for (int l = 1; l < LAYERS; l++) {
