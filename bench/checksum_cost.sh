@@ -84,18 +84,30 @@ def find(j, *keys):
                 return x
     return None
 tok = {"on": [], "off": []}
+cpu = {"on": [], "off": []}
+mb = {"on": [], "off": []}
 for m in tok:
     for r in range(1, rounds + 1):
-        d = load("bench-%s-%d.json" % (m, r)).get("decode", {})
+        j = load("bench-%s-%d.json" % (m, r))
+        d = j.get("decode", {})
         if "tokens_per_s" in d:
             tok[m].append(d["tokens_per_s"])
-print("| verification | decode tok/s per round | median |")
-print("| --- | --- | --- |")
+            cpu[m].append(d["cpu_ms_per_token"])
+            mb[m].append(j.get("experts", {}).get("bytes_read_per_token", 0) / 1e6)
+med = lambda v: "%.3f" % statistics.median(v) if v else "n/a"
+print("| verification | decode tok/s per round | median tok/s | median CPU ms/token | median MB read/token |")
+print("| --- | --- | --- | --- | --- |")
 for m, name in (("on", "CRC-32C on (default)"), ("off", "--no-verify-checksums")):
-    v = tok[m]
-    print("| %s | %s | %s |" % (name, ", ".join("%.3f" % x for x in v),
-                                "%.3f" % statistics.median(v) if v else "n/a"))
+    print("| %s | %s | %s | %s | %s |" % (name, ", ".join("%.3f" % x for x in tok[m]), med(tok[m]),
+                                         med(cpu[m]), med(mb[m])))
 if tok["on"] and tok["off"]:
-    print("\nverified / unverified median tok/s: %.3f" % (statistics.median(tok["on"]) / statistics.median(tok["off"])))
-print("record %d bytes; iobench at the record size: %s" % (rs, json.dumps(io)[:400]))
+    pairs = [a / b for a, b in zip(tok["on"], tok["off"])]
+    print("\nverified / unverified tok/s: medians %.3f, means %.3f, median of the rounds' ratios %.3f; "
+          "CPU ms/token medians %.3f" % (
+        statistics.median(tok["on"]) / statistics.median(tok["off"]),
+        statistics.mean(tok["on"]) / statistics.mean(tok["off"]), statistics.median(pairs),
+        statistics.median(cpu["on"]) / statistics.median(cpu["off"])))
+direct = [t for t in io.get("tests", []) if t.get("mode") == "direct" and t.get("block") == rs]
+print("record %d bytes; coli iobench O_DIRECT at the record size: %s GB/s" % (
+    rs, "%.3f" % direct[0]["gb_per_s"] if direct else "n/a"))
 PYEOF
