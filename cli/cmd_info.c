@@ -45,13 +45,13 @@ static json_t *info_json(const coli_container *c, const json_t *m)
 	}
 	json_t *q = json_deep_copy(json_object_get(m, "quant"));
 	json_object_del(q, "f32_fallback");
-	return json_pack(
+	json_t *j = json_pack(
 		"{s:s,s:s,s:i,s:s,"
 		"s:{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i},"
 		"s:o,s:I,s:i,s:I,s:i,"
 		"s:{s:I,s:I,s:I,s:i},"
 		"s:O,s:O,s:I,s:I,s:O}",
-		"dir", c->dir, "format", MANIFEST_FORMAT, "version", MANIFEST_VERSION, "fingerprint",
+		"dir", c->dir, "format", MANIFEST_FORMAT, "version", c->version, "fingerprint",
 		c->fingerprint,
 		"architecture", "model_type", g->model_type, "layers", g->num_hidden_layers,
 		"dense_layers", g->num_hidden_layers - n_moe, "moe_layers", n_moe, "mtp_layers",
@@ -72,6 +72,11 @@ static json_t *info_json(const coli_container *c, const json_t *m)
 		"quant_error", json_object_get(m, "quant_error"), "files", files, "files_bytes",
 		(json_int_t)file_bytes, "files_count", (json_int_t)json_array_size(files), "converter",
 		json_object_get(m, "converter"));
+	/* "crc32c" (format 2) or "none" (format 1: damage that passes the
+	 * scale checks is not detected when read) */
+	if (j)
+		json_object_set_new(j, "checksums", json_string(coli_container_has_checksums(c) ? "crc32c" : "none"));
+	return j;
 }
 
 static void print_human(const json_t *j)
@@ -84,6 +89,11 @@ static void print_human(const json_t *j)
 	printf("model         %s\n", S(j, "dir"));
 	printf("format        %s v%lld, fingerprint %.16s, by %s\n", S(j, "format"), I(j, "version"),
 	       S(j, "fingerprint"), S(j, "converter"));
+	if (!strcmp(S(j, "checksums"), "crc32c"))
+		printf("checksums     CRC-32C of every expert record and resident tensor, verified when read\n");
+	else
+		printf("checksums     no checksums (format v%lld, converted before them): damage that passes the "
+		       "scale checks is not detected; convert again to add them\n", I(j, "version"));
 	printf("architecture  %s: %lld layers (%lld dense, %lld MoE) + %lld MTP\n",
 	       S(a, "model_type"), I(a, "layers"), I(a, "dense_layers"), I(a, "moe_layers"),
 	       I(a, "mtp_layers"));

@@ -216,7 +216,8 @@ static int state_save(const convert_opts *o, const json_t *args, json_t *files,
 }
 
 /* Keep a file from an earlier run when its size and sha256 still verify. */
-static int file_verified(const convert_opts *o, convert_file *f, const json_t *entry)
+static int file_verified(const convert_opts *o, const convert_plan *p, convert_file *f,
+			 const json_t *entry)
 {
 	json_int_t size;
 	const char *sha;
@@ -231,7 +232,8 @@ static int file_verified(const convert_opts *o, convert_file *f, const json_t *e
 	if (stat(path, &st) < 0 || (uint64_t)st.st_size != (uint64_t)size ||
 	    (uint64_t)size != f->size)
 		return 0;
-	if (coli_sha256_file(path, got, NULL) < 0 || strcmp(got, sha))
+	/* the same pass gives the checksums of its tensors or records */
+	if (convert_file_digest(p, f, path, got, NULL) < 0 || strcmp(got, sha))
 		return 0;
 	if (err_from_json(e, f->err) < 0)
 		return 0;
@@ -483,7 +485,7 @@ int convert_file_done(convert_session *s, int i)
 	convert_file *f = &s->p.files[i];
 	if (!s->done[i]) {
 		json_t *entry = json_object_get(s->files, f->path);
-		s->done[i] = entry ? (file_verified(s->o, f, entry) ? 1 : 2) : 3;
+		s->done[i] = entry ? (file_verified(s->o, &s->p, f, entry) ? 1 : 2) : 3;
 	}
 	return s->done[i] == 1 || s->done[i] == 4;
 }

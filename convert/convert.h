@@ -93,6 +93,7 @@ typedef struct convert_tensor {
 	int rows, cols;            /* vectors: cols = 1 */
 	int fallback;              /* wanted quantized, kept f32: cols % 64 != 0 */
 	uint64_t offset, nbytes;   /* inside its file (offset 64-aligned) */
+	uint32_t crc32c;           /* of the nbytes written (a result) */
 } convert_tensor;
 
 enum { CONVERT_FILE_TENSORS = 0, CONVERT_FILE_EXPERTS, CONVERT_FILE_COPY };
@@ -109,6 +110,8 @@ typedef struct convert_file {
 	/* results */
 	char sha256[65];
 	convert_err_acc err[CONVERT_CLS_COUNT];
+	uint32_t *rec_crc;         /* EXPERTS: CRC-32C of each record (allocated
+	                            * by convert_file_write / convert_file_digest) */
 } convert_file;
 
 typedef struct convert_plan {
@@ -140,6 +143,11 @@ struct coli_pool;
  * f->err. *written += bytes written. pool may be NULL (one thread). */
 int convert_file_write(const convert_plan *p, convert_file *f, const char *out_dir,
 		       struct coli_pool *pool, uint64_t *written, coli_err *err);
+/* Read back a finished file of an earlier run: its sha256 (hex) and the
+ * CRC-32C of each tensor or record in it, in one pass, so a file kept on
+ * resume carries the same checksums as a rewritten one. */
+int convert_file_digest(const convert_plan *p, convert_file *f, const char *path, char sha256[65],
+			coli_err *err);
 /* Files copied into tokenizer/ (tokenizer*, vocab.json, merges.txt, ...). */
 int convert_is_tokenizer_file(const char *name);
 /* Call fn for every source tensor file f reads (scale_inv companions

@@ -7,6 +7,7 @@
 #define COLI_CONVERT_INTERNAL 1
 #include "convert.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "model_hf_config.h"
@@ -68,25 +69,38 @@ json_t *convert_manifest_build(const convert_opts *o, const convert_plan *p,
 	json_t *files = json_array();
 	json_t *parts = json_array();
 	static const char *const part_names[3] = { "gate", "up", "down" };
+	int ok = 1;
 	for (int i = 0; i < p->n_files; i++) {
 		const convert_file *f = &p->files[i];
 		json_array_append_new(files, json_pack("{s:s,s:I,s:s}", "path", f->path, "size",
 						       (json_int_t)f->size, "sha256", f->sha256));
-		if (f->kind == CONVERT_FILE_EXPERTS)
-			json_array_append_new(shards, json_pack("{s:i,s:s,s:i,s:I,s:s}", "layer",
-								f->layer, "file", f->path, "count",
-								p->cfg.n_routed_experts, "size",
-								(json_int_t)f->size, "sha256",
-								f->sha256));
+		if (f->kind == CONVERT_FILE_EXPERTS) {
+			/* one CRC-32C per record, 8 hex digits each, record 0 first */
+			const int E = p->cfg.n_routed_experts;
+			char *crcs = malloc((size_t)E * 8 + 9);
+			for (int e = 0; crcs && e < E; e++)
+				manifest_crc_hex(f->rec_crc ? f->rec_crc[e] : 0, crcs + 8 * (size_t)e);
+			if (crcs)
+				crcs[(size_t)E * 8] = '\0';
+			json_array_append_new(shards, crcs ? json_pack("{s:i,s:s,s:i,s:I,s:s,s:s}", "layer",
+								f->layer, "file", f->path, "count", E, "size",
+								(json_int_t)f->size, "sha256", f->sha256,
+								"record_crc32c", crcs) : NULL);
+			free(crcs);
+			if (!f->rec_crc || json_array_size(shards) == 0)
+				ok = 0;
+		}
 		for (int k = 0; k < f->n_t; k++) {
 			const convert_tensor *t = &f->t[k];
+			char crc[9];
+			manifest_crc_hex(t->crc32c, crc);
 			json_array_append_new(tensors,
-					      json_pack("{s:s,s:s,s:I,s:I,s:s,s:[i,i]}", "name",
+					      json_pack("{s:s,s:s,s:I,s:I,s:s,s:[i,i],s:s}", "name",
 							t->src->name, "file", f->path, "offset",
 							(json_int_t)t->offset, "nbytes",
 							(json_int_t)t->nbytes, "qtype",
 							coli_qtype_name(t->qtype), "shape", t->rows,
-							t->cols));
+							t->cols, "crc32c", crc));
 			if (t->fallback)
 				json_array_append_new(fallback, json_string(t->src->name));
 		}
@@ -119,7 +133,7 @@ json_t *convert_manifest_build(const convert_opts *o, const convert_plan *p,
 				      p->ck->n_files));
 	json_object_set_new(m, "converter", json_string("coli " PACKAGE_VERSION));
 	/* json_pack returns NULL on allocation failure; set_new then drops it. */
-	if (!json_object_get(m, "config") || !json_object_get(m, "experts") ||
+	if (!ok || !json_object_get(m, "config") || !json_object_get(m, "experts") ||
 	    !json_object_get(m, "source") || !json_object_get(m, "quant")) {
 		json_decref(m);
 		return NULL;

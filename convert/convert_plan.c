@@ -549,6 +549,7 @@ void convert_plan_free(convert_plan *p)
 		free(p->files[i].t);
 		free(p->files[i].experts);
 		free(p->files[i].copy_src);
+		free(p->files[i].rec_crc);
 	}
 	free(p->files);
 	st_close(p->ck);

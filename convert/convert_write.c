@@ -20,6 +20,7 @@
 #include "quant_kernels.h"
 #include "model_manifest.h"
 #include "quant.h"
+#include "util_crc32c.h"
 #include "util_sha256.h"
 
 typedef struct wfile {
@@ -261,7 +262,7 @@ static int write_tensors(const convert_plan *p, convert_file *f, wfile *w, coli_
 {
 	int rc = 0;
 	for (int i = 0; i < f->n_t && rc == 0; i++) {
-		const convert_tensor *t = &f->t[i];
+		convert_tensor *t = &f->t[i];
 		size_t n = (size_t)t->rows * (size_t)t->cols;
 		float *x = malloc(n * sizeof *x);
 		void *q = t->qtype == COLI_Q_F32 ? (void *)x : malloc(t->nbytes);
@@ -275,8 +276,10 @@ static int write_tensors(const convert_plan *p, convert_file *f, wfile *w, coli_
 					     &f->err[t->cls], t->src->name, err);
 		if (rc == 0)
 			rc = w_pad_to(w, t->offset, err);
-		if (rc == 0)
+		if (rc == 0) {
+			t->crc32c = crc32c_update(0, q, t->nbytes);
 			rc = w_write(w, q, t->nbytes, err);
+		}
 		if (q != x)
 			free(q);
 		free(x);
@@ -292,7 +295,9 @@ static int write_experts(const convert_plan *p, convert_file *f, wfile *w, coli_
 	float *x = malloc((size_t)p->cfg.hidden_size * (size_t)p->cfg.moe_intermediate_size *
 			  sizeof *x);
 	unsigned char *rec = aligned_alloc(4096, p->record_size);
-	if (!x || !rec) {
+	if (!f->rec_crc)
+		f->rec_crc = calloc((size_t)E + 1, sizeof *f->rec_crc);
+	if (!x || !rec || !f->rec_crc) {
 		rc = coli_err_set(err, -ENOMEM, "%s: out of memory", f->path);
 		goto out;
 	}
@@ -306,8 +311,10 @@ static int write_experts(const convert_plan *p, convert_file *f, wfile *w, coli_
 					     p->part_rows[k], p->part_cols[k], rec + p->part_off[k],
 					     &f->err[CONVERT_CLS_EXPERTS], t->name, err);
 		}
-		if (rc == 0)
+		if (rc == 0) {
+			f->rec_crc[e] = crc32c_update(0, rec, p->record_size);
 			rc = w_write(w, rec, p->record_size, err);
+		}
 	}
 out:
 	free(x);
@@ -374,5 +381,77 @@ int convert_file_write(const convert_plan *p, convert_file *f, const char *out_d
 		*written += w.off;
 	}
 	w_free(&w);
+	return rc;
+}
+
+/* The segment holding byte `off` of f: a tensor, a record, or none (-1,
+ * padding and copied files), scanning forward from *seg (segments are in
+ * file order). */
+static int segment_at(const convert_plan *p, const convert_file *f, uint64_t off, int *seg)
+{
+	if (f->kind == CONVERT_FILE_EXPERTS)
+		return (int)(off / p->record_size);
+	while (*seg < f->n_t && off >= f->t[*seg].offset + f->t[*seg].nbytes)
+		(*seg)++;
+	return *seg < f->n_t && off >= f->t[*seg].offset ? *seg : -1;
+}
+
+int convert_file_digest(const convert_plan *p, convert_file *f, const char *path, char sha256[65],
+			coli_err *err)
+{
+	const size_t chunk = 1u << 20;
+	int rc = 0, seg = 0;
+	uint64_t off = 0;
+	coli_sha256 sha;
+	unsigned char *buf = malloc(chunk);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (f->kind == CONVERT_FILE_EXPERTS && !f->rec_crc)
+		f->rec_crc = calloc((size_t)p->cfg.n_routed_experts + 1, sizeof *f->rec_crc);
+	if (!buf || fd < 0 || (f->kind == CONVERT_FILE_EXPERTS && !f->rec_crc)) {
+		rc = fd < 0 ? coli_err_set(err, -errno, "%s: %s", path, strerror(errno))
+			    : coli_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < f->n_t; i++)
+		f->t[i].crc32c = 0;
+	if (f->rec_crc)
+		memset(f->rec_crc, 0, (size_t)p->cfg.n_routed_experts * sizeof *f->rec_crc);
+	coli_sha256_init(&sha);
+	for (;;) {
+		ssize_t r = read(fd, buf, chunk);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = coli_err_set(err, -errno, "%s: read failed: %s", path, strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		coli_sha256_update(&sha, buf, (size_t)r);
+		/* feed each piece of the chunk to the CRC of its segment */
+		for (size_t i = 0; i < (size_t)r && f->kind != CONVERT_FILE_COPY;) {
+			int s = segment_at(p, f, off + i, &seg);
+			uint64_t end;
+			if (f->kind == CONVERT_FILE_EXPERTS)
+				end = ((uint64_t)s + 1) * p->record_size;
+			else
+				end = s >= 0 ? f->t[s].offset + f->t[s].nbytes
+					     : seg < f->n_t ? f->t[seg].offset : UINT64_MAX;
+			size_t n = end - (off + i) < (uint64_t)r - i ? (size_t)(end - (off + i)) : (size_t)r - i;
+			if (s >= 0 && f->kind == CONVERT_FILE_EXPERTS && s < p->cfg.n_routed_experts)
+				f->rec_crc[s] = crc32c_update(f->rec_crc[s], buf + i, n);
+			else if (s >= 0 && f->kind == CONVERT_FILE_TENSORS)
+				f->t[s].crc32c = crc32c_update(f->t[s].crc32c, buf + i, n);
+			i += n;
+		}
+		off += (uint64_t)r;
+	}
+	uint8_t d[COLI_SHA256_DIGEST];
+	coli_sha256_final(&sha, d);
+	coli_sha256_to_hex(d, sha256);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
 	return rc;
 }

@@ -123,6 +123,12 @@ static void expert_series(srv_buf *b, const expert_stats *st)
 		(unsigned long long)s->misses);
 	counter(b, "coli_expert_bytes_read_total", "Bytes of expert records read from all drives.",
 		(unsigned long long)s->bytes_read);
+	counter(b, "coli_expert_checksum_verified_total",
+		"Expert records read from disk and checked against their CRC-32C.",
+		(unsigned long long)s->checksum_records);
+	counter(b, "coli_expert_checksum_errors_total",
+		"Expert records read from disk that failed their CRC-32C (not cached; read again).",
+		(unsigned long long)s->checksum_errors);
 	if (s->hit_rate_valid)
 		srv_buf_printf(b, "# HELP coli_expert_hit_rate Cumulative expert cache hit rate.\n"
 			       "# TYPE coli_expert_hit_rate gauge\ncoli_expert_hit_rate %.6f\n",

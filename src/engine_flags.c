@@ -29,7 +29,8 @@ const char coli_engine_flags_help[] =
 	"  --direct, --no-direct    O_DIRECT expert reads (default auto)\n"
 	"  --mirror DIR             copy of experts/ on another drive (repeatable)\n"
 	"  --mirror-weights W,...   read shares, primary first\n"
-	"  --cache-policy lfu-next|lfu-decay|lru  expert cache eviction policy\n";
+	"  --cache-policy lfu-next|lfu-decay|lru  expert cache eviction policy\n"
+	"  --no-verify-checksums    skip the CRC-32C of tensors and records read\n";
 
 static int parse_int(const char *s, const char *what, int lo, int hi, int *out, coli_err *err);
 

@@ -127,11 +127,22 @@ static void slot_clear(expert_store *s, int si)
 void store_slot_loaded(expert_store *s, int si)
 {
 	store_slot *sl = &s->slots[si];
-	/* Scales are checked once per read, never per use: a damaged record
-	 * fails the request that needs it (the error names the shard) instead
-	 * of turning its logits into NaN. */
-	if (!sl->error && s->c->check_experts && coli_container_check_expert(s->c, sl->buf) >= 0)
-		sl->error = -EBADMSG;
+	/* Checked once per read, never per use: a damaged record fails the
+	 * request that needs it (the error names the shard) instead of
+	 * turning its logits into NaN. First its CRC-32C (format 2,
+	 * expert_store_verify.c); a record that matches is the bytes convert
+	 * wrote, whose quantizers refuse non-finite weights, so its scales
+	 * need no second pass (f32 records, copied as the source had them,
+	 * keep it). Without a checksum, or when it fails (for the more
+	 * precise message), the scales are checked. */
+	if (!sl->error) {
+		int crc = store_verify_record(s, si);
+		if ((crc <= 0 || s->c->expert_qtype == COLI_Q_F32) && s->c->check_experts &&
+		    coli_container_check_expert(s->c, sl->buf) >= 0)
+			sl->error = -EBADMSG;
+		else if (crc < 0)
+			sl->error = crc;
+	}
 	if (sl->error) {
 		/* A failed prefetch is forgotten; a failed demand read is
 		 * reported by the acquire that holds it. */
@@ -460,16 +471,23 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 		int code = rc < 0 ? rc : s->slots[got[bad]].error ? s->slots[got[bad]].error : -EIO;
 		int layer_bad = layer, e_bad = bad >= 0 ? experts[bad] : -1;
 		unpin_call(s, got, n);
+		/* A failed read is never cached, whoever else holds it (the
+		 * visit's expert_store_request does): the next use reads it
+		 * again, so a transient failure does not stick. */
 		for (int i = 0; i < n; i++)
-			if (s->slots[got[i]].error && !s->slots[got[i]].pins && !s->slots[got[i]].pending)
+			if (s->slots[got[i]].error && !s->slots[got[i]].pending)
 				slot_clear(s, got[i]);
 		store_update_resident(s);
-		return coli_err_set(err, code, "expert store: reading layer %d expert %d from %s: %s",
-				    layer_bad, e_bad, s->c->expert_shard_paths[layer],
-				    code != -EBADMSG ? strerror(-code) : s->c->expert_qtype == COLI_Q_F32
-				    ? "a value is NaN or Inf (damaged file; coli doctor --verify compares "
-				      "the sha256)" : "a scale is NaN, Inf or negative (damaged file; coli "
-				      "doctor --verify compares the sha256)");
+		const char *why = code == STORE_ECHECKSUM
+			? "the record fails its CRC-32C (damaged file or a bad read; not cached, read "
+			  "again when next needed)"
+			: code != -EBADMSG ? strerror(-code) : s->c->expert_qtype == COLI_Q_F32
+			? "a value is NaN or Inf (damaged file; coli doctor --verify compares the sha256)"
+			: "a scale is NaN, Inf or negative (damaged file; coli doctor --verify compares "
+			  "the sha256)";
+		return coli_err_set(err, code == STORE_ECHECKSUM ? -EBADMSG : code,
+				    "expert store: reading layer %d expert %d from %s: %s", layer_bad, e_bad,
+				    s->c->expert_shard_paths[layer], why);
 	}
 	store_update_resident(s);
 	return 0;
@@ -493,8 +511,13 @@ void expert_store_release(expert_store *s, int layer)
 	if (s->visit_layer == layer)
 		s->visit_layer = -1;
 	for (int i = 0; i < s->n_slots; i++)
-		if (s->slots[i].layer == layer)
+		if (s->slots[i].layer == layer) {
 			s->slots[i].pins = 0;
+			/* a failed read the visit requested but never acquired
+			 * (an earlier acquire failed): forget it too */
+			if (s->slots[i].error && !s->slots[i].pending)
+				slot_clear(s, i);
+		}
 	warm_topup(s);
 }
 
@@ -883,6 +906,7 @@ void expert_store_free(expert_store *s)
 	free(s->hot_set);
 	free(s->rows_of);
 	free(s->warm_ids);
+	free(s->crc_reported);
 	free(s->layer_visit);
 	store_policy_free(&s->policy);
 	expert_stats_free(s->stats);

@@ -66,6 +66,9 @@ typedef struct expert_store_opts {
 	int64_t dense_dropped;   /* dense page cache dropped after loading
 	                          * (set by coli_model_open; shown) */
 	int verify_mirrors;      /* 1 = sha256 every mirror shard at open (slow) */
+	int no_checksums;        /* 1 = do not check records read from disk
+	                          * against the manifest's CRC-32C
+	                          * (--no-verify-checksums; benchmarks) */
 	double mirror_weights[1 + EXPERT_STORE_MAX_MIRRORS]; /* [0] primary, then
 	                          * each mirror; 0 = equal shares */
 	/* storage for flags parsed by expert_store_opts_parse_flag / _env */
@@ -155,6 +158,8 @@ int expert_store_poll(expert_store *s);
  *   --mirror DIR          (COLI_MODEL_MIRROR, colon-separated), repeatable
  *   --mirror-weights W0,W1,...  primary first (COLI_MIRROR_WEIGHTS)
  *   --verify-mirrors      sha256 each mirror shard at open (slow)
+ *   --no-verify-checksums / --verify-checksums (COLI_VERIFY_CHECKSUMS=0|1)
+ *                         CRC-32C of records read and tensors loaded
  *   --cache-policy lru|lfu-decay (COLI_CACHE_POLICY)
  * `flag` may be given as "--name" or "--name=value". Returns the number of
  * argv words consumed from `value` (0 or 1), -ENOENT when the flag is not a

@@ -10,6 +10,7 @@
 #ifndef COLI_EXPERT_STORE_INT_H
 #define COLI_EXPERT_STORE_INT_H
 
+#include <errno.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -105,6 +106,7 @@ typedef struct store_io {
 	uint32_t len, done;   /* stripe length, bytes already read */
 	uint32_t buf_off;     /* stripe offset inside the record */
 	uint32_t tried;       /* bit d: drive d already failed this stripe */
+	int fd;               /* the file descriptor it was issued on */
 	int next_free;
 } store_io;
 
@@ -175,6 +177,10 @@ struct expert_store {
 	expert_stats *stats;
 	int64_t n_res_hot, n_res_cached, n_res_inflight;
 	uint64_t fault_eio, fault_short, fault_eagain, fault_mirror, fault_count, mirror_count;
+	/* expert_store_verify.c: [layer * n_experts + e] 1 while that record's
+	 * checksum failure has been reported (allocated at the first one) */
+	uint8_t *crc_reported;
+	uint64_t fault_flip;        /* COLI_FAULT_READ_FLIP: completion to damage */
 };
 
 /* expert_store_io.c */
@@ -187,8 +193,20 @@ int store_io_submit(expert_store *s);
 /* Reap completions: wait for at least one when `wait` and some are in
  * flight. Returns the number reaped or a negative errno. */
 int store_io_reap(expert_store *s, int wait);
+/* After a failed read of layer's shard on the primary: if its path now
+ * names another file (a shard restored by a rename), reopen it so that
+ * reads see that file, with one warning, and return 1 (the failed stripe
+ * is read again from it); else 0. Engine thread, error path only. */
+int store_io_refresh(expert_store *s, int layer);
 /* Called by the reaper when a slot's last stripe landed. */
 void store_slot_loaded(expert_store *s, int si);
+
+/* expert_store_verify.c: a record that landed in slot si against the
+ * manifest's CRC-32C: 1 when it matches, 0 when there is nothing to check
+ * (format 1, --no-verify-checksums). A mismatch is counted, logged once
+ * and returns STORE_ECHECKSUM, which acquire reports as -EBADMSG. */
+#define STORE_ECHECKSUM (-EILSEQ)
+int store_verify_record(expert_store *s, int si);
 
 /* expert_store_heat.c */
 int store_heat_init(expert_store *s, coli_err *err);

@@ -15,7 +15,10 @@
  *   error/EOF on a mirror   the mirror is disabled with one warning and the
  *                           stripe is read again from the primary;
  *   error on the primary    retried on a mirror holding the shard (with a
- *                           warning), else the slot fails with that errno.
+ *                           warning), else the slot fails with that errno;
+ *                           and if the shard's path now names another file
+ *                           (restored by a rename), later reads use it
+ *                           (store_io_refresh; also after a CRC mismatch).
  * Mirrors are opened read-only; nothing ever writes to them.
  *
  * Mirror validation: at open each mirror shard must exist with the size the
@@ -32,6 +35,8 @@
  *   COLI_FAULT_SHORT_READ=N   completion N returns half its length
  *   COLI_FAULT_READ_EAGAIN=N  completion N returns -EAGAIN
  *   COLI_FAULT_MIRROR_EIO=N   the Nth completion from a mirror fails
+ *   COLI_FAULT_READ_FLIP=N    completion N lands with one bit flipped (a
+ *                             read damaged on its way: the file is sound)
  *   COLI_FAULT_NO_DIRECT=1    O_DIRECT refused at open (buffered fallback) */
 #include "config.h"
 
@@ -228,6 +233,7 @@ int store_io_open(expert_store *s, coli_err *err)
 	s->fault_short = env_u64("COLI_FAULT_SHORT_READ");
 	s->fault_eagain = env_u64("COLI_FAULT_READ_EAGAIN");
 	s->fault_mirror = env_u64("COLI_FAULT_MIRROR_EIO");
+	s->fault_flip = env_u64("COLI_FAULT_READ_FLIP");
 #endif
 	return 0;
 }
@@ -300,6 +306,7 @@ static int io_issue(expert_store *s, int ii)
 	if (io->direct && ((off | rest | io->done) & 4095))
 		io->direct = 0; /* unaligned remainder of a short read */
 	int fd = io->direct ? dr->fd_direct[io->layer] : dr->fd_buffered[io->layer];
+	io->fd = fd;
 	struct io_uring_sqe *sqe = get_sqe(s);
 	if (!sqe)
 		return -EBUSY;
@@ -358,6 +365,8 @@ static int fault_apply(expert_store *s, int res, const store_io *io)
 		return -EIO;
 	if (s->fault_eagain && n == s->fault_eagain)
 		return -EAGAIN;
+	if (s->fault_flip && n == s->fault_flip && res > 0)
+		s->slots[io->slot].buf[io->buf_off + io->done + (uint32_t)res / 2] ^= 0x10;
 	if (s->fault_short && n == s->fault_short && res > 1) {
 		int half = res / 2;
 		if (half >= 4096)
@@ -379,6 +388,31 @@ static void mirror_disable(expert_store *s, int d, int res)
 	expert_stats_set_drive(s->stats, d, NULL, 0);
 	coli_warn("expert store: mirror %s disabled after a read error (%s); reading from the primary",
 		  s->drives[d].dir, res < 0 ? strerror(-res) : "unexpected end of file");
+}
+
+int store_io_refresh(expert_store *s, int layer)
+{
+	store_drive *dr = &s->drives[0];
+	const char *path = s->c->expert_shard_paths[layer];
+	struct stat now, old;
+	if (!dr->fd_buffered || dr->fd_buffered[layer] < 0 || stat(path, &now) ||
+	    fstat(dr->fd_buffered[layer], &old) || (now.st_ino == old.st_ino && now.st_dev == old.st_dev))
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	/* reads in flight hold their own reference to the old file */
+	close(dr->fd_buffered[layer]);
+	dr->fd_buffered[layer] = fd;
+	if (dr->fd_direct[layer] >= 0) {
+		/* opened before the old one closes, so its number differs:
+		 * io_complete tells a stripe read from the old file by it */
+		int dfd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+		close(dr->fd_direct[layer]);
+		dr->fd_direct[layer] = dfd;
+	}
+	coli_warn("expert store: %s was replaced by another file; reading that one from now on", path);
+	return 1;
 }
 
 static int io_complete(expert_store *s, int ii, int res)
@@ -409,6 +443,13 @@ static int io_complete(expert_store *s, int ii, int res)
 			io->direct = can_direct(s, 0, io->layer);
 			return io_issue(s, ii);
 		}
+	} else if (store_io_refresh(s, io->layer) ||
+		   (io->fd != s->drives[0].fd_buffered[io->layer] && io->fd != s->drives[0].fd_direct[io->layer])) {
+		/* read the whole stripe again, from the file now there (this
+		 * stripe, or one issued before the reopen, read the old one) */
+		io->done = 0;
+		io->direct = can_direct(s, 0, io->layer);
+		return io_issue(s, ii);
 	} else {
 		/* The primary failed: a mirror holding this shard may still
 		 * have the bytes (the primary is never disabled). */

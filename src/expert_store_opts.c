@@ -231,11 +231,14 @@ int expert_store_opts_parse_flag(expert_store_opts *o, const char *flag,
 	}
 	/* Switches take no value. */
 	if (!strcmp(name, "--no-prefetch") || !strcmp(name, "--prefetch") ||
-	    !strcmp(name, "--direct") || !strcmp(name, "--no-direct") || !strcmp(name, "--verify-mirrors")) {
+	    !strcmp(name, "--direct") || !strcmp(name, "--no-direct") || !strcmp(name, "--verify-mirrors") ||
+	    !strcmp(name, "--verify-checksums") || !strcmp(name, "--no-verify-checksums")) {
 		if (eq)
 			return coli_err_set(err, -EINVAL, "%s takes no value", name);
 		if (!strcmp(name, "--verify-mirrors"))
 			o->verify_mirrors = 1;
+		else if (!strcmp(name, "--verify-checksums") || !strcmp(name, "--no-verify-checksums"))
+			o->no_checksums = !strcmp(name, "--no-verify-checksums");
 		else if (!strcmp(name, "--no-prefetch"))
 			o->prefetch = 0;
 		else if (!strcmp(name, "--prefetch"))
@@ -284,6 +287,12 @@ int expert_store_opts_from_env(expert_store_opts *o, coli_err *err)
 			o->direct = -1;
 		else if (parse_bool_env(v, &o->direct))
 			return coli_err_set(err, -EINVAL, "COLI_DIRECT: '%s' is not 0, 1 or auto", v);
+	}
+	if ((v = getenv("COLI_VERIFY_CHECKSUMS")) && *v) {
+		int on;
+		if (parse_bool_env(v, &on))
+			return coli_err_set(err, -EINVAL, "COLI_VERIFY_CHECKSUMS: '%s' is not 0 or 1", v);
+		o->no_checksums = !on;
 	}
 	if ((v = getenv("COLI_CACHE_POLICY")) && *v && parse_policy(v, &o->policy))
 		return coli_err_set(err, -EINVAL, "COLI_CACHE_POLICY: '%s' is not lfu-next, lfu-decay, lru or auto", v);

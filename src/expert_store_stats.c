@@ -57,6 +57,7 @@ struct expert_stats {
 	_Atomic uint64_t loaded;
 	_Atomic uint64_t wait_ns;
 	_Atomic uint64_t busy_ns;
+	_Atomic uint64_t checksum_errors, checksum_records;
 	_Atomic int64_t res_pinned, res_cached, res_inflight;
 	_Atomic int64_t budget_pin, budget_cache, budget_scratch, record_size;
 	_Atomic int direct;
@@ -251,6 +252,13 @@ void expert_stats_note_drive_error(expert_stats *st, int d)
 		atomic_fetch_add_explicit(&st->drives[d].errors, 1, RLX);
 }
 
+void expert_stats_note_checksum(expert_stats *st, int ok)
+{
+	atomic_fetch_add_explicit(&st->checksum_records, 1, RLX);
+	if (!ok)
+		atomic_fetch_add_explicit(&st->checksum_errors, 1, RLX);
+}
+
 void expert_stats_note_loaded(expert_stats *st, uint64_t records)
 {
 	atomic_fetch_add_explicit(&st->loaded, records, RLX);
@@ -347,6 +355,8 @@ void expert_stats_snapshot(const expert_stats *cst, expert_stats_summary *o)
 	o->direct = atomic_load_explicit(&st->direct, RLX);
 	o->wait_seconds = (double)atomic_load_explicit(&st->wait_ns, RLX) / 1e9;
 	o->busy_seconds = (double)atomic_load_explicit(&st->busy_ns, RLX) / 1e9;
+	o->checksum_errors = atomic_load_explicit(&st->checksum_errors, RLX);
+	o->checksum_records = atomic_load_explicit(&st->checksum_records, RLX);
 	o->n_drives = st->n_drives;
 	for (int d = 0; d < st->n_drives; d++) {
 		drive_rec *dr = &st->drives[d];

@@ -68,6 +68,9 @@ typedef struct expert_stats_summary {
 	uint64_t bytes_read;           /* all drives */
 	int n_drives;
 	expert_stats_drive drives[EXPERT_STATS_MAX_DRIVES];
+	/* CRC-32C of records read from disk (format version 2): records
+	 * verified, and those that failed (not cached, read again next use) */
+	uint64_t checksum_records, checksum_errors;
 } expert_stats_summary;
 
 typedef struct expert_stats_layer {
@@ -114,6 +117,8 @@ void expert_stats_note_rows(expert_stats *st, int ram_rows, int rows);
 void expert_stats_note_read(expert_stats *st, int drive, uint64_t bytes);
 void expert_stats_note_drive_error(expert_stats *st, int drive);
 void expert_stats_note_loaded(expert_stats *st, uint64_t records);
+/* One record read from disk checked against its CRC-32C (ok = 1: matched). */
+void expert_stats_note_checksum(expert_stats *st, int ok);
 void expert_stats_note_wait(expert_stats *st, double seconds);
 void expert_stats_note_busy(expert_stats *st, double seconds);
 void expert_stats_note_routing(expert_stats *st, int layer, const int *experts,

@@ -123,6 +123,7 @@ int coli_model_open(const char *dir, const coli_model_opts *o, coli_model **out,
 		return coli_err_set(err, -ENOMEM, "out of memory");
 	coli_container_opts copts = { 0 };
 	copts.load_mtp = o->mtp;
+	copts.no_checksums = o->store.no_checksums; /* one switch for tensors and records */
 	/* an automatic expert budget inside a memory cgroup: the dense files'
 	 * page cache is charged to the group, drop it (the budget's room then
 	 * no longer depends on how much of it the kernel counts inactive) */

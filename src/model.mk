@@ -12,8 +12,8 @@ libcoli_a_SOURCES += \
 	src/model_hf_config.c src/model_hf_config_write.c src/model_hf_config.h
 
 # Damaged and inconsistent containers (issue 20, items 8-9).
-TESTS += tests/model_damage.sh
-EXTRA_DIST += tests/model_damage.sh tests/damage_container.py
+TESTS += tests/model_damage.sh tests/model_checksums.sh
+EXTRA_DIST += tests/model_damage.sh tests/damage_container.py tests/model_checksums.sh
 
 # The embedded default model (data/default-model, trained by tools/train)
 # and `coli perplexity`, the engine-side quality check of a model.

@@ -22,6 +22,7 @@
 #include "model_hf_config.h"
 #include "model_manifest.h"
 #include "model_dir.h"
+#include "util_crc32c.h"
 #include "util_sha256.h"
 
 typedef struct cfile {
@@ -179,9 +180,18 @@ static int parse_tensors(coli_container *c, cpriv *p, const coli_container_opts 
 			return coli_err_set(err, -EINVAL, "%s: bytes [%lld, %lld) beyond %s (%llu bytes)",
 					    w, (long long)off, (long long)(off + nbytes), file,
 					    (unsigned long long)p->files[fi].size);
+		uint32_t crc = 0;
+		if (c->version >= 2) {
+			const char *hex;
+			if ((rc = manifest_get_str(v, "crc32c", &hex, w, err)) < 0)
+				return rc;
+			if (manifest_crc_parse(hex, &crc, 1) < 0)
+				return coli_err_set(err, -EINVAL, "%s: crc32c is not 8 lowercase hex digits", w);
+		}
 		if (is_mtp(file) && !o->load_mtp)
 			continue;
 		coli_container_tensor *t = &c->tensors[c->n_tensors];
+		t->crc32c = crc;
 		if (!(t->name = strdup(name)))
 			return coli_err_set(err, -ENOMEM, "out of memory");
 		p->tfile[c->n_tensors] = fi;
@@ -244,6 +254,15 @@ static int load_files(coli_container *c, cpriv *p, const coli_container_opts *o,
 					  ct->qtype == COLI_Q_F32 ? "a value is NaN or Inf (damaged file; coli "
 					  "doctor --verify compares the sha256)" : "a scale is NaN, Inf or "
 					  "negative (damaged file; coli doctor --verify compares the sha256)");
+		/* then the checksum, which also sees damage that leaves every
+		 * scale plausible (a flipped exponent or quant bit) */
+		uint32_t got;
+		if (rc == 0 && ct->data && c->version >= 2 && !o->no_checksums &&
+		    (got = crc32c_update(0, ct->data, ct->nbytes)) != ct->crc32c)
+			rc = coli_err_set(err, -EBADMSG, "%s/%s: tensor %s at offset %llu: CRC-32C %08x, "
+					  "manifest.json says %08x (damaged file; coli doctor --verify "
+					  "compares the sha256)", c->dir, f->rel, ct->name,
+					  (unsigned long long)p->toff[t], (unsigned)got, (unsigned)ct->crc32c);
 	}
 	return rc;
 }
@@ -315,7 +334,10 @@ static int parse_experts(coli_container *c, cpriv *p, const char *where, coli_er
 	c->expert_shard_paths = calloc((size_t)L + 1, sizeof *c->expert_shard_paths);
 	c->expert_shard_sizes = calloc((size_t)L + 1, sizeof *c->expert_shard_sizes);
 	c->expert_shard_sha256 = calloc((size_t)L + 1, sizeof *c->expert_shard_sha256);
-	if (!c->expert_shard_paths || !c->expert_shard_sizes || !c->expert_shard_sha256)
+	if (c->version >= 2)
+		c->expert_crc = calloc((size_t)L + 1, sizeof *c->expert_crc);
+	if (!c->expert_shard_paths || !c->expert_shard_sizes || !c->expert_shard_sha256 ||
+	    (c->version >= 2 && !c->expert_crc))
 		return coli_err_set(err, -ENOMEM, "out of memory");
 	json_array_foreach(shards, i, v) {
 		int64_t layer, count, size;
@@ -339,6 +361,17 @@ static int parse_experts(coli_container *c, cpriv *p, const char *where, coli_er
 		if (fi < 0 || p->files[fi].size != (uint64_t)size || strcmp(p->files[fi].sha256, sha))
 			return coli_err_set(err, -EINVAL, "%s: %s does not match its entry in \"files\"",
 					    ws, file);
+		if (c->version >= 2) {
+			/* one CRC-32C per record, record 0 first */
+			const char *hex;
+			if ((rc = manifest_get_str(v, "record_crc32c", &hex, ws, err)) < 0)
+				return rc;
+			if (!(c->expert_crc[layer] = malloc(((size_t)count + 1) * sizeof(uint32_t))))
+				return coli_err_set(err, -ENOMEM, "out of memory");
+			if (manifest_crc_parse(hex, c->expert_crc[layer], (size_t)count) < 0)
+				return coli_err_set(err, -EINVAL, "%s: record_crc32c must be %lld x 8 lowercase "
+						    "hex digits (one CRC-32C per record)", ws, (long long)count);
+		}
 		if (!(c->expert_shard_paths[layer] = manifest_join(c->dir, file)) ||
 		    !(c->expert_shard_sha256[layer] = strdup(sha)))
 			return coli_err_set(err, -ENOMEM, "out of memory");
@@ -408,12 +441,13 @@ int coli_container_open(const char *dir, const coli_container_opts *opts,
 	}
 	if ((rc = manifest_get_int(p->root, "version", INT64_MIN, INT64_MAX, &version, mpath, err)) < 0)
 		goto fail;
-	if (version != MANIFEST_VERSION) {
+	if (version < MANIFEST_VERSION_MIN || version > MANIFEST_VERSION) {
 		rc = coli_err_set(err, -EPROTONOSUPPORT,
-				  "%s: container version %lld is not supported (this build reads %d)",
-				  mpath, (long long)version, MANIFEST_VERSION);
+				  "%s: container version %lld is not supported (this build reads %d to %d)",
+				  mpath, (long long)version, MANIFEST_VERSION_MIN, MANIFEST_VERSION);
 		goto fail;
 	}
+	c->version = (int)version;
 	if ((rc = manifest_get_obj(p->root, "config", &cfg, mpath, err)) < 0)
 		goto fail;
 	if ((rc = hf_config_from_json(cfg, &c->config, err)) < 0 ||
@@ -480,7 +514,10 @@ void coli_container_free(coli_container *c)
 	for (int l = 0; c->expert_shard_paths && l < c->config.num_hidden_layers; l++) {
 		free(c->expert_shard_paths[l]);
 		free(c->expert_shard_sha256[l]);
+		if (c->expert_crc)
+			free(c->expert_crc[l]);
 	}
+	free(c->expert_crc);
 	free(c->expert_shard_paths);
 	free(c->expert_shard_sizes);
 	free(c->expert_shard_sha256);

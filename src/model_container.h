@@ -1,8 +1,10 @@
 /* model_container.h - read side of the model container that `coli convert` writes.
  *
- *   MODEL_DIR/manifest.json    format "colitop-model", version 1 (see
- *                              colitop-model(5)): config (HF keys), quant of
- *                              each part, tensor index, expert index, files
+ *   MODEL_DIR/manifest.json    format "colitop-model", version 2 (see
+ *                              colitop-model(5); version 1, without the
+ *                              CRC-32C of tensors and records, still
+ *                              reads): config (HF keys), quant of each
+ *                              part, tensor index, expert index, files
  *                              with size + sha256, measured quant error
  *   MODEL_DIR/dense/NAME.bin   resident tensors (embed, attention, norms,
  *                              routers, shared experts, dense FFN, lm_head):
@@ -40,6 +42,7 @@ typedef struct coli_container_tensor {
 	int rows, cols;        /* vectors: rows = length, cols = 1 */
 	const void *data;      /* resident copy (loaded at open) */
 	size_t nbytes;
+	uint32_t crc32c;       /* of the nbytes at data (version 2; else 0) */
 } coli_container_tensor;
 
 typedef struct coli_container {
@@ -74,6 +77,12 @@ typedef struct coli_container {
 	 * scales when it reads one (coli_container_check_expert). Hand-built
 	 * containers of the store tests hold arbitrary bytes and leave it 0. */
 	int check_experts;
+	/* Version 2 (colitop-model(5)): the manifest's CRC-32C of every
+	 * expert record, expert_crc[layer][e] (NULL for dense layers; the
+	 * whole array NULL for version 1 and hand-built containers). The
+	 * expert store verifies each record it reads from disk against it. */
+	int version;                  /* the manifest's format version */
+	uint32_t **expert_crc;
 } coli_container;
 
 typedef struct coli_container_opts {
@@ -84,6 +93,8 @@ typedef struct coli_container_opts {
 	                    * (posix_fadvise DONTNEED): inside a memory cgroup
 	                    * it is charged to the group and competes with the
 	                    * expert cache; outside, it speeds up the next load */
+	int no_checksums;  /* skip the CRC-32C check of resident tensors at
+	                    * load (COLI_VERIFY_CHECKSUMS=0, benchmarks) */
 } coli_container_opts;
 
 /* Open a container: parse + validate the manifest, load resident tensors
@@ -104,6 +115,11 @@ coli_qmat coli_container_expert_part(const coli_container *c, const void *record
 /* The part (COLI_EXPERT_GATE/UP/DOWN) of an expert record whose scales fail
  * coli_quant_check_rows, or -1 when the record is sound. */
 int coli_container_check_expert(const coli_container *c, const void *record);
+/* 1 when the container carries CRC-32C checksums (format version 2). */
+static inline int coli_container_has_checksums(const coli_container *c)
+{
+	return c->version >= 2;
+}
 /* Byte offset of expert `e` inside its layer's shard. */
 static inline uint64_t coli_container_expert_offset(const coli_container *c, int e)
 {

@@ -247,3 +247,26 @@ int manifest_is_sha256_hex(const char *s)
 			return 0;
 	return 1;
 }
+
+void manifest_crc_hex(uint32_t crc, char *hex)
+{
+	snprintf(hex, 9, "%08x", (unsigned)crc);
+}
+
+int manifest_crc_parse(const char *s, uint32_t *out, size_t n)
+{
+	if (!s || strlen(s) != 8 * n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t v = 0;
+		for (int k = 0; k < 8; k++) {
+			char ch = s[8 * i + (size_t)k];
+			int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+			if (d < 0)
+				return -EINVAL;
+			v = v << 4 | (uint32_t)d;
+		}
+		out[i] = v;
+	}
+	return 0;
+}

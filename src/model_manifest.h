@@ -16,7 +16,11 @@
 #include "coli_err.h"
 
 #define MANIFEST_FORMAT "colitop-model"
-#define MANIFEST_VERSION 1
+/* Version 2 added the CRC-32C of every resident tensor and expert record
+ * (colitop-model(5)); readers accept versions MANIFEST_VERSION_MIN up to
+ * MANIFEST_VERSION, writers write MANIFEST_VERSION. */
+#define MANIFEST_VERSION 2
+#define MANIFEST_VERSION_MIN 1
 
 /* Read a whole file into a NUL-terminated malloc'd buffer. */
 int manifest_read_file(const char *path, char **data, size_t *len, coli_err *err);
@@ -45,6 +49,13 @@ int manifest_path_safe(const char *rel);
 
 /* Join dir + "/" + rel into a malloc'd string (NULL on ENOMEM). */
 char *manifest_join(const char *dir, const char *rel);
+
+/* CRC-32C as the manifest spells it: 8 lowercase hex digits, most
+ * significant first (printf "%08x"). hex must hold 9 bytes. */
+void manifest_crc_hex(uint32_t crc, char *hex);
+/* Parse n such values written back to back (8 n hex digits, nothing else);
+ * 0, or -EINVAL when s is not exactly that. */
+int manifest_crc_parse(const char *s, uint32_t *out, size_t n);
 
 /* Lowercase 64-hex-digit check. */
 int manifest_is_sha256_hex(const char *s);

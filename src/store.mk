@@ -6,12 +6,18 @@ libcoli_a_SOURCES += \
 	src/expert_store.h src/expert_store_int.h \
 	src/expert_store.c src/expert_store_io.c src/expert_store_policy.c \
 	src/expert_store_heat.c src/expert_store_heat_writer.c src/expert_store_opts.c \
-	src/expert_store_budget.c src/expert_store_budget.h
+	src/expert_store_budget.c src/expert_store_budget.h src/expert_store_verify.c
 
 check_PROGRAMS += tests/store_read
 tests_store_read_SOURCES = tests/store_read.c tests/store_test.h
 tests_store_read_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/store_read
+
+# CRC-32C of records read, and failed reads that never stick
+check_PROGRAMS += tests/store_checksum
+tests_store_checksum_SOURCES = tests/store_checksum.c tests/store_test.h
+tests_store_checksum_LDADD = libcoli.a $(COLI_LIBS)
+TESTS += tests/store_checksum
 
 check_PROGRAMS += tests/store_heat tests/store_size
 tests_store_heat_SOURCES = tests/store_heat.c tests/store_test.h

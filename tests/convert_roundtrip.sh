@@ -47,7 +47,7 @@ grep -q '"embed": "int4-g64"' "$T/l-e4/manifest.json" || fail "--embed-quant not
 import hashlib, json, os, sys
 d = sys.argv[1]
 m = json.load(open(os.path.join(d, "manifest.json")))
-assert m["format"] == "colitop-model" and m["version"] == 1
+assert m["format"] == "colitop-model" and m["version"] == 2
 q = m["quant"]
 assert (q["dense"], q["experts"], q["embed"], q["lm_head"], q["mtp"], q["norms"]) == \
     ("int4-g64", "int4-g64", "int8", "int8", "int8", "f32"), q
@@ -131,7 +131,7 @@ json.dump(m, open(p, 'w'))
 	[ $rc = 1 ] || fail "$1: coli info exit $rc, want 1"
 	grep -q "$3" "$T/err" || fail "$1: message '$(cat "$T/err")' lacks '$3'"
 }
-bad version 'm["version"] = 2' "version 2 is not supported"
+bad version 'm["version"] = 3' "version 3 is not supported"
 bad format 'm["format"] = "gguf"' 'format "gguf"'
 bad offset 'm["tensors"][3]["offset"] = 1 << 40' "${NOTHING:-beyond}"
 bad nbytes 'm["tensors"][0]["nbytes"] += 1' "nbytes"

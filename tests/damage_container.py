@@ -8,6 +8,10 @@ one way (for tests/model_damage.sh). Prints what the damage touched as
   random FILE       the file overwritten with random bytes (same size)
   nan-expert LAYER  every record of the layer's shard gets a NaN scale in
                     its down part (an f32 container: a NaN value)
+  flip-f32 TENSOR   the lowest exponent bit of element 1 of an f32 tensor
+                    flipped (a finite value: only the CRC-32C sees it)
+  strip-checksums   the CRC-32C keys removed and version 1: a container
+                    written before checksums existed
   empty-vocab, bad-bos  tokenizer damage; the manifest's size and sha256 of
                     the tokenizer files follow, so only content checks can
                     catch it."""
@@ -47,6 +51,20 @@ elif kind in ("nan-int4", "inf-int8", "nan-f32"):
     else:
         poke(t["file"], t["offset"] + 4, struct.pack("<f", float("nan")))
     print(t["file"], t["name"])
+elif kind == "flip-f32":
+    t = tensor(arg)
+    with open(os.path.join(dst, t["file"]), "r+b") as f:
+        f.seek(t["offset"] + 4 + 2)
+        b = f.read(1)
+        f.seek(t["offset"] + 4 + 2)
+        f.write(bytes([b[0] ^ 0x80]))
+    print(t["file"], t["name"])
+elif kind == "strip-checksums":
+    m["version"] = 1
+    for t in m["tensors"]:
+        del t["crc32c"]
+    for sh in m["experts"]["shards"]:
+        del sh["record_crc32c"]
 elif kind == "random":
     n = os.path.getsize(os.path.join(dst, arg))
     poke(arg, 0, os.urandom(n))
