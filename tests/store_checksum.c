@@ -16,7 +16,7 @@
 #include "config.h"
 
 #include "coli_log.h"
-#include "expert_stats.h"
+#include "expert_store_stats.h"
 #include "expert_store.h"
 #include "store_test.h"
 #include "util_crc32c.h"
