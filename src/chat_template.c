@@ -588,8 +588,12 @@ int coli_chat_template_detect(const coli_tokenizer *t, const char *model_type,
 		/* the checkpoint's own template, as Hugging Face renders it */
 		if (coli_chat_jinja_check(tx, err) < 0)
 			return err->code;
+		const char *tu = coli_tokenizer_chat_template_tool_use(t);
+		if (tu && coli_chat_jinja_check(tu, err) < 0)
+			return err->code;
 		out->family = COLI_CHAT_JINJA;
 		out->jinja = tx;
+		out->jinja_tool_use = tu;
 		return 0;
 	}
 	/* no template in tokenizer_config.json: the model type decides */

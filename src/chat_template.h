@@ -46,6 +46,7 @@ typedef struct coli_chat_template {
 	int enable_thinking;
 	/* COLI_CHAT_JINJA: the template's source (owned by the tokenizer) */
 	const char *jinja;
+	const char *jinja_tool_use;   /* its "tool_use" variant, or NULL */
 	/* chat_template_kwargs as a JSON object text, per request (may be
 	 * NULL): each key becomes a template variable */
 	const char *kwargs_json;

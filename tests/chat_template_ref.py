@@ -6,7 +6,9 @@ builds for apply_chat_template (ImmutableSandboxedEnvironment with
 trim_blocks, lstrip_blocks and loop controls; its tojson, raise_exception
 and strftime_now), with the variables coli gives (see
 src/chat_template_jinja.c). Prints one JSON line per case, as
-tests/chat_jinja_render does: {"text": ...} or {"error": ...}.
+tests/chat_jinja_render does: {"text": ...} or {"error": ...}. Messages are
+given as coli gives them: content "" when absent, tool-call arguments as a
+mapping, or as JSON text where the template fails with a mapping.
 usage: chat_template_ref.py TEMPLATE CASES.json"""
 import json
 import sys
@@ -40,16 +42,21 @@ def environment():
     return env
 
 
-def message(m):
-    out = {"role": m["role"], "content": m.get("content")}
+def message(m, args_text):
+    role = "system" if m["role"] == "developer" else m["role"]
+    out = {"role": role, "content": m.get("content") or ""}
     if m.get("reasoning_content") is not None:
         out["reasoning_content"] = m["reasoning_content"]
     if m.get("tool_calls") is not None:
         calls = json.loads(json.dumps(m["tool_calls"]))
         for c in calls:
             f = c.get("function")
-            if isinstance(f, dict) and isinstance(f.get("arguments"), str):
-                a = f["arguments"]
+            if not isinstance(f, dict) or "arguments" not in f:
+                continue
+            a = f["arguments"]
+            if args_text and not isinstance(a, str):
+                f["arguments"] = json.dumps(a, ensure_ascii=False)
+            elif not args_text and isinstance(a, str):
                 f["arguments"] = json.loads(a) if a else {}
         out["tool_calls"] = calls
     for k in ("tool_call_id", "name"):
@@ -58,10 +65,10 @@ def message(m):
     return out
 
 
-def render(template, case):
+def render_once(template, case, args_text):
     variables = dict(case.get("chat_template_kwargs") or {})
     variables.update({
-        "messages": [message(m) for m in case["messages"]],
+        "messages": [message(m, args_text) for m in case["messages"]],
         "tools": case.get("tools"),
         "documents": None,
         "add_generation_prompt": case.get("add_generation_prompt", True),
@@ -69,10 +76,21 @@ def render(template, case):
     for k in ("bos_token", "eos_token"):
         if case.get(k):
             variables[k] = case[k]
+    return template.render(**variables)
+
+
+def render(template, case):
+    """Arguments as a mapping; a template that fails with them is given
+    the JSON text instead (what coli does, see src/chat_template_jinja.c)."""
     try:
-        return {"text": template.render(**variables)}
+        return {"text": render_once(template, case, False)}
     except Exception as e:  # the template's own errors are compared as errors
-        return {"error": str(e)}
+        if not any(m.get("tool_calls") for m in case["messages"]):
+            return {"error": str(e)}
+        try:
+            return {"text": render_once(template, case, True)}
+        except Exception:
+            return {"error": str(e)}
 
 
 def main():
