@@ -17,8 +17,8 @@ tests_chat_jinja_test_SOURCES = tests/chat_jinja_test.c
 tests_chat_jinja_test_LDADD = libcoli.a $(COLI_LIBS)
 tests_chat_jinja_render_SOURCES = tests/chat_jinja_render.c
 tests_chat_jinja_render_LDADD = libcoli.a $(COLI_LIBS)
-TESTS += tests/chat_jinja_test tests/chat_template_conformance.sh
-EXTRA_DIST += tests/chat_template_conformance.sh tests/chat_template_ref.py \
+TESTS += tests/chat_jinja_test tests/chat_template_conformance.sh tests/chat_template_server.sh
+EXTRA_DIST += tests/chat_template_conformance.sh tests/chat_template_ref.py tests/chat_template_server.sh \
 	tests/templates/README.md tests/templates/conversations.json \
 	tests/templates/deepseek-ai-DeepSeek-V3.1.jinja tests/templates/DeepSeek-V3.2.jinja \
 	tests/templates/moonshotai-Kimi-K2.jinja tests/templates/moonshotai-Kimi-K2-Thinking.jinja \
