@@ -377,7 +377,24 @@ static jj_node *filter_expr(parser *P, jj_node *x)
 	return x;
 }
 
+int jjp_enter(parser *P)
+{
+	if (++P->depth <= JJP_MAX_DEPTH)
+		return 0;
+	jjp_fail(P, "nested too deep");
+	return -1;
+}
+
+static jj_node *unary_in(parser *P, int with_filter);
+
 static jj_node *unary(parser *P, int with_filter)
+{
+	jj_node *x = jjp_enter(P) ? NULL : unary_in(P, with_filter);
+	P->depth--;
+	return x;
+}
+
+static jj_node *unary_in(parser *P, int with_filter)
 {
 	jj_node *x;
 	if (jjp_is_op(P, "-") || jjp_is_op(P, "+")) {
@@ -460,11 +477,14 @@ static jj_node *compare(parser *P)
 
 static jj_node *not_expr(parser *P)
 {
-	if (jjp_is_name(P, "not")) {
+	while (jjp_is_name(P, "not")) {
 		P->i++;
 		jj_node *x = jjp_node(P, JN_NOT);
-		if (!x || !(x->a = not_expr(P)))
+		if (!x || jjp_enter(P) || !(x->a = not_expr(P))) {
+			P->depth--;
 			return NULL;
+		}
+		P->depth--;
 		return x;
 	}
 	return compare(P);
@@ -489,7 +509,16 @@ jj_node *jjp_or_expr(parser *P)
 	return logic(P, 1);
 }
 
+static jj_node *expr_in(parser *P);
+
 jj_node *jjp_expr(parser *P)
+{
+	jj_node *x = jjp_enter(P) ? NULL : expr_in(P);
+	P->depth--;
+	return x;
+}
+
+static jj_node *expr_in(parser *P)
 {
 	jj_node *x = jjp_or_expr(P);
 	while (x && jjp_is_name(P, "if")) {

@@ -12,7 +12,10 @@ typedef struct parser {
 	size_t n, i;
 	coli_err *err;
 	int failed;
+	int depth;         /* nesting: a hostile template cannot exhaust the stack */
 } parser;
+
+#define JJP_MAX_DEPTH 200
 
 jj_node *jjp_node(parser *P, int kind);
 int jjp_list_add(jj_list *l, jj_node *x);
@@ -30,5 +33,7 @@ jj_node *jjp_postfix(parser *P, jj_node *x);
 int jjp_dotted_name(parser *P, jj_node *x);
 int jjp_call_args(parser *P, jj_node *x);
 jj_node *jjp_constant(parser *P, json_t *v);
+/* enter a nested construct (0), or fail when nested too deep (-1) */
+int jjp_enter(parser *P);
 
 #endif

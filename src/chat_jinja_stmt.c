@@ -243,7 +243,16 @@ static jj_node *statement(parser *P)
 	return jjp_fail(P, "unknown or misplaced statement");
 }
 
+static jj_node *body_in(parser *P, const char *const *stops);
+
 static jj_node *body(parser *P, const char *const *stops)
+{
+	jj_node *b = jjp_enter(P) ? NULL : body_in(P, stops);
+	P->depth--;
+	return b;
+}
+
+static jj_node *body_in(parser *P, const char *const *stops)
 {
 	jj_node *b = jjp_node(P, JN_BODY);
 	if (!b)

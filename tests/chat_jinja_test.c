@@ -158,5 +158,28 @@ int main(int argc, char **argv)
 		chat_jinja_free(t);
 		json_decref(vars);
 	}
+	/* nesting a parser would recurse on is refused, not a stack overflow */
+	static const char *const opens[] = { "(", "not ", "-", "[", "{% if 1 %}" };
+	static const char *const closes[] = { ")", "", "", "]", "" };
+	for (size_t k = 0; k < sizeof opens / sizeof opens[0]; k++) {
+		size_t n = 100000, l = strlen(opens[k]), m = strlen(closes[k]);
+		int is_expr = opens[k][0] != '{';
+		char *src = malloc(n * (l + m) + 16);
+		REQUIRE(src);
+		strcpy(src, is_expr ? "{{ " : "");
+		size_t at = strlen(src);
+		for (size_t i = 0; i < n; i++, at += l)
+			memcpy(src + at, opens[k], l);
+		src[at++] = is_expr ? '1' : 'x';
+		for (size_t i = 0; i < n; i++, at += m)
+			memcpy(src + at, closes[k], m);
+		strcpy(src + at, is_expr ? " }}" : "");
+		coli_err err = { 0 };
+		chat_jinja *t = NULL;
+		CHECK(chat_jinja_parse(src, &t, &err) < 0 && strstr(err.msg, "nested too deep"), "deep %s: %s",
+		      opens[k], err.msg);
+		chat_jinja_free(t);
+		free(src);
+	}
 	return test_summary(argv[0]);
 }
