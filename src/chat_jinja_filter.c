@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "chat_jinja.h"
 
@@ -355,6 +356,21 @@ int jj_filter(jj_ctx *c, const char *name, jv v, jv *args, int na, char **kwn, j
 		free(b.p);
 		return rc;
 	}
+	if (!strcmp(name, "dictsort")) {
+		/* by key, case-insensitively as Jinja's default */
+		if (!(v.k == JV_JSON && json_is_object(v.j)))
+			return jj_err(c, line, "dictsort needs a mapping");
+		json_t *l = json_array();
+		const char *k;
+		json_t *x;
+		json_object_foreach(v.j, k, x) {
+			size_t at = json_array_size(l);
+			while (at > 0 && strcasecmp(json_string_value(json_array_get(json_array_get(l, at - 1), 0)), k) > 0)
+				at--;
+			json_array_insert_new(l, at, json_pack("[sO]", k, x));
+		}
+		return keep(c, l, out);
+	}
 	if (!strcmp(name, "items")) {
 		json_t *l = json_array();
 		if (v.k == JV_JSON && json_is_object(v.j)) {
@@ -436,6 +452,16 @@ int jj_filter(jj_ctx *c, const char *name, jv v, jv *args, int na, char **kwn, j
 		int rc = keep(c, json_stringn(b.p ? b.p : "", b.n), out);
 		free(b.p);
 		return rc;
+	}
+	if (!strcmp(name, "format")) {
+		/* "%s, %s" | format(a, b): Python's % with the arguments */
+		json_t *l = jj_keep(c, json_array());
+		for (int i = 0; l && i < na; i++)
+			if (args[i].k == JV_JSON)
+				json_array_append(l, args[i].j);
+		if (!l || text_of(c, v, &s))
+			return -1;
+		return jj_format_percent(c, s, jv_json(l), out, line);
 	}
 	if (!strcmp(name, "wordcount")) {
 		if (text_of(c, v, &s))

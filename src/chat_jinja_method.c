@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <utf8proc.h>
 
 #include "chat_jinja.h"
 
@@ -144,29 +145,42 @@ static int split(jj_ctx *c, jv self, jv sep, jv maxsplit, int from_right, jv *ou
 	return keep(c, l, out);
 }
 
+/* lower/upper/title/capitalize with Unicode's simple case mappings
+ * (utf8proc; Python's full mappings differ for a few letters such as ß) */
 static int case_map(jj_ctx *c, jv self, int mode, jv *out)
 {
-	const char *p = json_string_value(self.j);
-	size_t n = json_string_length(self.j);
-	char *q = malloc(n + 1);
-	if (!q)
-		return jj_err(c, 0, "out of memory");
-	int word_start = 1;
-	for (size_t i = 0; i < n; i++) {
-		char ch = p[i];
-		int up = mode == 'U' || ((mode == 'T' || mode == 'C') && word_start);
-		if (mode == 'C' && i > 0)
-			up = 0;
-		if (up && ch >= 'a' && ch <= 'z')
-			ch = (char)(ch - 32);
-		else if (!up && ch >= 'A' && ch <= 'Z')
-			ch = (char)(ch + 32);
-		q[i] = ch;
-		int alpha = (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') || ((unsigned char)p[i] >= 0x80);
-		word_start = !alpha;
+	const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)json_string_value(self.j);
+	utf8proc_ssize_t n = (utf8proc_ssize_t)json_string_length(self.j);
+	jj_buf b = { 0 };
+	int prev_cased = 0, first = 1;
+	for (utf8proc_ssize_t i = 0; i < n;) {
+		utf8proc_int32_t cp;
+		utf8proc_ssize_t l = utf8proc_iterate(p + i, n - i, &cp);
+		if (l <= 0) {
+			jj_buf_add(&b, (const char *)p + i, 1);
+			i++;
+			continue;
+		}
+		utf8proc_category_t cat = utf8proc_category(cp);
+		int cased = cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL || cat == UTF8PROC_CATEGORY_LT;
+		utf8proc_int32_t m;
+		if (mode == 'L')
+			m = utf8proc_tolower(cp);
+		else if (mode == 'U')
+			m = utf8proc_toupper(cp);
+		else if (mode == 'T')
+			m = prev_cased ? utf8proc_tolower(cp) : utf8proc_totitle(cp);
+		else
+			m = first ? utf8proc_totitle(cp) : utf8proc_tolower(cp);
+		utf8proc_uint8_t enc[4];
+		utf8proc_ssize_t k = utf8proc_encode_char(m, enc);
+		jj_buf_add(&b, (const char *)enc, (size_t)k);
+		prev_cased = cased;
+		first = 0;
+		i += l;
 	}
-	int rc = str_out(c, q, n, out);
-	free(q);
+	int rc = b.oom ? jj_err(c, 0, "out of memory") : str_out(c, b.p ? b.p : "", b.n, out);
+	free(b.p);
 	return rc;
 }
 
