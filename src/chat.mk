@@ -19,6 +19,7 @@ tests_chat_jinja_render_SOURCES = tests/chat_jinja_render.c
 tests_chat_jinja_render_LDADD = libcoli.a $(COLI_LIBS)
 TESTS += tests/chat_jinja_test tests/chat_template_conformance.sh tests/chat_template_server.sh
 EXTRA_DIST += tests/chat_template_conformance.sh tests/chat_template_ref.py tests/chat_template_server.sh \
+	tests/chat_jinja_diff.py tests/templates/expressions.txt \
 	tests/templates/README.md tests/templates/conversations.json \
 	tests/templates/deepseek-ai-DeepSeek-V3.1.jinja tests/templates/DeepSeek-V3.2.jinja \
 	tests/templates/moonshotai-Kimi-K2.jinja tests/templates/moonshotai-Kimi-K2-Thinking.jinja \

@@ -5,8 +5,9 @@
 # the conversations of tests/templates/conversations.json, each rendered
 # with no kwargs, enable_thinking on and off, clear_thinking off, and with
 # and without the generation prompt. A case the reference refuses (the
-# template raises) must be refused by coli too. Skips (77) without
-# python3-jinja2; fails in CI.
+# template raises) must be refused by coli too. Then generated templates
+# (tests/chat_jinja_diff.py: typical expressions, random whitespace
+# control). Skips (77) without python3-jinja2; fails in CI.
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${top_builddir:=.}"
@@ -74,4 +75,5 @@ print("%s: %d renders equal, %d refusals shared, %d differ" % (name, texts - bad
 sys.exit(1 if bad or texts == 0 else 0)
 PY
 done
+"$PYTHON3" "$top_srcdir/tests/chat_jinja_diff.py" "$render" "$tdir/expressions.txt" "$tmp" || fail=1
 exit $fail
