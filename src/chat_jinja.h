@@ -113,7 +113,11 @@ typedef struct jj_ctx {
 	coli_err *err;
 	int depth;
 	const jv *caller;
+	long long steps;    /* loop iterations so far */
 } jj_ctx;
+
+#define JJ_MAX_STEPS 10000000     /* loop iterations in one render */
+#define JJ_MAX_OUTPUT (256 << 20)  /* bytes of one rendering (or block) */
 
 json_t *jj_keep(jj_ctx *c, json_t *j);
 jv jv_json(json_t *j);

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,6 +269,8 @@ static int eval(jj_ctx *c, const jj_node *x, jj_scope *s, jv *out)
 				      jj_type_name(a));
 		if (x->kind == JN_POS)
 			return mk(c, jv_is_int(a) ? json_integer(jv_int(a)) : json_real(jv_num(a)), out);
+		if (jv_is_int(a) && jv_int(a) == LLONG_MIN)
+			return jj_err(c, x->line, "integer overflow");
 		return mk(c, jv_is_int(a) ? json_integer(-jv_int(a)) : json_real(-jv_num(a)), out);
 	case JN_NOT:
 		if (eval(c, x->a, s, &a))
@@ -425,6 +428,9 @@ static int run_for(jj_ctx *c, const jj_node *x, jj_scope *s)
 		items = kept;
 	}
 	size_t n = json_array_size(items);
+	/* a bound on the work one render may do: a template is data */
+	if ((c->steps += n) > JJ_MAX_STEPS)
+		return jj_err(c, x->line, "the template loops more than %d times", JJ_MAX_STEPS);
 	for (size_t i = 0; i < n; i++) {
 		jj_scope *t = scope_new(c, s);
 		jv loop;
@@ -454,9 +460,15 @@ static int run(jj_ctx *c, const jj_node *x, jj_scope *s)
 		return RUN_OK;
 	case JN_TEXT:
 		jj_buf_add(c->out, x->s, x->n);
+		if (c->out->n > JJ_MAX_OUTPUT)
+			return jj_err(c, x->line, "the rendering exceeds %d MiB", JJ_MAX_OUTPUT >> 20);
 		return RUN_OK;
 	case JN_OUT:
-		return eval(c, x->a, s, &v) || jj_str(c, v, c->out) ? -1 : RUN_OK;
+		if (eval(c, x->a, s, &v) || jj_str(c, v, c->out))
+			return -1;
+		if (c->out->n > JJ_MAX_OUTPUT)
+			return jj_err(c, x->line, "the rendering exceeds %d MiB", JJ_MAX_OUTPUT >> 20);
+		return RUN_OK;
 	case JN_IF:
 		if (eval(c, x->a, s, &v))
 			return -1;

@@ -428,8 +428,9 @@ static int range(jj_ctx *c, jv *args, int na, jv *out, int line)
 	}
 	if (v[2] == 0)
 		return jj_err(c, line, "range() arg 3 must not be zero");
-	if ((v[1] - v[0]) / v[2] > 100000)
-		return jj_err(c, line, "range too big");
+	long long span;
+	if (__builtin_sub_overflow(v[1], v[0], &span) || span / v[2] > 100000)
+		return jj_err(c, line, "range too big: the sandbox allows 100000 numbers (MAX_RANGE)");
 	json_t *l = json_array();
 	for (long long i = v[0]; l && (v[2] > 0 ? i < v[1] : i > v[1]); i += v[2])
 		json_array_append_new(l, json_integer(i));

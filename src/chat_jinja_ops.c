@@ -4,6 +4,7 @@
  * comparisons, "in" on strings, lists and dict keys. */
 #include "config.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +32,18 @@ static int type_error(jj_ctx *c, int line, const char *op, jv a, jv b)
 		      jj_type_name(b));
 }
 
+/* Python's ints are unbounded; a template's arithmetic beyond 64 bits is
+ * refused rather than wrapped */
+static int overflow(jj_ctx *c, int line)
+{
+	return jj_err(c, line, "integer overflow");
+}
+
 static int repeat(jj_ctx *c, jv seq, long long k, jv *out)
 {
+	size_t unit = jv_is_str(seq) ? json_string_length(seq.j) : json_array_size(seq.j);
+	if (k > 0 && unit && (unsigned long long)k > (64ULL << 20) / unit)
+		return jj_err(c, 0, "repetition too large");
 	if (jv_is_str(seq)) {
 		jj_buf b = { 0 };
 		for (long long i = 0; i < k; i++)
@@ -59,26 +70,37 @@ int jj_arith(jj_ctx *c, const char *op, jv a, jv b, jv *out, int line)
 	if (jv_is_num(a) && jv_is_num(b)) {
 		int ints = jv_is_int(a) && jv_is_int(b);
 		double x = jv_num(a), y = jv_num(b);
-		long long i = ints ? jv_int(a) : 0, j = ints ? jv_int(b) : 0;
+		long long i = ints ? jv_int(a) : 0, j = ints ? jv_int(b) : 0, r64;
 		switch (op[0]) {
-		case '+': return mk(c, ints ? json_integer(i + j) : json_real(x + y), out);
-		case '-': return mk(c, ints ? json_integer(i - j) : json_real(x - y), out);
+		case '+':
+			if (ints && __builtin_add_overflow(i, j, &r64))
+				return overflow(c, line);
+			return mk(c, ints ? json_integer(r64) : json_real(x + y), out);
+		case '-':
+			if (ints && __builtin_sub_overflow(i, j, &r64))
+				return overflow(c, line);
+			return mk(c, ints ? json_integer(r64) : json_real(x - y), out);
 		case '*':
 			if (op[1] == '*') {
 				if (ints && j >= 0) {
 					long long r = 1;
 					for (long long k = 0; k < j; k++)
-						r *= i;
+						if (__builtin_mul_overflow(r, i, &r))
+							return overflow(c, line);
 					return mk(c, json_integer(r), out);
 				}
 				return mk(c, json_real(pow(x, y)), out);
 			}
-			return mk(c, ints ? json_integer(i * j) : json_real(x * y), out);
+			if (ints && __builtin_mul_overflow(i, j, &r64))
+				return overflow(c, line);
+			return mk(c, ints ? json_integer(r64) : json_real(x * y), out);
 		case '/':
 			if (y == 0)
 				return jj_err(c, line, "division by zero");
 			if (op[1] == '/') {
 				if (ints) {
+					if (i == LLONG_MIN && j == -1)
+						return overflow(c, line);
 					long long q = i / j;
 					if ((i % j != 0) && ((i < 0) != (j < 0)))
 						q--;
@@ -91,6 +113,8 @@ int jj_arith(jj_ctx *c, const char *op, jv a, jv b, jv *out, int line)
 			if (y == 0)
 				return jj_err(c, line, "modulo by zero");
 			if (ints) {
+				if (j == -1)
+					return mk(c, json_integer(0), out);
 				long long r = i % j;
 				if (r != 0 && ((r < 0) != (j < 0)))
 					r += j;
