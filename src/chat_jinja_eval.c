@@ -407,6 +407,31 @@ static int loop_object(jj_ctx *c, size_t i, size_t n, json_t *items, jv *out)
 	return mk(c, o, out);
 }
 
+/* After a loop iteration: what it made and nothing still holds goes.
+ * Nothing made inside an iteration can be reached from outside it except
+ * through a JSON container (a namespace attribute, a list), which holds a
+ * reference: an iteration's own scope and the scopes of the macros it
+ * called are gone (Jinja scoping), so a value whose only reference is the
+ * keep list is dead. Long loops thus run in constant memory. */
+static void reclaim(jj_ctx *c, size_t keep_mark, size_t scope_mark)
+{
+	size_t k = keep_mark;
+	for (size_t i = keep_mark; i < c->n_keep; i++) {
+		json_t *j = c->keep[i];
+		if (j->refcount == 1)
+			json_decref(j);
+		else
+			c->keep[k++] = j;
+	}
+	c->n_keep = k;
+	for (size_t i = scope_mark; i < c->n_scopes; i++) {
+		free(c->scopes[i]->names);
+		free(c->scopes[i]->vals);
+		free(c->scopes[i]);
+	}
+	c->n_scopes = scope_mark;
+}
+
 static int run_for(jj_ctx *c, const jj_node *x, jj_scope *s)
 {
 	jv seq;
@@ -431,6 +456,7 @@ static int run_for(jj_ctx *c, const jj_node *x, jj_scope *s)
 	/* a bound on the work one render may do: a template is data */
 	if ((c->steps += n) > JJ_MAX_STEPS)
 		return jj_err(c, x->line, "the template loops more than %d times", JJ_MAX_STEPS);
+	size_t keep_mark = c->n_keep, scope_mark = c->n_scopes;
 	for (size_t i = 0; i < n; i++) {
 		jj_scope *t = scope_new(c, s);
 		jv loop;
@@ -440,6 +466,7 @@ static int run_for(jj_ctx *c, const jj_node *x, jj_scope *s)
 		int rc = run(c, x->c, t);
 		if (rc < 0)
 			return -1;
+		reclaim(c, keep_mark, scope_mark);
 		if (rc == RUN_BREAK)
 			break;
 	}

@@ -130,6 +130,12 @@ static const struct {
 	{ "{{ 'x' | nosuchfilter }}",
 	  "{}",
 	  NULL, "nosuchfilter" },
+	/* bounds a template cannot pass */
+	{ "{{ 9223372036854775807 + 1 }}", "{}", NULL, "integer overflow" },
+	{ "{{ range(1000000) | length }}", "{}", NULL, "range too big" },
+	{ "{% for i in range(100000) %}{% for j in range(100000) %}{% break %}{% endfor %}{% endfor %}", "{}", NULL,
+	  "loops more than" },
+	{ "{{ 'ab' * 100000000000 }}", "{}", NULL, "repetition too large" },
 };
 
 int main(int argc, char **argv)
