@@ -587,6 +587,9 @@ int jj_call_macro(jj_ctx *c, jv m, jv *args, int na, char **kwn, jv *kw, int nk,
 
 int chat_jinja_render(const chat_jinja *t, json_t *vars, char **out, coli_err *err)
 {
+	coli_err local = { 0 };
+	if (!err)
+		err = &local;
 	jj_buf b = { 0 };
 	jj_ctx c = { .out = &b, .vars = vars, .err = err };
 	*out = NULL;

@@ -304,6 +304,9 @@ int chat_jinja_parse(const char *src, chat_jinja **out, coli_err *err)
 {
 	jj_token *toks;
 	size_t n;
+	coli_err local = { 0 };
+	if (!err)
+		err = &local;
 	*out = NULL;
 	int rc = jj_lex(src, &toks, &n, err);
 	if (rc)

@@ -586,11 +586,12 @@ int coli_chat_template_detect(const coli_tokenizer *t, const char *model_type,
 		out->eos_text = "";
 	if (tx) {
 		/* the checkpoint's own template, as Hugging Face renders it */
-		if (coli_chat_jinja_check(tx, err) < 0)
-			return err->code;
 		const char *tu = coli_tokenizer_chat_template_tool_use(t);
-		if (tu && coli_chat_jinja_check(tu, err) < 0)
-			return err->code;
+		int rc = coli_chat_jinja_check(tx, err);
+		if (rc == 0 && tu)
+			rc = coli_chat_jinja_check(tu, err);
+		if (rc < 0)
+			return rc;
 		out->family = COLI_CHAT_JINJA;
 		out->jinja = tx;
 		out->jinja_tool_use = tu;

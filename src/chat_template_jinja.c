@@ -34,7 +34,7 @@ int coli_chat_jinja_check(const char *src, coli_err *err)
 	chat_jinja *t;
 	int rc = chat_jinja_parse(src, &t, err);
 	if (rc)
-		return coli_err_wrap(err, "chat template");
+		return err ? coli_err_wrap(err, "chat template") : rc;
 	chat_jinja_free(t);
 	return 0;
 }
