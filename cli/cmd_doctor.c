@@ -378,7 +378,8 @@ static void check_model(doctor *d, const char *dir, int verify)
 		else if (coli_chat_template_detect(tok, cfg->model_type, &tpl, &err))
 			report(d, DOC_WARN, "chat-template", "%s (raw prompts still work)", err.msg);
 		else
-			report(d, DOC_OK, "tokenizer", "%d tokens, chat template recognised", coli_tokenizer_vocab_size(tok));
+			report(d, DOC_OK, "tokenizer", "%d tokens, chat template %s", coli_tokenizer_vocab_size(tok),
+			       tpl.family == COLI_CHAT_JINJA ? "the checkpoint's own (parses)" : "built in for the model type");
 		coli_tokenizer_free(tok);
 	}
 	check_memory(d, c);

@@ -1,7 +1,9 @@
 /* cmd_tokenize_chat.c - `coli tokenize --chat FILE`: render an
  * OpenAI-shaped conversation ({"messages":[...], "tools":[...],
  * "add_generation_prompt":bool}) or an array of them with the model's chat
- * template and tokenize it; prints {"text":...,"ids":[...]} per line. */
+ * template and tokenize it; prints {"text":...,"ids":[...]} per line.
+ * Messages may carry reasoning_content; "chat_template_kwargs" (an object)
+ * passes variables to the checkpoint's own template. */
 #include "config.h"
 
 #include <jansson.h>
@@ -27,7 +29,7 @@ static int chat_one(const coli_tokenizer *t, const char *path, json_t *root, con
 	coli_err err = { 0 };
 	int status = COLI_EXIT_FAIL, n = 0;
 	coli_chat_msg *msgs = NULL;
-	char *tools = NULL, *text = NULL;
+	char *tools = NULL, *text = NULL, *kwargs = NULL;
 	int *ids = NULL;
 	size_t n_ids;
 	json_t *jm = json_object_get(root, "messages");
@@ -48,6 +50,7 @@ static int chat_one(const coli_tokenizer *t, const char *path, json_t *root, con
 		msgs[i].content = json_string_value(json_object_get(m, "content"));
 		msgs[i].tool_call_id = json_string_value(json_object_get(m, "tool_call_id"));
 		msgs[i].name = json_string_value(json_object_get(m, "name"));
+		msgs[i].reasoning_content = json_string_value(json_object_get(m, "reasoning_content"));
 		msgs[i].tool_calls_json = dump_or_null(json_object_get(m, "tool_calls"));
 		if (!msgs[i].role) {
 			cli_errorf("tokenize", "--chat %s: messages[%d] has no role", path, i);
@@ -56,7 +59,10 @@ static int chat_one(const coli_tokenizer *t, const char *path, json_t *root, con
 	}
 	tools = dump_or_null(json_object_get(root, "tools"));
 	coli_chat_template tpl;
-	if (coli_chat_template_detect(t, model_type, &tpl, &err) < 0 ||
+	kwargs = dump_or_null(json_object_get(root, "chat_template_kwargs"));
+	int detected = coli_chat_template_detect(t, model_type, &tpl, &err);
+	tpl.kwargs_json = kwargs;
+	if (detected < 0 ||
 	    coli_chat_render(&tpl, msgs, n, tools, gen_prompt, &text, &err) < 0 ||
 	    coli_tokenizer_encode(t, text, strlen(text), &ids, &n_ids, &err) < 0) {
 		cli_errorf("tokenize", "--chat %s: %s", path, err.msg);
@@ -79,6 +85,7 @@ out:
 		free((char *)msgs[i].tool_calls_json);
 	free(msgs);
 	free(tools);
+	free(kwargs);
 	free(text);
 	free(ids);
 	return status;

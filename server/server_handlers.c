@@ -137,6 +137,7 @@ int srv_build_prompt(coli_server *s, srv_request *r, int **ids, int *n, srv_erro
 					"chat template unavailable: %s", s->tpl_err);
 		coli_chat_template tpl = s->tpl;
 		tpl.enable_thinking = r->enable_thinking;
+		tpl.kwargs_json = r->template_kwargs;
 		if (coli_chat_render(&tpl, r->msgs, r->n_msgs, r->tools_json, 1, &text, &cerr) < 0)
 			return srv_fail(e, 400, "invalid_request_error", "invalid_messages", "messages",
 					"cannot render the conversation: %s", cerr.msg);

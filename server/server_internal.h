@@ -113,6 +113,7 @@ typedef struct srv_request {
 	                            * chat_template_kwargs.enable_thinking,
 	                            * Anthropic thinking.type) */
 	int show_thinking;         /* Anthropic: thinking blocks asked for */
+	char *template_kwargs;     /* chat_template_kwargs as JSON text, or NULL */
 	int think_open;            /* set by the handler: the prompt opened a
 	                            * thinking block */
 	int no_parallel_tools;     /* parallel_tool_calls: false */

@@ -28,9 +28,11 @@ void srv_request_free(srv_request *r)
 		free((char *)r->msgs[i].tool_calls_json);
 		free((char *)r->msgs[i].tool_call_id);
 		free((char *)r->msgs[i].name);
+		free((char *)r->msgs[i].reasoning_content);
 	}
 	free(r->msgs);
 	free(r->tools_json);
+	free(r->template_kwargs);
 	free(r->json_schema);
 	free(r->forced_tool);
 	free(r->session);
@@ -307,6 +309,10 @@ static int parse_message(json_t *m, size_t idx, coli_chat_msg *out, srv_error *e
 	json_t *name = json_object_get(m, "name");
 	if (json_is_string(name))
 		out->name = strdup(json_string_value(name));
+	/* vLLM's field for a past turn's reasoning: templates put it back */
+	json_t *reasoning = json_object_get(m, "reasoning_content");
+	if (is_asst && json_is_string(reasoning))
+		out->reasoning_content = strdup(json_string_value(reasoning));
 	return 0;
 }
 
@@ -476,6 +482,8 @@ int srv_parse_chat(const char *body, size_t len, srv_request *r, srv_error *e)
 		}
 		if (json_is_boolean(et))
 			r->enable_thinking = json_is_true(et);
+		/* every key reaches a checkpoint's own template as a variable */
+		r->template_kwargs = json_dumps(kw, JSON_COMPACT);
 	}
 	json_t *msgs = json_object_get(root, "messages");
 	if (!msgs) {

@@ -1,5 +1,6 @@
 /* chat_template.c - the chat templates of the supported families, written
- * out in C so that no Jinja interpreter runs in the engine.
+ * out in C, for checkpoints that ship no template of their own (those that
+ * do are interpreted: chat_template_jinja.c).
  *
  * Each renderer reproduces its family's reference template as shipped in
  * tokenizer_config.json, quirks included (DeepSeek-V3 only closes the
@@ -584,20 +585,17 @@ int coli_chat_template_detect(const coli_tokenizer *t, const char *model_type,
 	if (!out->eos_text)
 		out->eos_text = "";
 	if (tx) {
-		if (strstr(tx, "<｜User｜>") && strstr(tx, "<｜Assistant｜>"))
-			out->family = strstr(tx, "'tool_calls' in message") ? COLI_CHAT_DEEPSEEK_R1
-									    : COLI_CHAT_DEEPSEEK_V3;
-		else if (strstr(tx, "[gMASK]<sop>") && strstr(tx, "<|assistant|>"))
-			out->family = COLI_CHAT_GLM5;
-		else if (strstr(tx, "<|im_start|>") && strstr(tx, "<|im_end|>"))
-			out->family = COLI_CHAT_CHATML;
-		else if (strstr(tx, "<|start_header_id|>") && !strstr(tx, "tools"))
-			out->family = COLI_CHAT_LLAMA3;
-		if (out->family)
-			return 0;
-		return coli_err_set(err, -ENOTSUP,
-				    "chat template not recognised (supported: DeepSeek-V3, GLM-4.5/5, ChatML/Qwen3, "
-				    "Llama-3 without tools); it starts \"%.60s\"", tx);
+		/* the checkpoint's own template, as Hugging Face renders it */
+		const char *tu = coli_tokenizer_chat_template_tool_use(t);
+		int rc = coli_chat_jinja_check(tx, err);
+		if (rc == 0 && tu)
+			rc = coli_chat_jinja_check(tu, err);
+		if (rc < 0)
+			return rc;
+		out->family = COLI_CHAT_JINJA;
+		out->jinja = tx;
+		out->jinja_tool_use = tu;
+		return 0;
 	}
 	/* no template in tokenizer_config.json: the model type decides */
 	if (model_type && (!strcmp(model_type, "deepseek_v3") || !strcmp(model_type, "kimi_k2")))
@@ -620,6 +618,8 @@ int coli_chat_render(const coli_chat_template *tpl, const coli_chat_msg *msgs, i
 	for (int i = 0; i < n; i++)
 		if (!msgs[i].role || (!msgs[i].content && !msgs[i].tool_calls_json))
 			return coli_err_set(err, -EINVAL, "messages[%d]: needs a role and content or tool_calls", i);
+	if (tpl->family == COLI_CHAT_JINJA)
+		return coli_chat_render_jinja(tpl, msgs, n, tools_json, add_generation_prompt, out, err);
 	if (tools_json) {
 		json_error_t je;
 		tools = json_loads(tools_json, 0, &je);

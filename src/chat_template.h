@@ -1,8 +1,9 @@
-/* chat_template.h - chat templates of the supported model families,
- * rendered in C. The family is recognised from tokenizer_config.json's
- * template (and the model type); an unknown template is refused with a
- * clear message rather than guessed. Rendering is compared in tests with
- * the reference Jinja template rendered by a JS Jinja implementation. */
+/* chat_template.h - turning a message list into prompt text. A checkpoint
+ * that ships a template (chat_template.jinja, or tokenizer_config.json's
+ * chat_template) has it rendered by the Jinja interpreter (chat_jinja.h)
+ * as Hugging Face renders it; the built-in C renderers of the supported
+ * families serve only checkpoints without one (chosen by model type).
+ * Both are compared in tests with reference Jinja implementations. */
 #ifndef COLI_CHAT_TEMPLATE_H
 #define COLI_CHAT_TEMPLATE_H
 
@@ -22,6 +23,7 @@ enum coli_chat_family {
 	 * after content, "</think>" stripped from past answers); coli synth
 	 * writes this one. */
 	COLI_CHAT_DEEPSEEK_R1,
+	COLI_CHAT_JINJA,           /* the checkpoint's own template, interpreted */
 };
 
 typedef struct coli_chat_msg {
@@ -31,6 +33,7 @@ typedef struct coli_chat_msg {
 	const char *tool_calls_json;   /* assistant: OpenAI-style tool_calls array */
 	const char *tool_call_id;      /* tool: id of the call answered */
 	const char *name;              /* tool: function name */
+	const char *reasoning_content; /* assistant: its reasoning, or NULL */
 } coli_chat_msg;
 
 typedef struct coli_chat_template {
@@ -41,13 +44,20 @@ typedef struct coli_chat_template {
 	 * (set by detect), 0 off, 1 on. GLM-5 opens "<think>" unless it is 0
 	 * (then "</think>"); the DeepSeek families let the model open it. */
 	int enable_thinking;
+	/* COLI_CHAT_JINJA: the template's source (owned by the tokenizer) */
+	const char *jinja;
+	const char *jinja_tool_use;   /* its "tool_use" variant, or NULL */
+	/* chat_template_kwargs as a JSON object text, per request (may be
+	 * NULL): each key becomes a template variable */
+	const char *kwargs_json;
 } coli_chat_template;
 
 /* The rendered prompt leaves a thinking block open ("<think>" at its end):
  * the answer begins with reasoning, until "</think>". */
 int coli_chat_opens_thinking(const char *prompt);
 
-/* Recognise the family of a tokenizer's template. */
+/* The template of a tokenizer: its own (checked to parse), else the
+ * built-in one of the model type's family. */
 int coli_chat_template_detect(const coli_tokenizer *t, const char *model_type,
 			      coli_chat_template *out, coli_err *err);
 /* Render messages; with add_generation_prompt the assistant turn is opened.
@@ -66,5 +76,14 @@ int coli_chat_render(const coli_chat_template *tpl, const coli_chat_msg *msgs, i
  * it in the history (the engine evaluates it). */
 int coli_chat_render_turn(const coli_chat_template *tpl, const coli_chat_msg *msgs, int n,
 			  int has_history, int prev_unfinished, char **out, coli_err *err);
+
+/* chat_template_jinja.c: render msgs with tpl->jinja (the variables
+ * Hugging Face passes: messages, tools, documents, add_generation_prompt,
+ * bos_token, eos_token, then chat_template_kwargs). */
+int coli_chat_render_jinja(const coli_chat_template *tpl, const coli_chat_msg *msgs, int n,
+			   const char *tools_json, int add_generation_prompt, char **out,
+			   coli_err *err);
+/* Check that a template parses; the error names its line. */
+int coli_chat_jinja_check(const char *src, coli_err *err);
 
 #endif

@@ -268,3 +268,8 @@ const char *coli_tokenizer_chat_template(const coli_tokenizer *t)
 {
 	return t->chat_template;
 }
+
+const char *coli_tokenizer_chat_template_tool_use(const coli_tokenizer *t)
+{
+	return t->chat_template_tool_use;
+}

@@ -66,7 +66,12 @@ const char *coli_tokenizer_token_text(const coli_tokenizer *t, int id);
  * vocabulary. Owned by t. */
 const uint8_t *coli_tokenizer_token_bytes(const coli_tokenizer *t, int id, size_t *len);
 
-/* The raw chat template string from tokenizer_config.json, or NULL. */
+/* The raw chat template: chat_template.jinja beside tokenizer_config.json,
+ * else the config's chat_template (its "default" when it is a list of
+ * named templates), or NULL. */
 const char *coli_tokenizer_chat_template(const coli_tokenizer *t);
+/* The config's template named "tool_use" (used when tools are given, as
+ * transformers does), or NULL. */
+const char *coli_tokenizer_chat_template_tool_use(const coli_tokenizer *t);
 
 #endif

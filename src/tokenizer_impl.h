@@ -116,6 +116,7 @@ struct coli_tokenizer {
 
 	int bos_id, eos_id;
 	char *chat_template;
+	char *chat_template_tool_use;  /* tokenizer_config.json's "tool_use" template */
 	char *dir;             /* directory of tokenizer.json */
 
 	pthread_mutex_t cache_lock;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -448,11 +449,40 @@ static const char *config_token(json_t *cfg, const char *key)
 	return jstr(v, "content");
 }
 
+/* chat_template.jinja beside tokenizer_config.json takes priority over
+ * the config's chat_template, as in transformers (GLM-5.2 ships only the
+ * file); the config's named templates go with it. */
+static int load_template_file(coli_tokenizer *t, coli_err *err)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s/chat_template.jinja", t->dir ? t->dir : ".");
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return 0;
+	char *s = NULL;
+	long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+	if (n >= 0 && n <= (16L << 20) && fseek(f, 0, SEEK_SET) == 0 && (s = malloc((size_t)n + 1)) &&
+	    fread(s, 1, (size_t)n, f) == (size_t)n) {
+		s[n] = '\0';
+	} else {
+		free(s);
+		s = NULL;
+	}
+	fclose(f);
+	if (!s)
+		return coli_err_set(err, -EIO, "%s: cannot read it (or over 16 MiB)", path);
+	free(t->chat_template);
+	free(t->chat_template_tool_use);
+	t->chat_template = s;
+	t->chat_template_tool_use = NULL;
+	return 0;
+}
+
 int tok_load_config(coli_tokenizer *t, const char *cfg_path, coli_err *err)
 {
 	struct stat st;
 	if (stat(cfg_path, &st) < 0)
-		return 0;
+		return load_template_file(t, err);
 	json_error_t je;
 	json_t *cfg = load_json(cfg_path, JSON_DECODE_INT_AS_REAL, &je); /* model_max_length can exceed int64 */
 	if (!cfg)
@@ -486,12 +516,16 @@ int tok_load_config(coli_tokenizer *t, const char *cfg_path, coli_err *err)
 		t->chat_template = strdup(json_string_value(tpl));
 	} else if (json_is_array(tpl)) {
 		/* named templates: the "default" one is what chat uses */
-		json_array_foreach(tpl, i, a)
-			if (jstr(a, "name") && !strcmp(jstr(a, "name"), "default") && jstr(a, "template"))
-				t->chat_template = strdup(jstr(a, "template"));
+		json_array_foreach(tpl, i, a) {
+			const char *name = jstr(a, "name"), *text = jstr(a, "template");
+			if (name && text && !strcmp(name, "default"))
+				t->chat_template = strdup(text);
+			else if (name && text && !strcmp(name, "tool_use"))
+				t->chat_template_tool_use = strdup(text);
+		}
 	}
 	json_decref(cfg);
-	return 0;
+	return load_template_file(t, err);
 }
 
 int coli_tokenizer_load(const char *path, coli_tokenizer **out, coli_err *err)
@@ -583,6 +617,7 @@ void coli_tokenizer_free(coli_tokenizer *t)
 	tok_cache_free(t);
 	pthread_mutex_destroy(&t->cache_lock);
 	free(t->chat_template);
+	free(t->chat_template_tool_use);
 	free(t->dir);
 	free(t);
 }

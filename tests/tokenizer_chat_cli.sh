@@ -35,14 +35,26 @@ assert users == ["one", "two", "three"], users
 assert t["last_finish"] in ("stop", "length"), t
 PYEOF
 
-# an unknown template is refused in one line (checked on a copy of the
-# tokenizer: the model container's files are size-checked by the engine)
+# a template of no known family is rendered by the interpreter; one that
+# does not parse is refused in one line naming its line; chat_template.jinja
+# beside tokenizer_config.json wins over the config's template (checked on
+# a copy of the tokenizer: the model container's files are size-checked)
 mkdir "$tmp/tk" && cp "$tmp/hf/tokenizer.json" "$tmp/tk/" || exit 1
 printf '{"chat_template": "{%% for m in messages %%}[{{ m.role }}] {{ m.content }}{%% endfor %%}"}\n' >"$tmp/tk/tokenizer_config.json"
 echo '{"messages":[{"role":"user","content":"hi"}]}' >"$tmp/conv.json"
+"$COLI" tokenize "$tmp/tk" --chat "$tmp/conv.json" >"$tmp/out" 2>"$tmp/err"
+grep -q '"text":"\[user\] hi"' "$tmp/out" || { echo "FAIL: own template not rendered"; cat "$tmp/out" "$tmp/err"; fail=1; }
+printf '{%%- for m in messages %%}<{{ m.role | upper }}>{{ m.content }}{%% endfor %%}\n' >"$tmp/tk/chat_template.jinja"
+"$COLI" tokenize "$tmp/tk" --chat "$tmp/conv.json" >"$tmp/out" 2>"$tmp/err"
+grep -q '"text":"<USER>hi"' "$tmp/out" || { echo "FAIL: chat_template.jinja not preferred"; cat "$tmp/out" "$tmp/err"; fail=1; }
+printf '{%% for m in messages %%}{{ m.content }}\n' >"$tmp/tk/chat_template.jinja"
 "$COLI" tokenize "$tmp/tk" --chat "$tmp/conv.json" >/dev/null 2>"$tmp/err"
 rc=$?
-[ $rc = 1 ] && grep -q "not recognised" "$tmp/err" && [ "$(wc -l <"$tmp/err")" = 1 ] || { echo "FAIL: unknown template (exit $rc)"; cat "$tmp/err"; fail=1; }
+[ $rc = 1 ] && grep -q "chat template: template line 1: missing end of block" "$tmp/err" && [ "$(wc -l <"$tmp/err")" = 1 ] || { echo "FAIL: broken template (exit $rc)"; cat "$tmp/err"; fail=1; }
+printf '{{ raise_exception("only user turns, please") }}' >"$tmp/tk/chat_template.jinja"
+"$COLI" tokenize "$tmp/tk" --chat "$tmp/conv.json" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 1 ] && grep -q ": only user turns, please$" "$tmp/err" && [ "$(wc -l <"$tmp/err")" = 1 ] || { echo "FAIL: raise_exception (exit $rc)"; cat "$tmp/err"; fail=1; }
 "$COLI" chat --bogus 2>/dev/null; [ $? = 2 ] || { echo "FAIL: bad option not usage"; fail=1; }
 [ $fail = 0 ] && echo "coli chat: ok"
 exit $fail

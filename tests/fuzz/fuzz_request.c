@@ -61,12 +61,20 @@ static void check_refusal(const srv_error *e)
 /* enable_thinking -1: as each template decides */
 static const coli_chat_template templates[] = {
 	{ COLI_CHAT_DEEPSEEK_V3, "<\xef\xbd\x9c" "begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
-	  "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", -1 },
-	{ COLI_CHAT_DEEPSEEK_R1, "<s>", "</s>", -1 },
-	{ COLI_CHAT_GLM5, "[gMASK]<sop>", "<|endoftext|>", -1 },
-	{ COLI_CHAT_DEFAULT_MODEL, "<s>", "</s>", -1 },
-	{ COLI_CHAT_CHATML, "", "<|im_end|>", -1 },
-	{ COLI_CHAT_LLAMA3, "<|begin_of_text|>", "<|eot_id|>", -1 },
+	  "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", -1, NULL, NULL, NULL },
+	{ COLI_CHAT_DEEPSEEK_R1, "<s>", "</s>", -1, NULL, NULL, NULL },
+	{ COLI_CHAT_GLM5, "[gMASK]<sop>", "<|endoftext|>", -1, NULL, NULL, NULL },
+	{ COLI_CHAT_DEFAULT_MODEL, "<s>", "</s>", -1, NULL, NULL, NULL },
+	{ COLI_CHAT_CHATML, "", "<|im_end|>", -1, NULL, NULL, NULL },
+	{ COLI_CHAT_LLAMA3, "<|begin_of_text|>", "<|eot_id|>", -1, NULL, NULL, NULL },
+	/* a checkpoint's own template, through the interpreter */
+	{ COLI_CHAT_JINJA, "", "<|endoftext|>", -1,
+	  "{%- for m in messages -%}<|{{ m.role }}|>{{ m.reasoning_content or '' }}{{ m.content | string | trim }}"
+	  "{%- for tc in m.tool_calls or [] -%}<tool_call>{{ tc.function.name }}"
+	  "{%- for k, v in (tc.function.arguments if tc.function.arguments is mapping else {}).items() -%}"
+	  "<k>{{ k }}</k><v>{{ v if v is string else v | tojson }}</v>{%- endfor -%}</tool_call>{%- endfor -%}"
+	  "{%- endfor -%}{%- if tools %}{{ tools | tojson(indent=1) }}{% endif -%}"
+	  "{%- if add_generation_prompt %}<|assistant|>{% endif %}", NULL, NULL },
 };
 
 static void check_accepted(const srv_request *r)

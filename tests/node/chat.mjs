@@ -20,8 +20,7 @@ const call = (id, name, args) => ({ id, type: "function", function: { name, argu
 // ChatML. @huggingface/jinja's lstrip('\n')/rstrip('\n')/strip('\n') ignore
 // their argument and strip all whitespace; coli follows Python's Jinja (the
 // one the models were trained with), which strips only the given chars.
-// tool-call assistant turns: content null (DeepSeek's template tests
-// `content is none`); other families get "" where their template needs a string.
+// tool-call assistant turns: content null, as OpenAI clients send them.
 export const CONVERSATIONS = [
   { messages: [{ role: "user", content: "Hello!" }] },
   { messages: [{ role: "system", content: "You are terse." }, { role: "user", content: "2+2?" }] },
@@ -46,12 +45,16 @@ export const CONVERSATIONS = [
     { role: "user", content: "ok" }], tools: [weather] },
 ];
 
-function forFamily(conv, family) {
+// The messages as coli gives them to a checkpoint's template (see
+// src/chat_template_jinja.c): developer as system, absent content as "",
+// tool-call arguments as a mapping, or as the JSON text sent where the
+// template fails with a mapping (DeepSeek-V3 concatenates them).
+function forColi(conv, argsAsText) {
   const c = structuredClone(conv);
   for (const m of c.messages) {
     if (m.role === "developer") m.role = "system";
-    if (family !== "deepseek" && m.content === null) m.content = "";
-    if (family === "glm" && m.tool_calls)
+    if (m.content === null || m.content === undefined) m.content = "";
+    if (m.tool_calls && !argsAsText)
       for (const tc of m.tool_calls) tc.function.arguments = JSON.parse(tc.function.arguments);
   }
   return c;
@@ -75,10 +78,10 @@ const family = cfg.chat_template.includes("<｜User｜>") ? "deepseek" : cfg.cha
 const checkIds = family !== "glm"; // the GLM template is rendered with another family's tokenizer
 let bad = 0;
 // all conversations in one coli run (one output line each)
-const convs = CONVERSATIONS.map((c0) => forFamily(c0, family));
+const convs = CONVERSATIONS.map((c0) => forColi(c0, false));
 const f = `${tmp}/chat.json`;
 // coli reads OpenAI-shaped messages: arguments stay JSON text
-fs.writeFileSync(f, JSON.stringify(CONVERSATIONS.map((c0, i) => ({ messages: forFamily(c0, "deepseek").messages,
+fs.writeFileSync(f, JSON.stringify(CONVERSATIONS.map((c0, i) => ({ messages: c0.messages,
   tools: convs[i].tools, add_generation_prompt: convs[i].add_generation_prompt ?? true }))));
 const args = ["tokenize", dir, "--chat", f];
 if (modelType) args.push("--model-type", modelType);
@@ -90,8 +93,16 @@ if (r.status !== 0) {
 const outs = r.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l));
 convs.forEach((conv, i) => {
   const agp = conv.add_generation_prompt ?? true;
-  const ref = tpl.render({ messages: conv.messages, tools: conv.tools, add_generation_prompt: agp,
+  const vars = (c) => ({ messages: c.messages, tools: c.tools, add_generation_prompt: agp,
     bos_token: tokenOf(cfg, "bos_token") ?? "", eos_token: tokenOf(cfg, "eos_token") ?? "" });
+  let ref;
+  try {
+    ref = tpl.render(vars(conv));
+    // Python raises on str + dict; @huggingface/jinja writes "[object Map]"
+    if (ref.includes("[object Map]")) throw new Error("str + mapping");
+  } catch (e) {
+    ref = tpl.render(vars(forColi(CONVERSATIONS[i], true)));
+  }
   const got = outs[i] ?? { text: undefined };
   if (got.text !== ref) {
     if (++bad <= 4) console.error(`conversation ${i}: rendering differs\n  coli: ${JSON.stringify(got.text)}\n  ref:  ${JSON.stringify(ref)}`);
