@@ -154,7 +154,10 @@ static int a_message(json_t *m, size_t idx, srv_request *r, srv_error *e)
 	}
 	if (text.len || json_array_size(calls) || !strcmp(rl, "assistant")) {
 		coli_chat_msg *mm = push_msg(r, rl);
-		mm->content = srv_with_reasoning(text.p ? text.p : "", think.p, think.len);
+		mm->content = strdup(text.p ? text.p : "");
+		/* back into the prompt as the template renders reasoning */
+		if (think.len)
+			mm->reasoning_content = strndup(think.p, think.len);
 		if (json_array_size(calls))
 			mm->tool_calls_json = json_dumps(calls, JSON_COMPACT);
 	}

@@ -66,12 +66,6 @@ int srv_utf8_valid(const char *s, size_t n);
  * character that does not fit is dropped whole, never cut. Returns the
  * length written. */
 size_t srv_utf8_copy(char *dst, size_t cap, const char *src, size_t n);
-/* An assistant message's content with its reasoning (OpenAI
- * reasoning_content, Anthropic thinking blocks) put back in front as
- * "<think>R</think>", which the chat templates split off and render the
- * way the model's template renders reasoning for that turn; content that
- * has its own "</think>" is kept as it is. Malloc'd. */
-char *srv_with_reasoning(const char *content, const char *reasoning, size_t n);
 
 /* ---- native request ---- */
 enum srv_api { SRV_API_CHAT = 1, SRV_API_COMPLETIONS, SRV_API_MESSAGES, SRV_API_COUNT_TOKENS,

@@ -291,14 +291,7 @@ static int parse_message(json_t *m, size_t idx, coli_chat_msg *out, srv_error *e
 	char *text;
 	if (content_text(json_object_get(m, "content"), cparam, is_asst, &text, e))
 		return -EINVAL;
-	json_t *rc = json_object_get(m, "reasoning_content");
-	if (is_asst && json_is_string(rc) && json_string_length(rc)) {
-		/* back into the prompt as the template renders reasoning */
-		out->content = srv_with_reasoning(text, json_string_value(rc), json_string_length(rc));
-		free(text);
-	} else {
-		out->content = text;
-	}
+	out->content = text;
 	if (!strcmp(r, "tool")) {
 		json_t *id = json_object_get(m, "tool_call_id");
 		if (id && !json_is_string(id))
@@ -309,7 +302,8 @@ static int parse_message(json_t *m, size_t idx, coli_chat_msg *out, srv_error *e
 	json_t *name = json_object_get(m, "name");
 	if (json_is_string(name))
 		out->name = strdup(json_string_value(name));
-	/* vLLM's field for a past turn's reasoning: templates put it back */
+	/* vLLM's field for a past turn's reasoning: the template puts it back
+	 * (coli_chat_render folds it into the content for the built-in ones) */
 	json_t *reasoning = json_object_get(m, "reasoning_content");
 	if (is_asst && json_is_string(reasoning))
 		out->reasoning_content = strdup(json_string_value(reasoning));

@@ -226,19 +226,3 @@ int coli_server_host_is_loopback(const char *h)
 		return IN6_IS_ADDR_LOOPBACK(&a6);
 	return 0;
 }
-
-char *srv_with_reasoning(const char *content, const char *reasoning, size_t n)
-{
-	if (!reasoning || !n || strstr(content, "</think>"))
-		return strdup(content);
-	srv_buf b = { 0 };
-	srv_buf_puts(&b, "<think>");
-	srv_buf_add(&b, reasoning, n);
-	srv_buf_puts(&b, "</think>");
-	srv_buf_puts(&b, content);
-	if (b.oom) {
-		srv_buf_free(&b);
-		return NULL;
-	}
-	return b.p;
-}

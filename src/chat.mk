@@ -4,7 +4,7 @@
 libcoli_a_SOURCES += \
 	src/chat_template.c src/chat_template.h \
 	src/chat_transcript.c src/chat_transcript.h \
-	src/chat_think.c src/chat_think.h
+	src/chat_think.c src/chat_think.h src/chat_reasoning.c
 # The Jinja interpreter that renders a checkpoint's own template.
 libcoli_a_SOURCES += \
 	src/chat_jinja.h src/chat_jinja_parser.h src/chat_jinja_lex.c src/chat_jinja_parse.c \

@@ -620,11 +620,19 @@ int coli_chat_render(const coli_chat_template *tpl, const coli_chat_msg *msgs, i
 			return coli_err_set(err, -EINVAL, "messages[%d]: needs a role and content or tool_calls", i);
 	if (tpl->family == COLI_CHAT_JINJA)
 		return coli_chat_render_jinja(tpl, msgs, n, tools_json, add_generation_prompt, out, err);
+	int oom;
+	coli_chat_msg *folded = coli_chat_fold_reasoning(msgs, n, &oom);
+	if (oom)
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	const coli_chat_msg *given = msgs;
+	if (folded)
+		msgs = folded;
 	if (tools_json) {
 		json_error_t je;
 		tools = json_loads(tools_json, 0, &je);
 		if (!json_is_array(tools)) {
 			json_decref(tools);
+			coli_chat_fold_reasoning_free(folded, given, n);
 			return coli_err_set(err, -EINVAL, "tools: not a JSON array (%s)", je.text);
 		}
 	}
@@ -649,6 +657,7 @@ int coli_chat_render(const coli_chat_template *tpl, const coli_chat_msg *msgs, i
 		rc = coli_err_set(err, -ENOTSUP, "chat family %d has no renderer", tpl->family);
 	}
 	json_decref(tools);
+	coli_chat_fold_reasoning_free(folded, given, n);
 	if (rc == 0 && b.oom)
 		rc = coli_err_set(err, -ENOMEM, "out of memory");
 	if (rc == 0 && !b.p)

@@ -62,6 +62,13 @@ int coli_chat_template_detect(const coli_tokenizer *t, const char *model_type,
 			      coli_chat_template *out, coli_err *err);
 /* Render messages; with add_generation_prompt the assistant turn is opened.
  * tools_json (may be NULL): OpenAI-style tools array as JSON text. */
+/* chat_reasoning.c: for the built-in renderers, a copy of msgs whose
+ * assistant turns with reasoning_content have content "<think>R</think>C"
+ * (reasoning_content cleared); NULL when none has any (*oom set when the
+ * copy could not be made). Free with coli_chat_fold_reasoning_free. */
+coli_chat_msg *coli_chat_fold_reasoning(const coli_chat_msg *msgs, int n, int *oom);
+void coli_chat_fold_reasoning_free(coli_chat_msg *folded, const coli_chat_msg *msgs, int n);
+
 int coli_chat_render(const coli_chat_template *tpl, const coli_chat_msg *msgs, int n,
 		     const char *tools_json, int add_generation_prompt, char **out,
 		     coli_err *err);

@@ -59,7 +59,17 @@ int main(int argc, char **argv)
 	free(p);
 	srv_request_free(&r);
 	/* content with its own </think> is kept as sent */
-	CHECK(!strcmp(p = srv_with_reasoning("<think>r</think>t", "other", 5), "<think>r</think>t"));
-	free(p);
+	const coli_chat_msg own[] = { { .role = "user", .content = "a" },
+				      { .role = "assistant", .content = "<think>r</think>t", .reasoning_content = "other" } };
+	int oom;
+	coli_chat_msg *f = coli_chat_fold_reasoning(own, 2, &oom);
+	CHECK(f && !oom && !strcmp(f[1].content, "<think>r</think>t") && !f[1].reasoning_content);
+	coli_chat_fold_reasoning_free(f, own, 2);
+	/* the parsed message keeps the reasoning apart (a checkpoint's own
+	 * template reads reasoning_content): the content is the answer alone */
+	CHECK_RC(srv_parse_chat(old, strlen(old), &r, &e), 0);
+	CHECK(r.n_msgs == 3 && !strcmp(r.msgs[1].content, "x") && r.msgs[1].reasoning_content &&
+	      !strcmp(r.msgs[1].reasoning_content, "old plan"));
+	srv_request_free(&r);
 	return test_summary(argv[0]);
 }
