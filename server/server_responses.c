@@ -59,7 +59,8 @@ static int parts_text(json_t *c, const char *param, char **out, srv_error *e)
 		}
 		if (!strcmp(ty, "refusal"))
 			continue;
-		if (strcmp(ty, "input_text") && strcmp(ty, "output_text") && strcmp(ty, "text")) {
+		if (strcmp(ty, "input_text") && strcmp(ty, "output_text") && strcmp(ty, "text") &&
+		    strcmp(ty, "reasoning_text") && strcmp(ty, "summary_text")) {
 			srv_buf_free(&b);
 			return srv_fail(e, 400, "invalid_request_error", "unsupported_content", param,
 					"content part type '%s' is not supported (input_text, output_text)", ty);
@@ -175,7 +176,42 @@ static int add_item(srv_request *r, int *cap, json_t *items, json_t *it, size_t 
 		snprintf(cparam, sizeof cparam, "%s.content", param);
 		if (parts_text(json_object_get(it, "content"), cparam, &text, e))
 			return -EINVAL;
+		coli_chat_msg *last = r->n_msgs ? &r->msgs[r->n_msgs - 1] : NULL;
+		if (!strcmp(ro, "assistant") && last && !strcmp(last->role, "assistant") && last->reasoning_content &&
+		    !last->tool_calls_json && last->content && !last->content[0]) {
+			/* the answer of the turn a reasoning item opened */
+			free((char *)last->content);
+			last->content = text;
+			return 0;
+		}
 		return push_msg(r, cap, ro, text, NULL, NULL, NULL, e);
+	}
+	if (ty && !strcmp(ty, "reasoning")) {
+		/* the turn's reasoning (its content, else its summary) opens
+		 * the assistant message that its answer and calls join; the
+		 * template renders it as the model's template does */
+		json_t *parts = json_object_get(it, "content");
+		if (!json_array_size(parts))
+			parts = json_object_get(it, "summary");
+		char rparam[64], *text;
+		snprintf(rparam, sizeof rparam, "%s.content", param);
+		if (parts_text(parts, rparam, &text, e))
+			return -EINVAL;
+		if (!text[0]) {
+			free(text);
+			return 0;
+		}
+		char *empty = strdup("");
+		if (!empty) {
+			free(text);
+			return oom(e);
+		}
+		if (push_msg(r, cap, "assistant", empty, NULL, NULL, NULL, e)) {
+			free(text);
+			return -ENOMEM;
+		}
+		r->msgs[r->n_msgs - 1].reasoning_content = text;
+		return 0;
 	}
 	if (!ty)
 		return bad_type(e, param, "an item with a 'type' (or a message with a 'role')");
@@ -198,8 +234,7 @@ static int add_item(srv_request *r, int *cap, json_t *items, json_t *it, size_t 
 		}
 		return push_msg(r, cap, "tool", text, NULL, id, name, e);
 	}
-	/* reasoning items go back only where a template renders past
-	 * reasoning; the others are the hosted tools' calls and results */
+	/* the hosted tools' calls and results */
 	coli_debug("server: responses: leaving out input item of type '%s'", ty);
 	return 0;
 }

@@ -68,6 +68,20 @@ static void test_items(void)
 	CHECK_STR(r->msgs[5].name, "g");
 	CHECK(json_array_size(q.items) == 8, "all input items kept for storing");
 	srv_resp_free(&q);
+	/* a reasoning item opens the turn its answer and calls join */
+	const char *rb = "{\"input\":[{\"role\":\"user\",\"content\":\"q\"},"
+			 "{\"type\":\"reasoning\",\"id\":\"rs_2\",\"summary\":[],"
+			 "\"content\":[{\"type\":\"reasoning_text\",\"text\":\"think A\"}]},"
+			 "{\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"calling\"}]},"
+			 "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\"},"
+			 "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"one\"}]}";
+	REQUIRE(parse(rb, NULL, &q, &e) == 0, "%s", e.message);
+	REQUIRE(q.req.n_msgs == 3, "%d messages", q.req.n_msgs);
+	CHECK_STR(q.req.msgs[1].role, "assistant");
+	CHECK_STR(q.req.msgs[1].content, "calling");
+	CHECK_STR(q.req.msgs[1].reasoning_content, "think A");
+	CHECK(q.req.msgs[1].tool_calls_json != NULL);
+	srv_resp_free(&q);
 }
 
 static void test_prev(void)
