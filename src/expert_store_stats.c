@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util_seqlock.h"
+
 #define NBUCKETS 16 /* > 10 s window + the current second */
 
 typedef struct bucket {
@@ -23,7 +25,7 @@ typedef struct bucket {
 } bucket;
 
 typedef struct layer_rec {
-	_Atomic uint32_t seq;
+	coli_seqlock lock;
 	_Atomic uint64_t token;
 	_Atomic int n;
 	_Atomic int experts[EXPERT_STATS_MAX_TOPK];
@@ -271,16 +273,14 @@ void expert_stats_note_routing(expert_stats *st, int layer, const int *experts,
 	if (n > EXPERT_STATS_MAX_TOPK)
 		n = EXPERT_STATS_MAX_TOPK;
 	layer_rec *l = &st->layers[layer];
-	uint32_t s = atomic_load_explicit(&l->seq, RLX);
-	atomic_store_explicit(&l->seq, s + 1, RLX);
-	atomic_thread_fence(memory_order_release);
+	uint32_t s = coli_seqlock_write_begin(&l->lock);
 	atomic_store_explicit(&l->token, atomic_load_explicit(&st->tokens, RLX), RLX);
 	atomic_store_explicit(&l->n, n, RLX);
 	for (int i = 0; i < n; i++) {
 		atomic_store_explicit(&l->experts[i], experts[i], RLX);
 		atomic_store_explicit(&l->weights[i], f2u(weights ? weights[i] : 0.0f), RLX);
 	}
-	atomic_store_explicit(&l->seq, s + 2, memory_order_release);
+	coli_seqlock_write_end(&l->lock, s);
 }
 
 void expert_stats_note_index(expert_stats *st, int layer, int kept, int context)
@@ -360,11 +360,9 @@ int expert_stats_layer_get(const expert_stats *cst, int layer, expert_stats_laye
 	if (!st || layer < 0 || layer >= st->n_layers)
 		return -EINVAL;
 	layer_rec *l = &st->layers[layer];
-	uint32_t s1, s2;
+	uint32_t s;
 	do {
-		s1 = atomic_load_explicit(&l->seq, memory_order_acquire);
-		if (s1 & 1)
-			continue;
+		s = coli_seqlock_read_begin(&l->lock);
 		out->token = atomic_load_explicit(&l->token, RLX);
 		int n = atomic_load_explicit(&l->n, RLX);
 		out->n = n < 0 ? 0 : n > EXPERT_STATS_MAX_TOPK ? EXPERT_STATS_MAX_TOPK : n;
@@ -372,11 +370,7 @@ int expert_stats_layer_get(const expert_stats *cst, int layer, expert_stats_laye
 			out->experts[i] = atomic_load_explicit(&l->experts[i], RLX);
 			out->weights[i] = u2f(atomic_load_explicit(&l->weights[i], RLX));
 		}
-		atomic_thread_fence(memory_order_acquire);
-		s2 = atomic_load_explicit(&l->seq, RLX);
-		if (s1 == s2)
-			break;
-	} while (1);
+	} while (coli_seqlock_read_retry(&l->lock, s));
 	out->hits = atomic_load_explicit(&l->hits, RLX);
 	out->misses = atomic_load_explicit(&l->misses, RLX);
 	out->index_kept = atomic_load_explicit(&l->index_kept, RLX);
