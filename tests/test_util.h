@@ -17,7 +17,10 @@
  *   return test_summary(argv0 or NAME);   at the end of main
  * A test that reaches test_summary having made no check fails: it proved
  * nothing (a test that cannot check anything here exits 77, SKIP).
- */
+ *
+ * test_isa_required(NAME): whether $COLI_TEST_ISA_REQUIRED (a space-
+ * separated list of kernel paths, set by .ci/run for the CI machine) names
+ * NAME, so a path the CPU lacks is a failure instead of a skip. */
 #ifndef COLI_TEST_UTIL_H
 #define COLI_TEST_UTIL_H
 
@@ -105,6 +108,21 @@ TEST_UNUSED static int test_summary(const char *name)
 		return 1;
 	}
 	return test_failures ? 1 : 0;
+}
+
+TEST_UNUSED static int test_isa_required(const char *isa)
+{
+	const char *l = getenv("COLI_TEST_ISA_REQUIRED");
+	size_t n = strlen(isa);
+	while (l && *l) {
+		while (*l == ' ')
+			l++;
+		size_t w = strcspn(l, " ");
+		if (w == n && !strncmp(l, isa, n))
+			return 1;
+		l += w;
+	}
+	return 0;
 }
 
 /* xorshift64; set test_rng to seed it (nonzero) */
