@@ -314,10 +314,16 @@ int cmd_batch(int argc, char **argv)
 	int tty = !a.quiet && isatty(STDERR_FILENO);
 	double t0 = now_s();
 	int started = 0;
+	/* under the lock: the workers already started decrement it (a data
+	 * race ThreadSanitizer found in tests/batch_run.sh) */
 	for (; started < n_th; started++) {
+		pthread_mutex_lock(&r.mu);
 		r.workers_left++;
+		pthread_mutex_unlock(&r.mu);
 		if (pthread_create(&th[started], NULL, worker, &r)) {
+			pthread_mutex_lock(&r.mu);
 			r.workers_left--;
+			pthread_mutex_unlock(&r.mu);
 			break;
 		}
 	}

@@ -185,11 +185,19 @@ size_t srv_utf8_copy(char *dst, size_t cap, const char *src, size_t n)
 void srv_make_id(char *out, size_t cap, const char *prefix)
 {
 	static _Atomic uint64_t counter;
-	static uint64_t base;
+	/* set once by whichever thread (coli batch runs several) comes first:
+	 * a plain static was a data race (ThreadSanitizer, tests/batch_run.sh) */
+	static _Atomic uint64_t base_once;
+	uint64_t base = atomic_load_explicit(&base_once, memory_order_relaxed);
 	if (!base) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		base = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
+		uint64_t mine = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^
+				((uint64_t)getpid() << 16);
+		base = 0;
+		if (atomic_compare_exchange_strong_explicit(&base_once, &base, mine,
+							    memory_order_relaxed, memory_order_relaxed))
+			base = mine;
 	}
 	uint64_t x = base + atomic_fetch_add(&counter, 1) * 0x9E3779B97F4A7C15ull;
 	/* splitmix64 finaliser: spreads consecutive counters over all digits */

@@ -274,11 +274,11 @@ void expert_stats_note_routing(expert_stats *st, int layer, const int *experts,
 		n = EXPERT_STATS_MAX_TOPK;
 	layer_rec *l = &st->layers[layer];
 	uint32_t s = coli_seqlock_write_begin(&l->lock);
-	atomic_store_explicit(&l->token, atomic_load_explicit(&st->tokens, RLX), RLX);
-	atomic_store_explicit(&l->n, n, RLX);
+	coli_seqlock_store(&l->token, atomic_load_explicit(&st->tokens, RLX));
+	coli_seqlock_store(&l->n, n);
 	for (int i = 0; i < n; i++) {
-		atomic_store_explicit(&l->experts[i], experts[i], RLX);
-		atomic_store_explicit(&l->weights[i], f2u(weights ? weights[i] : 0.0f), RLX);
+		coli_seqlock_store(&l->experts[i], experts[i]);
+		coli_seqlock_store(&l->weights[i], f2u(weights ? weights[i] : 0.0f));
 	}
 	coli_seqlock_write_end(&l->lock, s);
 }
@@ -363,12 +363,12 @@ int expert_stats_layer_get(const expert_stats *cst, int layer, expert_stats_laye
 	uint32_t s;
 	do {
 		s = coli_seqlock_read_begin(&l->lock);
-		out->token = atomic_load_explicit(&l->token, RLX);
-		int n = atomic_load_explicit(&l->n, RLX);
+		out->token = coli_seqlock_load(&l->token);
+		int n = coli_seqlock_load(&l->n);
 		out->n = n < 0 ? 0 : n > EXPERT_STATS_MAX_TOPK ? EXPERT_STATS_MAX_TOPK : n;
 		for (int i = 0; i < out->n; i++) {
-			out->experts[i] = atomic_load_explicit(&l->experts[i], RLX);
-			out->weights[i] = u2f(atomic_load_explicit(&l->weights[i], RLX));
+			out->experts[i] = coli_seqlock_load(&l->experts[i]);
+			out->weights[i] = u2f(coli_seqlock_load(&l->weights[i]));
 		}
 	} while (coli_seqlock_read_retry(&l->lock, s));
 	out->hits = atomic_load_explicit(&l->hits, RLX);

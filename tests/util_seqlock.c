@@ -35,7 +35,7 @@ static void *writer(void *arg)
 		make_text(t, v);
 		uint32_t s = coli_seqlock_write_begin(&lock);
 		for (int i = 0; i < NWORDS; i++)
-			atomic_store_explicit(&words[i], v * 1000 + (uint64_t)i, memory_order_relaxed);
+			coli_seqlock_store(&words[i], v * 1000 + (uint64_t)i);
 		coli_seqlock_put_bytes(text, t, TEXT);
 		coli_seqlock_write_end(&lock, s);
 	}
@@ -59,7 +59,7 @@ static void *reader(void *arg)
 		do {
 			s = coli_seqlock_read_begin(&lock);
 			for (int i = 0; i < NWORDS; i++)
-				w[i] = atomic_load_explicit(&words[i], memory_order_relaxed);
+				w[i] = coli_seqlock_load(&words[i]);
 			coli_seqlock_get_bytes(t, text, TEXT);
 		} while (coli_seqlock_read_retry(&lock, s));
 		uint64_t v = w[0] / 1000;
