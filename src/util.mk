@@ -1,6 +1,6 @@
 # src/util.mk: owned by its module; appends to the lists in Makefile.am.
 # The base every module uses: errors, logging, number and size parsing,
-# Unicode, CRC-32C, SHA-256, the seqlock.
+# Unicode, CRC-32C, SHA-256, the seqlock, the monotonic clock.
 libcoli_a_SOURCES += \
 	src/util_err.c src/coli_err.h \
 	src/util_log.c src/coli_log.h \
@@ -9,7 +9,7 @@ libcoli_a_SOURCES += \
 	src/util_unicode.c src/util_unicode.h \
 	src/util_crc32c.c src/util_crc32c.h \
 	src/util_sha256.c src/util_sha256.h \
-	src/util_seqlock.h
+	src/util_seqlock.h src/util_time.h
 
 # the seqlock under one writer and two readers (threaded: also in the TSan stage)
 check_PROGRAMS += tests/util_seqlock
