@@ -22,7 +22,7 @@
 int manifest_read_file(const char *path, char **data, size_t *len, coli_err *err);
 /* Parse a JSON file; the error names the file, line and column. */
 int manifest_load(const char *path, json_t **root, coli_err *err);
-/* Atomic write: PATH.tmp, fsync, rename, fsync(dir). */
+/* Atomic write (coli_file_replace, util_file.h). */
 int manifest_write_atomic(const char *path, const void *data, size_t len, coli_err *err);
 /* Serialize (2-space indent, insertion order, trailing newline) + write atomically. */
 int manifest_save(const char *path, const json_t *root, coli_err *err);
