@@ -3,9 +3,9 @@
  *
  * Every getter names the offending key and its context ("manifest.json:
  * tensors[3].offset: ...") so errors reach the user as one clear line. The
- * writers are crash-safe: data goes to NAME.tmp, is fsync'd, renamed over
- * NAME, and the directory is fsync'd, so a reader sees the old file or the
- * new one, never a torn one. */
+ * writers are crash-safe (util_file.h): data goes to a temporary file, is
+ * fsync'd, renamed over NAME, and the directory is fsync'd, so a reader
+ * sees the old file or the new one, never a torn one. */
 #ifndef COLI_MANIFEST_H
 #define COLI_MANIFEST_H
 
