@@ -11,32 +11,19 @@
 #include "ingest_dtype.h"
 #include "ingest_safetensors.h"
 #include "quant.h"
+#include "util_bits.h"
 
 #include <math.h>
 #include <string.h>
 
-static uint32_t f32_bits(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	return u;
-}
-
-static float f32_from_bits(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
-}
-
 float dtype_bf16_to_f32(uint16_t v)
 {
-	return f32_from_bits((uint32_t)v << 16);
+	return coli_bits_f32((uint32_t)v << 16);
 }
 
 uint16_t dtype_f32_to_bf16(float f)
 {
-	uint32_t u = f32_bits(f);
+	uint32_t u = coli_f32_bits(f);
 	if ((u & 0x7fffffffu) > 0x7f800000u)  /* NaN: keep sign, force quiet */
 		return (uint16_t)((u >> 16) | 0x0040u);
 	u += 0x7fffu + ((u >> 16) & 1u);  /* overflow rounds to inf, as RNE must */
@@ -67,13 +54,13 @@ float dtype_fp8_e4m3_to_f32(uint8_t v)
 	else if (exp == 0)
 		mag = ldexpf((float)man, -9);       /* subnormal: man/8 * 2^-6 */
 	else
-		mag = f32_from_bits(((exp + 120u) << 23) | (man << 20));
+		mag = coli_bits_f32(((exp + 120u) << 23) | (man << 20));
 	return (v & 0x80u) ? -mag : mag;
 }
 
 uint8_t dtype_f32_to_fp8_e4m3(float f)
 {
-	uint32_t u = f32_bits(f);
+	uint32_t u = coli_f32_bits(f);
 	uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
 	uint32_t a = u & 0x7fffffffu;
 	if (a > 0x7f800000u)
@@ -87,7 +74,7 @@ uint8_t dtype_f32_to_fp8_e4m3(float f)
 			r = 0x7eu;
 		return sign | (uint8_t)r;
 	}
-	float q = rintf(f32_from_bits(a) * 512.0f);  /* quantum 2^-9 */
+	float q = rintf(coli_bits_f32(a) * 512.0f);  /* quantum 2^-9 */
 	return sign | (uint8_t)q;
 }
 

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "util_seqlock.h"
+#include "util_bits.h"
 
 #define NBUCKETS 16 /* > 10 s window + the current second */
 
@@ -105,20 +106,6 @@ static void bucket_sum(const bucket *bk, int64_t now, int span, uint64_t *a, uin
 	}
 }
 
-static uint32_t f2u(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	return u;
-}
-
-static float u2f(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
-}
-
 expert_stats *expert_stats_new(int n_layers, int n_experts, int top_k, int n_drives)
 {
 	if (n_layers <= 0 || n_experts <= 0 || n_drives < 0)
@@ -199,7 +186,7 @@ void expert_stats_set_heat(expert_stats *st, int layer, int expert, float heat)
 {
 	expert_rec *r = erec(st, layer, expert);
 	if (r)
-		atomic_store_explicit(&r->heat, f2u(heat), RLX);
+		atomic_store_explicit(&r->heat, coli_f32_bits(heat), RLX);
 }
 
 void expert_stats_note_lookup(expert_stats *st, int layer, int expert, int kind)
@@ -278,7 +265,7 @@ void expert_stats_note_routing(expert_stats *st, int layer, const int *experts,
 	coli_seqlock_store(&l->n, n);
 	for (int i = 0; i < n; i++) {
 		coli_seqlock_store(&l->experts[i], experts[i]);
-		coli_seqlock_store(&l->weights[i], f2u(weights ? weights[i] : 0.0f));
+		coli_seqlock_store(&l->weights[i], coli_f32_bits(weights ? weights[i] : 0.0f));
 	}
 	coli_seqlock_write_end(&l->lock, s);
 }
@@ -368,7 +355,7 @@ int expert_stats_layer_get(const expert_stats *cst, int layer, expert_stats_laye
 		out->n = n < 0 ? 0 : n > EXPERT_STATS_MAX_TOPK ? EXPERT_STATS_MAX_TOPK : n;
 		for (int i = 0; i < out->n; i++) {
 			out->experts[i] = coli_seqlock_load(&l->experts[i]);
-			out->weights[i] = u2f(coli_seqlock_load(&l->weights[i]));
+			out->weights[i] = coli_bits_f32(coli_seqlock_load(&l->weights[i]));
 		}
 	} while (coli_seqlock_read_retry(&l->lock, s));
 	out->hits = atomic_load_explicit(&l->hits, RLX);
@@ -388,7 +375,7 @@ int expert_stats_experts_get(const expert_stats *cst, int layer, expert_stats_ex
 	for (int e = 0; e < n; e++) {
 		expert_rec *r = &st->experts[(size_t)layer * (size_t)st->n_experts + (size_t)e];
 		out[e].tier = atomic_load_explicit(&r->tier, RLX);
-		out[e].heat = u2f(atomic_load_explicit(&r->heat, RLX));
+		out[e].heat = coli_bits_f32(atomic_load_explicit(&r->heat, RLX));
 		out[e].hits = atomic_load_explicit(&r->hits, RLX);
 		out[e].misses = atomic_load_explicit(&r->misses, RLX);
 	}

@@ -10,7 +10,7 @@ libcoli_a_SOURCES += \
 	src/util_unicode.c src/util_unicode.h \
 	src/util_crc32c.c src/util_crc32c.h \
 	src/util_sha256.c src/util_sha256.h \
-	src/util_seqlock.h src/util_time.h \
+	src/util_seqlock.h src/util_time.h src/util_bits.h \
 	src/util_file.c src/util_file.h
 
 # the seqlock under one writer and two readers (threaded: also in the TSan stage)
