@@ -2,7 +2,9 @@
 # `coli pull`: Hugging Face Hub client (libcurl) and the shard-at-a-time
 # download-and-convert driver.
 libcoliconvert_a_SOURCES += \
-	convert/pull_hub.c convert/pull_hub.h convert/pull.c convert/pull.h
+	convert/pull_hub.c convert/pull_hub.h convert/pull.c convert/pull.h convert/pull_int.h \
+	convert/pull_state.c convert/pull_schedule.c convert/pull_plan.c convert/pull_progress.c \
+	convert/pull_punch.c
 
 PULL_TESTS = tests/pull_hub.sh
 TESTS += $(PULL_TESTS)
