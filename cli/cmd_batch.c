@@ -34,6 +34,7 @@
 #include "engine_flags.h"
 #include "expert_store_stats.h"
 #include "server.h"
+#include "util_time.h"
 
 static void usage(FILE *f)
 {
@@ -60,13 +61,6 @@ typedef struct batch_run {
 	int cancelled;
 	char write_err[256];
 } batch_run;
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* One write per line: a kill can tear at most the line being written,
  * which the next run cuts. */
@@ -175,7 +169,7 @@ static void progress(batch_run *r, coli_engine *e, int total, double t0, int fin
 	int done = r->n_written;
 	long long tc = r->tok_completion;
 	pthread_mutex_unlock(&r->mu);
-	double el = now_s() - t0;
+	double el = coli_now_s() - t0;
 	expert_stats_summary *s = calloc(1, sizeof *s);
 	if (!s)
 		return;
@@ -345,12 +339,18 @@ int cmd_batch(int argc, char **argv)
 		goto fail;
 	}
 	int tty = !a.quiet && isatty(STDERR_FILENO);
-	double t0 = now_s();
+	double t0 = coli_now_s();
 	int started = 0;
+	/* under the lock: the workers already started decrement it (a data
+	 * race ThreadSanitizer found in tests/batch_run.sh) */
 	for (; started < n_th; started++) {
+		pthread_mutex_lock(&r.mu);
 		r.workers_left++;
+		pthread_mutex_unlock(&r.mu);
 		if (pthread_create(&th[started], NULL, worker, &r)) {
+			pthread_mutex_lock(&r.mu);
 			r.workers_left--;
+			pthread_mutex_unlock(&r.mu);
 			break;
 		}
 	}
@@ -381,7 +381,7 @@ int cmd_batch(int argc, char **argv)
 		pthread_join(th[i], NULL);
 	if (tty)
 		progress(&r, e, r.n_order, t0, 1);
-	summary(&r, skipped, now_s() - t0, e);
+	summary(&r, skipped, coli_now_s() - t0, e);
 	if (r.write_failed) {
 		coli_err_set(&err, -EIO, "%s: write failed: %s (rerun to resume)", a.out, r.write_err);
 		goto fail;

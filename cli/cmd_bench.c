@@ -28,6 +28,7 @@
 #include "model.h"
 #include "model_dir.h"
 #include "sampler.h"
+#include "util_time.h"
 
 static void usage(FILE *f)
 {
@@ -59,13 +60,6 @@ static double cpu_s(void)
 		return 0;
 	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
 	       ru.ru_stime.tv_usec * 1e-6;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* Peak resident set of this process (VmHWM), in bytes; -1 if unknown. */
@@ -299,10 +293,10 @@ int cmd_bench(int argc, char **argv)
 			goto fail;
 		mo.store.heat_dir = heat_dir;
 	}
-	double t0 = now_s();
+	double t0 = coli_now_s();
 	if (coli_model_open(dir, &mo, &m, &err))
 		goto fail;
-	double t_load = now_s() - t0;
+	double t_load = coli_now_s() - t0;
 	const coli_config *c = &m->cfg;
 	out = json_object();
 	json_object_set_new(out, "model", json_string(dir));
@@ -380,7 +374,7 @@ int cmd_bench(int argc, char **argv)
 		expert_stats_snapshot(st, &pf_before);
 	coli_timing tm_pf = *coli_state_timing(s);
 	double cpu_pf0 = cpu_s();
-	t0 = now_s();
+	t0 = coli_now_s();
 	if (!b.mtp) {
 		if (coli_forward(m, s, toks, (int)b.n_prompt, logits, 0, &err))
 			goto fail;
@@ -397,7 +391,7 @@ int cmd_bench(int argc, char **argv)
 		}
 		draft_tok = coli_argmax(draft, c->vocab_size);
 	}
-	double t_prefill = now_s() - t0;
+	double t_prefill = coli_now_s() - t0;
 	double cpu_prefill = cpu_s() - cpu_pf0;
 	json_t *pf = json_object();
 	json_object_set_new(pf, "tokens", json_integer(b.n_prompt));
@@ -429,7 +423,7 @@ int cmd_bench(int argc, char **argv)
 		expert_stats_snapshot(st, &before);
 	coli_timing tm_before = *coli_state_timing(s);
 	double cpu0 = cpu_s();
-	t0 = now_s();
+	t0 = coli_now_s();
 	for (long g = 0; g < b.n_gen; g++) {
 		int tok = coli_argmax(logits, c->vocab_size);
 		if (coli_forward(m, s, &tok, 1, logits, 0, &err))
@@ -450,7 +444,7 @@ int cmd_bench(int argc, char **argv)
 					coli_config_layer_is_moe(c, l) ? r->experts[(size_t)l * K + k] : -1;
 		trace.n_tokens++;
 	}
-	double t_decode = now_s() - t0;
+	double t_decode = coli_now_s() - t0;
 	double cpu_decode = cpu_s() - cpu0;
 	if (st)
 		expert_stats_snapshot(st, &after);

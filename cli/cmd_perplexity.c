@@ -35,6 +35,7 @@
 #include "model_dir.h"
 #include "sampler.h"
 #include "tokenizer.h"
+#include "util_time.h"
 
 #define PPL_DEFAULT_WINDOW 256
 
@@ -96,13 +97,6 @@ static double token_nll(const float *row, int V, int tok)
 	for (int v = 0; v < V; v++)
 		s += exp((double)row[v] - mx);
 	return log(s) + mx - (double)row[tok];
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 struct ppl_run {
@@ -295,10 +289,10 @@ int cmd_perplexity(int argc, char **argv)
 		coli_err_set(&err, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	double t0 = now_s();
+	double t0 = coli_now_s();
 	if (ppl_score(m, s, ids, (long)n_ids, (int)window, routing, logits, &r, &err))
 		goto fail;
-	print_result(&r, dir, file, (long)n_ids, bytes, (int)window, now_s() - t0, json);
+	print_result(&r, dir, file, (long)n_ids, bytes, (int)window, coli_now_s() - t0, json);
 	status = fflush(stdout) ? COLI_EXIT_FAIL : COLI_EXIT_OK;
 	goto out;
 usage_err:

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "compare.h"
+#include "util_time.h"
 
 void cmp_result_free(cmp_result *r)
 {
@@ -29,13 +30,6 @@ void cmp_result_free(cmp_result *r)
 	free(r->text);
 	r->text = NULL;
 	r->len = 0;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 int cmp_base_url(const char *url, char *out, size_t cap, coli_err *err)
@@ -217,7 +211,7 @@ static size_t on_data(char *buf, size_t sz, size_t nm, void *arg)
 		c->body[c->body_len] = '\0';
 		return n;
 	}
-	if (cmp_sse_feed(&c->sse, buf, n, now_s())) {
+	if (cmp_sse_feed(&c->sse, buf, n, coli_now_s())) {
 		c->sse_failed = 1;
 		return 0;   /* abort the transfer */
 	}
@@ -303,14 +297,14 @@ void cmp_chat_stream(const cmp_endpoint *ep, const char *body, cmp_result *r)
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)(ep->timeout_s > 0 ? ep->timeout_s : 300));
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "coli-compare/" PACKAGE_VERSION);
-	double t0 = now_s();
+	double t0 = coli_now_s();
 	c->sse.t0 = t0;
 	CURLcode cc = curl_easy_perform(h);
-	r->total_s = now_s() - t0;
+	r->total_s = coli_now_s() - t0;
 	if (!c->checked)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->status);
 	r->http_status = (int)c->status;
-	if (!c->sse_failed && c->is_sse && c->sse.n && cmp_sse_feed(&c->sse, "\n", 1, now_s()))
+	if (!c->sse_failed && c->is_sse && c->sse.n && cmp_sse_feed(&c->sse, "\n", 1, coli_now_s()))
 		c->sse_failed = 1;   /* a last line without its newline */
 	if (c->sse_failed)
 		goto out;   /* r->error says what was malformed */

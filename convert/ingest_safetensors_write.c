@@ -24,6 +24,7 @@
 
 #include "ingest_dtype.h"
 #include "ingest_safetensors_write.h"
+#include "util_file.h"
 
 struct stw_tensor {
 	char *name;
@@ -443,24 +444,15 @@ static int stw_write_index(st_writer *w, coli_err *err)
 	}
 	json_object_set_new(root, "weight_map", map);
 	char *final = stw_join(w->dir, "model.safetensors.index.json", "");
-	char *tmp = stw_join(w->dir, "model.safetensors.index.json", ".tmp");
+	char *text = json_dumps(root, JSON_INDENT(2));
 	int rc = 0;
-	if (!final || !tmp) {
+	if (!final || !text)
 		rc = coli_err_set(err, -ENOMEM, "safetensors: out of memory");
-		goto out;
-	}
-	if (json_dump_file(root, tmp, JSON_INDENT(2)) != 0) {
-		rc = coli_err_set(err, -EIO, "%s: cannot write", tmp);
-		goto out;
-	}
-	if (rename(tmp, final) != 0)
-		rc = coli_err_set(err, -errno, "%s: %s", final, strerror(errno));
-out:
-	if (rc && tmp)
-		unlink(tmp);
+	else
+		rc = coli_file_replace(final, text, strlen(text), err);
 	json_decref(root);
 	free(final);
-	free(tmp);
+	free(text);
 	return rc;
 }
 

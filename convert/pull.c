@@ -1,170 +1,25 @@
-/* pull.c - `coli pull`: see pull.h for the design. */
+/* pull.c - `coli pull`: the driver (see pull.h for the design, pull_int.h
+ * for its parts). */
 #include "config.h"
 
-#define COLI_CONVERT_INTERNAL 1
-#include "pull.h"
-
-#include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <jansson.h>
-#include <linux/falloc.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "coli_log.h"
-#include "pull_hub.h"
-#include "model_manifest.h"
-#include "ingest_safetensors.h"
-#include "util_sha256.h"
-
-#define STAGING ".pull"
-#define PSTATE_FORMAT "colitop-pull-state"
-#define INDEX_NAME "model.safetensors.index.json"
-#define SINGLE_NAME "model.safetensors"
-
-typedef struct shard {
-	const hub_file *hf;
-	char path[4400];
-	hub_range *chunks;
-	int n_chunks;
-	int verified;
-	int fd;
-} shard;
-
-typedef struct pull_ctx {
-	const pull_opts *o;
-	pull_summary *sum;
-	hub_client h;
-	hub_repo repo;
-	char stage[2048], state_path[2100];
-	json_t *state;
-	convert_opts co;
-	convert_session cs;
-	int began;
-	shard *sh;
-	int n_sh;
-	int *ms;                   /* per container file: last shard it reads, -1 none */
-	int *rel;                  /* per source tensor: step after which it is freed */
-	int step_done;
-	int punch_ok;              /* the file system frees ranges (FALLOC_FL_PUNCH_HOLE) */
-	/* progress of the shard being fetched */
-	int cur;
-	double t0, t_shard, last_save, last_line;
-	uint64_t bytes_before;     /* this shard's bytes already on disk when it started */
-} pull_ctx;
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double gib(uint64_t b)
-{
-	return (double)b / (double)(1ull << 30);
-}
-
-/* Sizes for people: "812.4 MiB", "5.00 GiB". */
-static const char *human(uint64_t b, char *buf, size_t cap)
-{
-	if (b >= 1ull << 30)
-		snprintf(buf, cap, "%.2f GiB", gib(b));
-	else if (b >= 1ull << 20)
-		snprintf(buf, cap, "%.1f MiB", (double)b / (1 << 20));
-	else
-		snprintf(buf, cap, "%.1f KiB", (double)b / 1024);
-	return buf;
-}
+#include "pull_int.h"
 
 #ifdef COLI_FAULT_INJECTION
 /* COLI_PULL_FAIL_AT=N: die by SIGKILL at the Nth point where state was just
  * made durable (a chunk batch, a verified shard, a container file, freed
  * tensors, a finished shard), as kill -9 would, for the resume tests. */
-static void fault_point(void)
+void pull_fault_point(void)
 {
 	static int n;
 	const char *s = getenv("COLI_PULL_FAIL_AT");
 	if (s && *s && ++n >= atoi(s))
 		raise(SIGKILL);
 }
-static int save_every_chunk(void)
-{
-	return getenv("COLI_PULL_FAIL_AT") != NULL;
-}
 #else
-static void fault_point(void)
+void pull_fault_point(void)
 {
-}
-
-static int save_every_chunk(void)
-{
-	return 0;
 }
 #endif
-
-/* ---- state ---- */
-
-static int state_save(pull_ctx *c, coli_err *err)
-{
-	json_t *shards = json_object();
-	for (int i = 0; shards && i < c->n_sh; i++) {
-		shard *s = &c->sh[i];
-		char *bits = malloc((size_t)s->n_chunks + 1);
-		if (!bits)
-			break;
-		for (int k = 0; k < s->n_chunks; k++)
-			bits[k] = s->chunks[k].got == s->chunks[k].len ? '1' : '0';
-		bits[s->n_chunks] = '\0';
-		json_object_set_new(shards, s->hf->path,
-				    json_pack("{s:s,s:b}", "chunks", bits, "verified", s->verified));
-		free(bits);
-	}
-	json_t *st = json_pack("{s:s,s:i,s:s,s:s,s:s,s:i,s:o}", "format", PSTATE_FORMAT, "version", 1,
-			       "repo", c->o->repo, "revision", c->o->revision, "commit",
-			       c->repo.commit, "step", c->step_done, "shards", shards);
-	if (!st)
-		return coli_err_set(err, -ENOMEM, "out of memory");
-	int rc = manifest_save(c->state_path, st, err);
-	json_decref(st);
-	return rc;
-}
-
-/* The pinned commit of an earlier run of the same pull, "" when none. */
-static int state_load(pull_ctx *c, char *commit, size_t cap, coli_err *err)
-{
-	commit[0] = '\0';
-	if (access(c->state_path, F_OK) != 0)
-		return 0;
-	coli_err e2 = { 0, "" };
-	json_t *st = NULL;
-	const char *repo, *rev, *sha;
-	if (manifest_load(c->state_path, &st, &e2) < 0 ||
-	    json_unpack(st, "{s:s,s:s,s:s}", "repo", &repo, "revision", &rev, "commit", &sha) < 0) {
-		coli_warn("%s: unreadable (%s), starting the download over", c->state_path,
-			  e2.msg[0] ? e2.msg : "bad format");
-		json_decref(st);
-		return 0;
-	}
-	if (strcmp(repo, c->o->repo) || strcmp(rev, c->o->revision)) {
-		int rc = c->o->conv.force ? 0 :
-			coli_err_set(err, -EEXIST, "%s: holds a partial pull of %s@%s; run that again "
-				     "to finish it, or use --force to start over", c->o->conv.out_dir,
-				     repo, rev);
-		json_decref(st);
-		return rc;
-	}
-	snprintf(commit, cap, "%s", sha);
-	c->state = st;
-	return 0;
-}
 
 /* ---- files before shards ---- */
 
@@ -352,273 +207,6 @@ static int make_chunks(pull_ctx *c, shard *s, coli_err *err)
 	return 0;
 }
 
-/* ---- the schedule ---- */
-
-struct ms_ctx {
-	int ms;
-};
-
-static void note_ms(const st_tensor *t, void *ctx)
-{
-	struct ms_ctx *m = ctx;
-	if (t->file_index > m->ms)
-		m->ms = t->file_index;
-}
-
-struct rel_ctx {
-	const st_checkpoint *ck;
-	int *rel;
-	int ms;
-};
-
-static void note_rel(const st_tensor *t, void *ctx)
-{
-	struct rel_ctx *r = ctx;
-	int i = (int)(t - r->ck->tensors);
-	if (r->rel[i] < r->ms)
-		r->rel[i] = r->ms;
-}
-
-/* ms: the shard after which each container file can be written; rel: the
- * shard after which each source tensor is read by no unwritten file. */
-static int schedule(pull_ctx *c, coli_err *err)
-{
-	const convert_plan *p = &c->cs.p;
-	const st_checkpoint *ck = p->ck;
-	if (ck->n_files != c->n_sh)
-		return coli_err_set(err, -EPROTO, "%d shards planned, %d in the checkpoint", c->n_sh,
-				    ck->n_files);
-	c->ms = malloc(sizeof *c->ms * (size_t)(p->n_files + 1));
-	c->rel = malloc(sizeof *c->rel * (size_t)(ck->n_tensors + 1));
-	if (!c->ms || !c->rel)
-		return coli_err_set(err, -ENOMEM, "out of memory");
-	for (int i = 0; i < ck->n_tensors; i++)
-		c->rel[i] = ck->tensors[i].file_index;
-	for (int f = 0; f < p->n_files; f++) {
-		struct ms_ctx m = { -1 };
-		convert_file_each_source(p, &p->files[f], note_ms, &m);
-		c->ms[f] = m.ms;
-		struct rel_ctx r = { ck, c->rel, m.ms };
-		convert_file_each_source(p, &p->files[f], note_rel, &r);
-	}
-	pull_summary *s = c->sum;
-	s->n_shards = c->n_sh;
-	for (int i = 0; i < p->n_files; i++)
-		s->container_bytes += p->files[i].size;
-	for (int k = 0; k < c->n_sh; k++) {
-		uint64_t held = 0;
-		if (c->sh[k].hf->size > s->largest_shard)
-			s->largest_shard = c->sh[k].hf->size;
-		for (int i = 0; i < ck->n_tensors; i++)
-			if (ck->tensors[i].file_index <= k && c->rel[i] > k)
-				held += ck->tensors[i].nbytes;
-		if (held > s->largest_held)
-			s->largest_held = held;
-	}
-	uint64_t small = 0;
-	for (int i = 0; i < c->repo.n_files; i++)
-		if (!strcmp(c->repo.files[i].path, "config.json") ||
-		    !strcmp(c->repo.files[i].path, INDEX_NAME) ||
-		    convert_is_tokenizer_file(c->repo.files[i].path))
-			small += c->repo.files[i].size;
-	s->peak_need = s->container_bytes + s->largest_shard + s->largest_held + small;
-	return 0;
-}
-
-/* ---- disk ---- */
-
-static uint64_t du_total;
-
-static int du_add(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)path;
-	(void)ftw;
-	if (flag == FTW_F)
-		du_total += (uint64_t)st->st_blocks * 512u;
-	return 0;
-}
-
-/* Bytes allocated under dir (what the file system charges for it). */
-static uint64_t disk_used(const char *dir)
-{
-	du_total = 0;
-	nftw(dir, du_add, 16, FTW_PHYS);
-	return du_total;
-}
-
-static void measure_peak(pull_ctx *c)
-{
-	uint64_t u = disk_used(c->o->conv.out_dir);
-	if (u > c->sum->peak_measured)
-		c->sum->peak_measured = u;
-}
-
-static int precheck_space(pull_ctx *c, coli_err *err)
-{
-	struct statvfs v;
-	char a[32], b[32], d[32], e[32], f[32];
-	pull_summary *s = c->sum;
-	if (statvfs(c->o->conv.out_dir, &v) < 0)
-		return 0;
-	uint64_t avail = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
-	uint64_t have = disk_used(c->o->conv.out_dir);
-	uint64_t need = s->peak_need > have ? s->peak_need - have : 0;
-	if (need <= avail)
-		return 0;
-	return coli_err_set(err, -ENOSPC,
-			    "%s: needs %s at peak (container %s + largest shard %s + tensors held "
-			    "across shards %s), %s of it still to come, only %s free",
-			    c->o->conv.out_dir, human(s->peak_need, a, sizeof a),
-			    human(s->container_bytes, b, sizeof b), human(s->largest_shard, d, sizeof d),
-			    human(s->largest_held, e, sizeof e), human(need, f, sizeof f),
-			    human(avail, (char[32]){ 0 }, 32));
-}
-
-/* Before any shard byte is asked for: the shards the hub lists must fit
- * where they go, the largest at least (a hub claiming a shard of 10 GB on
- * a disk with less is refused here, not after minutes of retries). */
-static int precheck_shards(pull_ctx *c, coli_err *err)
-{
-	struct statvfs v;
-	char a[32], b[32];
-	const hub_file *big = NULL;
-	for (int k = 0; k < c->n_sh; k++)
-		if (!big || c->sh[k].hf->size > big->size)
-			big = c->sh[k].hf;
-	if (!big || statvfs(c->stage, &v) < 0)
-		return 0;
-	uint64_t avail = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
-	uint64_t have = disk_used(c->stage);
-	if (big->size <= avail + have)
-		return 0;
-	return coli_err_set(err, -ENOSPC, "%s: the hub lists %s as %s, more than the %s free "
-			    "in %s; nothing of it was downloaded", c->o->repo, big->path,
-			    human(big->size, a, sizeof a), human(avail, b, sizeof b), c->o->conv.out_dir);
-}
-
-/* ---- the plan, for --dry-run and the log ---- */
-
-static void print_plan(pull_ctx *c)
-{
-	const convert_plan *p = &c->cs.p;
-	pull_summary *s = c->sum;
-	char a[32], b[32], d[32];
-	uint64_t dense = 0, experts = 0, total_src = 0;
-	for (int i = 0; i < p->n_files; i++) {
-		if (!strncmp(p->files[i].path, "experts/", 8))
-			experts += p->files[i].size;
-		else
-			dense += p->files[i].size;
-	}
-	printf("pull %s@%s (commit %s) -> %s\n", c->o->repo, c->o->revision, c->repo.commit,
-	       c->o->conv.out_dir);
-	printf("  files to fetch:\n");
-	for (int i = 0; i < c->repo.n_files; i++) {
-		const hub_file *f = &c->repo.files[i];
-		int is_shard = 0;
-		for (int k = 0; k < c->n_sh; k++)
-			is_shard |= c->sh[k].hf == f;
-		if (!is_shard && strcmp(f->path, "config.json") && strcmp(f->path, INDEX_NAME) &&
-		    !convert_is_tokenizer_file(f->path))
-			continue;
-		total_src += f->size;
-		printf("    %-48s %12s%s\n", f->path, human(f->size, a, sizeof a),
-		       is_shard ? "  (shard, sha256 checked, freed once converted)" : "");
-	}
-	printf("  download    %s in %d shards (largest %s)\n", human(total_src, a, sizeof a),
-	       c->n_sh, human(s->largest_shard, b, sizeof b));
-	printf("  container   %s: dense part (resident in RAM) %s, experts (read from disk) %s\n",
-	       human(s->container_bytes, a, sizeof a), human(dense, b, sizeof b),
-	       human(experts, d, sizeof d));
-	printf("  peak disk   %s = container + largest shard %s + tensors held across a shard "
-	       "boundary %s\n", human(s->peak_need, a, sizeof a), human(s->largest_shard, b, sizeof b),
-	       human(s->largest_held, d, sizeof d));
-	struct statvfs v;
-	const char *dir = c->o->conv.out_dir;
-	char parent[4096];
-	snprintf(parent, sizeof parent, "%s", dir);
-	/* OUT may not exist yet: ask its nearest existing ancestor. */
-	while (statvfs(parent, &v) < 0) {
-		char *sl = strrchr(parent, '/');
-		if (!sl || sl == parent) {
-			snprintf(parent, sizeof parent, "%s", sl == parent ? "/" : ".");
-			if (statvfs(parent, &v) < 0)
-				memset(&v, 0, sizeof v);
-			break;
-		}
-		*sl = '\0';
-	}
-	uint64_t avail = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
-	printf("  free there  %s: %s\n", human(avail, a, sizeof a),
-	       avail >= s->peak_need ? "enough" : "NOT enough");
-	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-	printf("  RAM         %s on this machine: %s the dense part (%s)\n", human(ram, a, sizeof a),
-	       ram >= dense ? "holds" : "does NOT hold", human(dense, b, sizeof b));
-}
-
-/* ---- progress ---- */
-
-static uint64_t shard_got(const shard *s)
-{
-	uint64_t g = 0;
-	for (int k = 0; k < s->n_chunks; k++)
-		g += s->chunks[k].got;
-	return g;
-}
-
-static int files_done(pull_ctx *c)
-{
-	int n = 0;
-	for (int i = 0; i < c->cs.p.n_files; i++)
-		n += c->cs.done[i] == 1 || c->cs.done[i] == 4;
-	return n;
-}
-
-static void progress_line(pull_ctx *c, int final)
-{
-	const shard *s = &c->sh[c->cur];
-	char a[32], b[32], r[32];
-	uint64_t got = shard_got(s);
-	double dt = now_s() - c->t_shard;
-	double rate = dt > 0 ? (double)(got - c->bytes_before) / dt : 0;
-	uint64_t left = 0;
-	for (int k = c->cur; k < c->n_sh; k++)
-		left += c->sh[k].hf->size - (k == c->cur ? got : 0);
-	double eta = rate > 0 ? (double)left / rate : 0;
-	fprintf(stderr, "\r\033[Kshard %d/%d %s/%s %s/s ETA %dm%02ds files %d/%d%s", c->cur + 1,
-		c->n_sh, human(got, a, sizeof a), human(s->hf->size, b, sizeof b),
-		human((uint64_t)rate, r, sizeof r), (int)(eta / 60), (int)eta % 60, files_done(c),
-		c->cs.p.n_files, final ? "\n" : "");
-	fflush(stderr);
-}
-
-static int on_progress(void *ctx, int range_done)
-{
-	pull_ctx *c = ctx;
-	shard *s = &c->sh[c->cur];
-	double t = now_s();
-	if (range_done && t - c->last_save >= 1.0) {
-		/* Bytes on disk before the state says so. */
-		coli_err e = { 0, "" };
-		if (fdatasync(s->fd) < 0 || state_save(c, &e) < 0)
-			return -EIO;
-		c->last_save = t;
-		fault_point();
-	} else if (range_done && save_every_chunk()) {
-		/* Test builds: a kill point per chunk, state saved first. */
-		coli_err e = { 0, "" };
-		if (fdatasync(s->fd) < 0 || state_save(c, &e) < 0)
-			return -EIO;
-		fault_point();
-	}
-	if (!c->o->quiet && c->o->progress_tty && t - c->last_line >= 0.5) {
-		c->last_line = t;
-		progress_line(c, 0);
-	}
-	return 0;
-}
-
 /* ---- one shard ---- */
 
 static int shard_verify(pull_ctx *c, shard *s, coli_err *err)
@@ -649,8 +237,8 @@ static int shard_fetch(pull_ctx *c, int k, coli_err *err)
 		if (s->fd < 0)
 			return coli_err_set(err, -errno, "%s: %s", s->path, strerror(errno));
 		c->cur = k;
-		c->bytes_before = shard_got(s);
-		c->t_shard = now_s();
+		c->bytes_before = pull_shard_got(s);
+		c->t_shard = coli_now_s();
 		/* Chunks finished before an interruption are trusted: the state
 		 * listed them only after their bytes were on disk. */
 		rc = hub_fetch_ranges(&c->h, c->repo.commit, s->hf->path, s->hf->size, s->fd, s->chunks,
@@ -658,139 +246,37 @@ static int shard_fetch(pull_ctx *c, int k, coli_err *err)
 		if (rc == 0 && fsync(s->fd) < 0)
 			rc = coli_err_set(err, -errno, "%s: %s", s->path, strerror(errno));
 		if (rc == 0 && !c->o->quiet && c->o->progress_tty)
-			progress_line(c, 1);
+			pull_progress_line(c, 1);
 		close(s->fd);
 		s->fd = -1;
-		c->sum->bytes_downloaded += shard_got(s) - c->bytes_before;
+		c->sum->bytes_downloaded += pull_shard_got(s) - c->bytes_before;
 		if (rc < 0) {
 			coli_err e2 = { 0, "" };
-			state_save(c, &e2);
+			pull_state_save(c, &e2);
 			return rc;
 		}
 		c->sum->shards_fetched++;
 		coli_err verr = { 0, "" };
 		if (shard_verify(c, s, &verr) == 0) {
 			s->verified = 1;
-			if ((rc = state_save(c, err)) < 0)
+			if ((rc = pull_state_save(c, err)) < 0)
 				return rc;
-			double dt = now_s() - c->t_shard;
+			double dt = coli_now_s() - c->t_shard;
 			coli_info("[shard %d/%d] %s: %s downloaded in %.1f s, sha256 verified", k + 1,
 				  c->n_sh, s->hf->path, human(s->hf->size, a, sizeof a), dt);
-			fault_point();
+			pull_fault_point();
 			return 0;
 		}
 		if (attempt == 1) {
 			for (int i = 0; i < s->n_chunks; i++)
 				s->chunks[i].got = 0;
 			coli_err e2 = { 0, "" };
-			state_save(c, &e2);
+			pull_state_save(c, &e2);
 			return coli_err_set(err, -EBADMSG, "%s: corrupt after downloading it twice (%s)",
 					    s->hf->path, verr.msg);
 		}
 	}
 	return rc;
-}
-
-static const st_tensor *sort_base;
-
-static int cmp_by_offset(const void *a, const void *b)
-{
-	uint64_t x = sort_base[*(const int *)a].offset, y = sort_base[*(const int *)b].offset;
-	return x < y ? -1 : x > y;
-}
-
-static int punch(pull_ctx *c, int fd, uint64_t a, uint64_t b, uint64_t page, const char *path,
-		 coli_err *err)
-{
-	a = (a + page - 1) / page * page;
-	b = b / page * page;
-	if (b <= a || !c->punch_ok)
-		return 0;
-	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a, (off_t)(b - a)) == 0)
-		return 0;
-	if (errno == EOPNOTSUPP || errno == ENOSYS) {
-		coli_warn("%s: this file system cannot free parts of a file; a shard is freed only "
-			  "once all of it is converted", c->stage);
-		c->punch_ok = 0;
-		return 0;
-	}
-	return coli_err_set(err, -errno, "%s: freeing converted tensors: %s", path, strerror(errno));
-}
-
-/* Punch out the tensors of shard j that no file after step k reads. */
-static int punch_runs(pull_ctx *c, const st_checkpoint *ck, int j, int k, int fd, uint64_t page,
-		      const char *path, coli_err *err)
-{
-	int n = 0, rc = 0;
-	int *idx = malloc(sizeof *idx * (size_t)(ck->n_tensors + 1));
-	if (!idx)
-		return coli_err_set(err, -ENOMEM, "out of memory");
-	for (int i = 0; i < ck->n_tensors; i++)
-		if (ck->tensors[i].file_index == j)
-			idx[n++] = i;
-	sort_base = ck->tensors;
-	qsort(idx, (size_t)n, sizeof *idx, cmp_by_offset);
-	uint64_t a = 0, b = 0;
-	int open_run = 0;
-	for (int q = 0; q <= n && rc == 0; q++) {
-		const st_tensor *t = q < n ? &ck->tensors[idx[q]] : NULL;
-		int freed = t && c->rel[idx[q]] <= k;
-		if (freed && open_run && t->offset == b) {
-			b += t->nbytes;
-			continue;
-		}
-		if (open_run)
-			rc = punch(c, fd, a, b, page, path, err);
-		open_run = freed;
-		if (freed) {
-			a = t->offset;
-			b = t->offset + t->nbytes;
-		}
-	}
-	free(idx);
-	return rc;
-}
-
-/* Free what no unwritten file reads: tensor ranges by hole punching, and
- * whole shards once nothing in them is read. */
-static int release_after(pull_ctx *c, int k, coli_err *err)
-{
-	const st_checkpoint *ck = c->cs.p.ck;
-	long pg = sysconf(_SC_PAGESIZE);
-	uint64_t page = pg > 0 ? (uint64_t)pg : 4096;
-	for (int j = 0; j <= k; j++) {
-		shard *s = &c->sh[j];
-		int keep = 0, fd = -1;
-		uint64_t hdr = UINT64_MAX;
-		for (int i = 0; i < ck->n_tensors; i++) {
-			const st_tensor *t = &ck->tensors[i];
-			if (t->file_index != j)
-				continue;
-			if (t->offset < hdr)
-				hdr = t->offset;
-			if (c->rel[i] > k)
-				keep = 1;
-		}
-		if (hdr == UINT64_MAX)
-			hdr = s->hf->size;
-		if (!keep) {
-			int rc = convert_shard_release(s->path, hdr, err);
-			if (rc < 0)
-				return rc;
-			continue;
-		}
-		if (!c->punch_ok)
-			continue;
-		if ((fd = open(s->path, O_RDWR)) < 0)
-			return coli_err_set(err, -errno, "%s: %s", s->path, strerror(errno));
-		/* Runs of adjacent freed tensors are punched as one range, so
-		 * tensors smaller than a page are freed too. */
-		int rc = punch_runs(c, ck, j, k, fd, page, s->path, err);
-		close(fd);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
 }
 
 /* Files of the resume state that should exist for the steps recorded as
@@ -862,25 +348,25 @@ static int walk(pull_ctx *c, coli_err *err)
 			if ((rc = convert_file_ensure(&c->cs, f, err)) < 0)
 				return rc;
 			wrote++;
-			fault_point();
+			pull_fault_point();
 		}
 		/* The highest point: this shard and everything written from it. */
-		measure_peak(c);
-		if ((rc = release_after(c, k, err)) < 0)
+		pull_measure_peak(c);
+		if ((rc = pull_release_after(c, k, err)) < 0)
 			return rc;
-		fault_point();
+		pull_fault_point();
 		c->step_done = k;
-		if ((rc = state_save(c, err)) < 0)
+		if ((rc = pull_state_save(c, err)) < 0)
 			return rc;
 		coli_info("[shard %d/%d] %s: %d container files written, converted tensors freed",
 			  k + 1, c->n_sh, c->sh[k].hf->path, wrote);
-		fault_point();
+		pull_fault_point();
 	}
 	/* Files that read no shard (tokenizer copies) and any left over. */
 	for (int f = 0; f < c->cs.p.n_files; f++)
 		if ((rc = convert_file_ensure(&c->cs, f, err)) < 0)
 			return rc;
-	measure_peak(c);
+	pull_measure_peak(c);
 	return 0;
 }
 
@@ -929,7 +415,7 @@ int pull_run(const pull_opts *o, pull_summary *sum, coli_err *err)
 	c.sum = sum;
 	c.step_done = -1;
 	c.punch_ok = 1;
-	c.t0 = now_s();
+	c.t0 = coli_now_s();
 	if (strlen(o->conv.out_dir) > 1900)
 		return coli_err_set(err, -ENAMETOOLONG, "%s: path too long", o->conv.out_dir);
 	/* names checked before anything is created or asked of the hub */
@@ -963,7 +449,7 @@ int pull_run(const pull_opts *o, pull_summary *sum, coli_err *err)
 			return coli_err_set(err, -errno, "%s: cannot create: %s", c.stage,
 					    strerror(errno));
 		snprintf(c.state_path, sizeof c.state_path, "%s/state.json", c.stage);
-		if ((rc = state_load(&c, pinned, sizeof pinned, err)) < 0)
+		if ((rc = pull_state_load(&c, pinned, sizeof pinned, err)) < 0)
 			goto out;
 	}
 	if ((rc = hub_repo_info(&c.h, pinned[0] ? pinned : o->revision, &c.repo, err)) < 0)
@@ -994,7 +480,7 @@ int pull_run(const pull_opts *o, pull_summary *sum, coli_err *err)
 		    !strchr(f->path, '/') && (rc = fetch_small(&c, f, err)) < 0)
 			goto out;
 	}
-	if ((rc = list_shards(&c, err)) < 0 || (!o->dry_run && (rc = precheck_shards(&c, err)) < 0))
+	if ((rc = list_shards(&c, err)) < 0 || (!o->dry_run && (rc = pull_precheck_shards(&c, err)) < 0))
 		goto out;
 	for (int k = 0; k < c.n_sh; k++) {
 		if ((rc = make_placeholder(&c, &c.sh[k], err)) < 0 ||
@@ -1016,17 +502,17 @@ int pull_run(const pull_opts *o, pull_summary *sum, coli_err *err)
 	if ((rc = convert_begin(&c.co, &c.cs, err)) < 0)
 		goto out;
 	c.began = 1;
-	if ((rc = schedule(&c, err)) < 0)
+	if ((rc = pull_schedule(&c, err)) < 0)
 		goto out;
 	if (o->dry_run) {
-		print_plan(&c);
+		pull_print_plan(&c);
 		goto out;
 	}
 	if (!o->quiet)
-		print_plan(&c);
-	if ((rc = precheck_space(&c, err)) < 0)
+		pull_print_plan(&c);
+	if ((rc = pull_precheck_space(&c, err)) < 0)
 		goto out;
-	if ((rc = state_save(&c, err)) < 0 || (rc = walk(&c, err)) < 0)
+	if ((rc = pull_state_save(&c, err)) < 0 || (rc = walk(&c, err)) < 0)
 		goto out;
 	char label[400];
 	snprintf(label, sizeof label, "%s@%s", o->repo, c.repo.commit);

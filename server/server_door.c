@@ -54,6 +54,7 @@
 
 #include "coli_log.h"
 #include "server_internal.h"
+#include "util_time.h"
 
 #define POLL_TICK_MS 250
 #define POLL_RETRY_MS 20
@@ -88,13 +89,6 @@ struct srv_door {
 	char buf[SRV_HEAD_MAX + 1];
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void drop(srv_door *d, int i)
 {
 	door_conn *c = &d->conns[i];
@@ -123,7 +117,7 @@ static void report(srv_door *d, const door_conn *c, const srv_head *h, int statu
 	snprintf(client, sizeof client, "%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", serv);
 	coli_server_event ev = {
 		.client = client, .method = h->method[0] ? h->method : "-", .url = h->path,
-		.status = status, .completed = 1, .seconds = now_s() - c->t_open,
+		.status = status, .completed = 1, .seconds = coli_now_s() - c->t_open,
 	};
 	s->on_event(s->event_opaque, &ev);
 }
@@ -167,7 +161,7 @@ static void answer(srv_door *d, door_conn *c, const srv_head *h, const srv_error
 	shutdown(c->fd, SHUT_WR);
 	set_lowat(c, 1);
 	c->linger = 1;
-	c->linger_until = now_s() + LINGER_S;
+	c->linger_until = coli_now_s() + LINGER_S;
 }
 
 /* The head is valid: libmicrohttpd takes the socket (and closes it, even
@@ -286,7 +280,7 @@ static void *door_main(void *arg)
 			nanosleep(&ts, NULL);
 			continue;
 		}
-		double t = now_s();
+		double t = coli_now_s();
 		if (pr > 0 && (d->pfd[0].revents & POLLIN)) {
 			char junk[64];
 			ssize_t r = read(d->wake[0], junk, sizeof junk);

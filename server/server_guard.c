@@ -48,6 +48,7 @@
 
 #include "coli_log.h"
 #include "server_internal.h"
+#include "util_time.h"
 
 enum { WATCH_REQUEST = 0, WATCH_SERVING, WATCH_CUT };
 
@@ -76,13 +77,6 @@ struct srv_guard {
 	double timeout_s;
 	srv_metrics *m;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Close the connection under the guard's lock. A connection that never
  * completed a request is told why, in the API's error shape. */
@@ -162,7 +156,7 @@ static void *watchdog(void *arg)
 			ts.tv_nsec -= 1000000000;
 		}
 		pthread_cond_timedwait(&g->cond, &g->lock, &ts);
-		double t = now_s();
+		double t = coli_now_s();
 		for (srv_watch *w = g->head; w; w = w->next)
 			if (w->phase == WATCH_REQUEST && t - w->since > g->timeout_s) {
 				cut_counted(g, w, 408, "request_timeout",
@@ -240,7 +234,7 @@ srv_watch *srv_guard_open(srv_guard *g, int fd)
 		return NULL;
 	}
 	w->orig_fd = fd;
-	w->since = now_s();
+	w->since = coli_now_s();
 	pthread_mutex_lock(&g->lock);
 	w->prev = g->tail;
 	if (g->tail)
@@ -282,7 +276,7 @@ void srv_guard_handing(srv_guard *g, srv_watch *w)
 		return;
 	pthread_mutex_lock(&g->lock);
 	w->handed = 1;
-	w->handed_at = now_s();
+	w->handed_at = coli_now_s();
 	pthread_mutex_unlock(&g->lock);
 }
 
@@ -330,7 +324,7 @@ void srv_guard_answered(srv_guard *g, srv_watch *w)
 	pthread_mutex_lock(&g->lock);
 	if (w->phase != WATCH_CUT) {
 		w->phase = WATCH_REQUEST;
-		w->since = now_s();
+		w->since = coli_now_s();
 	}
 	w->served++;
 	pthread_mutex_unlock(&g->lock);

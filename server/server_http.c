@@ -31,6 +31,7 @@
 
 #include "coli_log.h"
 #include "server_internal.h"
+#include "util_time.h"
 
 #define DEFAULT_MAX_BODY (4u << 20)
 #define CONN_MEMORY (64u << 10)   /* URL + headers must fit */
@@ -612,18 +613,11 @@ static void coli_server_quiesce(coli_server *s)
 	srv_door_close(s->door);
 }
 
-static double mono_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Wait until no request is open or the deadline passes; 1 when drained. */
 static int wait_drained(coli_server *s, double until)
 {
 	while (atomic_load(&s->open_reqs) > 0) {
-		if (mono_now() >= until)
+		if (coli_now_s() >= until)
 			return 0;
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
@@ -645,11 +639,11 @@ void coli_server_stop(coli_server *s)
 		int n = atomic_load(&s->open_reqs);
 		if (n > 0)
 			coli_info("server: draining %d request(s), up to %.1f s", n, s->grace_ms / 1000.0);
-		if (!wait_drained(s, mono_now() + s->grace_ms / 1000.0)) {
+		if (!wait_drained(s, coli_now_s() + s->grace_ms / 1000.0)) {
 			coli_info("server: grace period over; stopping %d request(s)",
 				  atomic_load(&s->open_reqs));
 			atomic_store(&s->stopping, 1);
-			if (!wait_drained(s, mono_now() + FLUSH_S))
+			if (!wait_drained(s, coli_now_s() + FLUSH_S))
 				coli_warn("server: %d request(s) still open after %.0f s; closing them",
 					  atomic_load(&s->open_reqs), FLUSH_S);
 		}

@@ -16,6 +16,7 @@
 
 #include "server.h"
 #include "server_internal.h"
+#include "util_unicode.h"
 
 void srv_buf_free(srv_buf *b)
 {
@@ -121,37 +122,12 @@ int srv_fail(srv_error *e, int status, const char *type, const char *code, const
 	return -EINVAL;
 }
 
-/* Bytes of the valid UTF-8 character at s[0..n), 0 when invalid. */
+/* Bytes of the valid UTF-8 character at s[0..n), 0 when invalid or cut. */
 static size_t utf8_char_len(const unsigned char *s, size_t n)
 {
-	unsigned c = s[0];
-	size_t k;
 	uint32_t cp;
-	if (c < 0x80)
-		return 1;
-	if ((c & 0xE0) == 0xC0) {
-		k = 1;
-		cp = c & 0x1F;
-	} else if ((c & 0xF0) == 0xE0) {
-		k = 2;
-		cp = c & 0x0F;
-	} else if ((c & 0xF8) == 0xF0) {
-		k = 3;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (k >= n)
-		return 0;
-	for (size_t j = 1; j <= k; j++) {
-		if ((s[j] & 0xC0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[j] & 0x3F);
-	}
-	if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
-	    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return k + 1;
+	int k = unicode_utf8_next(s, n, &cp);
+	return k > 0 ? (size_t)k : 0;
 }
 
 size_t srv_utf8_copy(char *dst, size_t cap, const char *src, size_t n)
@@ -185,11 +161,19 @@ size_t srv_utf8_copy(char *dst, size_t cap, const char *src, size_t n)
 void srv_make_id(char *out, size_t cap, const char *prefix)
 {
 	static _Atomic uint64_t counter;
-	static uint64_t base;
+	/* set once by whichever thread (coli batch runs several) comes first:
+	 * a plain static was a data race (ThreadSanitizer, tests/batch_run.sh) */
+	static _Atomic uint64_t base_once;
+	uint64_t base = atomic_load_explicit(&base_once, memory_order_relaxed);
 	if (!base) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		base = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
+		uint64_t mine = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^
+				((uint64_t)getpid() << 16);
+		base = 0;
+		if (atomic_compare_exchange_strong_explicit(&base_once, &base, mine,
+							    memory_order_relaxed, memory_order_relaxed))
+			base = mine;
 	}
 	uint64_t x = base + atomic_fetch_add(&counter, 1) * 0x9E3779B97F4A7C15ull;
 	/* splitmix64 finaliser: spreads consecutive counters over all digits */

@@ -44,6 +44,7 @@
 #include "engine_draft.h"
 #include "engine_draft_auto.h"
 #include "expert_store_stats.h"
+#include "util_seqlock.h"
 
 struct engine_draft {
 	int rows;               /* most rows in one step */
@@ -59,8 +60,8 @@ struct engine_draft {
 	_Atomic unsigned long long steps, tokens, drafted, accepted;
 	atomic_int on, n;
 	_Atomic double gain;
-	atomic_uint reason_seq; /* odd while reason is being written */
-	char reason[160];
+	coli_seqlock reason_lock;
+	_Atomic uint64_t reason[COLI_SEQLOCK_WORDS(sizeof ((draft_auto *)0)->reason)];
 };
 
 
@@ -71,9 +72,9 @@ int engine_draft_max_rows(int n_slots)
 
 static void publish_reason(struct engine_draft *d)
 {
-	atomic_fetch_add_explicit(&d->reason_seq, 1, memory_order_acq_rel);
-	snprintf(d->reason, sizeof d->reason, "%s", d->au.reason);
-	atomic_fetch_add_explicit(&d->reason_seq, 1, memory_order_release);
+	uint32_t s = coli_seqlock_write_begin(&d->reason_lock);
+	coli_seqlock_put_bytes(d->reason, d->au.reason, sizeof d->au.reason);
+	coli_seqlock_write_end(&d->reason_lock, s);
 }
 
 int engine_draft_new(coli_engine *e, struct engine_draft **out, coli_err *err)
@@ -473,15 +474,11 @@ void coli_engine_draft_stats(const coli_engine *e, coli_draft_stats *o)
 	o->acceptance = o->drafted ? (double)o->accepted / (double)o->drafted : 0.0;
 	o->tokens_per_forward = o->steps ? (double)o->tokens / (double)o->steps : 0.0;
 	o->predicted_gain = atomic_load_explicit(&d->gain, memory_order_relaxed);
-	/* seqlock read of the reason text */
-	for (int tries = 0; tries < 100; tries++) {
-		unsigned s0 = atomic_load_explicit(&d->reason_seq, memory_order_acquire);
-		if (s0 & 1)
-			continue;
-		memcpy(o->reason, d->reason, sizeof o->reason);
-		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&d->reason_seq, memory_order_relaxed) == s0)
-			break;
-	}
+	_Static_assert(sizeof o->reason == sizeof d->au.reason, "one reason size");
+	uint32_t s;
+	do {
+		s = coli_seqlock_read_begin(&d->reason_lock);
+		coli_seqlock_get_bytes(o->reason, d->reason, sizeof o->reason);
+	} while (coli_seqlock_read_retry(&d->reason_lock, s));
 	o->reason[sizeof o->reason - 1] = '\0';
 }

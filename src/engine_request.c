@@ -7,12 +7,11 @@
 #include <time.h>
 
 #include "engine_request.h"
+#include "util_time.h"
 
 double engine_now(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	return coli_now_s();
 }
 
 int engine_request_new(const int *prompt, int n, const coli_gen_params *p, coli_request **out,

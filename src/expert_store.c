@@ -36,6 +36,7 @@
 
 #include "coli_log.h"
 #include "util_size_parse.h"
+#include "util_time.h"
 
 /* Prefetch gate. A prefetch costs its wrong guesses' reads; it pays by
  * overlapping the right ones with compute. When the engine is bound by the
@@ -57,13 +58,6 @@
 #define REPIN_EVERY 256
 /* Save heat.bin every this many tokens. */
 #define SAVE_EVERY 4096
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static size_t idx(const expert_store *s, int layer, int e)
 {
@@ -307,7 +301,7 @@ int store_prefetch_gate(int mode, int closed, double wait_fraction, double preci
  * measurement window when it is long enough and update the gate. */
 static void gate_update(expert_store *s)
 {
-	double now = now_s();
+	double now = coli_now_s();
 	if (s->gate_t == 0) {
 		s->gate_t = now;
 		s->gate_wait = s->wait_total;
@@ -447,13 +441,13 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 		got[i] = si;
 	}
 	rc = store_io_submit(s);
-	double t0 = now_s();
+	double t0 = coli_now_s();
 	/* Wait until every slot of this call is complete. */
 	for (int i = 0; rc >= 0 && i < n; i++) {
 		while (rc >= 0 && s->slots[got[i]].pending > 0)
 			rc = store_io_reap(s, 1);
 	}
-	double waited = now_s() - t0;
+	double waited = coli_now_s() - t0;
 	expert_stats_note_wait(s->stats, waited);
 	s->wait_total += waited;
 	int bad = -1;

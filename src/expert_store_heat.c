@@ -42,6 +42,7 @@
 
 #include "coli_log.h"
 #include "util_crc32c.h"
+#include "util_file.h"
 
 #define HEAT_HALF_LIFE 2048.0 /* tokens; long: the pinned set is the long-term favourites */
 #define HEAT_MAGIC "COLIHEAT"
@@ -198,57 +199,13 @@ void store_heat_fill(const expert_store *s, uint8_t *b)
 
 int store_heat_write(const char *heat_dir, const uint8_t *b, size_t size, coli_err *err)
 {
-	static _Atomic unsigned writes; /* relaxed: only uniqueness matters */
-	size_t n = strlen(heat_dir) + 64;
-	char *tmp = malloc(n), *dst = malloc(n);
-	int rc = 0, fd = -1;
-	if (!tmp || !dst) {
-		rc = coli_err_set(err, -ENOMEM, "expert store: out of memory");
-		goto out;
-	}
-	snprintf(tmp, n, "%s/heat.bin.tmp.%ld.%u", heat_dir, (long)getpid(),
-		 atomic_fetch_add_explicit(&writes, 1, memory_order_relaxed));
+	size_t n = strlen(heat_dir) + 16;
+	char *dst = malloc(n);
+	if (!dst)
+		return coli_err_set(err, -ENOMEM, "expert store: out of memory");
 	snprintf(dst, n, "%s/heat.bin", heat_dir);
 	mkdir(heat_dir, 0777); /* CACHE_DIR/hot-experts may not exist yet */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = coli_err_set(err, -errno, "expert store: %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	size_t off = 0;
-	while (off < size) {
-		ssize_t w = write(fd, b + off, size - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			rc = coli_err_set(err, w < 0 ? -errno : -EIO, "expert store: writing %s: %s", tmp,
-					  strerror(w < 0 ? errno : EIO));
-			goto out;
-		}
-		off += (size_t)w;
-	}
-	if (fsync(fd) < 0) {
-		rc = coli_err_set(err, -errno, "expert store: fsync %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	close(fd);
-	fd = -1;
-	if (rename(tmp, dst) < 0) {
-		rc = coli_err_set(err, -errno, "expert store: rename to %s: %s", dst, strerror(errno));
-		unlink(tmp);
-		goto out;
-	}
-	int dfd = open(heat_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-out:
-	if (fd >= 0) {
-		close(fd);
-		unlink(tmp);
-	}
-	free(tmp);
+	int rc = coli_file_replace(dst, b, size, err);
 	free(dst);
 	return rc;
 }

@@ -53,6 +53,7 @@
 
 #include "coli_log.h"
 #include "util_sha256.h"
+#include "util_time.h"
 
 #define DEFAULT_DEPTH 64
 #define MIRROR_STRIPE (1u << 20)
@@ -325,19 +326,12 @@ int store_io_submit(expert_store *s)
 	return rc < 0 ? rc : 0;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void io_put(expert_store *s, int ii)
 {
 	s->ios[ii].next_free = s->io_free;
 	s->io_free = ii;
 	if (--s->io_inflight == 0)
-		expert_stats_note_busy(s->stats, mono_s() - s->busy_since);
+		expert_stats_note_busy(s->stats, coli_now_s() - s->busy_since);
 }
 
 static void io_done(expert_store *s, int ii, int error)
@@ -510,7 +504,7 @@ static int io_get(expert_store *s)
 	int ii = s->io_free;
 	s->io_free = s->ios[ii].next_free;
 	if (s->io_inflight++ == 0)
-		s->busy_since = mono_s();
+		s->busy_since = coli_now_s();
 	return ii;
 }
 

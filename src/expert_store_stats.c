@@ -15,6 +15,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "util_seqlock.h"
+#include "util_bits.h"
+
 #define NBUCKETS 16 /* > 10 s window + the current second */
 
 typedef struct bucket {
@@ -23,7 +26,7 @@ typedef struct bucket {
 } bucket;
 
 typedef struct layer_rec {
-	_Atomic uint32_t seq;
+	coli_seqlock lock;
 	_Atomic uint64_t token;
 	_Atomic int n;
 	_Atomic int experts[EXPERT_STATS_MAX_TOPK];
@@ -103,20 +106,6 @@ static void bucket_sum(const bucket *bk, int64_t now, int span, uint64_t *a, uin
 		*a += atomic_load_explicit(&x->a, RLX);
 		*b += atomic_load_explicit(&x->b, RLX);
 	}
-}
-
-static uint32_t f2u(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	return u;
-}
-
-static float u2f(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
 }
 
 expert_stats *expert_stats_new(int n_layers, int n_experts, int top_k, int n_drives)
@@ -199,7 +188,7 @@ void expert_stats_set_heat(expert_stats *st, int layer, int expert, float heat)
 {
 	expert_rec *r = erec(st, layer, expert);
 	if (r)
-		atomic_store_explicit(&r->heat, f2u(heat), RLX);
+		atomic_store_explicit(&r->heat, coli_f32_bits(heat), RLX);
 }
 
 void expert_stats_note_lookup(expert_stats *st, int layer, int expert, int kind)
@@ -286,16 +275,14 @@ void expert_stats_note_routing(expert_stats *st, int layer, const int *experts,
 	if (n > EXPERT_STATS_MAX_TOPK)
 		n = EXPERT_STATS_MAX_TOPK;
 	layer_rec *l = &st->layers[layer];
-	uint32_t s = atomic_load_explicit(&l->seq, RLX);
-	atomic_store_explicit(&l->seq, s + 1, RLX);
-	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&l->token, atomic_load_explicit(&st->tokens, RLX), RLX);
-	atomic_store_explicit(&l->n, n, RLX);
+	uint32_t s = coli_seqlock_write_begin(&l->lock);
+	coli_seqlock_store(&l->token, atomic_load_explicit(&st->tokens, RLX));
+	coli_seqlock_store(&l->n, n);
 	for (int i = 0; i < n; i++) {
-		atomic_store_explicit(&l->experts[i], experts[i], RLX);
-		atomic_store_explicit(&l->weights[i], f2u(weights ? weights[i] : 0.0f), RLX);
+		coli_seqlock_store(&l->experts[i], experts[i]);
+		coli_seqlock_store(&l->weights[i], coli_f32_bits(weights ? weights[i] : 0.0f));
 	}
-	atomic_store_explicit(&l->seq, s + 2, memory_order_release);
+	coli_seqlock_write_end(&l->lock, s);
 }
 
 void expert_stats_note_index(expert_stats *st, int layer, int kept, int context)
@@ -380,23 +367,17 @@ int expert_stats_layer_get(const expert_stats *cst, int layer, expert_stats_laye
 	if (!st || layer < 0 || layer >= st->n_layers)
 		return -EINVAL;
 	layer_rec *l = &st->layers[layer];
-	uint32_t s1, s2;
+	uint32_t s;
 	do {
-		s1 = atomic_load_explicit(&l->seq, memory_order_acquire);
-		if (s1 & 1)
-			continue;
-		out->token = atomic_load_explicit(&l->token, RLX);
-		int n = atomic_load_explicit(&l->n, RLX);
+		s = coli_seqlock_read_begin(&l->lock);
+		out->token = coli_seqlock_load(&l->token);
+		int n = coli_seqlock_load(&l->n);
 		out->n = n < 0 ? 0 : n > EXPERT_STATS_MAX_TOPK ? EXPERT_STATS_MAX_TOPK : n;
 		for (int i = 0; i < out->n; i++) {
-			out->experts[i] = atomic_load_explicit(&l->experts[i], RLX);
-			out->weights[i] = u2f(atomic_load_explicit(&l->weights[i], RLX));
+			out->experts[i] = coli_seqlock_load(&l->experts[i]);
+			out->weights[i] = coli_bits_f32(coli_seqlock_load(&l->weights[i]));
 		}
-		atomic_thread_fence(memory_order_acquire);
-		s2 = atomic_load_explicit(&l->seq, RLX);
-		if (s1 == s2)
-			break;
-	} while (1);
+	} while (coli_seqlock_read_retry(&l->lock, s));
 	out->hits = atomic_load_explicit(&l->hits, RLX);
 	out->misses = atomic_load_explicit(&l->misses, RLX);
 	out->index_kept = atomic_load_explicit(&l->index_kept, RLX);
@@ -414,7 +395,7 @@ int expert_stats_experts_get(const expert_stats *cst, int layer, expert_stats_ex
 	for (int e = 0; e < n; e++) {
 		expert_rec *r = &st->experts[(size_t)layer * (size_t)st->n_experts + (size_t)e];
 		out[e].tier = atomic_load_explicit(&r->tier, RLX);
-		out[e].heat = u2f(atomic_load_explicit(&r->heat, RLX));
+		out[e].heat = coli_bits_f32(atomic_load_explicit(&r->heat, RLX));
 		out[e].hits = atomic_load_explicit(&r->hits, RLX);
 		out[e].misses = atomic_load_explicit(&r->misses, RLX);
 	}

@@ -3,6 +3,7 @@
 # per-sequence state and the attention vector loops.
 libcoli_a_SOURCES += \
 	src/forward.c src/forward_ops.h \
+	src/forward_attn.c src/forward_attn.h \
 	src/forward_matmul.c src/forward_matmul.h \
 	src/forward_parts.c \
 	src/forward_rows.c \

@@ -7,7 +7,11 @@
 
 #include "forward_vec_ops.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
+/* Not under ThreadSanitizer: the clones' ifunc resolver runs during
+ * relocation, before the TSan runtime is up, and its instrumented code
+ * crashes there (the TSan build takes the baseline clone). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute) && \
+	!defined(__SANITIZE_THREAD__)
 #if __has_attribute(target_clones)
 #define VEC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "model_manifest.h"
+#include "util_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,70 +72,12 @@ int manifest_load(const char *path, json_t **root, coli_err *err)
 
 int manifest_fsync_dir(const char *path, coli_err *err)
 {
-	struct stat st;
-	char *dir = NULL;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		dir = strdup(path);
-	} else {
-		const char *slash = strrchr(path, '/');
-		dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
-	}
-	if (!dir)
-		return coli_err_set(err, -ENOMEM, "out of memory");
-	int rc = 0;
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) < 0)
-		rc = coli_err_set(err, -errno, "%s: fsync of directory failed: %s", dir,
-				  strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	free(dir);
-	return rc;
+	return coli_fsync_dir(path, err);
 }
 
 int manifest_write_atomic(const char *path, const void *data, size_t len, coli_err *err)
 {
-	int rc = 0;
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 5);
-	if (!tmp)
-		return coli_err_set(err, -ENOMEM, "out of memory");
-	memcpy(tmp, path, plen);
-	memcpy(tmp + plen, ".tmp", 5);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = coli_err_set(err, -errno, "%s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	const char *p = data;
-	size_t left = len;
-	while (left) {
-		ssize_t w = write(fd, p, left);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			rc = coli_err_set(err, -errno, "%s: write failed: %s", tmp, strerror(errno));
-			goto out_close;
-		}
-		p += w;
-		left -= (size_t)w;
-	}
-	if (fsync(fd) < 0) {
-		rc = coli_err_set(err, -errno, "%s: fsync failed: %s", tmp, strerror(errno));
-		goto out_close;
-	}
-out_close:
-	if (close(fd) < 0 && rc == 0)
-		rc = coli_err_set(err, -errno, "%s: close failed: %s", tmp, strerror(errno));
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = coli_err_set(err, -errno, "%s: rename failed: %s", path, strerror(errno));
-	if (rc == 0)
-		rc = manifest_fsync_dir(path, err);
-	if (rc < 0)
-		unlink(tmp);
-out:
-	free(tmp);
-	return rc;
+	return coli_file_replace(path, data, len, err);
 }
 
 int manifest_save(const char *path, const json_t *root, coli_err *err)

@@ -3,9 +3,9 @@
  *
  * Every getter names the offending key and its context ("manifest.json:
  * tensors[3].offset: ...") so errors reach the user as one clear line. The
- * writers are crash-safe: data goes to NAME.tmp, is fsync'd, renamed over
- * NAME, and the directory is fsync'd, so a reader sees the old file or the
- * new one, never a torn one. */
+ * writers are crash-safe (util_file.h): data goes to a temporary file, is
+ * fsync'd, renamed over NAME, and the directory is fsync'd, so a reader
+ * sees the old file or the new one, never a torn one. */
 #ifndef COLI_MANIFEST_H
 #define COLI_MANIFEST_H
 
@@ -26,7 +26,7 @@
 int manifest_read_file(const char *path, char **data, size_t *len, coli_err *err);
 /* Parse a JSON file; the error names the file, line and column. */
 int manifest_load(const char *path, json_t **root, coli_err *err);
-/* Atomic write: PATH.tmp, fsync, rename, fsync(dir). */
+/* Atomic write (coli_file_replace, util_file.h). */
 int manifest_write_atomic(const char *path, const void *data, size_t len, coli_err *err);
 /* Serialize (2-space indent, insertion order, trailing newline) + write atomically. */
 int manifest_save(const char *path, const json_t *root, coli_err *err);

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "quant.h"
+#include "util_bits.h"
 
 #include <errno.h>
 #include <float.h>
@@ -15,23 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t f32_bits(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	return u;
-}
-
-static float bits_f32(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
-}
-
 uint16_t coli_float_to_half(float f)
 {
-	uint32_t x = f32_bits(f);
+	uint32_t x = coli_f32_bits(f);
 	uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
 
 	x &= 0x7fffffffu;
@@ -43,8 +30,8 @@ uint16_t coli_float_to_half(float f)
 		/* Below the smallest normal half: adding 0.5f aligns the
 		 * binary point so the FPU's own round-to-nearest-even picks
 		 * the subnormal (or 0x0400 when it rounds up). */
-		float v = bits_f32(x) + 0.5f;
-		return sign | (uint16_t)(f32_bits(v) - 0x3f000000u);
+		float v = coli_bits_f32(x) + 0.5f;
+		return sign | (uint16_t)(coli_f32_bits(v) - 0x3f000000u);
 	}
 	/* Normal: rebias the exponent and round the 13 dropped bits to
 	 * nearest, ties to even (carry into the exponent is correct). */

@@ -27,15 +27,9 @@
 
 #include "coli_log.h"
 #include "quant_kernels_q8.h"
+#include "util_time.h"
 
 #define MIB (1024.0 * 1024.0)
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static size_t llc_bytes(void)
 {
@@ -110,17 +104,17 @@ static int bench_triad(coli_pool *p, size_t array_bytes, double budget, json_t *
 	t.init = 1;
 	coli_pool_run(p, t.parts, triad_task, &t);
 	t.init = 0;
-	double best = 0.0, t_end = now_s() + budget;
+	double best = 0.0, t_end = coli_now_s() + budget;
 	int runs = 0;
 	do {
-		double t0 = now_s();
+		double t0 = coli_now_s();
 		coli_pool_run(p, t.parts, triad_task, &t);
-		double dt = now_s() - t0;
+		double dt = coli_now_s() - t0;
 		double gbps = 3.0 * (double)array_bytes / dt * 1e-9;
 		if (gbps > best)
 			best = gbps;
 		runs++;
-	} while (runs < 2 || (now_s() < t_end && runs < 20));
+	} while (runs < 2 || (coli_now_s() < t_end && runs < 20));
 	json_object_set_new(out, "array_bytes", json_integer((json_int_t)array_bytes));
 	json_object_set_new(out, "runs", json_integer(runs));
 	json_object_set_new(out, "gbps", json_real(best));
@@ -220,21 +214,21 @@ static int bench_matvec(coli_pool *p, int qtype, coli_q8act *q8, size_t set_byte
 			count = 1;
 		/* A pass streams every matrix of the set once; best pass wins
 		 * (as for the triad: the machine may be shared). */
-		double t_end = now_s() + budget / N_SHAPES;
+		double t_end = coli_now_s() + budget / N_SHAPES;
 		double best = 1e30, total = 0.0;
 		int passes = 0;
 		do {
-			double t0 = now_s();
+			double t0 = coli_now_s();
 			for (size_t i = 0; i < count; i++) {
 				w.data = f.buf + i * mb;
 				one_matvec(p, &w, x, y, q8);
 			}
-			double dt = now_s() - t0;
+			double dt = coli_now_s() - t0;
 			total += dt;
 			if (dt < best)
 				best = dt;
 			passes++;
-		} while (passes < 2 || (now_s() < t_end && passes < 50));
+		} while (passes < 2 || (coli_now_s() < t_end && passes < 50));
 		double gbps = (double)mb * (double)count / best * 1e-9;
 		double calls = (double)count * passes;
 		json_t *o = json_object();
@@ -278,16 +272,16 @@ static void bench_resident(int qtype, coli_q8act *q8, double budget, json_t *out
 	for (int j = 0; j < COLS; j++)
 		x[j] = (float)(j % 7) * 0.1f;
 	coli_qmat w = { qtype, ROWS, COLS, f.buf };
-	double best = 1e30, t_end = now_s() + budget;
+	double best = 1e30, t_end = coli_now_s() + budget;
 	int calls = 0;
 	do {
-		double t0 = now_s();
+		double t0 = coli_now_s();
 		one_matvec(NULL, &w, x, y, q8);
-		double dt = now_s() - t0;
+		double dt = coli_now_s() - t0;
 		if (dt < best)
 			best = dt;
 		calls++;
-	} while (calls < 10 || (now_s() < t_end && calls < 100000));
+	} while (calls < 10 || (coli_now_s() < t_end && calls < 100000));
 	json_t *o = json_object();
 	json_object_set_new(o, "shape", json_string("256x2048"));
 	json_object_set_new(o, "ns_per_block", json_real(best / (ROWS * (COLS / COLI_QK)) * 1e9));
@@ -325,15 +319,15 @@ static void bench_shapes_cached(coli_q8act *q8, double budget, json_t *arr)
 		w.data = f.buf;
 		double ns[2];
 		for (int mode = 0; mode < 2; mode++) {
-			double best = 1e30, t_end = now_s() + budget;
+			double best = 1e30, t_end = coli_now_s() + budget;
 			int calls = 0;
 			do {
-				double t0 = now_s();
+				double t0 = coli_now_s();
 				one_matvec(NULL, &w, x, y, mode ? q8 : NULL);
-				double dt = now_s() - t0;
+				double dt = coli_now_s() - t0;
 				best = dt < best ? dt : best;
 				calls++;
-			} while (calls < 5 || (now_s() < t_end && calls < 10000));
+			} while (calls < 5 || (coli_now_s() < t_end && calls < 10000));
 			ns[mode] = best / ((double)w.rows * (w.cols / COLI_QK)) * 1e9;
 		}
 		munmap(f.buf, f.bytes);

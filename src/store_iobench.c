@@ -19,15 +19,9 @@
 
 #include "coli_log.h"
 #include "util_size_parse.h"
+#include "util_time.h"
 
 #define MiB (1024LL * 1024)
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 const char *store_iobench_fs_name(long t, int *network)
 {
@@ -171,7 +165,7 @@ static void run_test(int fd, int open_errno, int64_t fsize, store_iobench_test *
 	uint64_t *offs = calloc((size_t)t->qd, sizeof *offs);
 	if (!offs)
 		goto out;
-	double t0 = now_s(), end = t0 + secs;
+	double t0 = coli_now_s(), end = t0 + secs;
 	int inflight = 0, stop = 0, failed = 0;
 	uint64_t bytes = 0;
 	for (int i = 0; i < t->qd; i++) {
@@ -200,7 +194,7 @@ static void run_test(int fd, int open_errno, int64_t fsize, store_iobench_test *
 		t->ops++;
 		if (!t->direct)
 			posix_fadvise(fd, (off_t)offs[i], t->block, POSIX_FADV_DONTNEED);
-		if (!stop && now_s() >= end)
+		if (!stop && coli_now_s() >= end)
 			stop = 1;
 		if (stop)
 			continue;
@@ -211,7 +205,7 @@ static void run_test(int fd, int open_errno, int64_t fsize, store_iobench_test *
 		io_uring_submit(&ring);
 		inflight++;
 	}
-	t->seconds = now_s() - t0;
+	t->seconds = coli_now_s() - t0;
 	free(offs);
 	if (!failed && t->ops > 0 && t->seconds > 0) {
 		t->ok = 1;

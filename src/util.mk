@@ -1,6 +1,7 @@
 # src/util.mk: owned by its module; appends to the lists in Makefile.am.
 # The base every module uses: errors, logging, number and size parsing,
-# Unicode, CRC-32C, SHA-256.
+# Unicode, CRC-32C, SHA-256, the seqlock, the monotonic clock,
+# atomic file replacement.
 libcoli_a_SOURCES += \
 	src/util_err.c src/coli_err.h \
 	src/util_log.c src/coli_log.h \
@@ -8,4 +9,18 @@ libcoli_a_SOURCES += \
 	src/util_size_parse.c src/util_size_parse.h \
 	src/util_unicode.c src/util_unicode.h \
 	src/util_crc32c.c src/util_crc32c.h \
-	src/util_sha256.c src/util_sha256.h
+	src/util_sha256.c src/util_sha256.h \
+	src/util_seqlock.h src/util_time.h src/util_bits.h \
+	src/util_file.c src/util_file.h
+
+# the seqlock under one writer and two readers (threaded: also in the TSan stage)
+check_PROGRAMS += tests/util_seqlock
+TESTS += tests/util_seqlock
+tests_util_seqlock_SOURCES = tests/util_seqlock.c tests/test_util.h
+tests_util_seqlock_LDADD = libcoli.a $(COLI_LIBS)
+
+# atomic file replacement, and no temporary file left on error
+check_PROGRAMS += tests/util_file
+TESTS += tests/util_file
+tests_util_file_SOURCES = tests/util_file.c tests/test_util.h
+tests_util_file_LDADD = libcoli.a $(COLI_LIBS)

@@ -14,29 +14,11 @@ int unicode_utf8_next(const uint8_t *s, size_t n, uint32_t *cp)
 		*cp = b;
 		return 1;
 	}
-	int len;
-	uint32_t c;
-	uint8_t lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-	if (b >= 0xC2 && b <= 0xDF) {
-		len = 2;
-		c = b & 0x1F;
-	} else if (b >= 0xE0 && b <= 0xEF) {
-		len = 3;
-		c = b & 0x0F;
-		if (b == 0xE0)
-			lo = 0xA0; /* overlong */
-		if (b == 0xED)
-			hi = 0x9F; /* surrogates */
-	} else if (b >= 0xF0 && b <= 0xF4) {
-		len = 4;
-		c = b & 0x07;
-		if (b == 0xF0)
-			lo = 0x90;
-		if (b == 0xF4)
-			hi = 0x8F;
-	} else {
+	uint8_t lo, hi; /* allowed range of the second byte */
+	int len = unicode_utf8_lead(b, &lo, &hi);
+	if (!len)
 		return 0;
-	}
+	uint32_t c = b & (0x7Fu >> len); /* the lead's payload bits */
 	for (int i = 1; i < len; i++) {
 		if ((size_t)i >= n)
 			return -1;
@@ -79,24 +61,9 @@ int unicode_utf8_put(uint32_t cp, uint8_t *out)
  * before the offending byte. The WHATWG decoder emits one U+FFFD for it. */
 static size_t maximal_subpart(const uint8_t *s, size_t n)
 {
-	uint8_t b = s[0];
-	int len;
-	uint8_t lo = 0x80, hi = 0xBF;
-	if (b >= 0xC2 && b <= 0xDF)
-		len = 2;
-	else if (b >= 0xE0 && b <= 0xEF) {
-		len = 3;
-		if (b == 0xE0)
-			lo = 0xA0;
-		if (b == 0xED)
-			hi = 0x9F;
-	} else if (b >= 0xF0 && b <= 0xF4) {
-		len = 4;
-		if (b == 0xF0)
-			lo = 0x90;
-		if (b == 0xF4)
-			hi = 0x8F;
-	} else
+	uint8_t lo, hi;
+	int len = unicode_utf8_lead(s[0], &lo, &hi);
+	if (len < 2)
 		return 1;
 	size_t i = 1;
 	for (; i < (size_t)len && i < n; i++) {

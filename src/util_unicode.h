@@ -8,6 +8,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The UTF-8 lead-byte table (Unicode table 3-7), written once: the length
+ * of the sequence lead byte b starts (1 for ASCII, 2-4, 0 when b cannot
+ * start one: a continuation byte, C0, C1, F5-FF) and the allowed range
+ * [*lo, *hi] of the second byte (narrower after E0, ED, F0 and F4: no
+ * overlong form, no surrogate, nothing past U+10FFFF); the later bytes are
+ * 80-BF. */
+static inline int unicode_utf8_lead(uint8_t b, uint8_t *lo, uint8_t *hi)
+{
+	*lo = 0x80;
+	*hi = 0xBF;
+	if (b < 0x80)
+		return 1;
+	if (b >= 0xC2 && b <= 0xDF)
+		return 2;
+	if (b >= 0xE0 && b <= 0xEF) {
+		if (b == 0xE0)
+			*lo = 0xA0; /* overlong */
+		if (b == 0xED)
+			*hi = 0x9F; /* surrogates */
+		return 3;
+	}
+	if (b >= 0xF0 && b <= 0xF4) {
+		if (b == 0xF0)
+			*lo = 0x90; /* overlong */
+		if (b == 0xF4)
+			*hi = 0x8F; /* beyond U+10FFFF */
+		return 4;
+	}
+	return 0;
+}
+
 /* Length of the valid UTF-8 sequence at s[0..n), 0 when it is invalid,
  * -1 when it is a valid but truncated prefix (more bytes could complete
  * it). *cp receives the code point when the result is > 0. */

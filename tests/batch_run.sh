@@ -10,7 +10,8 @@
 #     requests), with the same text as alone;
 #  4. a torn last line is cut, a bad line in the middle is refused, a
 #     repeated custom_id refuses the input, bad method/url become error lines.
-# Under COLI_TEST_SANITIZED=1: 24 requests and 3 interruptions.
+# Under COLI_TEST_SANITIZED=1: 24 requests and 3 interruptions; under
+# COLI_TEST_TSAN=1 (ThreadSanitizer, tools/test.sh) 12 and 1.
 set -u
 . "$top_srcdir/tests/server_common.sh"
 [ -n "${COLI:-}" ] && [ -x "$COLI" ] || srv_fail "\$COLI not built"
@@ -23,6 +24,7 @@ export COLI_CACHE_DIR="$T/cache"
 # KILLS interruptions: the first a SIGTERM, the others kill -9
 N=200 KILLS=11
 [ "${COLI_TEST_SANITIZED:-0}" = 1 ] && N=24 KILLS=3
+[ "${COLI_TEST_TSAN:-0}" = 1 ] && N=12 KILLS=1
 "$PY" "$top_srcdir/tests/batch_mkinput.py" $N "$T/in.jsonl" || fail "mkinput"
 
 # check.py OUT [REF]: every custom_id of in.jsonl exactly once, all 200;

@@ -2,6 +2,7 @@
  * of container-open edge cases that need no model. */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +67,18 @@ static void test_files(const char *dir)
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	json_t *o = json_pack("{s:s,s:i,s:f}", "format", MANIFEST_FORMAT, "version", 1, "x", 0.1);
 	CHECK(manifest_save(path, o, &err) == 0);
+	/* no temporary file (m.json.tmp.PID.N, util_file.h) is left */
 	CHECK(access(tmp, F_OK) != 0);
+	{
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		int left = 0;
+		while (d && (e = readdir(d)))
+			left += !strncmp(e->d_name, "m.json.tmp", 10);
+		if (d)
+			closedir(d);
+		CHECK(d && left == 0, "%d temporary files left", left);
+	}
 	char *data = NULL;
 	size_t len = 0;
 	CHECK(manifest_read_file(path, &data, &len, &err) == 0);

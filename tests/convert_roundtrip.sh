@@ -57,8 +57,10 @@ for c in ("attention", "shared_experts", "dense_ffn", "routers", "experts", "emb
     assert c in qe, c
 for c in ("attention", "shared_experts", "dense_ffn", "experts"):
     e = qe[c]
-    # affine int4 is chosen because it measures better than symmetric
-    assert 0.02 < e["rel_rms"] < 0.15 and e["rel_rms"] < e["rel_rms_sym_int4"], (c, e)
+    # affine int4 is chosen because it measures better than symmetric.
+    # README: 0.089-0.090 on glm5-tiny; this checkpoint's classes measure
+    # 0.084-0.091 (fewer elements per class): 0.080-0.095 around both
+    assert 0.080 < e["rel_rms"] < 0.095 and e["rel_rms"] < e["rel_rms_sym_int4"], (c, e)
 for c in ("embed", "lm_head"):
     e = qe[c]
     # int8 embed/lm_head: an order of magnitude below what int4 would cost

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The MTP module (multi-token prediction head) against the independent
-# reference: draft logits of an f32 container agree within 1e-4 of the
-# largest logit at every position; an int8 head (the default) reports its
+# reference: draft logits of an f32 container agree within 2e-6 of the
+# largest logit at every position (README: 6.1e-7; the margin, as in
+# tests/ref/compare.py, covers the other kernel paths' summation order); an int8 head (the default) reports its
 # agreement; a model without MTP refuses clearly; coli bench --mtp reports
 # an acceptance rate; a DSA model's MTP layer (its own indexer) agrees too.
 set -u
@@ -28,7 +29,7 @@ f32 = np.array(json.load(open(d + "/f32.json"))["logits"])
 q8 = np.array(json.load(open(d + "/int8.json"))["logits"])
 assert ref.shape == f32.shape == q8.shape and ref.shape[0] == 9, (ref.shape, f32.shape)
 rel = np.abs(f32 - ref).max(axis=1) / np.abs(ref).max(axis=1)
-assert rel.max() <= 1e-4, rel
+assert rel.max() <= 2e-6, rel
 def ls(x):
     m = x.max(axis=1, keepdims=True)
     return x - m - np.log(np.exp(x - m).sum(axis=1, keepdims=True))
@@ -60,7 +61,7 @@ ref = np.array(json.load(open(d + "/refd.json"))["logits"])
 got = np.array(json.load(open(d + "/dsa.json"))["logits"])
 assert ref.shape == got.shape and ref.shape[0] == 31, (ref.shape, got.shape)
 rel = np.abs(got - ref).max(axis=1) / np.abs(ref).max(axis=1)
-assert rel.max() <= 1e-4, rel
+assert rel.max() <= 2e-6, rel
 print(json.dumps({"mtp_dsa_f32_worst_rel": float(rel.max())}))
 PYEOF
 echo "mtp: draft logits match the reference"

@@ -44,7 +44,9 @@ cat "$tmp/ppl.json"
 "$PY" -c 'import json, sys
 a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
 assert abs(a["loss"] - b["loss"]) <= 1e-6 * abs(a["loss"]), (a["loss"], b["loss"])
-assert b["mtp_drafts"] > 1000 and 0.2 <= b["mtp_acceptance"] <= 0.99, b
+# README: "MTP draft acceptance 42.1%"; the margin of half a point covers
+# drafts flipped by the rounding of another kernel path
+assert b["mtp_drafts"] > 1000 and 0.416 <= b["mtp_acceptance"] <= 0.426, b
 print("MTP draft acceptance on val.txt: %.4f" % b["mtp_acceptance"])' "$tmp/ppl.json" "$tmp/mtp.json" || fail "MTP acceptance"
 
 # Regression goldens, one coli run per language (greedy, 48 tokens at

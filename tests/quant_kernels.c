@@ -1,6 +1,7 @@
 /* quant_kernels.c - matvec/matmul against a double-precision reference,
  * for F32, INT8 and INT4, through every code path this CPU has (AVX-512,
- * AVX2, portable; a path the CPU lacks is reported and skipped).
+ * AVX2, portable; a path the CPU lacks is reported and skipped, or fails
+ * when $COLI_TEST_ISA_REQUIRED names it).
  *
  * What it proves:
  *  - accuracy: |y - y_ref| <= (k + 80) * 2^-24 * S for every output, where
@@ -188,6 +189,8 @@ int main(int argc, char **argv)
 		int rc = coli_kernels_force_isa(isa);
 		if (rc == -ENOTSUP) {
 			printf("%s path: not available on this CPU/build, skipped\n", isa);
+			if (test_isa_required(isa))
+				FAIL("%s path: named in COLI_TEST_ISA_REQUIRED but not available", isa);
 			CHECK(strcmp(coli_kernels_isa(), isa),
 				"refused path %s is in use", isa);
 			continue;

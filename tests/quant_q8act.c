@@ -1,6 +1,6 @@
 /* quant_q8act.c - coli_matmul_q8 (int8 activations) on every code path
  * this CPU has (AMX, AVX-512 VNNI, AVX-VNNI, AVX2, portable; a missing one
- * is skipped).
+ * is skipped, or fails when $COLI_TEST_ISA_REQUIRED names it).
  *
  * What it proves:
  *  - the quantizer follows quant_kernels_q8.h: d = absmax / 127, q in [-127,
@@ -358,6 +358,8 @@ int main(void)
 			ran++;
 		} else {
 			printf("q8 path %s: not on this CPU or build, skipped\n", paths[i]);
+			if (test_isa_required(paths[i]))
+				FAIL("q8 path %s: named in COLI_TEST_ISA_REQUIRED but not available", paths[i]);
 		}
 	coli_kernels_q8_force_path(NULL);
 	for (int s = 0; s < N_SHAPES; s++) {

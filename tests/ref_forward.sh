@@ -2,11 +2,11 @@
 # ref_forward.sh - the C forward pass against the independent numpy
 # reference (tests/ref/ref_model.py) on synthesized tiny models of the real
 # architecture: for each variant, coli synth -> coli convert --quant f32 ->
-# tests/ref/compare.py (max relative logit difference <= 1e-4 at every
+# tests/ref/compare.py (max relative logit difference <= 2e-6 at every
 # position, and incremental decode == full pass exactly, bit for bit). Then int8 and
 # int4-g64 conversions: the reference run on the container's own weights
 # (decoded from the documented byte layout by tests/ref/container_weights.py)
-# must agree within the same 1e-4, and the quantization error against the
+# must agree within 6e-6, and the quantization error against the
 # source is reported as KL and top-1 agreement (int8 must agree on top-1
 # for at least half the positions). Prints one JSON line per run.
 # Variants: q LoRA on/off, YaRN on/off, n_group > 1 with topk_group <
@@ -70,9 +70,9 @@ run sharded f32 --seed 18 --shards 3
 run bf16 f32 --seed 19 --dtype bf16
 run fp8 f32 --seed 20 --dtype fp8 --shards 2
 # GLM-5 keys, DSA indexer tensors, unequal nope/rope/v dims, eps 1e-5. The
-# tight bound pins the attention-norm epsilon to rms_norm_eps: using
-# transformers' 1e-6 instead moves these logits by ~1e-5.
-run glm5tiny f32 --max-rel 3e-6 --seed 21 --preset glm5-tiny
+# bound (2e-6, tests/ref/compare.py) pins the attention-norm epsilon to
+# rms_norm_eps: using transformers' 1e-6 instead moves these logits by ~1e-5.
+run glm5tiny f32 --seed 21 --preset glm5-tiny
 run glm5tiny-fp8 f32 --seed 22 --preset glm5-tiny --dtype fp8
 # DSA lightning indexer with a small index_topk (4-8), so the selection
 # matters at most positions: both rope pairings, an explicit indexer_types

@@ -3,6 +3,8 @@
  * future-version heat file is ignored with one warning. */
 #include "config.h"
 
+#include <dirent.h>
+
 #include <unistd.h>
 
 #include "coli_log.h"
@@ -287,10 +289,17 @@ int main(void)
 	REQUIRE(tier(s, 1, 3) == EXPERT_TIER_DISK);
 	expert_store_free(s);
 
-	/* No temporary file left behind. */
-	char tmp[720];
-	snprintf(tmp, sizeof tmp, "%s.tmp", heat);
-	REQUIRE(access(tmp, F_OK) != 0);
+	/* No temporary file (heat.bin.tmp.PID.N) left behind. */
+	{
+		DIR *d = opendir(heat_dir);
+		struct dirent *de;
+		int left = 0;
+		while (d && (de = readdir(d)))
+			left += !strncmp(de->d_name, "heat.bin.tmp", 12);
+		if (d)
+			closedir(d);
+		REQUIRE(d && left == 0);
+	}
 	tm_free(&m);
 	return test_summary(__FILE__);
 }

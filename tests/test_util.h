@@ -14,11 +14,18 @@
  *   FAIL("fmt", ...)          an unconditional failure found by other means
  *   CHECK_RC(expr, want)      an int-returning call, reporting both values
  *   CHECK_STR(a, b)           two strings equal, reporting both
- *   return test_summary(argv0 or NAME);   at the end of main */
+ *   return test_summary(argv0 or NAME);   at the end of main
+ * A test that reaches test_summary having made no check fails: it proved
+ * nothing (a test that cannot check anything here exits 77, SKIP).
+ *
+ * test_isa_required(NAME): whether $COLI_TEST_ISA_REQUIRED (a space-
+ * separated list of kernel paths, set by .ci/run for the CI machine) names
+ * NAME, so a path the CPU lacks is a failure instead of a skip. */
 #ifndef COLI_TEST_UTIL_H
 #define COLI_TEST_UTIL_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +33,9 @@
 
 #define TEST_UNUSED __attribute__((unused))
 
-static int test_checks TEST_UNUSED;   /* checks evaluated */
-static int test_failures TEST_UNUSED; /* checks that failed */
+/* atomic: threaded tests check from several threads (ThreadSanitizer) */
+static _Atomic int test_checks TEST_UNUSED;   /* checks evaluated */
+static _Atomic int test_failures TEST_UNUSED; /* checks that failed */
 
 /* FMT always starts with one space (the macros prepend it so that a check
  * without a message still passes a non-empty literal); " " alone means no
@@ -93,9 +101,28 @@ static void test_fail_at(const char *file, int line, const char *expr, const cha
 TEST_UNUSED static int test_summary(const char *name)
 {
 	const char *base = strrchr(name, '/');
-	fprintf(stderr, "%s: %d checks, %d failed\n", base ? base + 1 : name, test_checks,
-		test_failures);
+	fprintf(stderr, "%s: %d checks, %d failed\n", base ? base + 1 : name, (int)test_checks,
+		(int)test_failures);
+	if (!test_checks) {
+		fprintf(stderr, "%s: no check was made: failing\n", base ? base + 1 : name);
+		return 1;
+	}
 	return test_failures ? 1 : 0;
+}
+
+TEST_UNUSED static int test_isa_required(const char *isa)
+{
+	const char *l = getenv("COLI_TEST_ISA_REQUIRED");
+	size_t n = strlen(isa);
+	while (l && *l) {
+		while (*l == ' ')
+			l++;
+		size_t w = strcspn(l, " ");
+		if (w == n && !strncmp(l, isa, n))
+			return 1;
+		l += w;
+	}
+	return 0;
 }
 
 /* xorshift64; set test_rng to seed it (nonzero) */

@@ -7,6 +7,9 @@ EXTRA_DIST += tests/test_skip.sh tests/test_util.h tests/fuzz_corpus.h
 # tools/summarize-tests.sh counts each test once per configuration.
 TESTS += tests/tools_summary.sh
 EXTRA_DIST += tests/tools_summary.sh
+# tools/check-claims.sh fails when a README figure is edited to a wrong value
+TESTS += tests/tools_check_claims.sh
+EXTRA_DIST += tests/tools_check_claims.sh
 # Seeds of the file-parser fuzz targets (tests/fuzz/run-fuzz.sh fuzzes
 # them with clang): each corpus runs through its target's invariant checks.
 FUZZ_CORPUS_TESTS = tests/fuzz_manifest_corpus tests/fuzz_kv_corpus tests/fuzz_tokenizer_corpus

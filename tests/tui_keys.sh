@@ -118,7 +118,10 @@ fi
 
 # ---- a full disk: the session's write error on the status line and in
 # the Sessions pane, not only in the Log (test builds inject ENOSPC into the
-# second KV write: the session's first append) ----
+# second KV write: the session's first append). Without fault injection
+# the other cases still run and the test ends as a SKIP (a failure under
+# CI=true), not a pass ----
+full_disk_skipped=
 if grep -q 'define COLI_FAULT_INJECTION 1' "$top_builddir/config.h"; then
 	TUI_ENV="COLI_FAULT_KV_WRITE=2" tui_start 120 40 --no-server --session full --max-tokens 4
 	tui_wait 'session full \(new\)' 60
@@ -130,10 +133,8 @@ if grep -q 'define COLI_FAULT_INJECTION 1' "$top_builddir/config.h"; then
 	tui_keys F10
 	tui_wait_exit 30
 	TUI_ENV=
-elif [ "${CI:-}" = true ]; then
-	tui_fail "built without --enable-fault-injection: the full-disk check cannot run"
 else
-	echo "note: built without --enable-fault-injection; the full-disk check was not run"
+	full_disk_skipped=1
 fi
 
 # ---- a Hugging Face checkpoint as the model: named, with the command ----
@@ -199,5 +200,7 @@ tui_keys C-c
 tui_wait_exit 30
 tui_wait '^AFTER' 10
 tui_screen | grep -q '> AFTER' && tui_fail "Ctrl-C left the cursor after the prompt"
+[ -z "$full_disk_skipped" ] ||
+	test_skip "built without --enable-fault-injection: the full-disk case was not run (the others passed)"
 echo "tui_keys: ok"
 exit 0

@@ -18,12 +18,11 @@
 #include "tui_signal.h"
 #include "tui_theme.h"
 #include "util_unicode.h"
+#include "util_time.h"
 
 double tui_now(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	return coli_now_s();
 }
 
 void tui_app_message(tui_app *a, const char *fmt, ...)

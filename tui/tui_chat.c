@@ -12,13 +12,7 @@
 #include "coli_log.h"
 #include "kv_store.h"
 #include "tui_chat.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "util_time.h"
 
 static const char *const role_names[] = { "user", "assistant", "note", "error" };
 
@@ -199,7 +193,7 @@ int tui_chat_send(tui_chat *c, coli_engine *e, const coli_chat_template *tpl, co
 		goto out;
 	coli_gen_params p = *base;
 	p.session = c->session;
-	c->t_submit = now_s();
+	c->t_submit = coli_now_s();
 	if ((rc = coli_engine_submit(e, ids, (int)n_ids, &p, &c->req, err)))
 		goto out;
 	msg_add(c, TUI_MSG_USER, text, strlen(text));
@@ -244,7 +238,7 @@ int tui_chat_poll(tui_chat *c)
 		tui_msg *m = c->n ? &c->msgs[c->n - 1] : NULL;
 		if (ev.kind == COLI_EV_TEXT) {
 			if (!c->n_streamed++)
-				c->t_first = now_s();
+				c->t_first = coli_now_s();
 			if (m && m->role == TUI_MSG_ASSISTANT) {
 				/* a token that starts inside the block is thinking
 				 * (the one that closes it included, as the server

@@ -7,13 +7,16 @@ Compare `COLI logits CONTAINER --tokens ...` with the numpy reference
 converted from. Per position: max |coli - ref| / max |ref|, KL(ref || coli)
 of the softmax distributions, and whether the top-1 tokens agree.
 
-Thresholds:
-  f32        max relative difference <= 1e-4 at every position
+Thresholds (README: "worst relative logit difference 8.5e-7"; measured
+3.4e-7..8.5e-7 over the f32 variants, 0.8e-6..3.2e-6 for the quantized
+containers' own weights, AVX-512 path; the margin covers the other kernel
+paths' summation order):
+  f32        max relative difference <= 2e-6 at every position
   int8       top-1 agreement >= 0.5 (KL and top-1 printed), and as int4-g64
   int4-g64   the reference run on the container's own weights, decoded by
              tests/ref/container_weights.py from the documented byte layout
-             (not by the C code), agrees with coli within the f32 bound at
-             every position ("dequant_worst_rel"): the quantization error
+             (not by the C code), agrees with coli within 6e-6 at every
+             position ("dequant_worst_rel"): the quantization error
              is then the only difference from the source, and it is printed
              against the source checkpoint (KL, top-1, worst_rel)
 With --incremental, also `COLI logits ... --incremental` (one token at a
@@ -36,7 +39,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ref_model  # noqa: E402
 import container_weights  # noqa: E402
 
-F32_REL = 1e-4
+F32_REL = 2e-6
+DEQUANT_REL = 6e-6
 INT8_TOP1 = 0.5
 
 
@@ -73,9 +77,9 @@ def main():
     ap.add_argument("--incremental", action="store_true")
     ap.add_argument("--name", default="")
     ap.add_argument("--greedy", type=int, default=0, help="greedy chain of N tokens must match (f32)")
-    ap.add_argument("--max-rel", type=float, default=F32_REL,
-                    help="f32 threshold (default %g); a tighter one can pin down choices such as "
-                         "the attention-norm epsilon" % F32_REL)
+    ap.add_argument("--max-rel", type=float, default=None,
+                    help="threshold (default %g for f32, %g against a quantized container's own "
+                         "weights)" % (F32_REL, DEQUANT_REL))
     a = ap.parse_args()
     tokens = [int(t) for t in a.tokens.replace(",", " ").split()]
     out = {"name": a.name or os.path.basename(a.hf.rstrip("/")), "quant": a.quant, "positions": len(tokens)}
@@ -103,6 +107,8 @@ def main():
         "top1": float(top1.mean()),
         "routing_mask_ambiguous": m.stats["mask_disagreements"],
     })
+    if a.max_rel is None:
+        a.max_rel = F32_REL if a.quant == "f32" else DEQUANT_REL
     if a.quant == "f32":
         bad = np.nonzero(~(rel <= a.max_rel))[0]
         if len(bad):
