@@ -242,7 +242,7 @@ static int shard_fetch(pull_ctx *c, int k, coli_err *err)
 		/* Chunks finished before an interruption are trusted: the state
 		 * listed them only after their bytes were on disk. */
 		rc = hub_fetch_ranges(&c->h, c->repo.commit, s->hf->path, s->hf->size, s->fd, s->chunks,
-				      s->n_chunks, c->o->connections, on_progress, c, err);
+				      s->n_chunks, c->o->connections, pull_on_progress, c, err);
 		if (rc == 0 && fsync(s->fd) < 0)
 			rc = coli_err_set(err, -errno, "%s: %s", s->path, strerror(errno));
 		if (rc == 0 && !c->o->quiet && c->o->progress_tty)
