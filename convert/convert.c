@@ -69,11 +69,14 @@ void convert_opts_default(convert_opts *o)
 	o->mtp_quant = COLI_Q_INT8;
 }
 
+/* int8 unless everything is f32: at int4-g64 the indexer changes 5-8.5% of
+ * the keys it selects past 4k tokens, int8 0.7-1.1% (bench/README.md,
+ * "DSA indexer precision"). */
 int convert_indexer_qtype(const convert_opts *o)
 {
 	if (o->indexer_quant_set)
 		return o->indexer_quant;
-	return o->quant;
+	return o->quant == COLI_Q_F32 ? COLI_Q_F32 : COLI_Q_INT8;
 }
 
 static json_t *err_to_json(const convert_err_acc *a)
