@@ -15,19 +15,23 @@ int cli_convert_flag(const char *cmd, int c, const char *arg, convert_opts *o)
 	case 'q':
 	case 'm':
 	case 'e':
+	case 'I':
 		q = coli_qtype_parse(arg);
 		if (q < 0) {
 			cli_errorf(cmd, "--%s: unknown type '%s' (int4-g64, int8, f32)",
-				   c == 'q' ? "quant" : c == 'm' ? "mtp-quant" : "embed-quant", arg);
+				   c == 'q' ? "quant" : c == 'm' ? "mtp-quant" : c == 'e' ? "embed-quant" : "indexer-quant", arg);
 			return -1;
 		}
 		if (c == 'q') {
 			o->quant = q;
 		} else if (c == 'm') {
 			o->mtp_quant = q;
-		} else {
+		} else if (c == 'e') {
 			o->embed_quant = q;
 			o->embed_quant_set = 1;
+		} else {
+			o->indexer_quant = q;
+			o->indexer_quant_set = 1;
 		}
 		return 1;
 	case 't':

@@ -1,5 +1,6 @@
 /* cli_convert_flags.h - the conversion flags `coli convert` and `coli pull`
- * share: --quant, --mtp-quant, --embed-quant, --threads, --force. */
+ * share: --quant, --mtp-quant, --embed-quant, --indexer-quant, --threads,
+ * --force. */
 #ifndef COLI_CLI_CONVERT_FLAGS_H
 #define COLI_CLI_CONVERT_FLAGS_H
 
@@ -13,6 +14,7 @@
 	{ "quant", required_argument, NULL, 'q' }, \
 	{ "mtp-quant", required_argument, NULL, 'm' }, \
 	{ "embed-quant", required_argument, NULL, 'e' }, \
+	{ "indexer-quant", required_argument, NULL, 'I' }, \
 	{ "threads", required_argument, NULL, 't' }, \
 	{ "force", no_argument, NULL, 'f' }
 

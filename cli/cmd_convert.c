@@ -18,7 +18,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: coli convert SRC_HF_DIR OUT_DIR [--quant int4-g64|int8|f32]\n"
 		"                    [--mtp-quant int8|int4-g64|f32] [--embed-quant TYPE]\n"
-		"                    [--threads N] [--force] [--delete-source]\n"
+		"                    [--indexer-quant TYPE] [--threads N] [--force]\n"
+		"                    [--delete-source]\n"
 		"Convert a Hugging Face checkpoint into a colitop model container.\n"
 		"Interrupted runs resume when started again with the same arguments.\n"
 		"See coli-convert(1).\n");

@@ -19,7 +19,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: coli pull REPO[@REVISION] OUT_DIR [--dry-run] [--connections N] [--quiet]\n"
 		"                 [--quant int4-g64|int8|f32] [--mtp-quant TYPE]\n"
-		"                 [--embed-quant TYPE] [--threads N] [--force]\n"
+		"                 [--embed-quant TYPE] [--indexer-quant TYPE] [--threads N] [--force]\n"
 		"Download a Hugging Face Hub checkpoint shard by shard and convert it into a\n"
 		"colitop model container; each shard is verified, converted and freed before\n"
 		"the next. Run the same command again to resume. HF_TOKEN and HF_ENDPOINT\n"

@@ -69,6 +69,16 @@ void convert_opts_default(convert_opts *o)
 	o->mtp_quant = COLI_Q_INT8;
 }
 
+/* int8 unless everything is f32: at int4-g64 the indexer changes 5-8.5% of
+ * the keys it selects past 4k tokens, int8 0.7-1.1% (bench/README.md,
+ * "DSA indexer precision"). */
+int convert_indexer_qtype(const convert_opts *o)
+{
+	if (o->indexer_quant_set)
+		return o->indexer_quant;
+	return o->quant == COLI_Q_F32 ? COLI_Q_F32 : COLI_Q_INT8;
+}
+
 static json_t *err_to_json(const convert_err_acc *a)
 {
 	json_t *o = json_object();
@@ -155,6 +165,8 @@ static json_t *state_args(const convert_opts *o, const convert_plan *p)
 			      files);
 	if (a && o->source_id)
 		json_object_set_new(a, "source_id", json_string(o->source_id));
+	if (a && p->cfg.index_topk > 0)
+		json_object_set_new(a, "indexer_quant", json_string(coli_qtype_name(p->indexer_qtype)));
 	return a;
 }
 
@@ -455,7 +467,8 @@ int convert_begin(const convert_opts *o, convert_session *s, coli_err *err)
 	s->o = o;
 	s->t0 = now_s();
 	if (!coli_qtype_name(o->quant) || !coli_qtype_name(o->mtp_quant) ||
-	    (o->embed_quant_set && !coli_qtype_name(o->embed_quant)))
+	    (o->embed_quant_set && !coli_qtype_name(o->embed_quant)) ||
+	    (o->indexer_quant_set && !coli_qtype_name(o->indexer_quant)))
 		return coli_err_set(err, -EINVAL, "unknown quant type");
 	rc = convert_plan_build(o, &s->p, err);
 	s->planned = 1;

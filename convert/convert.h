@@ -39,6 +39,8 @@ typedef struct convert_opts {
 	int threads;           /* quantization threads; <= 0: online cores */
 	int embed_quant_set;   /* 1: embed_tokens/lm_head use embed_quant instead of */
 	int embed_quant;       /*    the policy (int8, f32 with --quant f32) */
+	int indexer_quant_set; /* 1: the DSA indexer's wq_b / wk use indexer_quant */
+	int indexer_quant;     /*    instead of the policy (convert_indexer_qtype) */
 	int delete_source;     /* free each source shard once every file reading it
 	                        * is written; remove the shards at the end */
 	const char *staging;   /* an entry of OUT that is not foreign (`coli pull`'s
@@ -68,6 +70,9 @@ typedef struct convert_summary {
 } convert_summary;
 
 void convert_opts_default(convert_opts *o);
+/* The DSA indexer's projections' qtype: --indexer-quant when given, else
+ * the policy (bench/README.md, "Indexer precision", has the figures). */
+int convert_indexer_qtype(const convert_opts *o);
 int convert_run(const convert_opts *o, convert_summary *sum, coli_err *err);
 
 /* "attention", "shared_experts", ... as in the manifest's quant_error. */
@@ -128,6 +133,7 @@ typedef struct convert_plan {
 	uint64_t part_off[3];
 	int part_rows[3], part_cols[3];
 	int embed_qtype, lm_head_qtype;
+	int indexer_qtype;          /* the DSA indexer's wq_b / wk (if any) */
 	int n_fallback;
 	int n_mtp_layers;          /* present in the checkpoint */
 	size_t max_tensor_elems;   /* largest f32 scratch needed */

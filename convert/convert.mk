@@ -10,7 +10,8 @@ tests_convert_check_LDADD = $(COLI_CONVERT_LDADD)
 tests_convert_manifest_SOURCES = tests/convert_manifest.c
 tests_convert_manifest_LDADD = $(COLI_CONVERT_LDADD)
 CONVERT_TESTS = tests/convert_roundtrip.sh tests/convert_resume.sh tests/convert_badinput.sh \
-	tests/convert_delete_source.sh tests/convert_space.sh tests/convert_fp8_scales.sh
+	tests/convert_delete_source.sh tests/convert_space.sh tests/convert_fp8_scales.sh \
+	tests/convert_indexer_quant.sh
 TESTS += tests/convert_manifest $(CONVERT_TESTS)
 EXTRA_DIST += $(CONVERT_TESTS) tests/convert_mkckpt.py tests/convert_fp8_variants.py
 

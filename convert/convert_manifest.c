@@ -21,6 +21,7 @@ static int class_qtype(const convert_opts *o, const convert_plan *p, int cls)
 	case CONVERT_CLS_EMBED: return p->embed_qtype;
 	case CONVERT_CLS_LM_HEAD: return p->lm_head_qtype;
 	case CONVERT_CLS_MTP: return o->mtp_quant;
+	case CONVERT_CLS_INDEXER: return p->indexer_qtype;
 	case CONVERT_CLS_ROUTERS:
 	case CONVERT_CLS_NORMS:
 	case CONVERT_CLS_OTHER: return COLI_Q_F32;
@@ -118,6 +119,9 @@ json_t *convert_manifest_build(const convert_opts *o, const convert_plan *p,
 			      coli_qtype_name(p->lm_head_qtype), "mtp", coli_qtype_name(o->mtp_quant),
 			      "norms", "f32", "routers", "f32", "group_size", COLI_QK,
 			      "f32_fallback", fallback);
+	/* only DSA models have the key, so other manifests keep their bytes */
+	if (q && p->cfg.index_topk > 0)
+		json_object_set_new(q, "indexer", json_string(coli_qtype_name(p->indexer_qtype)));
 	json_object_set_new(m, "quant", q);
 	json_object_set_new(m, "quant_error", quant_error(o, p));
 	json_object_set_new(m, "tensors", tensors);

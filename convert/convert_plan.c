@@ -91,6 +91,9 @@ static int policy_qtype(const convert_opts *o, int cls, int is_vector, int cols,
 	case CONVERT_CLS_MTP:
 		q = o->mtp_quant;
 		break;
+	case CONVERT_CLS_INDEXER:
+		q = convert_indexer_qtype(o);
+		break;
 	default:
 		q = o->quant;
 	}
@@ -529,6 +532,7 @@ int convert_plan_build(const convert_opts *o, convert_plan *p, coli_err *err)
 			  "a multiple of %d", COLI_QK);
 	p->embed_qtype = policy_qtype(o, CONVERT_CLS_EMBED, 0, H, &(int){ 0 });
 	p->lm_head_qtype = policy_qtype(o, CONVERT_CLS_LM_HEAD, 0, H, &(int){ 0 });
+	p->indexer_qtype = convert_indexer_qtype(o);
 	for (int i = 0; i < p->n_files; i++)
 		if (p->files[i].kind == CONVERT_FILE_EXPERTS)
 			p->n_experts += g->n_routed_experts;

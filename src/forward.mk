@@ -24,6 +24,12 @@ bench_dsa_bench_SOURCES = bench/dsa_bench.c
 bench_dsa_bench_LDADD = libcoli.a $(COLI_LIBS)
 EXTRA_DIST += bench/dsa_decode.sh
 
+# indexer selection at int4 / int8 / f32 projections; bench/indexer_precision.sh runs it.
+noinst_PROGRAMS += bench/indexer_precision
+bench_indexer_precision_SOURCES = bench/indexer_precision.c
+bench_indexer_precision_LDADD = libcoli.a $(COLI_LIBS)
+EXTRA_DIST += bench/indexer_precision.sh
+
 # the MTP head against the independent reference
 TESTS += tests/core_mtp.sh
 EXTRA_DIST += tests/core_mtp.sh

@@ -27,7 +27,9 @@
  * chunking of the prompt or which rows were spilled. */
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "forward_ops.h"
@@ -202,5 +204,39 @@ void indexer_note(const coli_model *m, coli_state *s, int l, int n)
 	const int t = s->row_pos[n - 1];
 	s->idx_kept[l] = s->isel_n[n - 1] < 0 ? t + 1 : s->isel_n[n - 1];
 	s->idx_context[l] = t + 1;
+	if (s->idx_trace) {
+		s->idx_trace_n[l] = s->isel_n[n - 1];
+		if (s->isel_n[n - 1] > 0)
+			memcpy(s->idx_trace + (size_t)l * s->isel_cap, s->isel + (size_t)(n - 1) * s->isel_cap,
+			       (size_t)s->isel_n[n - 1] * sizeof(int));
+	}
 	expert_store_note_index(m->store, l, s->idx_kept[l], s->idx_context[l]);
+}
+
+int coli_state_trace_index(coli_state *s)
+{
+	if (!s->isel_cap)
+		return -EINVAL;
+	if (s->idx_trace)
+		return 0;
+	s->idx_trace = calloc((size_t)s->n_layers * (size_t)s->isel_cap, sizeof(int));
+	s->idx_trace_n = malloc((size_t)s->n_layers * sizeof(int));
+	if (!s->idx_trace || !s->idx_trace_n) {
+		free(s->idx_trace);
+		free(s->idx_trace_n);
+		s->idx_trace = s->idx_trace_n = NULL;
+		return -ENOMEM;
+	}
+	for (int l = 0; l < s->n_layers; l++)
+		s->idx_trace_n[l] = -1;
+	return 0;
+}
+
+const int *coli_state_index_selection(const coli_state *s, int layer, int *n)
+{
+	*n = -1;
+	if (!s->idx_trace || layer < 0 || layer >= s->n_layers || s->idx_trace_n[layer] < 0)
+		return NULL;
+	*n = s->idx_trace_n[layer];
+	return s->idx_trace + (size_t)layer * s->isel_cap;
 }

@@ -336,7 +336,8 @@ void coli_state_free(coli_state *s)
 			 s->tok_slot, s->exp_in, s->exp_a, s->exp_b, s->exp_out, (void *)s->recs,
 			 s->predict, s->pred_scores, s->route_tmp, s->route_taken, s->expert_rows, s->pred_w, s->logits_h, s->mtp_cat, s->routing.experts,
 			 s->routing.weights, s->idx_q, s->idx_k, s->idx_w, s->idx_scores, s->idx_order, s->idx_mark,
-			 s->isel, s->isel_n, s->idx_kept, s->idx_context, s->old_ikv, s->task_time };
+			 s->isel, s->isel_n, s->idx_kept, s->idx_context, s->old_ikv, s->task_time,
+			 s->idx_trace, s->idx_trace_n };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	coli_q8act_free(&s->q8act);

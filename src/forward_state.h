@@ -75,6 +75,9 @@ struct coli_state {
 	int *isel_n;            /* (B) count, or -1: every key (dense) */
 	int *idx_kept;          /* (layers) keys kept for the last row */
 	int *idx_context;       /* (layers) keys in its context */
+	int *idx_trace;         /* (layers, isel_cap) the last row's selection,
+	                         * when coli_state_trace_index is on; else NULL */
+	int *idx_trace_n;       /* (layers) its count, -1: every key */
 	float *ffn_a, *ffn_b;   /* (B, max FFN width) */
 	float *ffn_out;         /* (B, H) */
 	float *router_logits;   /* (B, E) */

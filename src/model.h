@@ -231,6 +231,14 @@ size_t coli_state_scratch_bytes(const coli_state *s);
 /* Forget everything after n tokens (n <= pos). */
 void coli_state_rewind(coli_state *s, int n);
 const coli_routing *coli_state_routing(const coli_state *s);
+/* DSA models: keep, for every layer, the key positions the last row of
+ * each forward call attended to (bench/indexer_precision.c compares them
+ * across containers). 0, or -ENOMEM; -EINVAL without an indexer. */
+int coli_state_trace_index(coli_state *s);
+/* That selection of layer l (ascending, *n of them), or NULL with *n = -1
+ * when the row attended to every key (its context within index_topk) or
+ * tracing is off. Valid until the next forward call. */
+const int *coli_state_index_selection(const coli_state *s, int layer, int *n);
 /* The state's own sequence (what coli_forward appends to). */
 coli_seq *coli_state_seq(coli_state *s);
 const coli_timing *coli_state_timing(const coli_state *s);
