@@ -64,12 +64,14 @@ with open(path, "w") as f:
                 "This Agreement is made on %d March 2026 between %s Ltd. (the Supplier) and %s Inc. (the Buyer)."
                 % (rnd.randint(1, 28), a, b),
                 "The total price is %d USD for a term of %d months." % (rnd.randint(5, 900) * 1000, rnd.choice([6, 12, 24, 36]))]
+        # 300-600 tokens: the slice's synthesized tokenizer (4,096 ids)
+        # takes about 3.2 tokens a word of this text
         words = 0
-        target = rnd.randint(300, 600)
+        target = rnd.randint(300, 600) / 3.2
         while words < target:
             c = rnd.choice(clauses)
             body.append(c)
-            words += len(c.split()) * 1.4  # tokens per word, about
+            words += len(c.split())
         req = {"model": model, "temperature": 0, "max_tokens": 96,
                "messages": [{"role": "system", "content": "Extract the contract's fields as JSON."},
                             {"role": "user", "content": " ".join(body)}],
