@@ -20,6 +20,17 @@
 #include "coli_err.h"
 #include "tokenizer.h"
 
+/* The id space a tokenizer file may claim for the entries it holds: the
+ * tables are sized by the largest id, so a file with a handful of tokens
+ * and an id near INT_MAX would make load allocate gigabytes (found by the
+ * tokenizer fuzzer). Real vocabularies are dense; padding to a model's
+ * vocab_size happens in the model, not here. */
+#define TOK_ID_SLACK (1 << 16)
+static inline int tok_id_space_ok(long max_id, size_t n_entries)
+{
+	return max_id >= 0 && (size_t)max_id < 2 * n_entries + TOK_ID_SLACK;
+}
+
 /* string -> id, open addressing, keys point into owned storage */
 typedef struct tok_strmap {
 	uint32_t cap;          /* power of two */

@@ -139,6 +139,11 @@ static int load_vocab(coli_tokenizer *t, json_t *vocab, json_t *added, const cha
 	}
 	if (max_id < 0)
 		return coli_err_set(err, -EINVAL, "%s: the vocabulary is empty (model.vocab and added_tokens)", path);
+	size_t n_entries = json_object_size(vocab) + json_array_size(added);
+	if (!tok_id_space_ok(max_id, n_entries))
+		return coli_err_set(err, -EINVAL,
+				    "%s: id %d is far beyond the %zu tokens the file defines (ids must be dense)",
+				    path, max_id, n_entries);
 	t->n_ids = max_id + 1;
 	t->text = calloc((size_t)t->n_ids, sizeof *t->text);
 	t->text_len = calloc((size_t)t->n_ids, sizeof *t->text_len);

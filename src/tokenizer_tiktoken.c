@@ -346,6 +346,11 @@ int tok_load_tiktoken(const char *model_path, coli_tokenizer **out, coli_err *er
 		if (id >= n_base && id < INT_MAX / 2 && id + 1 > n_ids)
 			n_ids = (int)id + 1;
 	}
+	if (!tok_id_space_ok(n_ids - 1, (size_t)n_base + json_object_size(decoder))) {
+		rc = coli_err_set(err, -EINVAL, "%s: special token id %d is far beyond the %d ranks the file defines",
+				  model_path, n_ids - 1, n_base);
+		goto fail;
+	}
 	t->n_ids = n_ids;
 	t->text = calloc((size_t)n_ids, sizeof *t->text);
 	t->text_len = calloc((size_t)n_ids, sizeof *t->text_len);
