@@ -44,6 +44,8 @@ static void usage(FILE *f)
 		"  OUT.jsonl            output, appended; rerunning skips custom_ids already in it\n"
 		"  --parallel N|auto    requests in flight together (1-256, default auto: as many\n"
 		"                       as a quarter of the memory holds; COLI_PARALLEL)\n"
+		"  --label-field FIELD  the routing profile label of each request: the string at\n"
+		"                       FIELD (a dotted path) of its input line (coli-atlas(1))\n"
 		"  -q, --quiet          no progress line on a terminal\n%s",
 		coli_engine_flags_help);
 }
@@ -192,6 +194,7 @@ static void progress(batch_run *r, coli_engine *e, int total, double t0, int fin
 
 struct batch_args {
 	const char *dir, *in, *out;
+	const char *label_field;   /* --label-field */
 	int quiet;
 };
 
@@ -212,6 +215,10 @@ static int parse_args(int argc, char **argv, coli_engine_flags *fl, struct batch
 			return 0;
 		} else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
 			a->quiet = 1;
+		} else if (!strcmp(s, "--label-field")) {
+			if (i + 1 >= argc || !argv[i + 1][0])
+				return coli_err_set(err, -EINVAL, "--label-field needs a FIELD");
+			a->label_field = argv[++i];
 		} else if ((s[0] != '-' || !s[1]) && np < 3) {
 			pos[np++] = s;
 		} else {
@@ -278,7 +285,7 @@ int cmd_batch(int argc, char **argv)
 		goto out;
 	}
 	int skipped = 0, cut = 0;
-	if (batch_input_read(a.in, &r.in, &err)) {
+	if (batch_input_read(a.in, a.label_field, &r.in, &err)) {
 		cli_errorf("batch", "%s", err.msg);
 		status = COLI_EXIT_USAGE;
 		goto out;

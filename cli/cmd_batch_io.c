@@ -62,8 +62,47 @@ static long item_cost(json_t *body, size_t body_len)
 	return gen + (long)(body_len / 64);
 }
 
+/* The value at a dotted path from the line's root ("label",
+ * "body.metadata.lang"), or NULL. */
+static json_t *field_at(json_t *j, const char *path)
+{
+	char key[256];
+	while (j && *path) {
+		size_t n = strcspn(path, ".");
+		if (n >= sizeof key)
+			return NULL;
+		memcpy(key, path, n);
+		key[n] = 0;
+		j = json_object_get(j, key);
+		path += n + (path[n] == '.');
+	}
+	return j;
+}
+
+/* --label-field: body.metadata.label := the line's FIELD (a string);
+ * absent or null leaves the request unlabelled. */
+static int item_label(json_t *j, json_t *body, const char *label_field, batch_item *it, int *refused)
+{
+	*refused = 0;
+	json_t *v = label_field ? field_at(j, label_field) : NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v)) {
+		*refused = 1;
+		return item_refuse(it, "invalid_label", "--label-field %.100s is not a string", label_field);
+	}
+	json_t *md = json_object_get(body, "metadata");
+	if (!json_is_object(md)) {
+		md = json_object();
+		if (!md || json_object_set_new(body, "metadata", md))
+			return -ENOMEM;
+	}
+	return json_object_set(md, "label", v) ? -ENOMEM : 0;
+}
+
 /* One input line into it; -EINVAL with err when the file must be refused. */
-static int item_parse(const char *path, int lineno, const char *line, size_t len, batch_item *it,
+static int item_parse(const char *path, int lineno, const char *line, size_t len, const char *label_field,
+		      batch_item *it,
 		      coli_err *err)
 {
 	json_error_t je;
@@ -114,12 +153,18 @@ static int item_parse(const char *path, int lineno, const char *line, size_t len
 		if (item_refuse(it, "invalid_body", "body must be a JSON object%s", ""))
 			goto oom;
 	} else {
+		int refused;
+		if (item_label(j, body, label_field, it, &refused))
+			goto oom;
+		if (refused)
+			goto done;
 		it->url = strdup(u);
 		it->body = json_dumps(body, JSON_COMPACT);
 		if (!it->url || !it->body)
 			goto oom;
 		it->cost = item_cost(body, strlen(it->body));
 	}
+done:
 	rc = 0;
 	goto out;
 oom:
@@ -131,7 +176,7 @@ out:
 
 static int find_id(const batch_input *in, const char *id);
 
-int batch_input_read(const char *path, batch_input *out, coli_err *err)
+int batch_input_read(const char *path, const char *label_field, batch_input *out, coli_err *err)
 {
 	memset(out, 0, sizeof *out);
 	FILE *f = fopen(path, "r");
@@ -159,7 +204,7 @@ int batch_input_read(const char *path, batch_input *out, coli_err *err)
 		}
 		batch_item *it = &out->items[out->n];
 		memset(it, 0, sizeof *it);
-		rc = item_parse(path, lineno, line, (size_t)n, it, err);
+		rc = item_parse(path, lineno, line, (size_t)n, label_field, it, err);
 		if (rc) {
 			item_free(it);
 			break;

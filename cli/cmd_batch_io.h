@@ -40,8 +40,12 @@ typedef struct batch_input {
 /* Read IN whole. A line that is not a JSON object, or lacks a string
  * custom_id, or repeats one, refuses the file (err names IN:LINE): the
  * results could not be matched to their requests. Bad method/url only
- * marks the item (answered with an error line). Empty lines are skipped. */
-int batch_input_read(const char *path, batch_input *out, coli_err *err);
+ * marks the item (answered with an error line). Empty lines are skipped.
+ * label_field (--label-field, or NULL): the string at that dotted path
+ * of the line ("label", "body.metadata.lang") becomes the body's
+ * metadata.label, the request's routing profile label; a value that is
+ * not a string marks the item. */
+int batch_input_read(const char *path, const char *label_field, batch_input *out, coli_err *err);
 void batch_input_free(batch_input *in);
 
 /* Scan OUT (absent = nothing done): mark the items whose custom_id it

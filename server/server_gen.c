@@ -62,6 +62,7 @@ int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
 	g->think = r->api == SRV_API_CHAT || r->api == SRV_API_MESSAGES || r->api == SRV_API_RESPONSES;
 	p.session = r->session;
 	p.session_whole = r->session_whole;
+	p.label = r->label;
 	srv_think_init(&g->th, r->think_open);
 	p.logprobs = g->want_lp = r->logprobs;
 	p.top_logprobs = r->top_logprobs;

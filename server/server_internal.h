@@ -112,6 +112,8 @@ typedef struct srv_request {
 	                            * thinking block */
 	int no_parallel_tools;     /* parallel_tool_calls: false */
 	char *session;             /* KV session to run in (stored responses) */
+	char *label;               /* extension metadata.label: the routing
+	                            * profile label (engine_profile.h) */
 	int session_whole;         /* ... the prompt is the whole conversation
 	                            * (coli_gen_params.session_whole) */
 	/* tool_choice, one representation for every API (OpenAI chat,

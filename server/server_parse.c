@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "coli_log.h"
+#include "engine_profile.h"
 #include "server_internal.h"
 
 void srv_request_free(srv_request *r)
@@ -36,6 +37,7 @@ void srv_request_free(srv_request *r)
 	free(r->json_schema);
 	free(r->forced_tool);
 	free(r->session);
+	free(r->label);
 	free(r->tool_choice_name);
 	free(r->prompt);
 	free(r->prompt_ids);
@@ -125,6 +127,17 @@ int srv_parse_sampling(json_t *root, srv_request *r, double max_temp, srv_error 
 			return bad_type(e, "draft", "\"auto\", \"off\" or an integer");
 		if (coli_draft_parse(txt, "draft", &r->draft, &derr))
 			return srv_fail(e, 400, "invalid_request_error", "invalid_value", "draft", "%s", derr.msg);
+	}
+	/* extension: metadata.label names the routing profile the request's
+	 * expert choices are summed into (coli-atlas(1)) */
+	v = json_object_get(json_object_get(root, "metadata"), "label");
+	if (v && !json_is_null(v)) {
+		if (!json_is_string(v) || !coli_profile_label_valid(json_string_value(v)))
+			return srv_fail(e, 400, "invalid_request_error", "invalid_value", "metadata.label",
+					"'metadata.label' must be a string of 1 to 63 of A-Z a-z 0-9 . _ -, "
+					"not starting with '.' or '_'");
+		free(r->label);
+		r->label = strdup(json_string_value(v));
 	}
 	v = json_object_get(root, "stream");
 	if (v && !json_is_null(v)) {

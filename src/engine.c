@@ -27,6 +27,7 @@
 #include "coli_log.h"
 #include "engine_draft.h"
 #include "engine_internal.h"
+#include "engine_profile.h"
 #include "expert_store_budget.h"
 #include "kv_store.h"
 #include "model_dir.h"
@@ -327,12 +328,15 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 		  e->n_slots, e->ctx, e->kv_ram, e->kv_budget >> 20, e->step_rows);
 	if (e->opts.share_session_prefixes && (rc = engine_prefix_index_open(e, err)))
 		goto fail;
+	if ((rc = engine_profile_open(e, err)))
+		goto fail;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
 	if (pthread_create(&e->thread, NULL, engine_main, e)) {
 		pthread_mutex_destroy(&e->lock);
 		pthread_cond_destroy(&e->cond);
 		rc = coli_err_set(err, -EAGAIN, "cannot start the engine thread");
+		engine_profile_close(e);
 		goto fail;
 	}
 	*out = e;
@@ -370,6 +374,7 @@ void coli_engine_free(coli_engine *e)
 		engine_session_unbind(e, &e->slots[i]);
 		engine_slot_free(&e->slots[i]);
 	}
+	engine_profile_close(e);
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
 	kv_prefix_index_free(e->prefix_ix);
@@ -449,6 +454,9 @@ int coli_engine_submit(coli_engine *e, const int *prompt, int n_prompt, const co
 				    e->model->cfg.num_nextn_predict_layers > 0
 					    ? "drafting is off in this engine (--draft off)"
 					    : "the model has no MTP module to draft with");
+	if (p->label && !coli_profile_label_valid(p->label))
+		return coli_err_set(err, -EINVAL, "label '%.80s': expected 1 to 63 of A-Z a-z 0-9 . _ -, "
+				    "not starting with '.' or '_'", p->label);
 	if (p->draft > COLI_DRAFT_MAX || p->draft < COLI_DRAFT_OFF)
 		return coli_err_set(err, -EINVAL, "draft: expected auto, off or 1..%d", COLI_DRAFT_MAX);
 	coli_request *r;

@@ -115,6 +115,10 @@ typedef struct coli_gen_params {
 	int top_logprobs;
 	int draft;                 /* COLI_DRAFT_UNSET (the engine's), AUTO,
 	                            * OFF or N (an error on a model without MTP) */
+	/* Routing profile label (engine_profile.h: [A-Za-z0-9._-], up to 63,
+	 * not starting with '.' or '_'; -EINVAL otherwise): the request's
+	 * routings are summed into CACHE_DIR/profiles/LABEL.prof. NULL: none. */
+	const char *label;
 } coli_gen_params;
 
 #define COLI_MAX_TOP_LOGPROBS 20

@@ -73,7 +73,13 @@ typedef struct engine_slot {
 	int drafts[COLI_DRAFT_MAX];
 	float *draft_q;          /* (COLI_DRAFT_MAX, vocab) the distributions
 	                          * they were drawn from (sampling only) */
+	/* the request's routing profile (engine_profile.h): routings per
+	 * (layer, expert) of the rows evaluated for it, counted by
+	 * forward_moe.c through seq->route_counts while a request is served */
+	uint32_t *route_counts;  /* (layers, routed experts) */
 } engine_slot;
+
+typedef struct engine_profiler engine_profiler;
 
 struct coli_engine {
 	coli_engine_opts opts;
@@ -117,7 +123,16 @@ struct coli_engine {
 	 * the engine thread only looks up (kv_prefix_index.h) */
 	struct kv_prefix_index *prefix_ix;
 	struct engine_draft *draft; /* NULL: the model has no MTP module loaded */
+	engine_profiler *prof; /* routing profile writer (NULL: none) */
 };
+
+/* engine_profile_writer.c: routing profiles summed into files by their
+ * own thread (engine_profile.h). open allocates every snapshot; submit
+ * (engine thread, at a request's end) copies the slot's counts; close
+ * writes what is pending and joins. */
+int engine_profile_open(coli_engine *e, coli_err *err);
+void engine_profile_submit(coli_engine *e, engine_slot *sl);
+void engine_profile_close(coli_engine *e);
 
 /* engine_kv.c */
 /* The KV's share of `room` (the process's memory at start, -1 unknown)

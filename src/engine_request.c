@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -39,6 +40,8 @@ int engine_request_new(const int *prompt, int n, const coli_gen_params *p, coli_
 	if (p->session && !(r->session = strdup(p->session)))
 		goto oom;
 	r->params.session = r->session;
+	snprintf(r->label, sizeof r->label, "%s", p->label ? p->label : "");
+	r->params.label = r->label[0] ? r->label : NULL;
 	r->params.bias_ids = NULL;
 	r->params.bias = NULL;
 	r->params.n_bias = 0;

@@ -32,6 +32,7 @@ struct coli_request {
 	int *bias_ids;                 /* owned copies of params.bias_ids/bias */
 	float *bias;
 	char *json_schema;             /* owned copy or NULL */
+	char label[64];                /* routing profile label, "" for none */
 	double submit_time;            /* seconds, CLOCK_MONOTONIC */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

@@ -30,7 +30,10 @@ int engine_slot_alloc(coli_engine *e, engine_slot *sl, int rows, coli_err *err)
 	sl->hist = malloc(sizeof(int) * (size_t)e->ctx);
 	sl->prompt = malloc(sizeof(int) * (size_t)e->ctx);
 	sl->logits = malloc(sizeof(float) * (size_t)V);
-	if (!sl->hist || !sl->prompt || !sl->logits ||
+	const coli_config *c = &e->model->cfg;
+	sl->route_counts = calloc((size_t)c->num_hidden_layers * (size_t)(c->n_routed_experts > 0 ? c->n_routed_experts : 1),
+				  sizeof *sl->route_counts);
+	if (!sl->hist || !sl->prompt || !sl->logits || !sl->route_counts ||
 	    engine_draft_slot_alloc(e, sl, err) || coli_sampler_init(&sl->sampler, V, 0.0f, 1.0f, 0, err)) {
 		engine_slot_free(sl);
 		return coli_err_set(err, -ENOMEM, "out of memory for a %d-token slot", e->ctx);
@@ -44,6 +47,8 @@ void engine_slot_free(engine_slot *sl)
 	free(sl->hist);
 	free(sl->prompt);
 	free(sl->logits);
+	free(sl->route_counts);
+	sl->route_counts = NULL;
 	free(sl->draft_q);
 	sl->draft_q = NULL;
 	coli_sampler_free(&sl->sampler);
@@ -138,6 +143,9 @@ void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, i
 			coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
 		engine_session_save(e, sl);
 	}
+	engine_profile_submit(e, sl);
+	if (sl->seq)
+		coli_seq_count_routes(sl->seq, NULL);
 	coli_event ev;
 	memset(&ev, 0, sizeof ev);
 	ev.kind = kind;
@@ -276,6 +284,12 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 		return -1;
 	}
+	/* the request's routing profile starts empty (slot buffers: sized at
+	 * allocation, zeroed here at admission) */
+	const coli_config *c = &e->model->cfg;
+	memset(sl->route_counts, 0, sizeof *sl->route_counts * (size_t)c->num_hidden_layers *
+	       (size_t)(c->n_routed_experts > 0 ? c->n_routed_experts : 1));
+	coli_seq_count_routes(sl->seq, sl->route_counts);
 	if (r->session) {
 		/* a session request continues the session: its prompt follows
 		 * the stored history */

@@ -228,9 +228,13 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 	for (int b = 0; b < n; b++) {
 		moe_route(c, s->router_logits + (size_t)b * E, w->router_bias, s->sel + (size_t)b * K,
 			  s->sel_w + (size_t)b * K, s->route_tmp, s->route_taken);
-		if (!w->res_experts)
-			expert_store_note_routing(m->store, layer, s->sel + (size_t)b * K,
-						  s->sel_w + (size_t)b * K, K);
+		if (w->res_experts)
+			continue;
+		expert_store_note_routing(m->store, layer, s->sel + (size_t)b * K, s->sel_w + (size_t)b * K, K);
+		uint32_t *pc = s->row_seq[b]->route_counts;
+		if (pc && layer < c->num_hidden_layers)
+			for (int k = 0; k < K; k++)
+				pc[(size_t)layer * E + (size_t)s->sel[(size_t)b * K + k]]++;
 	}
 	memcpy(s->routing.experts + (size_t)layer * K, s->sel + (size_t)(n - 1) * K, sizeof(int) * K);
 	memcpy(s->routing.weights + (size_t)layer * K, s->sel_w + (size_t)(n - 1) * K, sizeof(float) * K);

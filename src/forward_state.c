@@ -111,6 +111,7 @@ void coli_seq_free(coli_seq *q)
 
 int coli_seq_pos(const coli_seq *q) { return q->pos; }
 int coli_seq_base(const coli_seq *q) { return q->base; }
+void coli_seq_count_routes(coli_seq *q, uint32_t *counts) { q->route_counts = counts; }
 
 void coli_seq_set_spill(coli_seq *q, coli_seq_spill_fn fn, void *ctx)
 {

@@ -30,6 +30,10 @@ struct coli_seq {
 	coli_seq_spill_fn spill_read;
 	void *spill_ctx;
 	size_t bytes;           /* allocated by coli_seq_new, this struct included */
+	uint32_t *route_counts; /* (layers, routed experts) or NULL: each row's
+	                         * routed experts are counted here (the engine's
+	                         * profile of the request being served; owned
+	                         * by the engine slot) */
 };
 
 struct coli_state {

@@ -126,9 +126,9 @@ static int cmp_entry_name(const void *a, const void *b)
 }
 
 /* Files other modules keep beside a session under its name (colitop's
- * transcript, a stored Responses API response); they follow the session
- * through rm and rename. */
-static const char *const companions[] = { "chat.json", "resp.json" };
+ * transcript, a stored Responses API response, the session's routing
+ * profile); they follow the session through rm and rename. */
+static const char *const companions[] = { "chat.json", "resp.json", "prof" };
 
 /* A stored response is part of what its session costs (the transcript,
  * colitop's own, is not counted). */

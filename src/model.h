@@ -209,6 +209,10 @@ int coli_config_index_slot(const coli_config *c, int layer);
 typedef int (*coli_seq_spill_fn)(void *ctx, int layer, int first, int n, float *out);
 void coli_seq_set_spill(coli_seq *q, coli_seq_spill_fn fn, void *ctx);
 int coli_seq_base(const coli_seq *q);
+/* Count each routed expert the sequence's rows choose into
+ * counts[layer * n_routed_experts + expert] (num_hidden_layers rows of
+ * the model's routed experts; caller-owned), or stop counting (NULL). */
+void coli_seq_count_routes(coli_seq *q, uint32_t *counts);
 /* Forget the oldest `shift` RAM rows (they must be readable through the
  * spill function): base += shift. */
 int coli_seq_slide(coli_seq *q, int shift, coli_err *err);
