@@ -138,6 +138,13 @@ void expert_store_note_rows(expert_store *s, int layer, const int *experts, cons
 void expert_store_note_routing(expert_store *s, int layer, const int *experts,
 			       const float *weights, int n);
 
+/* Read a heat.bin (format in expert_store_heat.c) without a store, for
+ * showing it: *heat gets n_layers * n_experts floats (malloc'd, layer-
+ * major), fingerprint (65 bytes) the model's. 0, -ENOENT when absent, or
+ * -EINVAL with err naming what is wrong. */
+int expert_store_heat_read(const char *path, int *n_layers, int *n_experts, float **heat,
+			   uint64_t *tokens, char *fingerprint, coli_err *err);
+
 /* Telemetry block (expert_store_stats.h); lives as long as the store. */
 const expert_stats *expert_store_stats(const expert_store *s);
 

@@ -282,3 +282,55 @@ out:
 	free(path);
 	return rc;
 }
+
+int expert_store_heat_read(const char *path, int *n_layers, int *n_experts, float **heat,
+			   uint64_t *tokens, char *fingerprint, coli_err *err)
+{
+	*heat = NULL;
+	uint8_t hdr[HEAT_HDR], *b = NULL;
+	int rc = 0;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	struct stat st;
+	uint32_t u32[4], crc;
+	if (fstat(fileno(f), &st) || fread(hdr, 1, sizeof hdr, f) != sizeof hdr || memcmp(hdr, HEAT_MAGIC, 8)) {
+		rc = coli_err_set(err, -EINVAL, "%s: not a heat file", path);
+		goto out;
+	}
+	memcpy(u32, hdr + 8, sizeof u32);
+	if (u32[0] != HEAT_VERSION) {
+		rc = coli_err_set(err, -EINVAL, "%s: heat version %u (this build reads %d)", path, u32[0], HEAT_VERSION);
+		goto out;
+	}
+	const size_t n = (size_t)u32[1] * (size_t)u32[2], size = HEAT_HDR + 4 * n + 4;
+	if (!n || u32[1] > 4096 || u32[2] > 65536 || (uint64_t)st.st_size != size) {
+		rc = coli_err_set(err, -EINVAL, "%s: heat of %u x %u experts is %lld bytes: truncated or damaged",
+				  path, u32[1], u32[2], (long long)st.st_size);
+		goto out;
+	}
+	if (!(b = malloc(size)) || !(*heat = malloc(4 * n))) {
+		rc = coli_err_set(err, -ENOMEM, "%s: out of memory", path);
+		goto out;
+	}
+	memcpy(b, hdr, sizeof hdr);
+	if (fread(b + HEAT_HDR, 1, size - HEAT_HDR, f) != size - HEAT_HDR ||
+	    (memcpy(&crc, b + size - 4, 4), crc != crc32c_update(0, b, size - 4))) {
+		rc = coli_err_set(err, -EINVAL, "%s: heat fails its checksum", path);
+		goto out;
+	}
+	memcpy(*heat, b + HEAT_HDR, 4 * n);
+	memcpy(tokens, b + 24, 8);
+	memcpy(fingerprint, b + 32, 64);
+	fingerprint[64] = 0;
+	*n_layers = (int)u32[1];
+	*n_experts = (int)u32[2];
+out:
+	if (rc) {
+		free(*heat);
+		*heat = NULL;
+	}
+	free(b);
+	fclose(f);
+	return rc;
+}
