@@ -24,6 +24,7 @@ int cmd_doctor(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_atlas(int argc, char **argv);
 
 /* Print "coli SUBCMD: message" on stderr. */
 void cli_errorf(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -6,6 +6,8 @@ bin_PROGRAMS += coli
 coli_SOURCES = \
 	cli/coli_main.c cli/cli.h cli/cli_json.c cli/cli_json.h \
 	cli/cli_convert_flags.c cli/cli_convert_flags.h \
+	cli/cmd_atlas.c cli/cmd_atlas.h cli/cmd_atlas_out.c \
+	cli/cmd_atlas_calc.c cli/cmd_atlas_calc.h cli/cmd_atlas_png.c \
 	cli/cmd_batch.c \
 	cli/cmd_batch_io.c cli/cmd_batch_io.h \
 	cli/cmd_bench.c \
@@ -25,11 +27,15 @@ coli_SOURCES = \
 	cli/cmd_synth.c \
 	cli/cmd_tokenize.c \
 	cli/cmd_tokenize_chat.c
-coli_LDADD = $(COLI_ALL_LDADD)
+coli_CFLAGS = $(AM_CFLAGS) $(PNG_CFLAGS)
+coli_LDADD = $(COLI_ALL_LDADD) $(PNG_LIBS)
 
 # every command answers --help
 TESTS += tests/cli_help.sh tests/cli_generate_output.sh tests/cli_sessions_dash.sh
 EXTRA_DIST += tests/cli_help.sh tests/cli_generate_output.sh tests/cli_sessions_dash.sh
+# routing profiles and coli atlas on the default model (issue 29)
+TESTS += tests/cli_atlas.sh
+EXTRA_DIST += tests/cli_atlas.sh tests/cli_atlas_check.py
 # coli doctor's checks
 TESTS += tests/core_doctor.sh
 EXTRA_DIST += tests/core_doctor.sh

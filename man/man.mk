@@ -2,8 +2,10 @@
 # module adds its pages to man_MANS (generated name) and EXTRA_DIST (.in).
 # The pattern is written [@]VERSION[@]: configure substitutes a plain
 # @VERSION@ in this rule itself, which left every page showing @VERSION@.
-man_MANS += man/coli.1 man/coli-generate.1 man/coli-logits.1 man/coli-bench.1 man/coli-doctor.1
+man_MANS += man/coli.1 man/coli-generate.1 man/coli-logits.1 man/coli-bench.1 man/coli-doctor.1 \
+	man/coli-atlas.1
 EXTRA_DIST += man/coli.1.in man/coli-generate.1.in man/coli-logits.1.in man/coli-bench.1.in man/coli-doctor.1.in \
+	man/coli-atlas.1.in \
 	man/engine-options.inc
 CLEANFILES += $(man_MANS)
 

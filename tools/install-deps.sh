@@ -4,7 +4,7 @@
 set -e
 PKGS="build-essential autoconf automake pkg-config clang llvm libclang-rt-14-dev \
 libjansson-dev liburing-dev libmicrohttpd-dev libncurses-dev libpcre2-dev libutf8proc-dev \
-libedit-dev libcurl4-openssl-dev python3 python3-numpy python3-httpx python3-jsonschema python3-jinja2 mandoc tmux curl wrk iproute2"
+libedit-dev libcurl4-openssl-dev libpng-dev python3 python3-numpy python3-httpx python3-jsonschema python3-jinja2 mandoc tmux curl wrk iproute2"
 missing=""
 for p in $PKGS; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
