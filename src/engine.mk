@@ -30,6 +30,11 @@ tests_core_draft_auto_test_SOURCES = tests/core_draft_auto_test.c tests/test_uti
 tests_core_draft_auto_test_LDADD = libcoli.a $(COLI_LIBS)
 tests_core_stalled_client_SOURCES = tests/core_stalled_client.c
 tests_core_stalled_client_LDADD = libcoli.a $(COLI_LIBS)
+# the routing profile file (engine_profile.h)
+check_PROGRAMS += tests/engine_profile_test
+TESTS += tests/engine_profile_test
+tests_engine_profile_test_SOURCES = tests/engine_profile_test.c tests/test_util.h
+tests_engine_profile_test_LDADD = libcoli.a $(COLI_LIBS)
 # prompt caching from saved sessions with the kept prefix index
 check_PROGRAMS += tests/core_prefix_index
 TESTS += tests/core_prefix_index.sh

@@ -143,9 +143,15 @@ void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, i
 			coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
 		engine_session_save(e, sl);
 	}
+	/* the request's routing profile goes to the writer; the slot's
+	 * counts start empty for the next one (a request failing before
+	 * admission completes must not carry this one's) */
 	engine_profile_submit(e, sl);
 	if (sl->seq)
 		coli_seq_count_routes(sl->seq, NULL);
+	if (sl->route_counts)
+		memset(sl->route_counts, 0, sizeof *sl->route_counts * (size_t)e->model->cfg.num_hidden_layers *
+		       (size_t)(e->model->cfg.n_routed_experts > 0 ? e->model->cfg.n_routed_experts : 1));
 	coli_event ev;
 	memset(&ev, 0, sizeof ev);
 	ev.kind = kind;
@@ -284,11 +290,8 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 		return -1;
 	}
-	/* the request's routing profile starts empty (slot buffers: sized at
-	 * allocation, zeroed here at admission) */
-	const coli_config *c = &e->model->cfg;
-	memset(sl->route_counts, 0, sizeof *sl->route_counts * (size_t)c->num_hidden_layers *
-	       (size_t)(c->n_routed_experts > 0 ? c->n_routed_experts : 1));
+	/* count the request's routings (the slot's buffer, sized at
+	 * allocation, zeroed when the previous request finished) */
 	coli_seq_count_routes(sl->seq, sl->route_counts);
 	if (r->session) {
 		/* a session request continues the session: its prompt follows
