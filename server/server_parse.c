@@ -129,15 +129,18 @@ int srv_parse_sampling(json_t *root, srv_request *r, double max_temp, srv_error 
 			return srv_fail(e, 400, "invalid_request_error", "invalid_value", "draft", "%s", derr.msg);
 	}
 	/* extension: metadata.label names the routing profile the request's
-	 * expert choices are summed into (coli-atlas(1)) */
+	 * expert choices are summed into (coli-atlas(1)). metadata is the
+	 * client's own map elsewhere, so a value that is no label is ignored
+	 * (logged), never refused. */
 	v = json_object_get(json_object_get(root, "metadata"), "label");
 	if (v && !json_is_null(v)) {
-		if (!json_is_string(v) || !coli_profile_label_valid(json_string_value(v)))
-			return srv_fail(e, 400, "invalid_request_error", "invalid_value", "metadata.label",
-					"'metadata.label' must be a string of 1 to 63 of A-Z a-z 0-9 . _ -, "
-					"not starting with '.' or '_'");
-		free(r->label);
-		r->label = strdup(json_string_value(v));
+		if (json_is_string(v) && coli_profile_label_valid(json_string_value(v))) {
+			free(r->label);
+			r->label = strdup(json_string_value(v));
+		} else {
+			coli_info("metadata.label is not a routing profile label (1 to 63 of A-Z a-z 0-9 . _ -, "
+				  "not starting with '.' or '_'); the request is not labelled");
+		}
 	}
 	v = json_object_get(root, "stream");
 	if (v && !json_is_null(v)) {

@@ -88,8 +88,11 @@ A --plan-mirror 1G >/dev/null 2>&1; [ $? = 2 ] || fail "--plan-mirror must exit 
 A show a b >/dev/null 2>&1; [ $? = 2 ] || fail "show with two arguments must exit 2"
 printf '%s\n' '{"custom_id":"n","method":"POST","url":"/v1/completions","label":7,"body":{"prompt":"a","max_tokens":1}}' \
 	'{"custom_id":"b","method":"POST","url":"/v1/completions","body":{"prompt":"a","max_tokens":1,"metadata":{"label":"_x"}}}' \
+	'{"custom_id":"c","method":"POST","url":"/v1/chat/completions","body":{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"metadata":{"label":"chat"}}}' \
 	>"$T/badlab.jsonl"
 "$COLI" batch "$model" "$T/badlab.jsonl" "$T/badlab.out" --label-field label --threads 1 -q --cache-dir "$T/c4" 2>/dev/null
 grep '"custom_id":"n"' "$T/badlab.out" | grep -q invalid_label || fail "a label that is not a string: $(cat "$T/badlab.out")"
-grep '"custom_id":"b"' "$T/badlab.out" | grep -q '"status_code":400' || fail "an invalid metadata.label: $(cat "$T/badlab.out")"
+grep '"custom_id":"b"' "$T/badlab.out" | grep -q '"status_code":200' || fail "an invalid metadata.label: $(cat "$T/badlab.out")"
+[ "$(ls "$T/c4/profiles" | tr '\n' ' ')" = "_all.prof chat.prof " ] ||
+	fail "metadata.label of a chat request, or an invalid label: $(ls "$T/c4/profiles")"
 echo "ok: missing, truncated and damaged profiles and bad labels are refused"
