@@ -77,7 +77,7 @@ static int load_heat(const atlas_opts *o, atlas_grid *g, coli_err *err)
 int atlas_load(const atlas_opts *o, const char *which, atlas_grid *g, coli_err *err)
 {
 	memset(g, 0, sizeof *g);
-	if (!strcmp(which, "--heat") || !strcmp(which, "heat"))
+	if (!strcmp(which, "--heat"))
 		return load_heat(o, g, err);
 	char path[PATH_MAX];
 	const size_t n = strlen(which);
