@@ -1,23 +1,27 @@
 /* engine_profile_writer.c - routing profiles summed into their files in
  * the background (format and paths in engine_profile.h).
  *
- * Memory is bounded at start: JOBS = 2 x slots + 2 snapshots of a
- * request's counts (uint32 per layer and expert), allocated when the
- * engine opens. When a request ends the engine thread takes a free
- * snapshot under the lock (no allocation, no syscall), copies the slot's
- * counts into it and signals this thread. The writer takes every ready
- * snapshot at once and, for each file they name (the session, the label,
- * _all), reads it, adds them and replaces it (coli_file_replace: temp
- * file, fsync, rename, directory fsync), so a burst of short requests
- * costs one write per file, not one per request. When no snapshot is free
- * (the disk is slower than the requests end) the request's profile is
- * dropped and counted; the writer says how many in one warning. Two
- * processes sharing a cache directory may lose each other's sums (read,
- * add, replace is not atomic across processes): profiles are statistics.
+ * A job is the pending sum for one file: a session's, a label's or
+ * _all's, with a uint32 per layer and expert. Memory is bounded at
+ * start: 3 x min(slots, 16) + 8 jobs, allocated when the engine opens.
+ * When a request ends the engine thread, under the lock (arithmetic
+ * only: no allocation, no syscall), adds the slot's counts to the READY
+ * job of each of its files, or fills a FREE one, and signals this thread.
+ * The writer takes every READY job at once and for each reads its file,
+ * adds the sum and replaces it (coli_file_replace: temp file, fsync,
+ * rename, directory fsync); while it writes, the next requests' counts
+ * gather in new READY jobs. So a burst of requests costs one write per
+ * file, not one per request, and _all and the labels never lose a count;
+ * only a flood of distinct sessions ending while the disk is slow can
+ * find no FREE job: that session's share is dropped and counted, and the
+ * writer says how many in one warning. Two processes sharing a cache
+ * directory may lose each other's sums (read, add, replace is not atomic
+ * across processes): profiles are statistics.
  *
- * Threads: the engine thread fills FREE snapshots and marks them READY;
- * this thread owns READY ones until it marks them FREE again. `lock`
- * guards the states, `stop` and `dropped`. */
+ * Threads: the engine thread fills FREE jobs and adds to READY ones; this
+ * thread owns the jobs it marked BUSY until it marks them FREE again.
+ * `lock` guards every job's state and, for READY and FREE jobs, their
+ * contents, and `stop` and `dropped`. */
 #include "config.h"
 
 #include <errno.h>
@@ -29,18 +33,18 @@
 #include "coli_log.h"
 #include "engine_internal.h"
 #include "engine_profile.h"
-#include "forward_state.h"
 #include "kv_cache_dir.h"
 #include "kv_file.h"
 
 enum { JOB_FREE = 0, JOB_READY, JOB_BUSY };
+enum { TARGET_SESSION = 0, TARGET_LABEL, TARGET_ALL };
 
 typedef struct prof_job {
 	int state;
+	int kind;                  /* TARGET_* */
+	char name[KV_NAME_MAX + 1];/* session or label ("_all") */
 	uint32_t *counts;          /* (n_layers, n_experts) */
-	uint64_t tokens;
-	char label[COLI_PROFILE_LABEL_MAX];
-	char session[KV_NAME_MAX + 1];
+	uint64_t tokens, requests;
 } prof_job;
 
 struct engine_profiler {
@@ -49,6 +53,9 @@ struct engine_profiler {
 	char kv_dir[4200], prof_dir[4200];
 	prof_job *jobs;
 	int n_jobs;
+	uint8_t *taken;            /* (n_jobs) the writer's own copy of which
+	                            * jobs it marked BUSY: it reads no state
+	                            * outside the lock */
 	coli_profile acc;          /* the writer's sum of one file */
 	pthread_t thread;
 	pthread_mutex_t lock;
@@ -56,13 +63,13 @@ struct engine_profiler {
 	int stop, dropped, started;
 };
 
-/* One file: its current content (a fresh profile when absent or
- * unreadable, with a warning for the latter) plus every BUSY job that
- * names it. which: 0 session, 1 label, 2 _all. */
-static void write_target(engine_profiler *p, const char *dir, const char *name, int which)
+/* One job into its file: the file's content (a fresh profile when absent
+ * or unreadable, with a warning for the latter) plus the job's sum. */
+static void write_job(engine_profiler *p, const prof_job *jb)
 {
+	const char *dir = jb->kind == TARGET_SESSION ? p->kv_dir : p->prof_dir;
 	char path[4400];
-	snprintf(path, sizeof path, "%s/%s.prof", dir, name);
+	snprintf(path, sizeof path, "%s/%s.prof", dir, jb->name);
 	coli_err err = { 0 };
 	if (kv_mkdirs(dir, &err)) {
 		coli_warn("%s; routing profile not saved", err.msg);
@@ -84,50 +91,14 @@ static void write_target(engine_profiler *p, const char *dir, const char *name, 
 		coli_warn("%s; started anew", err.msg);
 	}
 	coli_profile_free(&old);
-	for (int j = 0; j < p->n_jobs; j++) {
-		const prof_job *jb = &p->jobs[j];
-		if (jb->state != JOB_BUSY)
-			continue;
-		const char *mine = which == 0 ? jb->session : which == 1 ? jb->label : COLI_PROFILE_ALL;
-		if (strcmp(mine, name))
-			continue;
-		for (size_t i = 0; i < n; i++)
-			a->counts[i] += jb->counts[i];
-		a->tokens += jb->tokens;
-		a->requests++;
-	}
-	snprintf(a->label, sizeof a->label, "%s", which == 0 ? "" : name);
+	for (size_t i = 0; i < n; i++)
+		a->counts[i] += jb->counts[i];
+	a->tokens += jb->tokens;
+	a->requests += jb->requests;
+	snprintf(a->label, sizeof a->label, "%.63s", jb->kind == TARGET_SESSION ? "" : jb->name);
 	coli_err_clear(&err);
 	if (coli_profile_write(path, a, &err) < 0)
 		coli_warn("%s", err.msg);
-}
-
-/* Write every BUSY job: each distinct file once. */
-static void write_busy(engine_profiler *p)
-{
-	int need_all = 0;
-	for (int j = 0; j < p->n_jobs; j++) {
-		prof_job *jb = &p->jobs[j];
-		if (jb->state != JOB_BUSY)
-			continue;
-		need_all = 1;
-		int first_s = jb->session[0] != 0, first_l = jb->label[0] != 0;
-		for (int k = 0; k < j; k++) {
-			const prof_job *o = &p->jobs[k];
-			if (o->state != JOB_BUSY)
-				continue;
-			if (first_s && !strcmp(o->session, jb->session))
-				first_s = 0;
-			if (first_l && !strcmp(o->label, jb->label))
-				first_l = 0;
-		}
-		if (first_s)
-			write_target(p, p->kv_dir, jb->session, 0);
-		if (first_l)
-			write_target(p, p->prof_dir, jb->label, 1);
-	}
-	if (need_all)
-		write_target(p, p->prof_dir, COLI_PROFILE_ALL, 2);
 }
 
 static void *writer_main(void *arg)
@@ -136,11 +107,13 @@ static void *writer_main(void *arg)
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		int ready = 0;
-		for (int j = 0; j < p->n_jobs; j++)
-			if (p->jobs[j].state == JOB_READY) {
+		for (int j = 0; j < p->n_jobs; j++) {
+			p->taken[j] = p->jobs[j].state == JOB_READY;
+			if (p->taken[j]) {
 				p->jobs[j].state = JOB_BUSY;
 				ready++;
 			}
+		}
 		if (!ready) {
 			if (p->stop)
 				break;
@@ -153,7 +126,9 @@ static void *writer_main(void *arg)
 		if (dropped)
 			coli_warn("routing profiles: %d request(s) not recorded (the profile writer fell behind)",
 				  dropped);
-		write_busy(p);
+		for (int k = 0; k < p->n_jobs; k++)
+			if (p->taken[k])
+				write_job(p, &p->jobs[k]);
 		pthread_mutex_lock(&p->lock);
 		for (int j = 0; j < p->n_jobs; j++)
 			if (p->jobs[j].state == JOB_BUSY)
@@ -170,6 +145,7 @@ static void profiler_free(engine_profiler *p)
 	for (int j = 0; p->jobs && j < p->n_jobs; j++)
 		free(p->jobs[j].counts);
 	free(p->jobs);
+	free(p->taken);
 	coli_profile_free(&p->acc);
 	free(p);
 }
@@ -189,10 +165,11 @@ int engine_profile_open(coli_engine *e, coli_err *err)
 	snprintf(p->fingerprint, sizeof p->fingerprint, "%s", e->model->container->fingerprint);
 	snprintf(p->kv_dir, sizeof p->kv_dir, "%s", e->kv_dir);
 	snprintf(p->prof_dir, sizeof p->prof_dir, "%s/profiles", e->cache_dir);
-	p->n_jobs = 2 * e->n_slots + 2;
+	p->n_jobs = 3 * (e->n_slots < 16 ? e->n_slots : 16) + 8;
 	p->jobs = calloc((size_t)p->n_jobs, sizeof *p->jobs);
+	p->taken = calloc((size_t)p->n_jobs, 1);
 	const size_t n = (size_t)p->n_layers * (size_t)p->n_experts;
-	int rc = p->jobs ? coli_profile_init(&p->acc, p->n_layers, p->n_experts, p->top_k, err)
+	int rc = p->jobs && p->taken ? coli_profile_init(&p->acc, p->n_layers, p->n_experts, p->top_k, err)
 			 : coli_err_set(err, -ENOMEM, "out of memory for routing profiles");
 	for (int j = 0; !rc && j < p->n_jobs; j++)
 		if (!(p->jobs[j].counts = malloc(sizeof(uint32_t) * n)))
@@ -216,6 +193,35 @@ fail:
 	return rc;
 }
 
+/* Add the request to the READY job of (kind, name), or a FREE one: 0,
+ * or -1 when none is left. Under the lock. */
+static int add_to_job(engine_profiler *p, int kind, const char *name, const uint32_t *counts, uint64_t tokens)
+{
+	const size_t n = (size_t)p->n_layers * (size_t)p->n_experts;
+	prof_job *jb = NULL, *free_jb = NULL;
+	for (int j = 0; j < p->n_jobs && !jb; j++) {
+		prof_job *x = &p->jobs[j];
+		if (x->state == JOB_READY && x->kind == kind && !strcmp(x->name, name))
+			jb = x;
+		else if (x->state == JOB_FREE && !free_jb)
+			free_jb = x;
+	}
+	if (!jb) {
+		if (!(jb = free_jb))
+			return -1;
+		jb->state = JOB_READY;
+		jb->kind = kind;
+		snprintf(jb->name, sizeof jb->name, "%s", name);
+		memset(jb->counts, 0, sizeof *jb->counts * n);
+		jb->tokens = jb->requests = 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		jb->counts[i] += counts[i];
+	jb->tokens += tokens;
+	jb->requests++;
+	return 0;
+}
+
 void engine_profile_submit(coli_engine *e, engine_slot *sl)
 {
 	engine_profiler *p = e->prof;
@@ -228,23 +234,14 @@ void engine_profile_submit(coli_engine *e, engine_slot *sl)
 	tokens = p->top_k > 0 ? tokens / (uint64_t)p->top_k : 0;
 	if (!tokens)
 		return; /* nothing was evaluated */
-	prof_job *jb = NULL;
+	const char *session = sl->req->session, *label = sl->req->label;
 	pthread_mutex_lock(&p->lock);
-	for (int j = 0; j < p->n_jobs && !jb; j++)
-		if (p->jobs[j].state == JOB_FREE)
-			jb = &p->jobs[j];
-	if (!jb)
-		p->dropped++;
-	pthread_mutex_unlock(&p->lock);
-	if (!jb)
-		return;
-	/* FREE: the writer does not touch it until it is READY */
-	memcpy(jb->counts, sl->route_counts, sizeof(uint32_t) * (size_t)p->n_layers * E);
-	jb->tokens = tokens;
-	snprintf(jb->label, sizeof jb->label, "%s", sl->req->label);
-	snprintf(jb->session, sizeof jb->session, "%s", sl->req->session ? sl->req->session : "");
-	pthread_mutex_lock(&p->lock);
-	jb->state = JOB_READY;
+	int lost = add_to_job(p, TARGET_ALL, COLI_PROFILE_ALL, sl->route_counts, tokens);
+	if (label[0])
+		lost |= add_to_job(p, TARGET_LABEL, label, sl->route_counts, tokens);
+	if (session && session[0])
+		lost |= add_to_job(p, TARGET_SESSION, session, sl->route_counts, tokens);
+	p->dropped += lost != 0;
 	pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 }
