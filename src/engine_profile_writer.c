@@ -61,6 +61,7 @@ struct engine_profiler {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int stop, dropped, started;
+	int foreign_said;          /* the writer's own: a foreign file was met */
 };
 
 /* One job into its file: the file's content (a fresh profile when absent
@@ -82,11 +83,18 @@ static void write_job(engine_profiler *p, const prof_job *jb)
 	memset(a->counts, 0, sizeof *a->counts * n);
 	a->tokens = a->requests = 0;
 	if (rc == 0) {
-		if (old.n_layers == p->n_layers && old.n_experts == p->n_experts &&
-		    !strncmp(old.fingerprint, p->fingerprint, 64))
-			coli_profile_add(a, &old, &err);
-		else
-			coli_warn("%s belongs to another model; started anew", path);
+		if (old.n_layers != p->n_layers || old.n_experts != p->n_experts ||
+		    strncmp(old.fingerprint, p->fingerprint, 64)) {
+			/* two models sharing one cache directory ($COLI_CACHE_DIR):
+			 * the file is the other model's statistics, kept as they
+			 * are; this model records nothing there (said once) */
+			if (!p->foreign_said++)
+				coli_info("%s belongs to another model: left as it is, and this model's "
+					  "routing counts for it are not kept", path);
+			coli_profile_free(&old);
+			return;
+		}
+		coli_profile_add(a, &old, &err);
 	} else if (rc != -ENOENT) {
 		coli_warn("%s; started anew", err.msg);
 	}
