@@ -131,6 +131,8 @@ void store_slot_loaded(expert_store *s, int si)
 	 * precise message), the scales are checked. */
 	if (!sl->error) {
 		int crc = store_verify_record(s, si);
+		if (crc == STORE_REREAD)
+			return; /* a mirror's bad copy: queued again, from the primary */
 		if ((crc <= 0 || s->c->expert_qtype == COLI_Q_F32) && s->c->check_experts &&
 		    coli_container_check_expert(s->c, sl->buf) >= 0)
 			sl->error = -EBADMSG;

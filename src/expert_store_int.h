@@ -37,6 +37,9 @@ typedef struct store_slot {
 	uint32_t pf_visit;    /* layer_visit[layer] when prefetched */
 	int pending;          /* stripe reads still in flight */
 	int error;            /* negative errno of a failed read, else 0 */
+	uint32_t from;        /* bit d: a stripe of the latest read came from
+	                       * drive d (a mirror's bad record is read again
+	                       * from the primary, expert_store_verify.c) */
 	int transient;        /* streamed through by a step wider than the
 	                       * cache (expert_store_note_rows): the first
 	                       * victim, unless used again while resident */
@@ -96,6 +99,12 @@ typedef struct store_drive {
 	double weight;        /* share of stripes */
 	int enabled;          /* 0 after an error (mirrors only) */
 	int direct;           /* O_DIRECT accepted on this drive */
+	/* [layer * n_experts + e] 1 when the drive holds that record: a
+	 * partial mirror's plan (expert_store_mirror.h), or made from the
+	 * open shards when a full mirror's record first fails its CRC-32C;
+	 * NULL = every record of the shards that are open */
+	uint8_t *has;
+	int bad_warned;       /* a damaged record on this mirror was reported */
 } store_drive;
 
 /* One stripe read in flight. */
@@ -198,6 +207,12 @@ int store_io_reap(expert_store *s, int wait);
  * reads see that file, with one warning, and return 1 (the failed stripe
  * is read again from it); else 0. Engine thread, error path only. */
 int store_io_refresh(expert_store *s, int layer);
+/* 1 when drive d may serve (layer, expert). */
+int store_io_holds(const expert_store *s, int d, int layer, int expert);
+/* A record read from mirror(s) failed its CRC-32C: those mirrors stop
+ * serving it (one warning per mirror) and it is queued again, from the
+ * primary. Returns 1 when requeued, 0 when no mirror was involved. */
+int store_io_mirror_failed(expert_store *s, int si);
 /* Called by the reaper when a slot's last stripe landed. */
 void store_slot_loaded(expert_store *s, int si);
 
@@ -206,6 +221,7 @@ void store_slot_loaded(expert_store *s, int si);
  * (format 1, --no-verify-checksums). A mismatch is counted, logged once
  * and returns STORE_ECHECKSUM, which acquire reports as -EBADMSG. */
 #define STORE_ECHECKSUM (-EILSEQ)
+#define STORE_REREAD 2 /* a mirror's copy failed: being read from the primary */
 int store_verify_record(expert_store *s, int si);
 
 /* expert_store_heat.c */

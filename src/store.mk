@@ -6,7 +6,8 @@ libcoli_a_SOURCES += \
 	src/expert_store.h src/expert_store_int.h \
 	src/expert_store.c src/expert_store_io.c src/expert_store_policy.c \
 	src/expert_store_heat.c src/expert_store_heat_writer.c src/expert_store_opts.c \
-	src/expert_store_budget.c src/expert_store_budget.h src/expert_store_verify.c
+	src/expert_store_budget.c src/expert_store_budget.h src/expert_store_verify.c \
+	src/expert_store_mirror.c src/expert_store_mirror.h
 
 check_PROGRAMS += tests/store_read
 tests_store_read_SOURCES = tests/store_read.c tests/store_test.h
