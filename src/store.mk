@@ -69,6 +69,10 @@ noinst_PROGRAMS += bench/scale_check_bench
 bench_scale_check_bench_SOURCES = bench/scale_check_bench.c
 bench_scale_check_bench_LDADD = libcoli.a $(COLI_LIBS)
 
+# partial mirrors planned by `coli atlas --plan-mirror` (issue 29)
+TESTS += tests/store_mirror_plan.sh
+EXTRA_DIST += tests/store_mirror_plan.sh
+
 # placement never changes the model; `coli bench`'s needed vs wasted bytes
 TESTS += tests/core_placement.sh tests/bench_figures.sh
 EXTRA_DIST += tests/core_placement.sh tests/bench_figures.sh
