@@ -30,10 +30,12 @@
  * primary. A bad plan leaves that mirror unused, with one warning naming
  * the file and the fault. A record from a mirror that fails its CRC-32C
  * (a hole, damage) is read again from the primary and that mirror stops
- * serving it, with one warning per mirror (store_io_mirror_failed). sha256 of multi-GB shards at every start would
- * cost minutes, so it is checked only with opts.verify_mirrors (for
- * `coli doctor`); without it a corrupted-but-right-sized mirror is the one
- * case the store cannot catch.
+ * serving it, with one warning per mirror (store_io_mirror_failed).
+ * sha256 of multi-GB shards at every start would cost minutes, so it is
+ * checked only with opts.verify_mirrors (a partial mirror's planned
+ * records are then checked against their CRC-32C instead); without it a
+ * corrupted-but-right-sized mirror of a container without record
+ * checksums (format 1) is the one case the store cannot catch.
  *
  * Fault injection (test builds, COLI_FAULT_INJECTION): environment
  * variables read at open, each naming the 1-based completion to corrupt:
@@ -60,6 +62,7 @@
 
 #include "coli_log.h"
 #include "expert_store_mirror.h"
+#include "util_crc32c.h"
 #include "util_sha256.h"
 #include "util_size_parse.h"
 #include "util_time.h"
@@ -98,6 +101,30 @@ static int probe_direct(int fd)
 	ssize_t r = pread(fd, buf, 4096, 0);
 	free(buf);
 	return r >= 0;
+}
+
+/* --verify-mirrors on a partial mirror: each planned record of layer l
+ * against its CRC-32C (the shard's sha256 is the primary's, holes and
+ * all); a record that fails is dropped from dr->has. Returns how many
+ * failed; one warning names the first. */
+static int verify_planned(expert_store *s, store_drive *dr, int fd, int l, const char *path)
+{
+	uint8_t *buf = malloc(s->rec);
+	int bad = 0;
+	for (int e = 0; buf && e < s->n_experts; e++) {
+		size_t id = (size_t)l * (size_t)s->n_experts + (size_t)e;
+		if (!dr->has[id])
+			continue;
+		off_t off = (off_t)coli_container_expert_offset(s->c, e);
+		if (pread(fd, buf, s->rec, off) == (ssize_t)s->rec && crc32c_update(0, buf, s->rec) == s->c->expert_crc[l][e])
+			continue;
+		dr->has[id] = 0;
+		if (!bad++)
+			coli_warn("expert store: mirror %s: %s: layer %d expert %d fails its CRC-32C; read from the primary",
+				  dr->dir, path, l, e);
+	}
+	free(buf);
+	return bad;
 }
 
 static int open_drive(expert_store *s, int d, const char *dir, int want_direct, coli_err *err)
@@ -163,7 +190,9 @@ static int open_drive(expert_store *s, int d, const char *dir, int want_direct, 
 			close(fd);
 			continue;
 		}
-		if (d > 0 && s->o.verify_mirrors && s->c->expert_shard_sha256 && s->c->expert_shard_sha256[l]) {
+		if (plan && s->o.verify_mirrors && s->c->expert_crc && s->c->expert_crc[l])
+			wrong += verify_planned(s, dr, fd, l, path);
+		if (d > 0 && !plan && s->o.verify_mirrors && s->c->expert_shard_sha256 && s->c->expert_shard_sha256[l]) {
 			char hex[65];
 			coli_err e2;
 			coli_err_clear(&e2);
