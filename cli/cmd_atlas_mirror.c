@@ -425,8 +425,14 @@ int cmd_atlas_plan_mirror(int argc, char **argv)
 					lw += w[(size_t)l * (size_t)E + (size_t)e];
 					k++;
 				}
-			printf("layer %d %s: %d records, %.1f%% of reads; bytes", l, c->expert_shard_paths[l], k,
+			printf("layer %d %s: %d records, %.1f%% of reads; experts", l, c->expert_shard_paths[l], k,
 			       100.0 * lw / total);
+			for (int e = 0, first = 1; e < E; e++)
+				if (p->has[(size_t)l * (size_t)E + (size_t)e]) {
+					printf("%c%d", first ? ' ' : ',', e);
+					first = 0;
+				}
+			printf("; bytes");
 			print_ranges(stdout, c, p, l);
 			putchar('\n');
 		}

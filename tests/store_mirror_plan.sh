@@ -97,6 +97,28 @@ got=$("$COLI" generate "$tmp/m" $gen --mirror "$tmp/pm" --mirror-weights 0,1 2>"
 n=$(grep -c "mirror .*fails its CRC-32C.*from the primary" "$tmp/g2.err")
 [ "$n" = 1 ] || { cat "$tmp/g2.err"; die "expected one warning for the damaged mirror, got $n"; }
 ! grep -qi "error" "$tmp/g2.err" || { cat "$tmp/g2.err"; die "a mirror's bad record logged an error"; }
+got=$("$COLI" generate "$tmp/m" $gen --mirror "$tmp/pm" --mirror-weights 0,1 --verify-mirrors 2>"$tmp/g4.err") ||
+	die "generate with --verify-mirrors"
+[ "$got" = "$ref" ] || die "tokens differ with --verify-mirrors"
+grep -q "mirror .*layer $bad_layer expert $bad_expert fails its CRC-32C; read from the primary" "$tmp/g4.err" ||
+	{ cat "$tmp/g4.err"; die "--verify-mirrors misses the damaged record"; }
+
+# a counts file instead of the heat (CSV and JSON)
+printf 'layer,expert,count\n1,5,100\n2,7,50\n# a comment\n3,9,25\n1,6,1\n' >"$tmp/counts.csv"
+"$COLI" atlas --plan-mirror $((rec * 2)) "$tmp/m" --counts "$tmp/counts.csv" --json >"$tmp/pc.json" || die "plan from counts"
+"$PYTHON3" - "$tmp/pc.json" <<'EOF2' || die "the plan from a counts file"
+import json, sys
+p = json.load(open(sys.argv[1]))
+got = sorted((l["layer"], e) for l in p["layers"] for e in l["experts"])
+assert got == [(1, 5), (2, 7)], got
+assert abs(p["expected_share"] - 150 / 176) < 1e-9, p["expected_share"]
+EOF2
+echo '[{"layer": 3, "expert": 9, "count": 4}, [2, 1, 3]]' >"$tmp/counts.json"
+"$COLI" atlas --plan-mirror $rec "$tmp/m" --counts "$tmp/counts.json" | grep -q "^layer 3 .*experts 9;" ||
+	die "plan from a JSON counts file"
+echo '1,99,3' >"$tmp/bad.csv"
+"$COLI" atlas --plan-mirror $rec "$tmp/m" --counts "$tmp/bad.csv" 2>"$tmp/c.err" >/dev/null
+[ $? = 1 ] && grep -q "bad.csv:1: layer 1 expert 99 is not in this model" "$tmp/c.err" || { cat "$tmp/c.err"; die "a bad counts file"; }
 
 # bad plan files: clear errors, the mirror unused, tokens the same
 cp "$tmp/pm/mirror-plan.json" "$tmp/plan.good"
