@@ -18,7 +18,8 @@
  * plan the directory holds nothing the store reads. The plan is written
  * last, by util_file's crash-safe replace.
  *
- * The format (JSON, one object; unknown members are ignored):
+ * The format (JSON, one object; unknown members are ignored; also in
+ * colitop-model(5), "Partial mirrors"):
  *   format          "colitop-mirror-plan"
  *   version         1; another version is refused
  *   fingerprint     the container's fingerprint (manifest); another
