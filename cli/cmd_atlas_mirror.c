@@ -9,8 +9,11 @@
  * [[layer, expert, count], ...]). A record's expected reads are its
  * weight; the plan takes the heaviest records that fit, and the expected
  * share is their weight over the total. Records the RAM tiers keep serve
- * no disk read; the share is that of the reads a run with the workload's
- * routing would make with no cache (the test runs with --expert-cache 0).
+ * no disk read: --pin-budget SIZE leaves out the records the pinned set
+ * would hold (the hottest that fit, seen more than about once: heat >=
+ * 1.5, as expert_store_heat.c chooses) and counts the share over the
+ * reads left. The cache's share is not modelled: the share is that of the
+ * reads of a run without a cache (the test runs with --expert-cache 0).
  *
  * --write DIR: the old plan is removed first (DIR is then no mirror at
  * all), each planned layer's sparse shard is written beside its final
@@ -59,12 +62,13 @@ static int rank_cmp(const void *a, const void *b)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: coli atlas --plan-mirror SIZE [MODEL] [--heat FILE | --counts FILE]\n"
-		   "                  [--cache-dir DIR] [--write DIR] [--json]\n"
+		   "                  [--cache-dir DIR] [--pin-budget SIZE] [--write DIR] [--json]\n"
 		   "The expert records a mirror of SIZE bytes should hold to serve the largest\n"
 		   "share of reads, their shard byte ranges and the expected share.\n"
 		   "  --heat FILE      routing heat to plan from (default CACHE_DIR/hot-experts/heat.bin)\n"
 		   "  --counts FILE    reads per record instead: CSV layer,expert,count or JSON\n"
 		   "  --cache-dir DIR  the cache directory whose heat to use (COLI_CACHE_DIR)\n"
+		   "  --pin-budget SIZE  leave out the hottest records a pinned set of SIZE holds\n"
 		   "  --write DIR      copy the planned records into DIR, a partial mirror for --mirror\n"
 		   "  --json           the plan as JSON\n");
 }
@@ -278,7 +282,7 @@ static json_t *plan_json(const coli_container *c, const expert_mirror_plan *p, c
 int cmd_atlas_plan_mirror(int argc, char **argv)
 {
 	const char *size_arg = NULL, *model_arg = NULL, *heat_arg = NULL, *counts_arg = NULL;
-	const char *cache_arg = NULL, *write_arg = NULL;
+	const char *cache_arg = NULL, *write_arg = NULL, *pin_arg = NULL;
 	int as_json = 0, status = COLI_EXIT_FAIL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -294,6 +298,8 @@ int cmd_atlas_plan_mirror(int argc, char **argv)
 			counts_arg = argv[++i];
 		} else if (!strcmp(a, "--cache-dir") && has) {
 			cache_arg = argv[++i];
+		} else if (!strcmp(a, "--pin-budget") && has) {
+			pin_arg = argv[++i];
 		} else if (!strcmp(a, "--write") && has) {
 			write_arg = argv[++i];
 		} else if (!strcmp(a, "--json")) {
@@ -317,6 +323,11 @@ int cmd_atlas_plan_mirror(int argc, char **argv)
 	}
 	if (size_parse(size_arg, "--plan-mirror", &size, &err) || size < 0) {
 		cli_errorf(CMD, "%s", size < 0 && !err.msg[0] ? "--plan-mirror: give a size, not auto" : err.msg);
+		return COLI_EXIT_USAGE;
+	}
+	int64_t pin = 0;
+	if (pin_arg && (size_parse(pin_arg, "--pin-budget", &pin, &err) || pin < 0)) {
+		cli_errorf(CMD, "%s", pin < 0 && !err.msg[0] ? "--pin-budget: give a size, not auto" : err.msg);
 		return COLI_EXIT_USAGE;
 	}
 	char dir[4096], heat_path[4300];
@@ -387,8 +398,19 @@ int cmd_atlas_plan_mirror(int argc, char **argv)
 		goto out;
 	}
 	qsort(r, m, sizeof *r, rank_cmp);
+	/* the pinned set: never read from disk */
+	size_t k0 = 0;
+	for (; k0 < m && k0 < (uint64_t)pin / c->expert_record_size && r[k0].w >= 1.5; k0++)
+		total -= r[k0].w;
+	if (k0)
+		snprintf(p->source + strlen(p->source), sizeof p->source - strlen(p->source),
+			 ", %zu pinned records left out", k0);
+	if (total <= 0) {
+		coli_err_set(&err, -ENODATA, "every read recorded is of a pinned record (--pin-budget %s)", pin_arg);
+		goto fail;
+	}
 	double got = 0;
-	for (size_t k = 0; k < m && p->bytes + c->expert_record_size <= (uint64_t)size; k++) {
+	for (size_t k = k0; k < m && p->bytes + c->expert_record_size <= (uint64_t)size; k++) {
 		if (expert_mirror_plan_add(p, c, r[k].id / E, r[k].id % E)) {
 			coli_err_set(&err, -ENOMEM, "out of memory");
 			goto fail;

@@ -43,6 +43,15 @@ assert spans == p["bytes"], (spans, p["bytes"])
 assert 0 < p["expected_share"] <= 1
 EOF
 done
+# --pin-budget: the hottest records the pinned set holds are left out
+"$COLI" atlas --plan-mirror $((rec * 4)) "$tmp/m" --json >"$tmp/p4.json" &&
+"$COLI" atlas --plan-mirror $((rec * 6)) "$tmp/m" --pin-budget $((rec * 4)) --json >"$tmp/p6p.json" &&
+"$COLI" atlas --plan-mirror $((rec * 10)) "$tmp/m" --json >"$tmp/p10.json" || die "plans with --pin-budget"
+"$PYTHON3" - "$tmp/p4.json" "$tmp/p6p.json" "$tmp/p10.json" <<'EOF' || die "--pin-budget"
+import json, sys
+a, b, c = (set((l["layer"], e) for l in json.load(open(f))["layers"] for e in l["experts"]) for f in sys.argv[1:])
+assert len(a) == 4 and len(b) == 6 and not (a & b) and a | b == c, (a, b, c)
+EOF
 "$COLI" atlas --plan-mirror 100 "$tmp/m" >/dev/null 2>&1
 [ $? = 2 ] || die "a SIZE below one record is a usage error"
 
