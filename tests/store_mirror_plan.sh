@@ -112,6 +112,16 @@ got=$("$COLI" generate "$tmp/m" $gen --mirror "$tmp/pm" --mirror-weights 0,1 --v
 grep -q "mirror .*layer $bad_layer expert $bad_expert fails its CRC-32C; read from the primary" "$tmp/g4.err" ||
 	{ cat "$tmp/g4.err"; die "--verify-mirrors misses the damaged record"; }
 
+# a planned shard file gone: doctor names it, the primary serves its records
+f=$("$PYTHON3" -c 'import json, sys; print(json.load(open(sys.argv[1]))["layers"][0]["file"])' "$tmp/plan.json")
+mv "$tmp/pm/$f" "$tmp/shard.away"
+"$COLI" doctor "$tmp/m" --mirror "$tmp/pm" >"$tmp/doc5.out"
+[ $? = 1 ] && grep -q "FAIL.*mirror.*(its file is missing)" "$tmp/doc5.out" || { cat "$tmp/doc5.out"; die "doctor on a missing shard"; }
+got=$("$COLI" generate "$tmp/m" $gen --mirror "$tmp/pm" 2>"$tmp/g5.err") || die "generate without a planned shard"
+[ "$got" = "$ref" ] || die "tokens differ without a planned shard"
+[ "$(grep -c "mirror .*(planned).*not used for that shard" "$tmp/g5.err")" = 1 ] || { cat "$tmp/g5.err"; die "missing shard warning"; }
+mv "$tmp/shard.away" "$tmp/pm/$f"
+
 # a counts file instead of the heat (CSV and JSON)
 printf 'layer,expert,count\n1,5,100\n2,7,50\n# a comment\n3,9,25\n1,6,1\n' >"$tmp/counts.csv"
 "$COLI" atlas --plan-mirror $((rec * 2)) "$tmp/m" --counts "$tmp/counts.csv" --json >"$tmp/pc.json" || die "plan from counts"
