@@ -6,7 +6,7 @@
  * tick at which the value was last touched, so noting a routing is O(1).
  *
  * The pinned hot set is the hottest experts (all layers together) that fit
- * the pin budget; it is re-chosen as heat moves (expert_store.c decides
+ * the pin budget; it is re-chosen as heat moves (expert_store_hot.c decides
  * when) and loaded at open from the saved heat.
  *
  * heat.bin (HEAT_DIR/heat.bin), little-endian, written to a temporary file

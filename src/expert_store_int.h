@@ -1,6 +1,8 @@
 /* expert_store_int.h - internals shared by the expert_store*.c files.
  *
- *   expert_store.c         open/free, acquire/release/prefetch, slots
+ *   expert_store.c         acquire/release/prefetch, slots, prefetch gate
+ *   expert_store_open.c    open/free: the arena and its tables
+ *   expert_store_hot.c     applying the hot set, warm start, re-choosing
  *   expert_store_io.c      io_uring reader, O_DIRECT probe, mirrors, faults
  *   expert_store_policy.c  eviction scores, trace synthesis and replay
  *   expert_store_heat.c    decayed routing heat, heat.bin, pinned set
@@ -191,6 +193,47 @@ struct expert_store {
 	uint8_t *crc_reported;
 	uint64_t fault_flip;        /* COLI_FAULT_READ_FLIP: completion to damage */
 };
+
+/* expert_store.c: the slots */
+static inline size_t idx(const expert_store *s, int layer, int e)
+{
+	return (size_t)layer * (size_t)s->n_experts + (size_t)e;
+}
+
+static inline int tier_of(const store_slot *sl)
+{
+	if (sl->state == SLOT_LOADING)
+		return EXPERT_TIER_INFLIGHT;
+	return sl->hot ? EXPERT_TIER_PINNED : EXPERT_TIER_CACHED;
+}
+
+/* Move a slot between the resident counters (old tier out, new tier in). */
+static inline void count_slot(expert_store *s, const store_slot *sl, int delta)
+{
+	if (sl->state == SLOT_FREE)
+		return;
+	int t = tier_of(sl);
+	if (t == EXPERT_TIER_INFLIGHT)
+		s->n_res_inflight += delta;
+	else if (t == EXPERT_TIER_PINNED)
+		s->n_res_hot += delta;
+	else
+		s->n_res_cached += delta;
+}
+
+void store_update_resident(expert_store *s);
+/* Get a slot for (layer, e) and queue its read (demand: an acquire's, which
+ * may wait for room). Returns the slot or a negative errno. */
+int store_slot_load(expert_store *s, int layer, int e, int demand);
+
+/* expert_store_hot.c */
+/* Apply the hot set to resident slots after it changed. */
+void store_apply_hot_set(expert_store *s);
+/* Read every hot expert not yet resident (at open). */
+int store_load_hot_set(expert_store *s, coli_err *err);
+/* Warm start at open, and its continuation after each layer visit. */
+void store_warm_start(expert_store *s);
+void store_warm_topup(expert_store *s);
 
 /* expert_store_io.c */
 int store_io_open(expert_store *s, coli_err *err);

@@ -4,7 +4,8 @@
 libcoli_a_SOURCES += \
 	src/expert_store_stats.c src/expert_store_stats.h \
 	src/expert_store.h src/expert_store_int.h \
-	src/expert_store.c src/expert_store_io.c src/expert_store_policy.c \
+	src/expert_store.c src/expert_store_open.c src/expert_store_hot.c \
+	src/expert_store_io.c src/expert_store_policy.c \
 	src/expert_store_heat.c src/expert_store_heat_writer.c src/expert_store_opts.c \
 	src/expert_store_budget.c src/expert_store_budget.h src/expert_store_verify.c \
 	src/expert_store_mirror.c src/expert_store_mirror.h
