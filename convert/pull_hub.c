@@ -15,6 +15,7 @@
 
 #include "coli_log.h"
 #include "pull_retry.h"
+#include "util_file.h"
 
 #define HUB_DEFAULT_ENDPOINT "https://huggingface.co"
 #define HUB_MAX_BODY (64u << 20)   /* JSON answers; a model's file list is far smaller */
@@ -341,7 +342,7 @@ int hub_fetch_file(hub_client *h, const char *commit, const char *path, const ch
 		   coli_err *err)
 {
 	membuf body = { 0 };
-	char tmp[4096], what[300];
+	char what[300];
 	int rc;
 	CURL *c = curl_easy_init();
 	char *url = c ? resolve_url(c, h, commit, path) : NULL;
@@ -352,18 +353,8 @@ int hub_fetch_file(hub_client *h, const char *commit, const char *path, const ch
 	snprintf(what, sizeof what, "file '%s'", path);
 	rc = get_body(h, url, what, &body, err);
 	free(url);
-	if (rc == 0) {
-		snprintf(tmp, sizeof tmp, "%s.part", dest);
-		FILE *f = fopen(tmp, "wb");
-		if (!f || (body.n && fwrite(body.p, 1, body.n, f) != body.n) || fflush(f) ||
-		    fsync(fileno(f)) < 0) {
-			rc = coli_err_set(err, -errno, "%s: %s", tmp, strerror(errno ? errno : EIO));
-			if (f)
-				fclose(f);
-		} else if (fclose(f) || rename(tmp, dest) < 0) {
-			rc = coli_err_set(err, -errno, "%s: %s", dest, strerror(errno));
-		}
-	}
+	if (rc == 0)
+		rc = coli_file_replace(dest, body.p ? body.p : "", body.n, err);
 	free(body.p);
 	return rc;
 }
