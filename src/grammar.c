@@ -32,7 +32,7 @@ struct grammar_matcher {
 	grammar_state cur;
 };
 
-static grammar_frame *frame_dup(grammar_matcher *m, const grammar_frame *f)
+grammar_frame *grammar_frame_dup(grammar_matcher *m, const grammar_frame *f)
 {
 	if (m->n_scratch >= SCRATCH_FRAMES)
 		return NULL; /* treated as a dead end: never unsound */
@@ -41,7 +41,7 @@ static grammar_frame *frame_dup(grammar_matcher *m, const grammar_frame *f)
 	return n;
 }
 
-static grammar_frame *frame_new(grammar_matcher *m, int kind, int node, const grammar_frame *up)
+grammar_frame *grammar_frame_new(grammar_matcher *m, int kind, int node, const grammar_frame *up)
 {
 	if (m->n_scratch >= SCRATCH_FRAMES || (up && up->depth >= GRAMMAR_MAX_DEPTH))
 		return NULL;
@@ -67,7 +67,7 @@ static int frame_same(const grammar_frame *a, const grammar_frame *b)
 	return a == b;
 }
 
-static void emit(grammar_state *out, const grammar_frame *top)
+void grammar_emit(grammar_state *out, const grammar_frame *top)
 {
 	if (!top)
 		return;
@@ -88,10 +88,10 @@ static void step_ws(grammar_matcher *m, const grammar_frame *f, grammar_state *o
 {
 	if (f->ws >= GRAMMAR_MAX_WS)
 		return;
-	grammar_frame *n = frame_dup(m, f);
+	grammar_frame *n = grammar_frame_dup(m, f);
 	if (n)
 		n->ws++;
-	emit(out, n);
+	grammar_emit(out, n);
 }
 
 /* UTF-8 lead byte: continuation count and the range of the next byte
@@ -130,8 +130,6 @@ static int utf8_cont(int c, grammar_frame *n)
 	n->u8hi = 0xBF;
 	return 1;
 }
-
-static void step(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out);
 
 /* Integer bounds, digit by digit: can a number whose text so far is
  * sign + `d` digits of magnitude `mag` (d == 0: a lone '-'; zero: the text
@@ -230,6 +228,30 @@ static int int_bounded(const gnode *n)
 	return n->kind == GN_INTEGER && (n->min_int != INT64_MIN || n->max_int != INT64_MAX);
 }
 
+/* A number of `node` beginning with byte c, pushed on `up`. */
+void grammar_start_num(grammar_matcher *m, int node, int c, const grammar_frame *up, grammar_state *out)
+{
+	const gnode *n = &m->g->nodes[node];
+	grammar_frame *f;
+	if (c != '-' && (c < '0' || c > '9'))
+		return;
+	if (int_bounded(n) && !int_reachable(c == '-', c == '-' ? 0 : c - '0', c != '-', c == '0', n->min_int,
+					     n->max_int))
+		return;
+	if (num_bounded(n) && !num_reachable(c == '-', c == '-' ? N_SIGN : c == '0' ? N_ZERO : N_INT,
+					     c == '-' ? 0 : c - '0', c != '-', 0, 0, n->num_lo, n->num_hi))
+		return;
+	if ((f = grammar_frame_new(m, GF_NUM, node, up))) {
+		f->stage = c == '-' ? N_SIGN : c == '0' ? N_ZERO : N_INT;
+		f->count = c >= '1' && c <= '9';
+		f->u8lo = c == '-';               /* negative */
+		f->bits.w[0] = c >= '1' && c <= '9' ? (uint64_t)(c - '0') : 0; /* magnitude */
+		f->bits.w[1] = 0;                 /* bounded number: fraction */
+		f->bits.w[2] = c != '-';          /* bounded number: integer digits */
+		grammar_emit(out, f);
+	}
+}
+
 /* A value of `node` beginning with byte c, pushed on `up`. */
 static void start(grammar_matcher *m, int node, int c, const grammar_frame *up, grammar_state *out)
 {
@@ -243,39 +265,23 @@ static void start(grammar_matcher *m, int node, int c, const grammar_frame *up, 
 			start(m, n->alts[i], c, up, out);
 		return;
 	case GN_OBJECT:
-		if (c == '{' && (f = frame_new(m, GF_OBJ, node, up)))
-			emit(out, f);
+		if (c == '{' && (f = grammar_frame_new(m, GF_OBJ, node, up)))
+			grammar_emit(out, f);
 		return;
 	case GN_ARRAY:
-		if (c == '[' && (f = frame_new(m, GF_ARR, node, up)))
-			emit(out, f);
+		if (c == '[' && (f = grammar_frame_new(m, GF_ARR, node, up)))
+			grammar_emit(out, f);
 		return;
 	case GN_STRING:
-		if (c == '"' && (f = frame_new(m, GF_STR, node, up))) {
+		if (c == '"' && (f = grammar_frame_new(m, GF_STR, node, up))) {
 			if (n->re >= 0)
 				f->bits = m->g->res[n->re].start;
-			emit(out, f);
+			grammar_emit(out, f);
 		}
 		return;
 	case GN_NUMBER:
 	case GN_INTEGER:
-		if (c != '-' && (c < '0' || c > '9'))
-			return;
-		if (int_bounded(n) && !int_reachable(c == '-', c == '-' ? 0 : c - '0', c != '-', c == '0', n->min_int,
-						     n->max_int))
-			return;
-		if (num_bounded(n) && !num_reachable(c == '-', c == '-' ? N_SIGN : c == '0' ? N_ZERO : N_INT,
-						     c == '-' ? 0 : c - '0', c != '-', 0, 0, n->num_lo, n->num_hi))
-			return;
-		if ((f = frame_new(m, GF_NUM, node, up))) {
-			f->stage = c == '-' ? N_SIGN : c == '0' ? N_ZERO : N_INT;
-			f->count = c >= '1' && c <= '9';
-			f->u8lo = c == '-';               /* negative */
-			f->bits.w[0] = c >= '1' && c <= '9' ? (uint64_t)(c - '0') : 0; /* magnitude */
-			f->bits.w[1] = 0;                 /* bounded number: fraction */
-			f->bits.w[2] = c != '-';          /* bounded number: integer digits */
-			emit(out, f);
-		}
+		grammar_start_num(m, node, c, up, out);
 		return;
 	case GN_LITS: {
 		gbits cand;
@@ -286,10 +292,10 @@ static void start(grammar_matcher *m, int node, int c, const grammar_frame *up, 
 				gbits_set(&cand, i);
 				any = 1;
 			}
-		if (any && (f = frame_new(m, GF_LIT, node, up))) {
+		if (any && (f = grammar_frame_new(m, GF_LIT, node, up))) {
 			f->bits = cand;
 			f->pos = 1;
-			emit(out, f);
+			grammar_emit(out, f);
 		}
 		return;
 	}
@@ -310,14 +316,14 @@ static void key_start(grammar_matcher *m, const grammar_frame *f, const gnode *n
 		cand &= ~(f->bits.w[1] | n->dead);
 	if (n->additional < 0 && !cand)
 		return;
-	grammar_frame *k = frame_dup(m, f);
+	grammar_frame *k = grammar_frame_dup(m, f);
 	if (!k)
 		return;
 	k->stage = O_KEY;
 	k->ws = 0;
 	k->pos = 0;
 	k->bits.w[0] = cand;
-	emit(out, k);
+	grammar_emit(out, k);
 }
 
 static void step_key(grammar_matcher *m, const grammar_frame *f, const gnode *n, int c, grammar_state *out)
@@ -338,11 +344,11 @@ static void step_key(grammar_matcher *m, const grammar_frame *f, const gnode *n,
 			which = ((seen | n->dead) & hit) ? -1 : __builtin_ctzll(hit);
 		else
 			which = n->additional >= 0 ? KEY_ADDITIONAL : -1;
-		if (which < 0 || !(k = frame_dup(m, f)))
+		if (which < 0 || !(k = grammar_frame_dup(m, f)))
 			return;
 		k->stage = O_COLON;
 		k->count = (uint32_t)which;
-		emit(out, k);
+		grammar_emit(out, k);
 		return;
 	}
 	if (c == '\\' || c < 0x20 || c == GRAMMAR_SYM_END)
@@ -355,14 +361,14 @@ static void step_key(grammar_matcher *m, const grammar_frame *f, const gnode *n,
 	}
 	if (!next && n->additional < 0)
 		return;
-	if (!(k = frame_dup(m, f)))
+	if (!(k = grammar_frame_dup(m, f)))
 		return;
 	if (k->u8need ? !utf8_cont(c, k) : c >= 0x80 && !utf8_lead(c, k))
 		return;
 	k->bits.w[0] = next;
 	if (k->pos < UINT16_MAX)
 		k->pos++;
-	emit(out, k);
+	grammar_emit(out, k);
 }
 
 static void step_obj(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out)
@@ -382,15 +388,15 @@ static void step_obj(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 	case O_OPEN:
 	case O_AFTER:
 		if (c == '}' && !(n->required & ~seen) && __builtin_popcountll(seen) >= n->min_props)
-			emit(out, f->up);
+			grammar_emit(out, f->up);
 		else if (c == '"' && f->stage == O_OPEN && n->max_props != 0)
 			key_start(m, f, n, out);
 		else if (c == ',' && f->stage == O_AFTER && (n->additional >= 0 || (props_all(n) & ~(seen | n->dead))) &&
 			 (n->max_props < 0 || __builtin_popcountll(seen) < n->max_props) &&
-			 (k = frame_dup(m, f))) {
+			 (k = grammar_frame_dup(m, f))) {
 			k->stage = O_NEXT;
 			k->ws = 0;
-			emit(out, k);
+			grammar_emit(out, k);
 		}
 		return;
 	case O_NEXT:
@@ -398,14 +404,14 @@ static void step_obj(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 			key_start(m, f, n, out);
 		return;
 	case O_COLON:
-		if (c == ':' && (k = frame_dup(m, f))) {
+		if (c == ':' && (k = grammar_frame_dup(m, f))) {
 			k->stage = O_VALUE;
 			k->ws = 0;
-			emit(out, k);
+			grammar_emit(out, k);
 		}
 		return;
 	case O_VALUE:
-		if (c != GRAMMAR_SYM_END && (k = frame_dup(m, f))) {
+		if (c != GRAMMAR_SYM_END && (k = grammar_frame_dup(m, f))) {
 			int which = (int)f->count;
 			k->stage = O_AFTER;
 			k->ws = 0;
@@ -435,20 +441,20 @@ static void step_arr(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 	int room = n->max_items < 0 || f->count < (uint32_t)n->max_items;
 	if (f->stage != A_NEXT && c == ']') {
 		if (f->count >= (uint32_t)n->min_items)
-			emit(out, f->up);
+			grammar_emit(out, f->up);
 		return;
 	}
 	if (f->stage == A_AFTER) {
-		if (c == ',' && room && item_node(n, f->count) >= 0 && (k = frame_dup(m, f))) {
+		if (c == ',' && room && item_node(n, f->count) >= 0 && (k = grammar_frame_dup(m, f))) {
 			k->stage = A_NEXT;
 			k->ws = 0;
-			emit(out, k);
+			grammar_emit(out, k);
 		}
 		return;
 	}
 	/* A_OPEN or A_NEXT: a value starts */
 	int it = item_node(n, f->count);
-	if (!room || it < 0 || c == GRAMMAR_SYM_END || !(k = frame_dup(m, f)))
+	if (!room || it < 0 || c == GRAMMAR_SYM_END || !(k = grammar_frame_dup(m, f)))
 		return;
 	k->stage = A_AFTER;
 	k->ws = 0;
@@ -470,16 +476,16 @@ static void step_str(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 	if (c == GRAMMAR_SYM_END)
 		return;
 	if (f->esc == 1) {
-		if (!strchr("\"\\/bfnrtu", c) || !c || !(k = frame_dup(m, f)))
+		if (!strchr("\"\\/bfnrtu", c) || !c || !(k = grammar_frame_dup(m, f)))
 			return;
 		k->esc = c == 'u' ? 2 : 0;
 		k->count += c != 'u';
-		emit(out, k);
+		grammar_emit(out, k);
 		return;
 	}
 	if (f->esc >= 2) {
 		/* \uXXXX, never a surrogate: each escape is one code point */
-		if (!is_hex(c) || (f->esc == 3 && f->u8hi && c > '7') || !(k = frame_dup(m, f)))
+		if (!is_hex(c) || (f->esc == 3 && f->u8hi && c > '7') || !(k = grammar_frame_dup(m, f)))
 			return;
 		if (f->esc == 2)
 			k->u8hi = c == 'd' || c == 'D';
@@ -488,43 +494,43 @@ static void step_str(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 			k->count++;
 			k->u8hi = 0;
 		}
-		emit(out, k);
+		grammar_emit(out, k);
 		return;
 	}
 	if (f->u8need) {
-		if ((k = frame_dup(m, f)) && utf8_cont(c, k))
-			emit(out, k);
+		if ((k = grammar_frame_dup(m, f)) && utf8_cont(c, k))
+			grammar_emit(out, k);
 		return;
 	}
 	if (c == '"') {
 		if (f->count >= (uint32_t)n->min_len && (!re || gbits_has(&f->bits, re->final)))
-			emit(out, f->up);
+			grammar_emit(out, f->up);
 		return;
 	}
 	if (c < 0x20 || !room)
 		return;
 	if (c == '\\') {
 		/* escapes only where no pattern reads the text */
-		if (!re && (k = frame_dup(m, f))) {
+		if (!re && (k = grammar_frame_dup(m, f))) {
 			k->esc = 1;
-			emit(out, k);
+			grammar_emit(out, k);
 		}
 		return;
 	}
 	gbits next;
 	if (re && !gregex_step(re, &f->bits, c < 0x80 ? c : GRE_NONASCII, &next))
 		return;
-	if (!(k = frame_dup(m, f)))
+	if (!(k = grammar_frame_dup(m, f)))
 		return;
 	if (c >= 0x80 && !utf8_lead(c, k))
 		return;
 	if (re)
 		k->bits = next;
 	k->count++;
-	emit(out, k);
+	grammar_emit(out, k);
 }
 
-static void step_num(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out)
+void grammar_step_num(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out)
 {
 	const gnode *n = &m->g->nodes[f->node];
 	const int isint = n->kind == GN_INTEGER, bounded = int_bounded(n);
@@ -591,14 +597,14 @@ static void step_num(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 			return;
 	}
 	if (stage >= 0) {
-		grammar_frame *k = frame_dup(m, f);
+		grammar_frame *k = grammar_frame_dup(m, f);
 		if (k) {
 			k->stage = (uint8_t)stage;
 			k->count = (uint32_t)count;
 			k->bits.w[0] = (uint64_t)mag;
 			k->bits.w[1] = (uint64_t)frac;
 			k->bits.w[2] = (uint64_t)d;
-			emit(out, k);
+			grammar_emit(out, k);
 		}
 		return;
 	}
@@ -617,7 +623,7 @@ static void step_num(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 	}
 	/* the number ends here: the byte belongs to the parent */
 	if (f->stage == N_ZERO || f->stage == N_INT || f->stage == N_FRAC || f->stage == N_EXP)
-		step(m, f->up, c, out);
+		grammar_step(m, f->up, c, out);
 }
 
 static void step_lit(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out)
@@ -637,33 +643,33 @@ static void step_lit(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 		}
 	}
 	grammar_frame *k;
-	if (any && (k = frame_dup(m, f))) {
+	if (any && (k = grammar_frame_dup(m, f))) {
 		k->bits = next;
 		k->pos++;
-		emit(out, k);
+		grammar_emit(out, k);
 	}
 	if (complete)
-		step(m, f->up, c, out);
+		grammar_step(m, f->up, c, out);
 }
 
-static void step(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out)
+void grammar_step(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out)
 {
 	switch (f->kind) {
 	case GF_DOC:
 		if (f->stage == 0) {
-			grammar_frame *k = frame_dup(m, f);
+			grammar_frame *k = grammar_frame_dup(m, f);
 			if (k) {
 				k->stage = 1;
 				start(m, m->g->root, c, k, out);
 			}
 		} else if (c == GRAMMAR_SYM_END) {
-			emit(out, f);
+			grammar_emit(out, f);
 		}
 		return;
 	case GF_OBJ: step_obj(m, f, c, out); return;
 	case GF_ARR: step_arr(m, f, c, out); return;
 	case GF_STR: step_str(m, f, c, out); return;
-	case GF_NUM: step_num(m, f, c, out); return;
+	case GF_NUM: grammar_step_num(m, f, c, out); return;
 	case GF_LIT: step_lit(m, f, c, out); return;
 	default: return;
 	}
@@ -673,7 +679,7 @@ int grammar_advance(grammar_matcher *m, const grammar_state *in, int c, grammar_
 {
 	out->n = 0;
 	for (int i = 0; i < in->n; i++)
-		step(m, in->top[i], c, out);
+		grammar_step(m, in->top[i], c, out);
 	return out->n;
 }
 

@@ -126,6 +126,19 @@ struct grammar_frame {
 	uint8_t u8need, u8lo, u8hi, depth;
 };
 
+/* The matcher's steps (grammar.c, grammar_number.c, grammar_matcher.c):
+ * frames come from the matcher's scratch arena (NULL when it is full or
+ * the document too deep: a dead end, never unsound); grammar_emit adds a
+ * successor top to `out` unless an equal one is there. */
+grammar_frame *grammar_frame_dup(grammar_matcher *m, const grammar_frame *f);
+grammar_frame *grammar_frame_new(grammar_matcher *m, int kind, int node, const grammar_frame *up);
+void grammar_emit(grammar_state *out, const grammar_frame *top);
+/* The successor tops of f on symbol c, added to out. */
+void grammar_step(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out);
+/* A number frame: the first byte of a number value, and a step in one. */
+void grammar_start_num(grammar_matcher *m, int node, int c, const grammar_frame *up, grammar_state *out);
+void grammar_step_num(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out);
+
 /* The state is one reading inside free text at a character boundary: a
  * string without pattern or maxLength, or the key of an object that takes
  * any key. Any run of ordinary characters (no '"', '\\', control byte)
