@@ -1,5 +1,6 @@
 /* grammar_impl.h - the compiled grammar and the matcher's frames (private to
- * grammar_json_schema.c, grammar.c, grammar_regex.c and grammar_mask.c). */
+ * grammar_json_schema.c, grammar.c, grammar_number.c, grammar_matcher.c,
+ * grammar_regex.c and grammar_mask.c). */
 #ifndef COLI_GRAMMAR_IMPL_H
 #define COLI_GRAMMAR_IMPL_H
 
@@ -124,6 +125,17 @@ struct grammar_frame {
 	uint16_t pos;      /* LIT byte position; OBJ key bytes / property */
 	uint8_t kind, stage, ws, esc;
 	uint8_t u8need, u8lo, u8hi, depth;
+};
+
+#define SCRATCH_FRAMES (1 << 15)
+
+struct grammar_matcher {
+	const coli_grammar *g;
+	grammar_frame *committed;  /* (COMMITTED_FRAMES) frames of `cur` */
+	grammar_frame *tmp;        /* (COMMITTED_FRAMES) while compacting */
+	grammar_frame *scratch;    /* (SCRATCH_FRAMES) trial frames, LIFO */
+	size_t n_scratch;
+	grammar_state cur;
 };
 
 /* The matcher's steps (grammar.c, grammar_number.c, grammar_matcher.c):
