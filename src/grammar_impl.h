@@ -4,6 +4,7 @@
 #ifndef COLI_GRAMMAR_IMPL_H
 #define COLI_GRAMMAR_IMPL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "grammar.h"
@@ -111,7 +112,13 @@ struct coli_grammar {
 	int n_res, cap_res;
 	int root;
 	int any;          /* the node for "any JSON value", -1 until needed */
+	atomic_int refs;  /* owners (grammar_ref/grammar_free) */
 };
+
+/* grammar_ref.c: a new grammar was compiled (grammar_compile_count), and
+ * the last reference's destructor (grammar_json_schema.c). */
+void grammar_note_compiled(void);
+void grammar_destroy(coli_grammar *g);
 
 /* Frames: the matcher's stack entries (immutable once linked). */
 enum gframe_kind { GF_DOC = 1, GF_VALUE, GF_OBJ, GF_ARR, GF_STR, GF_NUM, GF_LIT };

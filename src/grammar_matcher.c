@@ -72,6 +72,12 @@ void grammar_matcher_free(grammar_matcher *m)
 	free(m);
 }
 
+void grammar_matcher_bind(grammar_matcher *m, const coli_grammar *g)
+{
+	m->g = g;
+	grammar_matcher_reset(m);
+}
+
 void grammar_matcher_reset(grammar_matcher *m)
 {
 	memset(&m->committed[0], 0, sizeof m->committed[0]);
