@@ -329,9 +329,11 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 		goto fail;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
+	pthread_mutex_init(&e->gvocab_lock, NULL);
 	if (pthread_create(&e->thread, NULL, engine_main, e)) {
 		pthread_mutex_destroy(&e->lock);
 		pthread_cond_destroy(&e->cond);
+		pthread_mutex_destroy(&e->gvocab_lock);
 		rc = coli_err_set(err, -EAGAIN, "cannot start the engine thread");
 		goto fail;
 	}
@@ -372,6 +374,7 @@ void coli_engine_free(coli_engine *e)
 	}
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
+	pthread_mutex_destroy(&e->gvocab_lock);
 	kv_prefix_index_free(e->prefix_ix);
 	free(e->batch_logits);
 	free(e->step_tokens);
@@ -451,9 +454,13 @@ int coli_engine_submit(coli_engine *e, const int *prompt, int n_prompt, const co
 					    : "the model has no MTP module to draft with");
 	if (p->draft > COLI_DRAFT_MAX || p->draft < COLI_DRAFT_OFF)
 		return coli_err_set(err, -EINVAL, "draft: expected auto, off or 1..%d", COLI_DRAFT_MAX);
-	coli_request *r;
-	int rc = engine_request_new(prompt, n_prompt, p, &r, err);
+	/* structured output is compiled here, on the caller's thread */
+	coli_grammar *g;
+	int rc = engine_grammar_prepare(e, p, &g, err);
 	if (rc)
+		return rc;
+	coli_request *r;
+	if ((rc = engine_request_new(prompt, n_prompt, p, g, &r, err)))
 		return rc;
 	pthread_mutex_lock(&e->lock);
 	if (e->stop || e->q_len == e->q_cap) {

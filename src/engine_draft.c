@@ -161,7 +161,7 @@ void engine_draft_slot_start(coli_engine *e, engine_slot *sl)
 	sl->draft_mode = e->draft ? mode : COLI_DRAFT_OFF;
 	/* a grammar mask or log-probabilities are per sampled position:
 	 * such requests decode without drafts */
-	if (sl->req && (sl->req->params.json_schema || sl->req->params.json_object || sl->req->params.logprobs))
+	if (sl->req && (sl->req->params.grammar || sl->req->params.logprobs))
 		sl->draft_mode = COLI_DRAFT_OFF;
 	sl->n_draft = 0;
 	/* the row before a reused prefix pairs its hidden state with the

@@ -57,8 +57,10 @@ typedef struct engine_slot {
 	int cached;              /* prompt tokens reused without evaluation */
 	float *logits;           /* (vocab) */
 	coli_sampler sampler;
-	/* structured output of the request (NULL when unconstrained) */
-	coli_grammar *grammar;
+	/* structured output of the request (NULL when unconstrained): its
+	 * grammar is the request's, compiled by the submitter; the slot owns
+	 * only the matcher state and the mask, kept for its next request */
+	const coli_grammar *grammar;
 	grammar_matcher *gm;
 	uint64_t *mask;          /* (vocab/64) allowed tokens */
 	int think_wait;          /* unconstrained until "</think>" */
@@ -103,7 +105,11 @@ struct coli_engine {
 	 * thread, read anywhere: relaxed atomics, each exact alone) */
 	_Atomic long long st_steps, st_rows, st_prompt_rows;
 	_Atomic int st_last_rows, st_waiting_kv;
-	grammar_vocab *gvocab; /* token bytes for grammar masks (first use) */
+	/* token bytes for grammar masks: built by the first submitter of a
+	 * constrained request (under gvocab_lock), before it queues it, so
+	 * the engine thread reads it only after the queue's lock */
+	grammar_vocab *gvocab;
+	pthread_mutex_t gvocab_lock;
 	pthread_t thread;
 	pthread_mutex_t lock;  /* guards the queue, stop and active */
 	pthread_cond_t cond;
@@ -186,10 +192,18 @@ int engine_slot_take(coli_engine *e, engine_slot *sl);
 void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, int code, const char *msg);
 
 /* engine_grammar.c: structured output of a slot's request */
+/* Submitting thread: the grammar the request will hold (*out NULL when
+ * unconstrained): a reference to p->grammar, else p->json_schema or any
+ * object compiled here; builds the vocabulary's mask table on first use. */
+int engine_grammar_prepare(coli_engine *e, const coli_gen_params *p, coli_grammar **out, coli_err *err);
+/* Engine thread, at admission: bind the slot's matcher to the request's
+ * grammar (no compiling, no O(vocab) work once the slot has its mask). */
 int engine_slot_grammar_begin(coli_engine *e, engine_slot *sl, const coli_gen_params *p, coli_err *err);
 /* Mask the slot's logits; returns the number of tokens allowed. */
 int engine_slot_grammar_mask(coli_engine *e, engine_slot *sl);
 void engine_slot_grammar_end(engine_slot *sl);
+/* Free the slot's matcher and mask (with the slot). */
+void engine_slot_grammar_free(engine_slot *sl);
 /* The grammar is active for this step (not waiting for "</think>"). */
 int engine_slot_grammar_active(const engine_slot *sl);
 /* After a token is chosen: feed it to the grammar, or watch it for the end

@@ -47,9 +47,7 @@ void engine_slot_free(engine_slot *sl)
 	free(sl->draft_q);
 	sl->draft_q = NULL;
 	coli_sampler_free(&sl->sampler);
-	engine_slot_grammar_end(sl);
-	free(sl->mask);
-	sl->mask = NULL;
+	engine_slot_grammar_free(sl);
 	sl->seq = NULL;
 	sl->hist = sl->prompt = NULL;
 	sl->logits = NULL;
@@ -333,7 +331,7 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 	sl->at = k;
 	const coli_gen_params *p = &r->params;
 	coli_sampler_reset(&sl->sampler, p->temperature, p->top_p, p->seed);
-	if ((p->json_schema || p->json_object) && engine_slot_grammar_begin(e, sl, p, &err)) {
+	if (p->grammar && engine_slot_grammar_begin(e, sl, p, &err)) {
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 		return -1;
 	}
