@@ -120,7 +120,11 @@ static void admit(coli_engine *e)
 		e->active++;
 		pthread_mutex_unlock(&e->lock);
 		if (fits) {
-			engine_slot_start(e, sl, r);
+			/* the slot takes the request, then the decode strategy
+			 * its per-request state */
+			coli_err err = { 0 };
+			if (!engine_slot_start(e, sl, r) && engine_draft_slot_start(e, sl, &err))
+				engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 			continue;
 		}
 		char msg[256];
@@ -129,14 +133,6 @@ static void admit(coli_engine *e)
 		sl->req = r;
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, -E2BIG, msg);
 	}
-}
-
-static int any_phase(const coli_engine *e, int phase)
-{
-	for (int i = 0; i < e->n_slots; i++)
-		if (e->slots[i].phase == phase)
-			return 1;
-	return 0;
 }
 
 static void *engine_main(void *arg)
@@ -186,20 +182,10 @@ static void *engine_main(void *arg)
 		} else {
 			admit(e);
 		}
-		if (!e->draft) {
+		if (e->draft)
+			engine_step_draft(e);
+		else
 			engine_step(e);
-			continue;
-		}
-		for (int k = 0; k < e->n_slots; k++) {
-			engine_slot *sl = &e->slots[(e->rr + k) % e->n_slots];
-			if (sl->phase == SLOT_PREFILL) {
-				engine_slot_prefill(e, sl);
-				e->rr = (sl->index + 1) % e->n_slots;
-				break;
-			}
-		}
-		if (any_phase(e, SLOT_DECODE))
-			engine_slots_decode(e);
 	}
 	return NULL;
 }
