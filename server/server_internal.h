@@ -98,6 +98,9 @@ typedef struct srv_request {
 	                            * whose own thread reads every event, so the
 	                            * engine waits for it rather than cancelling */
 	char *json_schema;         /* constrain the answer to this schema (JSON text) */
+	struct coli_grammar *grammar; /* ... compiled once while parsing (a
+	                            * reference, grammar.h): the engine gets
+	                            * it, never the text to compile again */
 	int json_object;           /* constrain the answer to a JSON object */
 	char *forced_tool;         /* the answer is this tool's arguments (json_schema
 	                            * holds its parameters) returned as its call */

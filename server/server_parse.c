@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "coli_log.h"
+#include "grammar.h"
 #include "server_internal.h"
 
 void srv_request_free(srv_request *r)
@@ -34,6 +35,7 @@ void srv_request_free(srv_request *r)
 	free(r->tools_json);
 	free(r->template_kwargs);
 	free(r->json_schema);
+	grammar_free(r->grammar);
 	free(r->forced_tool);
 	free(r->session);
 	free(r->tool_choice_name);
