@@ -248,55 +248,44 @@ static void a_start(srv_stream *st)
 	st->started = 1;
 }
 
-/* n less an incomplete UTF-8 character at the end of p[0..n). */
-static size_t utf8_whole(const char *p, size_t n)
+/* Tool calls as far as they are parsed (srv_tc_stream): Anthropic's
+ * tool_use blocks (the tag is the block index + 1) or OpenAI's tool_calls
+ * deltas. */
+static int call_start(void *ctx, int i, srv_tc_call *c)
 {
-	size_t i = n, k = 0;
-	while (i > 0 && k < 4 && ((unsigned char)p[i - 1] & 0xC0) == 0x80)
-		i--, k++;
-	if (i == 0 || (unsigned char)p[i - 1] < 0x80)
-		return n;
-	unsigned char lead = (unsigned char)p[i - 1];
-	size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
-	return k + 1 >= need ? n : i - 1;
+	srv_stream *st = ctx;
+	if (!st->anthropic) {
+		srv_openai_chunk_tool_start(&st->out, &st->ctx, i, c);
+		return 1;
+	}
+	a_close(st);
+	int tag = ++st->n_blocks;
+	srv_anthropic_ev_tool_start(&st->out, tag - 1, c->id, c->name);
+	a_ping_once(st);
+	return tag;
 }
 
-/* Tool calls as far as they are parsed: each announced once (id, name),
- * its arguments sent as they grow, closed when whole. */
+static void call_args(void *ctx, int i, srv_tc_call *c, const char *p, size_t n)
+{
+	srv_stream *st = ctx;
+	if (st->anthropic)
+		srv_anthropic_ev_tool_delta(&st->out, c->announced - 1, p, n);
+	else
+		srv_openai_chunk_tool_args(&st->out, &st->ctx, i, p, n);
+}
+
+static void call_end(void *ctx, int i, srv_tc_call *c)
+{
+	srv_stream *st = ctx;
+	(void)i;
+	if (st->anthropic)
+		srv_anthropic_ev_block_stop(&st->out, c->announced - 1);
+}
+
 static void stream_calls(srv_stream *st)
 {
-	srv_tcparse *tc = &st->gen.tc;
-	for (int i = 0; i < tc->n_calls; i++) {
-		srv_tc_call *c = &tc->calls[i];
-		if (c->closed)
-			continue;
-		if (!c->announced) {
-			if (st->anthropic) {
-				a_close(st);
-				c->announced = ++st->n_blocks;   /* block index + 1 */
-				srv_anthropic_ev_tool_start(&st->out, c->announced - 1, c->id, c->name);
-				a_ping_once(st);
-			} else {
-				c->announced = 1;
-				srv_openai_chunk_tool_start(&st->out, &st->ctx, i, c);
-			}
-		}
-		size_t upto = c->done ? c->args.len : utf8_whole(c->args.p, c->args.len);
-		if (upto > c->sent) {
-			if (st->anthropic)
-				srv_anthropic_ev_tool_delta(&st->out, c->announced - 1, c->args.p + c->sent,
-							    upto - c->sent);
-			else
-				srv_openai_chunk_tool_args(&st->out, &st->ctx, i, c->args.p + c->sent,
-							   upto - c->sent);
-			c->sent = upto;
-		}
-		if (!c->done)
-			break;   /* the calls after it are not begun yet */
-		if (st->anthropic)
-			srv_anthropic_ev_block_stop(&st->out, c->announced - 1);
-		c->closed = 1;
-	}
+	srv_tc_sink k = { st, call_start, call_args, call_end };
+	srv_tc_stream(&st->gen.tc, &k);
 }
 
 static void stream_tail(srv_stream *st)

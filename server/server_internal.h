@@ -227,7 +227,7 @@ typedef struct srv_tc_call {
 	char *name;
 	srv_buf args;              /* the JSON arguments so far (only grows) */
 	int done;                  /* args is the whole object */
-	/* the stream's bookkeeping (server_handlers.c) */
+	/* the stream's bookkeeping (srv_tc_stream) */
 	int announced, closed;
 	size_t sent;
 } srv_tc_call;
@@ -259,6 +259,18 @@ srv_tc_call *srv_tc_begin(srv_tcparse *p, const char *name, size_t n);
 void srv_tc_adopt(srv_tcparse *p, const srv_tool_call *calls, int n);
 /* Copies of the done calls; returns their number. */
 int srv_tc_take(srv_tcparse *p, srv_tool_call **out);
+/* The calls as far as they are parsed, to a stream: each announced once
+ * (start returns the non-zero tag kept in c->announced: an index of the
+ * stream's own), its arguments as they grow (whole UTF-8 characters),
+ * ended once whole; a call after an unfinished one waits. Used by the
+ * chat, Messages and Responses streams alike. */
+typedef struct srv_tc_sink {
+	void *ctx;
+	int (*start)(void *ctx, int i, srv_tc_call *c);
+	void (*args)(void *ctx, int i, srv_tc_call *c, const char *p, size_t n);
+	void (*end)(void *ctx, int i, srv_tc_call *c);
+} srv_tc_sink;
+void srv_tc_stream(srv_tcparse *p, const srv_tc_sink *k);
 
 /* ---- reasoning split out of the answer (chat_think.h; server_think.c
  * routes it into the reasoning and answer buffers) ---- */
