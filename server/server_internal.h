@@ -146,6 +146,14 @@ struct json_t;
 int srv_parse_load(const char *body, size_t len, struct json_t **root, srv_error *e);
 int srv_parse_sampling(struct json_t *root, srv_request *r, double max_temp, srv_error *e);
 int srv_parse_stop(struct json_t *v, const char *param, srv_request *r, srv_error *e);
+/* A 400 "'param' must be WANT" (invalid_type), a 500 out of memory. */
+int srv_bad_type(srv_error *e, const char *param, const char *want);
+int srv_oom(srv_error *e);
+/* Message content as text: a string or an array of text parts joined by
+ * newlines (refusals dropped); null is "" with SRV_CONTENT_NULL, else
+ * missing. SRV_CONTENT_RESPONSES: the Responses API's part types too. */
+enum { SRV_CONTENT_NULL = 1, SRV_CONTENT_RESPONSES = 2 };
+int srv_parse_content(struct json_t *c, const char *param, int flags, char **out, srv_error *e);
 /* Log (debug) the top-level fields not in the NULL-terminated known list. */
 void srv_log_ignored(struct json_t *root, const char *const *known);
 /* server_structured.c: response_format (OpenAI), and a forced tool looked
