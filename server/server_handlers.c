@@ -336,9 +336,11 @@ static void stream_tail(srv_stream *st)
 	srv_sse_done(&st->out);
 }
 
-/* Produce the next bytes; -1 ends the response with an error (client gone). */
-static int stream_step(srv_stream *st)
+/* Produce the next bytes (srv_queue_stream's step): 0, 1 once all is
+ * sent, -1 to end the response with an error (client gone). */
+static int stream_step(void *cls)
 {
+	srv_stream *st = cls;
 	switch (st->phase) {
 	case PH_HEAD:
 		if (!st->anthropic)
@@ -396,24 +398,8 @@ static int stream_step(srv_stream *st)
 		st->phase = PH_END;
 		return 0;
 	default:
-		return 0;
+		return 1;   /* PH_END: nothing more */
 	}
-}
-
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	srv_stream *st = cls;
-	(void)pos;
-	while (st->out.len == 0) {
-		if (st->phase == PH_END)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (stream_step(st) < 0 || st->out.oom)
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-	}
-	size_t n = st->out.len < max ? st->out.len : max;
-	memcpy(buf, st->out.p, n);
-	srv_buf_consume(&st->out, n);
-	return (ssize_t)n;
 }
 
 /* MHD destroys the response when the connection ends, finished or not;
@@ -436,16 +422,54 @@ static void stream_free(void *cls)
 static int start_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_stream *st)
 {
 	st->gen.keepalive_ms = KEEPALIVE_MS;
-	return srv_queue_stream(s, c, cc, stream_read, st, stream_free);
+	return srv_queue_stream(s, c, cc, &st->out, stream_step, st, stream_free);
 }
 
-int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc,
-		     ssize_t (*cb)(void *, uint64_t, char *, size_t), void *cls, void (*free_cb)(void *))
+/* The reader MHD calls: bytes of out, made by step while there are none. */
+typedef struct sse_pump {
+	srv_buf *out;
+	int (*step)(void *);
+	void *cls;
+	void (*free_cb)(void *);
+} sse_pump;
+
+static ssize_t pump_read(void *p, uint64_t pos, char *buf, size_t max)
 {
-	atomic_fetch_add(&s->metrics.active_streams, 1);
-	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, cb, cls, free_cb);
-	if (!r) {
+	sse_pump *k = p;
+	(void)pos;
+	while (k->out->len == 0) {
+		int rc = k->step(k->cls);
+		if (rc > 0)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (rc < 0 || k->out->oom)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	size_t n = k->out->len < max ? k->out->len : max;
+	memcpy(buf, k->out->p, n);
+	srv_buf_consume(k->out, n);
+	return (ssize_t)n;
+}
+
+static void pump_free(void *p)
+{
+	sse_pump *k = p;
+	k->free_cb(k->cls);
+	free(k);
+}
+
+int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_buf *out,
+		     int (*step)(void *), void *cls, void (*free_cb)(void *))
+{
+	atomic_fetch_add(&s->metrics.active_streams, 1);   /* free_cb takes it back */
+	sse_pump *k = malloc(sizeof *k);
+	if (!k) {
 		free_cb(cls);
+		return MHD_NO;
+	}
+	*k = (sse_pump){ out, step, cls, free_cb };
+	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, pump_read, k, pump_free);
+	if (!r) {
+		pump_free(k);
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "text/event-stream; charset=utf-8");

@@ -556,10 +556,12 @@ int srv_model_accepted(const coli_server *s, const char *m);
 /* The chat template and tokenizer over r (server_handlers.c). */
 int srv_build_prompt(coli_server *s, srv_request *r, int **ids, int *n, srv_error *e);
 int srv_client_fd(struct MHD_Connection *c);
-/* Queue a streamed response reading from cb (server_handlers.c's headers,
- * metrics and keepalive); free_cb owns cls. */
-int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc,
-		     ssize_t (*cb)(void *, uint64_t, char *, size_t), void *cls, void (*free_cb)(void *));
+/* Queue a streamed response (server_handlers.c's headers and metrics):
+ * its bytes are those step(cls) appends to out, called while out is
+ * empty; step returns 0, 1 when nothing more follows, -1 on an error
+ * (the response ends with one). free_cb owns cls. */
+int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_buf *out,
+		     int (*step)(void *), void *cls, void (*free_cb)(void *));
 /* The Responses API (server_responses*.c). */
 int srv_responses_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc);
 int srv_responses_get(coli_server *s, struct MHD_Connection *c, srv_conn *cc);

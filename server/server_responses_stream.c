@@ -245,8 +245,10 @@ static void stream_tail(resp_stream *st)
 	ev_response(st, "response.failed", object);
 }
 
-static int stream_step(resp_stream *st)
+/* srv_queue_stream's step: 0, 1 once all is sent, -1 on an error. */
+static int stream_step(void *cls)
 {
+	resp_stream *st = cls;
 	switch (st->phase) {
 	case PH_HEAD:
 		ev_response(st, "response.created", srv_resp_object(&st->q, "in_progress", NULL, NULL));
@@ -289,24 +291,8 @@ static int stream_step(resp_stream *st)
 		st->phase = PH_END;
 		return 0;
 	default:
-		return 0;
+		return 1;   /* PH_END: nothing more */
 	}
-}
-
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	resp_stream *st = cls;
-	(void)pos;
-	while (st->out.len == 0) {
-		if (st->phase == PH_END)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (stream_step(st) < 0 || st->out.oom)
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-	}
-	size_t n = st->out.len < max ? st->out.len : max;
-	memcpy(buf, st->out.p, n);
-	srv_buf_consume(&st->out, n);
-	return (ssize_t)n;
 }
 
 static void stream_free(void *cls)
@@ -468,7 +454,7 @@ int srv_responses_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
 	}
 	if (st->q.req.stream) {
 		st->gen.keepalive_ms = KEEPALIVE_MS;
-		return srv_queue_stream(s, c, cc, stream_read, st, stream_free);
+		return srv_queue_stream(s, c, cc, &st->out, stream_step, st, stream_free);
 	}
 	int rc = whole(s, cc, st, &e, &body);
 	if (rc < 0)
