@@ -409,7 +409,6 @@ static void stream_free(void *cls)
 	srv_stream *st = cls;
 	if (!st->gen.done)
 		atomic_fetch_add(&st->s->metrics.cancelled, 1);
-	atomic_fetch_sub(&st->s->metrics.active_streams, 1);
 	srv_gen_free(&st->gen);
 	srv_request_free(&st->req);
 	srv_buf_free(&st->out);
@@ -427,6 +426,7 @@ static int start_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, 
 
 /* The reader MHD calls: bytes of out, made by step while there are none. */
 typedef struct sse_pump {
+	coli_server *s;
 	srv_buf *out;
 	int (*step)(void *);
 	void *cls;
@@ -453,6 +453,7 @@ static ssize_t pump_read(void *p, uint64_t pos, char *buf, size_t max)
 static void pump_free(void *p)
 {
 	sse_pump *k = p;
+	atomic_fetch_sub(&k->s->metrics.active_streams, 1);
 	k->free_cb(k->cls);
 	free(k);
 }
@@ -460,13 +461,13 @@ static void pump_free(void *p)
 int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_buf *out,
 		     int (*step)(void *), void *cls, void (*free_cb)(void *))
 {
-	atomic_fetch_add(&s->metrics.active_streams, 1);   /* free_cb takes it back */
 	sse_pump *k = malloc(sizeof *k);
 	if (!k) {
 		free_cb(cls);
 		return MHD_NO;
 	}
-	*k = (sse_pump){ out, step, cls, free_cb };
+	*k = (sse_pump){ s, out, step, cls, free_cb };
+	atomic_fetch_add(&s->metrics.active_streams, 1);   /* pump_free takes it back */
 	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, pump_read, k, pump_free);
 	if (!r) {
 		pump_free(k);

@@ -300,7 +300,6 @@ static void stream_free(void *cls)
 	resp_stream *st = cls;
 	if (!st->gen.done)
 		atomic_fetch_add(&st->s->metrics.cancelled, 1);
-	atomic_fetch_sub(&st->s->metrics.active_streams, 1);
 	srv_gen_free(&st->gen);
 	/* cut short (client gone): nothing to continue from */
 	finish(st, NULL, 0);
