@@ -13,7 +13,20 @@ top=$(pwd)
 mkdir -p build
 stages="$top/build/stages.txt"
 : >"$stages"
-stage() { # NAME STATUS
+t_last=$(date +%s)
+slowest() { # DIR: the ten longest tests, from each log's birth to its result
+	find "$1" -name '*.trs' -not -path '*/colitop-*/*' 2>/dev/null | while read -r t; do
+		l=${t%.trs}.log
+		[ -f "$l" ] && echo "$(($(stat -c %Y "$t") - $(stat -c %W "$l"))) $(basename "$l" .log)"
+	done | sort -rn | head -10 | awk '{ printf "  %5d s  %s\n", $1, $2 }'
+}
+lap() { # NAME STATUS: how long since the previous lap, on the log only
+	local now; now=$(date +%s)
+	echo "stage $1: $([ "$2" = 0 ] && echo ok || echo failed) after $((now - t_last)) s"
+	t_last=$now
+}
+stage() { # NAME STATUS: a stage that counts, one failure if it failed
+	lap "$1" "$2"
 	if [ "$2" = 0 ]; then echo "$1 ok" >>"$stages"; else echo "$1 failed" >>"$stages"; fi
 }
 finish() {
@@ -39,7 +52,11 @@ run_build() { # name configure-flags...
 	local rc=$?
 	stage "build-$name" $rc
 	[ $rc = 0 ] || { echo "build $name failed"; return 1; }
-	(cd "build/$name" && make -s -j"$jobs" check) || return 1
+	(cd "build/$name" && make -s -j"$jobs" check)
+	rc=$?
+	lap "check-$name" $rc
+	slowest "build/$name"
+	return $rc
 }
 
 run_build release --enable-werror --enable-fault-injection || status=1
@@ -97,6 +114,7 @@ else
 fi
 if [ -x tests/fuzz/run-fuzz.sh ]; then
 	tests/fuzz/run-fuzz.sh "$top/build/fuzz" || status=1
+	lap fuzz 0
 fi
 # distcheck proves the tarball builds and passes from scratch; its copy has
 # no tests/node/node_modules, so the checks that need the npm packages skip
