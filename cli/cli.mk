@@ -8,6 +8,7 @@ coli_SOURCES = \
 	cli/cli_convert_flags.c cli/cli_convert_flags.h \
 	cli/cmd_atlas.c cli/cmd_atlas.h cli/cmd_atlas_out.c \
 	cli/cmd_atlas_calc.c cli/cmd_atlas_calc.h cli/cmd_atlas_png.c \
+	cli/cmd_atlas_mirror.c cli/cmd_atlas_mirror.h \
 	cli/cmd_batch.c \
 	cli/cmd_batch_io.c cli/cmd_batch_io.h \
 	cli/cmd_bench.c \

@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "cmd_atlas.h"
+#include "cmd_atlas_mirror.h"
 #include "engine_profile.h"
 #include "expert_store.h"
 #include "kv_cache_dir.h"
@@ -32,6 +33,8 @@ static void usage(FILE *f)
 		"       coli atlas cluster [WHICH...] [options] experts grouped by co-activation across workloads\n"
 		"       coli atlas png OUT.png [WHICH] [options] heatmap layer x expert, in cluster order\n"
 		"       coli atlas list [options]               the labels with a profile\n"
+		"       coli atlas --plan-mirror SIZE [options] which records a partial mirror of SIZE holds\n"
+		"                   (its options: coli atlas --plan-mirror --help, coli-atlas(1))\n"
 		"  WHICH            a label (CACHE_DIR/profiles/LABEL.prof; default _all, every request),\n"
 		"                   session:NAME (a session's profile), a .prof path, or --heat (the\n"
 		"                   learned routing heat, CACHE_DIR/hot-experts/heat.bin)\n"
@@ -225,8 +228,8 @@ int cmd_atlas(int argc, char **argv)
 			usage(stdout);
 			return COLI_EXIT_OK;
 		} else if (!strcmp(a, "--plan-mirror")) {
-			cli_errorf(CMD, "--plan-mirror is not built in");
-			return COLI_EXIT_USAGE;
+			/* a mode of its own: it takes the whole argument list */
+			return cmd_atlas_plan_mirror(argc, argv);
 		} else if (!strcmp(a, "--json") || !strcmp(a, "--csv")) {
 			o.fmt = a[2] == 'j' ? ATLAS_JSON : ATLAS_CSV;
 		} else if (!strcmp(a, "--model") || !strcmp(a, "--cache-dir")) {

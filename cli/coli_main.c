@@ -28,7 +28,7 @@ static const struct coli_command commands[] = {
 	{ "batch", cmd_batch, "OpenAI Batch API JSONL answered in-process, slots batched, resumable" },
 	{ "compare", cmd_compare, "local vs remote endpoint on the same prompts: TTFT, rates, JSON field diff" },
 	{ "sessions", cmd_sessions, "list, show, rm, rename, gc persisted KV sessions" },
-	{ "atlas", cmd_atlas, "which experts a workload uses: routing profiles shown, compared, clustered, drawn" },
+	{ "atlas", cmd_atlas, "which experts a workload uses: profiles shown, compared, clustered, drawn; mirror plans" },
 	{ "doctor", cmd_doctor, "read-only readiness checks of a model and this machine" },
 	{ "iobench", cmd_iobench, "random-read baseline of a drive at 4 KiB and expert size" },
 	{ "chat", cmd_chat, "plain-terminal chat through the model's chat template" },

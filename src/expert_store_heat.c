@@ -6,7 +6,7 @@
  * tick at which the value was last touched, so noting a routing is O(1).
  *
  * The pinned hot set is the hottest experts (all layers together) that fit
- * the pin budget; it is re-chosen as heat moves (expert_store.c decides
+ * the pin budget; it is re-chosen as heat moves (expert_store_hot.c decides
  * when) and loaded at open from the saved heat.
  *
  * heat.bin (HEAT_DIR/heat.bin), little-endian, written to a temporary file
@@ -224,6 +224,28 @@ int store_heat_save(expert_store *s, coli_err *err)
 	return rc;
 }
 
+int expert_heat_read(const char *path, const coli_container *c, float *heat, uint64_t *tokens,
+		     coli_err *err)
+{
+	int nl, ne;
+	float *h;
+	uint64_t t;
+	char fp[65];
+	int rc = expert_store_heat_read(path, &nl, &ne, &h, &t, fp, err);
+	if (rc)
+		return rc;
+	if (nl != c->config.num_hidden_layers || ne != c->config.n_routed_experts)
+		rc = coli_err_set(err, -EINVAL, "%s is for another shape (%d x %d experts)", path, nl, ne);
+	else if (strncmp(fp, c->fingerprint, 64))
+		rc = coli_err_set(err, -EINVAL, "%s belongs to another model", path);
+	for (size_t i = 0, n = (size_t)nl * (size_t)ne; !rc && i < n; i++)
+		heat[i] = isfinite(h[i]) && h[i] > 0 ? h[i] : 0;
+	if (!rc && tokens)
+		*tokens = t;
+	free(h);
+	return rc;
+}
+
 /* Returns 0 when heat was loaded, 1 when there was none or it was ignored. */
 int store_heat_load(expert_store *s)
 {
@@ -232,41 +254,17 @@ int store_heat_load(expert_store *s)
 	char *path = heat_path(s, "");
 	if (!path)
 		return 1;
+	coli_err err;
+	coli_err_clear(&err);
+	int rc = expert_heat_read(path, s->c, s->heat, NULL, &err);
+	if (rc < 0) {
+		if (rc != -ENOENT) /* a missing file: no history yet */
+			coli_warn("expert store: %s; ignored", err.msg);
+		free(path);
+		return 1;
+	}
 	size_t n = (size_t)s->n_layers * (size_t)s->n_experts;
-	size_t size = HEAT_HDR + 4 * n + 4;
-	uint8_t *b = malloc(size + 1);
-	int rc = 1;
-	FILE *f = fopen(path, "rb");
-	if (!f || !b)
-		goto out; /* no history yet */
-	size_t got = fread(b, 1, size + 1, f);
-	uint32_t u32[4], crc;
-	if (got < HEAT_HDR || memcmp(b, HEAT_MAGIC, 8)) {
-		coli_warn("expert store: %s is not a heat file; ignored", path);
-		goto out;
-	}
-	memcpy(u32, b + 8, sizeof u32);
-	if (u32[0] != HEAT_VERSION) {
-		coli_warn("expert store: %s has version %u (this build reads %d); ignored", path, u32[0], HEAT_VERSION);
-		goto out;
-	}
-	if (u32[1] != (uint32_t)s->n_layers || u32[2] != (uint32_t)s->n_experts || got != size) {
-		coli_warn("expert store: %s is for another shape or truncated; ignored", path);
-		goto out;
-	}
-	memcpy(&crc, b + size - 4, 4);
-	if (crc != crc32c_update(0, b, size - 4)) {
-		coli_warn("expert store: %s fails its checksum; ignored", path);
-		goto out;
-	}
-	if (strncmp((char *)b + 32, s->c->fingerprint, 64)) {
-		coli_warn("expert store: %s belongs to another model; ignored", path);
-		goto out;
-	}
 	for (size_t i = 0; i < n; i++) {
-		float h;
-		memcpy(&h, b + HEAT_HDR + 4 * i, 4);
-		s->heat[i] = isfinite(h) && h > 0 ? h : 0;
 		s->heat_tick[i] = 0;
 		expert_stats_set_heat(s->stats, (int)(i / (size_t)s->n_experts),
 				      (int)(i % (size_t)s->n_experts), s->heat[i]);
@@ -274,13 +272,8 @@ int store_heat_load(expert_store *s)
 	for (int l = 0; l < s->n_layers; l++)
 		s->layer_tick[l] = 0;
 	coli_info("expert store: loaded routing heat from %s", path);
-	rc = 0;
-out:
-	if (f)
-		fclose(f);
-	free(b);
 	free(path);
-	return rc;
+	return 0;
 }
 
 int expert_store_heat_read(const char *path, int *n_layers, int *n_experts, float **heat,
