@@ -284,13 +284,17 @@ int cmd_atlas_plan_mirror(int argc, char **argv)
 	const char *size_arg = NULL, *model_arg = NULL, *heat_arg = NULL, *counts_arg = NULL;
 	const char *cache_arg = NULL, *write_arg = NULL, *pin_arg = NULL;
 	int as_json = 0, status = COLI_EXIT_FAIL;
+	for (int i = 1; i < argc; i++) /* anywhere, even where a SIZE would go */
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return COLI_EXIT_OK;
+		}
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		int has = i + 1 < argc;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return COLI_EXIT_OK;
-		} else if (!strcmp(a, "--plan-mirror") && has) {
+		if (!strcmp(a, "--plan-mirror") && !has) {
+			break; /* no SIZE: said below */
+		} else if (!strcmp(a, "--plan-mirror")) {
 			size_arg = argv[++i];
 		} else if (!strcmp(a, "--heat") && has) {
 			heat_arg = argv[++i];

@@ -84,7 +84,9 @@ A show "$T/bad.prof" >/dev/null 2>"$T/err"; [ $? = 1 ] && grep -q "truncated or 
 cp "$T/c1/profiles/zh.prof" "$T/flip.prof" && printf 'X' | dd of="$T/flip.prof" bs=1 seek=200 conv=notrunc 2>/dev/null
 A show "$T/flip.prof" >/dev/null 2>"$T/err"; [ $? = 1 ] && grep -q "checksum" "$T/err" ||
 	fail "a damaged profile: $(cat "$T/err")"
-A --plan-mirror 1G >/dev/null 2>&1; [ $? = 2 ] || fail "--plan-mirror must exit 2 here"
+# --plan-mirror is its own mode (tests/store_mirror_plan.sh): reached from here
+A --plan-mirror --help 2>&1 | grep -q -- "--pin-budget" || fail "--plan-mirror --help is not the mirror planner's"
+A --plan-mirror >/dev/null 2>&1; [ $? = 2 ] || fail "--plan-mirror without SIZE must exit 2"
 A show a b >/dev/null 2>&1; [ $? = 2 ] || fail "show with two arguments must exit 2"
 printf '%s\n' '{"custom_id":"n","method":"POST","url":"/v1/completions","label":7,"body":{"prompt":"a","max_tokens":1}}' \
 	'{"custom_id":"b","method":"POST","url":"/v1/completions","body":{"prompt":"a","max_tokens":1,"metadata":{"label":"_x"}}}' \
