@@ -45,19 +45,22 @@ static void step_alone(coli_engine *e, engine_slot *sl)
 }
 
 /* Whether the slot can go on this step: finished when cancelled or when
- * its KV cannot make room for n rows. */
+ * its KV cannot make room for n rows; not while its session is saved. */
 static int step_ready(coli_engine *e, engine_slot *sl, int n)
 {
+	/* a slot whose rows the session writer is saving before a spill
+	 * waits (its cancellation too); the others step */
+	if (engine_session_busy(e, sl))
+		return 0;
 	if (atomic_load(&sl->req->cancelled)) {
 		engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_CANCELLED, 0, NULL);
 		return 0;
 	}
 	coli_err err = { 0 };
-	if (engine_slot_make_room(e, sl, n, &err)) {
+	int rc = engine_slot_make_room(e, sl, n, &err);
+	if (rc < 0)
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
-		return 0;
-	}
-	return 1;
+	return rc == 0;
 }
 
 void engine_step(coli_engine *e)
