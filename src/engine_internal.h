@@ -115,7 +115,7 @@ struct coli_engine {
 	int active;            /* slots serving a request */
 	/* token histories of the session files (only with
 	 * opts.share_session_prefixes), made at start: its own thread follows
-	 * the directory, engine_session_save tells it of the engine's saves,
+	 * the directory, the session writer tells it of the engine's saves,
 	 * the engine thread only looks up (kv_prefix_index.h) */
 	struct kv_prefix_index *prefix_ix;
 	struct engine_draft *draft; /* NULL: the model has no MTP module loaded */
