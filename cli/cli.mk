@@ -6,6 +6,7 @@ bin_PROGRAMS += coli
 coli_SOURCES = \
 	cli/coli_main.c cli/cli.h cli/cli_json.c cli/cli_json.h \
 	cli/cli_convert_flags.c cli/cli_convert_flags.h \
+	cli/cmd_atlas_mirror.c cli/cmd_atlas_mirror.h \
 	cli/cmd_batch.c \
 	cli/cmd_batch_io.c cli/cmd_batch_io.h \
 	cli/cmd_bench.c \

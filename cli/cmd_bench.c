@@ -524,6 +524,12 @@ int cmd_bench(int argc, char **argv)
 		json_object_set_new(ex, "compute_ms_per_token", json_real(compute_s * 1e3));
 		json_object_set_new(ex, "step_over_max_io_compute", slower > 0 ? json_real(t_decode / b.n_gen / slower)
 									       : json_null());
+		/* the per-drive byte counters over the decode (primary, mirrors) */
+		json_t *dv = json_array();
+		for (int d = 0; d < after.n_drives && d < EXPERT_STATS_MAX_DRIVES; d++)
+			json_array_append_new(dv, json_pack("{s:s,s:I}", "name", after.drives[d].name, "bytes",
+							    (json_int_t)(after.drives[d].bytes - before.drives[d].bytes)));
+		json_object_set_new(ex, "drives", dv);
 		json_object_set_new(out, "experts", ex);
 		int64_t cap = after.record_size > 0 ? (after.budget_pin + after.budget_cache) / after.record_size : 0;
 		json_object_set_new(out, "policy", policy_json(&trace, cap));

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statfs.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "model_container.h"
 #include "expert_store.h"
 #include "expert_store_budget.h"
+#include "expert_store_mirror.h"
 #include "store_iobench.h"
 #include "kv_store.h"
 #include "model.h"
@@ -327,7 +329,85 @@ static void check_expert_sha256(doctor *d, const coli_container *c)
 		report(d, DOC_OK, "expert-sha256", "%d expert shard(s) match the manifest's sha256", n);
 }
 
-static void check_model(doctor *d, const char *dir, int verify)
+/* --mirror DIR: a full copy's shards (present, sized as the manifest
+ * says), or a partial copy's plan against its contents: every planned
+ * record read back and checked against the manifest's CRC-32C. */
+static void check_mirror(doctor *d, const coli_container *c, const char *mdir)
+{
+	expert_mirror_plan *p = NULL;
+	coli_err err = { 0 };
+	int rc = expert_mirror_plan_load(mdir, c, &p, &err);
+	char b1[32], b2[32];
+	if (rc == -ENOENT) {
+		int n = 0, ok = 0;
+		for (int l = 0; l < c->config.num_hidden_layers; l++) {
+			const char *sp = c->expert_shard_paths[l], *base = sp ? strrchr(sp, '/') : NULL;
+			char path[4096];
+			struct stat st;
+			if (!sp)
+				continue;
+			n++;
+			snprintf(path, sizeof path, "%s/experts/%s", mdir, base ? base + 1 : sp);
+			ok += !stat(path, &st) && (uint64_t)st.st_size == c->expert_shard_sizes[l];
+		}
+		report(d, ok ? DOC_OK : DOC_FAIL, "mirror", "%s: full copy, %d of %d expert shard(s) present with the "
+		       "manifest's size%s", mdir, ok, n, ok ? "" : ": nothing would be read from it");
+		return;
+	}
+	if (rc < 0) {
+		report(d, DOC_FAIL, "mirror", "%s: %s (the mirror is not used)", mdir, err.msg);
+		return;
+	}
+	const size_t rs = c->expert_record_size;
+	const int E = p->n_experts;
+	unsigned char *buf = malloc(rs);
+	int64_t bad = 0, checked = 0, allocated = 0;
+	int bad_l = -1, bad_e = -1;
+	const char *why = "";
+	for (int l = 0; buf && l < p->n_layers; l++) {
+		if (!p->files[l])
+			continue;
+		char path[4096];
+		struct stat st;
+		snprintf(path, sizeof path, "%s/%s", mdir, p->files[l]);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		int sized = fd >= 0 && !fstat(fd, &st) && (uint64_t)st.st_size == c->expert_shard_sizes[l];
+		if (fd >= 0 && sized)
+			allocated += (int64_t)st.st_blocks * 512;
+		for (int e = 0; e < E; e++) {
+			if (!p->has[(size_t)l * (size_t)E + (size_t)e])
+				continue;
+			int fine = sized && pread(fd, buf, rs, (off_t)coli_container_expert_offset(c, e)) == (ssize_t)rs;
+			if (fine && c->expert_crc && c->expert_crc[l]) {
+				fine = crc32c_update(0, buf, rs) == c->expert_crc[l][e];
+				checked++;
+			}
+			if (!fine && !bad++) {
+				bad_l = l;
+				bad_e = e;
+				why = fd < 0 ? "its file is missing" : !sized ? "its file has the wrong size" : "fails its CRC-32C";
+			}
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	free(buf);
+	if (bad)
+		report(d, DOC_FAIL, "mirror", "%s: %lld of %lld planned records unusable, the first layer %d expert %d "
+		       "(%s): those are read from the primary; write the mirror again", mdir, (long long)bad,
+		       (long long)p->n_records, bad_l, bad_e, why);
+	else
+		report(d, DOC_OK, "mirror", "%s: partial copy, %lld records (%s), planned share %.1f%% of reads (%s); %s",
+		       mdir, (long long)p->n_records, size_format((int64_t)p->bytes, b1, sizeof b1), 100.0 * p->share,
+		       p->source, checked ? "every record matches its CRC-32C" : "no checksums to verify (format 1)");
+	if (!bad && allocated > (int64_t)p->bytes * 2 + (1 << 20))
+		report(d, DOC_WARN, "mirror-space", "%s: the partial shards take %s on disk for %s of records: this "
+		       "filesystem does not keep holes", mdir, size_format(allocated, b2, sizeof b2),
+		       size_format((int64_t)p->bytes, b1, sizeof b1));
+	expert_mirror_plan_free(p);
+}
+
+static void check_model(doctor *d, const char *dir, int verify, const char *const *mirrors, int n_mirrors)
 {
 	coli_container *c = NULL;
 	coli_err err = { 0 };
@@ -384,26 +464,33 @@ static void check_model(doctor *d, const char *dir, int verify)
 	}
 	check_memory(d, c);
 	check_storage(d, c);
+	for (int m = 0; m < n_mirrors; m++)
+		check_mirror(d, c, mirrors[m]);
 	coli_container_free(c);
 }
 
 int cmd_doctor(int argc, char **argv)
 {
 	const char *dir_arg = NULL;
-	int verify = 0;
+	int verify = 0, n_mirrors = 0;
+	const char *mirrors[8];
 	doctor d = { 0 };
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: coli doctor [DIR] [--verify] [--json]\n"
+			printf("usage: coli doctor [DIR] [--verify] [--mirror MDIR]... [--json]\n"
 			       "Read-only readiness checks of a model container and this machine.\n"
 			       "  --verify   also check the sha256 of every file (experts too) and the\n"
 			       "             scales of every resident tensor\n"
+			       "  --mirror MDIR  check a mirror directory: a full copy's shards, or a\n"
+			       "             partial copy's plan against every record it lists\n"
 			       "  --json     one JSON object instead of text\n");
 			return COLI_EXIT_OK;
 		} else if (!strcmp(argv[i], "--verify")) {
 			verify = 1;
 		} else if (!strcmp(argv[i], "--json")) {
 			d.json = 1;
+		} else if (!strcmp(argv[i], "--mirror") && i + 1 < argc && n_mirrors < 8) {
+			mirrors[n_mirrors++] = argv[++i];
 		} else if (argv[i][0] != '-' && !dir_arg) {
 			dir_arg = argv[i];
 		} else {
@@ -418,7 +505,7 @@ int cmd_doctor(int argc, char **argv)
 		return COLI_EXIT_FAIL;
 	}
 	d.checks = json_array();
-	check_model(&d, dir, verify);
+	check_model(&d, dir, verify, mirrors, n_mirrors);
 	check_huge_pages(&d);
 	check_cache_dir(&d, dir);
 	if (d.json) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmd_atlas_mirror.h"
 
 struct coli_command {
 	const char *name;
@@ -31,6 +32,8 @@ static const struct coli_command commands[] = {
 	{ "doctor", cmd_doctor, "read-only readiness checks of a model and this machine" },
 	{ "iobench", cmd_iobench, "random-read baseline of a drive at 4 KiB and expert size" },
 	{ "chat", cmd_chat, "plain-terminal chat through the model's chat template" },
+	/* atlas: mirror planning; merged with cmd_atlas.c by the coordinator */
+	{ "atlas", cmd_atlas_plan_mirror, "expert atlas: plan and write a partial mirror (--plan-mirror)" },
 	{ "perplexity", cmd_perplexity, "loss and perplexity of the model on a text file" },
 	{ NULL, NULL, NULL },
 };

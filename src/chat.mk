@@ -2,7 +2,7 @@
 # Chat templates (Jinja subset), the reasoning splitter and chat transcripts
 # (kept for coli chat and colitop).
 libcoli_a_SOURCES += \
-	src/chat_template.c src/chat_template.h \
+	src/chat_template.c src/chat_template_detect.c src/chat_template.h \
 	src/chat_transcript.c src/chat_transcript.h \
 	src/chat_think.c src/chat_think.h src/chat_reasoning.c
 # The Jinja interpreter that renders a checkpoint's own template.

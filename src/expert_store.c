@@ -25,17 +25,14 @@
 #include "config.h"
 
 #include "expert_store_int.h"
-#include "model_weight_mem.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "coli_log.h"
-#include "util_size_parse.h"
 #include "util_time.h"
 
 /* Prefetch gate. A prefetch costs its wrong guesses' reads; it pays by
@@ -54,16 +51,6 @@
 #define GATE_PROBE 8
 #define GATE_WINDOW 1.0
 
-/* Re-choose the hot set every this many tokens (routings of one layer). */
-#define REPIN_EVERY 256
-/* Save heat.bin every this many tokens. */
-#define SAVE_EVERY 4096
-
-static size_t idx(const expert_store *s, int layer, int e)
-{
-	return (size_t)layer * (size_t)s->n_experts + (size_t)e;
-}
-
 int expert_store_max_batch(const expert_store *s)
 {
 	return s ? s->max_batch : 0;
@@ -74,32 +61,11 @@ const expert_stats *expert_store_stats(const expert_store *s)
 	return s ? s->stats : NULL;
 }
 
-static void store_update_resident(expert_store *s)
+void store_update_resident(expert_store *s)
 {
 	expert_stats_set_resident(s->stats, s->n_res_hot * (int64_t)s->rec,
 				  s->n_res_cached * (int64_t)s->rec,
 				  s->n_res_inflight * (int64_t)s->rec);
-}
-
-static int tier_of(const store_slot *sl)
-{
-	if (sl->state == SLOT_LOADING)
-		return EXPERT_TIER_INFLIGHT;
-	return sl->hot ? EXPERT_TIER_PINNED : EXPERT_TIER_CACHED;
-}
-
-/* Move a slot between the resident counters (old tier out, new tier in). */
-static void count_slot(expert_store *s, const store_slot *sl, int delta)
-{
-	if (sl->state == SLOT_FREE)
-		return;
-	int t = tier_of(sl);
-	if (t == EXPERT_TIER_INFLIGHT)
-		s->n_res_inflight += delta;
-	else if (t == EXPERT_TIER_PINNED)
-		s->n_res_hot += delta;
-	else
-		s->n_res_cached += delta;
 }
 
 static void slot_clear(expert_store *s, int si)
@@ -131,6 +97,8 @@ void store_slot_loaded(expert_store *s, int si)
 	 * precise message), the scales are checked. */
 	if (!sl->error) {
 		int crc = store_verify_record(s, si);
+		if (crc == STORE_REREAD)
+			return; /* a mirror's bad copy: queued again, from the primary */
 		if ((crc <= 0 || s->c->expert_qtype == COLI_Q_F32) && s->c->check_experts &&
 		    coli_container_check_expert(s->c, sl->buf) >= 0)
 			sl->error = -EBADMSG;
@@ -236,7 +204,7 @@ static int slot_any_loading_unheld(const expert_store *s)
 
 /* Get a slot for (layer, e) and queue its read. Returns the slot or a
  * negative errno (-ENOBUFS when nothing can be evicted). */
-static int slot_load(expert_store *s, int layer, int e, int demand)
+int store_slot_load(expert_store *s, int layer, int e, int demand)
 {
 	int si;
 	double coldest;
@@ -352,7 +320,7 @@ int expert_store_request(expert_store *s, int layer, const int *experts, int n)
 			return -EINVAL;
 		int si = s->map[idx(s, layer, e)];
 		if (si < 0) {
-			si = slot_load(s, layer, e, 1);
+			si = store_slot_load(s, layer, e, 1);
 			if (si < 0) {
 				rc = si;
 				break;
@@ -421,7 +389,7 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 		} else {
 			expert_stats_note_lookup(s->stats, layer, e, EXPERT_MISS);
 			expert_stats_note_use(s->stats, 0);
-			si = slot_load(s, layer, e, 1);
+			si = store_slot_load(s, layer, e, 1);
 			if (si < 0) {
 				unpin_call(s, got, i);
 				if (si == -ENOBUFS)
@@ -487,8 +455,6 @@ int expert_store_acquire(expert_store *s, int layer, const int *experts, int n,
 	return 0;
 }
 
-static void warm_topup(expert_store *s);
-
 int expert_store_poll(expert_store *s)
 {
 	if (!s)
@@ -512,7 +478,7 @@ void expert_store_release(expert_store *s, int layer)
 			if (s->slots[i].error && !s->slots[i].pending)
 				slot_clear(s, i);
 		}
-	warm_topup(s);
+	store_warm_topup(s);
 }
 
 void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n)
@@ -537,7 +503,7 @@ void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n
 		}
 		/* Never wait here, and never take the last free slots from an
 		 * acquire: prefetch only uses what is evictable right now. */
-		int si = slot_load(s, layer, e, 0);
+		int si = store_slot_load(s, layer, e, 0);
 		if (si < 0)
 			break;
 		s->slots[si].prefetched = 1;
@@ -551,147 +517,6 @@ void expert_store_prefetch(expert_store *s, int layer, const int *experts, int n
 		store_io_submit(s);
 	}
 	store_update_resident(s);
-}
-
-/* Apply the hot set to resident slots after it changed. */
-static void apply_hot_set(expert_store *s)
-{
-	for (int i = 0; i < s->n_slots; i++) {
-		store_slot *sl = &s->slots[i];
-		if (sl->layer < 0)
-			continue;
-		int want = s->hot_set[idx(s, sl->layer, sl->expert)];
-		if (want != sl->hot) {
-			count_slot(s, sl, -1);
-			sl->hot = want;
-			count_slot(s, sl, +1);
-			expert_stats_set_tier(s->stats, sl->layer, sl->expert, tier_of(sl));
-		}
-	}
-	store_update_resident(s);
-}
-
-/* Start reading the hot experts not yet resident, without waiting (after a
- * re-choice while running); they become pinned as they land. Uses only
- * room that is evictable now, like a prefetch. */
-static void load_hot_async(expert_store *s)
-{
-	int issued = 0;
-	for (int l = 0; l < s->n_layers; l++) {
-		if (!s->c->expert_shard_paths[l])
-			continue;
-		for (int e = 0; e < s->n_experts; e++) {
-			if (!s->hot_set[idx(s, l, e)] || s->map[idx(s, l, e)] >= 0)
-				continue;
-			int si = slot_load(s, l, e, 0);
-			if (si < 0)
-				goto out;
-			store_policy_touch(&s->policy, &s->slots[si], idx(s, l, e), s->tick, 1.0);
-			issued++;
-		}
-	}
-out:
-	if (issued)
-		store_io_submit(s);
-	store_update_resident(s);
-}
-
-/* Free slots (never used, or cleared): count_slot counts every other. */
-static int slots_free(const expert_store *s)
-{
-	return s->n_slots - s->n_res_inflight - s->n_res_hot - s->n_res_cached;
-}
-
-/* Warm start, continued: read the next of the hottest records of earlier
- * runs into FREE slots only (a warm guess never evicts what this run
- * used), while at most half the I/O ring is busy, so demand reads always
- * find room and nothing here waits. Called at open and after each layer
- * visit until the list is done or the cache is full. */
-static void warm_topup(expert_store *s)
-{
-	if (s->warm_next >= s->n_warm)
-		return;
-	store_io_reap(s, 0);
-	const size_t stripes = s->stripe > 0 ? (s->rec + s->stripe - 1) / s->stripe : 1;
-	int room = ((int)s->ring_entries / 2 - s->io_inflight) / (int)(stripes ? stripes : 1);
-	int issued = 0;
-	while (room > 0 && s->warm_next < s->n_warm) {
-		const int32_t id = s->warm_ids[s->warm_next];
-		if (s->map[id] >= 0) {
-			s->warm_next++;
-			continue;
-		}
-		if (slots_free(s) <= 0) {
-			s->warm_next = s->n_warm; /* the cache is full: done */
-			break;
-		}
-		const int l = id / s->n_experts, e = id % s->n_experts;
-		int si = slot_load(s, l, e, 0);
-		if (si < 0)
-			break;
-		s->warm_next++;
-		store_policy_seed(&s->policy, &s->slots[si], (size_t)id, store_heat_now(s, l, e), s->tick);
-		issued++;
-		room--;
-	}
-	if (issued) {
-		store_io_submit(s);
-		store_update_resident(s);
-	}
-}
-
-/* Beyond the pinned set (if any), the learned heat also pays at start: the
- * next hottest records of earlier runs (hot-experts/heat.bin), as many as
- * the cache holds, are read into it in the background (warm_topup: they
- * land while the prompt is read and prefilled, and keep coming while the
- * drive has room), and the eviction policy starts from their heat instead
- * of from nothing. */
-static void warm_start(expert_store *s)
-{
-	if (s->cache_slots <= 0)
-		return;
-	/* ranked from the hottest: the pinned ones come first and are
-	 * skipped as resident */
-	const int max = s->cache_slots + s->n_hot;
-	s->warm_ids = malloc((size_t)max * sizeof *s->warm_ids);
-	if (!s->warm_ids)
-		return; /* heat only changes speed */
-	s->n_warm = store_heat_ranked(s, s->warm_ids, max);
-	s->warm_next = 0;
-	warm_topup(s);
-	if (s->warm_next > 0)
-		coli_info("expert store: warm start, reading the %d hottest experts of earlier runs",
-			  s->n_warm);
-}
-
-/* Read every hot expert not yet resident, in one batch per ring-full. */
-static int load_hot_set(expert_store *s, coli_err *err)
-{
-	int rc = 0, loaded = 0;
-	for (int l = 0; l < s->n_layers && rc >= 0; l++) {
-		if (!s->c->expert_shard_paths[l])
-			continue;
-		for (int e = 0; e < s->n_experts && rc >= 0; e++) {
-			if (!s->hot_set[idx(s, l, e)] || s->map[idx(s, l, e)] >= 0)
-				continue;
-			int si = slot_load(s, l, e, 1);
-			if (si < 0)
-				rc = si;
-			else
-				loaded++;
-		}
-	}
-	if (rc >= 0)
-		rc = store_io_submit(s);
-	while (rc >= 0 && s->io_inflight > 0)
-		rc = store_io_reap(s, 1);
-	if (rc < 0)
-		return coli_err_set(err, rc, "expert store: loading the pinned set: %s", strerror(-rc));
-	if (loaded)
-		coli_info("expert store: pinned %d hot experts (%lld MiB)", loaded,
-			  (long long)((int64_t)loaded * (int64_t)s->rec >> 20));
-	store_update_resident(s);
-	return 0;
 }
 
 void expert_store_note_rows(expert_store *s, int layer, const int *experts, const int *rows, int n)
@@ -711,198 +536,4 @@ void expert_store_note_index(expert_store *s, int layer, int kept, int context)
 {
 	if (s)
 		expert_stats_note_index(s->stats, layer, kept, context);
-}
-
-void expert_store_note_routing(expert_store *s, int layer, const int *experts,
-			       const float *weights, int n)
-{
-	if (!s || layer < 0 || layer >= s->n_layers)
-		return;
-	s->layer_tick[layer]++;
-	for (int i = 0; i < n; i++)
-		if (experts[i] >= 0 && experts[i] < s->n_experts)
-			store_heat_note(s, layer, experts[i]);
-	expert_stats_note_routing(s->stats, layer, experts, weights, n, s->first_moe);
-	if (layer != s->first_moe)
-		return;
-	s->notes_since_repin++;
-	s->notes_since_save++;
-	if (s->notes_since_repin >= REPIN_EVERY && s->pin_slots > 0) {
-		s->notes_since_repin = 0;
-		int changed = store_heat_choose(s);
-		/* "Meaningfully": at least 1/16 of the pinned set moved. */
-		if (changed > 0 && changed * 16 >= s->n_hot) {
-			apply_hot_set(s);
-			load_hot_async(s);
-			coli_debug("expert store: hot set re-chosen (%d changes)", changed);
-		}
-	}
-	if (s->notes_since_save >= SAVE_EVERY && s->o.heat_dir) {
-		s->notes_since_save = 0;
-		store_heat_writer_kick(s); /* written by the store's writer thread */
-	}
-}
-
-static int alloc_tables(expert_store *s, coli_err *err)
-{
-	size_t n = (size_t)s->n_layers * (size_t)s->n_experts;
-	s->map = malloc(n * sizeof *s->map);
-	s->layer_visit = calloc((size_t)s->n_layers, sizeof *s->layer_visit);
-	s->hot_set = calloc(n, 1);
-	s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
-	s->rows_of = calloc((size_t)s->n_experts, sizeof *s->rows_of);
-	if (!s->map || !s->hot_set || !s->slots || !s->layer_visit || !s->rows_of)
-		return coli_err_set(err, -ENOMEM, "expert store: out of memory");
-	for (size_t i = 0; i < n; i++)
-		s->map[i] = -1;
-	s->arena_bytes = (size_t)s->n_slots * s->rec;
-	/* Virtual reservation: pages are committed only when a record is read
-	 * into them, so an unused budget costs nothing. */
-	void *p = mmap(NULL, s->arena_bytes, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED)
-		return coli_err_set(err, -ENOMEM, "expert store: cannot reserve %zu bytes for %d records",
-				    s->arena_bytes, s->n_slots);
-	s->arena = p;
-	/* huge pages: records are streamed by every step that uses them */
-	coli_weight_mem_advise(p, s->arena_bytes);
-	for (int i = 0; i < s->n_slots; i++) {
-		s->slots[i].buf = s->arena + (size_t)i * s->rec;
-		s->slots[i].layer = s->slots[i].expert = -1;
-	}
-	return 0;
-}
-
-int expert_store_open(const coli_container *c, const expert_store_opts *o,
-		      expert_store **out, coli_err *err)
-{
-	expert_store_opts def;
-	if (!o) {
-		expert_store_opts_default(&def);
-		o = &def;
-	}
-	*out = NULL;
-	if (!c || c->config.n_routed_experts <= 0 || c->config.num_hidden_layers <= 0 ||
-	    !c->expert_shard_paths || c->expert_record_size == 0 || c->expert_record_size % 4096)
-		return coli_err_set(err, -EINVAL, "expert store: container has no valid expert layout");
-	expert_store *s = calloc(1, sizeof *s);
-	if (!s)
-		return coli_err_set(err, -ENOMEM, "expert store: out of memory");
-	s->c = c;
-	s->o = *o;
-	if (o->mirrors == o->mirror_list)
-		s->o.mirrors = s->o.mirror_list; /* keep pointing into our copy */
-	s->n_layers = c->config.num_hidden_layers;
-	s->n_experts = c->config.n_routed_experts;
-	s->top_k = c->config.num_experts_per_tok > 0 ? c->config.num_experts_per_tok : 1;
-	s->rec = c->expert_record_size;
-	s->first_moe = -1;
-	s->cur_layer = -1;
-	s->visit_layer = -1;
-	s->rows_layer = -1;
-	s->gate_p = 1.0; /* optimistic until measured */
-	int n_moe = 0;
-	for (int l = 0; l < s->n_layers; l++)
-		if (c->expert_shard_paths[l]) {
-			if (s->first_moe < 0)
-				s->first_moe = l;
-			n_moe++;
-		}
-	int rc;
-	if (n_moe == 0) {
-		rc = coli_err_set(err, -EINVAL, "expert store: container has no MoE layer");
-		goto fail;
-	}
-	/* One layer's top-k per call: the engine runs each record as it
-	 * lands (expert_store_request), so larger groups gain nothing and
-	 * would only enlarge the scratch pool beyond the user's budget. */
-	s->max_batch = o->max_batch > 0 ? o->max_batch : s->top_k;
-	if (s->max_batch > s->n_experts)
-		s->max_batch = s->n_experts;
-	int64_t pin, cache;
-	rc = store_budget_resolve(c, o, &pin, &cache);
-	if (rc < 0) {
-		rc = coli_err_set(err, rc, "expert store: cannot size the automatic cache budget");
-		goto fail;
-	}
-	s->pin_slots = (int)(pin / (int64_t)s->rec);
-	s->cache_slots = (int)(cache / (int64_t)s->rec);
-	/* Hot records never exceed pin_slots, so cache + scratch slots are
-	 * always evictable or held by the engine: 2 x max_batch of them is
-	 * the guarantee expert_store_max_batch() gives. */
-	s->scratch_slots = 2 * s->max_batch > s->cache_slots ? 2 * s->max_batch - s->cache_slots : 0;
-	s->n_slots = s->pin_slots + s->cache_slots + s->scratch_slots;
-	if (store_policy_init(&s->policy, store_policy_resolve(o->policy), n_moe,
-			      (size_t)s->n_layers * (size_t)s->n_experts, 0) < 0) {
-		rc = coli_err_set(err, -ENOMEM, "expert store: out of memory");
-		goto fail;
-	}
-	s->stats = expert_stats_new(s->n_layers, s->n_experts, s->top_k, 1 + EXPERT_STORE_MAX_MIRRORS);
-	if (!s->stats) {
-		rc = coli_err_set(err, -ENOMEM, "expert store: out of memory");
-		goto fail;
-	}
-	if ((rc = alloc_tables(s, err)) < 0)
-		goto fail;
-	if ((rc = store_heat_init(s, err)) < 0)
-		goto fail;
-	if ((rc = store_heat_writer_start(s, err)) < 0)
-		goto fail;
-	if ((rc = store_io_open(s, err)) < 0)
-		goto fail;
-	expert_stats_set_budgets(s->stats, (int64_t)s->rec, (int64_t)s->pin_slots * (int64_t)s->rec,
-				 (int64_t)s->cache_slots * (int64_t)s->rec,
-				 (int64_t)s->scratch_slots * (int64_t)s->rec, s->direct);
-	char b1[32], b2[32], b3[32], b4[32];
-	coli_info("expert store: %d MoE layers x %d experts of %s; pinned %s, cache %s, scratch %s; policy %s",
-		  n_moe, s->n_experts, size_format((int64_t)s->rec, b1, sizeof b1),
-		  size_format((int64_t)s->pin_slots * (int64_t)s->rec, b2, sizeof b2),
-		  size_format((int64_t)s->cache_slots * (int64_t)s->rec, b3, sizeof b3),
-		  size_format((int64_t)s->scratch_slots * (int64_t)s->rec, b4, sizeof b4),
-		  expert_policy_name(s->policy.kind));
-	if (store_heat_load(s) == 0) {
-		if (s->pin_slots > 0 && store_heat_choose(s) > 0) {
-			apply_hot_set(s);
-			if ((rc = load_hot_set(s, err)) < 0)
-				goto fail;
-		}
-		warm_start(s); /* the cache too, with the next hottest */
-	}
-	*out = s;
-	return 0;
-fail:
-	expert_store_free(s);
-	return rc;
-}
-
-void expert_store_free(expert_store *s)
-{
-	if (!s)
-		return;
-	if (s->ring_ok) {
-		/* Let in-flight reads land before their buffers go away. */
-		while (s->io_inflight > 0 && store_io_reap(s, 1) >= 0)
-			;
-	}
-	store_heat_writer_stop(s);
-	if (s->o.heat_dir && s->heat) {
-		coli_err e;
-		coli_err_clear(&e);
-		if (store_heat_save(s, &e) < 0)
-			coli_warn("%s", e.msg);
-	}
-	store_io_close(s);
-	store_heat_free(s);
-	if (s->arena)
-		munmap(s->arena, s->arena_bytes);
-	free(s->slots);
-	free(s->map);
-	free(s->hot_set);
-	free(s->rows_of);
-	free(s->warm_ids);
-	free(s->crc_reported);
-	free(s->layer_visit);
-	store_policy_free(&s->policy);
-	expert_stats_free(s->stats);
-	free(s);
 }

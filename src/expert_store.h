@@ -138,6 +138,15 @@ void expert_store_note_rows(expert_store *s, int layer, const int *experts, cons
 void expert_store_note_routing(expert_store *s, int layer, const int *experts,
 			       const float *weights, int n);
 
+/* Read a heat.bin (format in expert_store_heat.c) saved for container c:
+ * heat[layer * n_routed_experts + e] (num_hidden_layers x n_routed_experts
+ * floats), the decayed routing counts as of the save, and *tokens (may be
+ * NULL) the tokens noted then. 0, -ENOENT when absent, or -EINVAL with
+ * err naming the file and the fault (another model, shape, version, a
+ * bad checksum). For `coli atlas`; the store loads its own at open. */
+int expert_heat_read(const char *path, const coli_container *c, float *heat, uint64_t *tokens,
+		     coli_err *err);
+
 /* Telemetry block (expert_store_stats.h); lives as long as the store. */
 const expert_stats *expert_store_stats(const expert_store *s);
 

@@ -7,7 +7,7 @@
  *   free    = room - KV - reserve
  *   total   = the largest budget whose store fits in free, within 0..all
  *             expert bytes, where the store of a budget holds
- *             pinned + max(cache, scratch) bytes (expert_store.c: the
+ *             pinned + max(cache, scratch) bytes (expert_store_open.c: the
  *             scratch pool tops a cache below 2 x max_batch records up)
  *
  * The dense part is read into RAM before the store opens, so it is already

@@ -6,7 +6,7 @@
  * tick at which the value was last touched, so noting a routing is O(1).
  *
  * The pinned hot set is the hottest experts (all layers together) that fit
- * the pin budget; it is re-chosen as heat moves (expert_store.c decides
+ * the pin budget; it is re-chosen as heat moves (expert_store_hot.c decides
  * when) and loaded at open from the saved heat.
  *
  * heat.bin (HEAT_DIR/heat.bin), little-endian, written to a temporary file
@@ -224,6 +224,62 @@ int store_heat_save(expert_store *s, coli_err *err)
 	return rc;
 }
 
+int expert_heat_read(const char *path, const coli_container *c, float *heat, uint64_t *tokens,
+		     coli_err *err)
+{
+	const size_t n = (size_t)c->config.num_hidden_layers * (size_t)c->config.n_routed_experts;
+	const size_t size = HEAT_HDR + 4 * n + 4;
+	uint8_t *b = malloc(size + 1);
+	int rc = -EINVAL;
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		rc = coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!b) {
+		rc = coli_err_set(err, -ENOMEM, "%s: out of memory", path);
+		goto out;
+	}
+	size_t got = fread(b, 1, size + 1, f);
+	uint32_t u32[4], crc;
+	if (got < HEAT_HDR || memcmp(b, HEAT_MAGIC, 8)) {
+		coli_err_set(err, rc, "%s is not a heat file", path);
+		goto out;
+	}
+	memcpy(u32, b + 8, sizeof u32);
+	if (u32[0] != HEAT_VERSION) {
+		coli_err_set(err, rc, "%s has version %u (this build reads %d)", path, u32[0], HEAT_VERSION);
+		goto out;
+	}
+	if (u32[1] != (uint32_t)c->config.num_hidden_layers || u32[2] != (uint32_t)c->config.n_routed_experts ||
+	    got != size) {
+		coli_err_set(err, rc, "%s is for another shape or truncated", path);
+		goto out;
+	}
+	memcpy(&crc, b + size - 4, 4);
+	if (crc != crc32c_update(0, b, size - 4)) {
+		coli_err_set(err, rc, "%s fails its checksum", path);
+		goto out;
+	}
+	if (strncmp((char *)b + 32, c->fingerprint, 64)) {
+		coli_err_set(err, rc, "%s belongs to another model", path);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		float h;
+		memcpy(&h, b + HEAT_HDR + 4 * i, 4);
+		heat[i] = isfinite(h) && h > 0 ? h : 0;
+	}
+	if (tokens)
+		memcpy(tokens, b + 24, 8);
+	rc = 0;
+out:
+	if (f)
+		fclose(f);
+	free(b);
+	return rc;
+}
+
 /* Returns 0 when heat was loaded, 1 when there was none or it was ignored. */
 int store_heat_load(expert_store *s)
 {
@@ -232,41 +288,17 @@ int store_heat_load(expert_store *s)
 	char *path = heat_path(s, "");
 	if (!path)
 		return 1;
+	coli_err err;
+	coli_err_clear(&err);
+	int rc = expert_heat_read(path, s->c, s->heat, NULL, &err);
+	if (rc < 0) {
+		if (rc != -ENOENT) /* a missing file: no history yet */
+			coli_warn("expert store: %s; ignored", err.msg);
+		free(path);
+		return 1;
+	}
 	size_t n = (size_t)s->n_layers * (size_t)s->n_experts;
-	size_t size = HEAT_HDR + 4 * n + 4;
-	uint8_t *b = malloc(size + 1);
-	int rc = 1;
-	FILE *f = fopen(path, "rb");
-	if (!f || !b)
-		goto out; /* no history yet */
-	size_t got = fread(b, 1, size + 1, f);
-	uint32_t u32[4], crc;
-	if (got < HEAT_HDR || memcmp(b, HEAT_MAGIC, 8)) {
-		coli_warn("expert store: %s is not a heat file; ignored", path);
-		goto out;
-	}
-	memcpy(u32, b + 8, sizeof u32);
-	if (u32[0] != HEAT_VERSION) {
-		coli_warn("expert store: %s has version %u (this build reads %d); ignored", path, u32[0], HEAT_VERSION);
-		goto out;
-	}
-	if (u32[1] != (uint32_t)s->n_layers || u32[2] != (uint32_t)s->n_experts || got != size) {
-		coli_warn("expert store: %s is for another shape or truncated; ignored", path);
-		goto out;
-	}
-	memcpy(&crc, b + size - 4, 4);
-	if (crc != crc32c_update(0, b, size - 4)) {
-		coli_warn("expert store: %s fails its checksum; ignored", path);
-		goto out;
-	}
-	if (strncmp((char *)b + 32, s->c->fingerprint, 64)) {
-		coli_warn("expert store: %s belongs to another model; ignored", path);
-		goto out;
-	}
 	for (size_t i = 0; i < n; i++) {
-		float h;
-		memcpy(&h, b + HEAT_HDR + 4 * i, 4);
-		s->heat[i] = isfinite(h) && h > 0 ? h : 0;
 		s->heat_tick[i] = 0;
 		expert_stats_set_heat(s->stats, (int)(i / (size_t)s->n_experts),
 				      (int)(i % (size_t)s->n_experts), s->heat[i]);
@@ -274,11 +306,6 @@ int store_heat_load(expert_store *s)
 	for (int l = 0; l < s->n_layers; l++)
 		s->layer_tick[l] = 0;
 	coli_info("expert store: loaded routing heat from %s", path);
-	rc = 0;
-out:
-	if (f)
-		fclose(f);
-	free(b);
 	free(path);
-	return rc;
+	return 0;
 }

@@ -1,6 +1,6 @@
 /* expert_store_heat_writer.c - heat.bin saved in the background.
  *
- * Every SAVE_EVERY routings the store persists its heat (expert_store.c).
+ * Every SAVE_EVERY routings the store persists its heat (expert_store_hot.c).
  * Writing means a temporary file, fsync, rename and a directory fsync:
  * milliseconds to seconds on a busy disk, which the engine thread must not
  * spend between two decode steps. So the engine thread only copies the heat

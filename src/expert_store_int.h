@@ -1,6 +1,8 @@
 /* expert_store_int.h - internals shared by the expert_store*.c files.
  *
- *   expert_store.c         open/free, acquire/release/prefetch, slots
+ *   expert_store.c         acquire/release/prefetch, slots, prefetch gate
+ *   expert_store_open.c    open/free: the arena and its tables
+ *   expert_store_hot.c     applying the hot set, warm start, re-choosing
  *   expert_store_io.c      io_uring reader, O_DIRECT probe, mirrors, faults
  *   expert_store_policy.c  eviction scores, trace synthesis and replay
  *   expert_store_heat.c    decayed routing heat, heat.bin, pinned set
@@ -37,6 +39,9 @@ typedef struct store_slot {
 	uint32_t pf_visit;    /* layer_visit[layer] when prefetched */
 	int pending;          /* stripe reads still in flight */
 	int error;            /* negative errno of a failed read, else 0 */
+	uint32_t from;        /* bit d: a stripe of the latest read came from
+	                       * drive d (a mirror's bad record is read again
+	                       * from the primary, expert_store_verify.c) */
 	int transient;        /* streamed through by a step wider than the
 	                       * cache (expert_store_note_rows): the first
 	                       * victim, unless used again while resident */
@@ -96,6 +101,12 @@ typedef struct store_drive {
 	double weight;        /* share of stripes */
 	int enabled;          /* 0 after an error (mirrors only) */
 	int direct;           /* O_DIRECT accepted on this drive */
+	/* [layer * n_experts + e] 1 when the drive holds that record: a
+	 * partial mirror's plan (expert_store_mirror.h), or made from the
+	 * open shards when a full mirror's record first fails its CRC-32C;
+	 * NULL = every record of the shards that are open */
+	uint8_t *has;
+	int bad_warned;       /* a damaged record on this mirror was reported */
 } store_drive;
 
 /* One stripe read in flight. */
@@ -183,6 +194,47 @@ struct expert_store {
 	uint64_t fault_flip;        /* COLI_FAULT_READ_FLIP: completion to damage */
 };
 
+/* expert_store.c: the slots */
+static inline size_t idx(const expert_store *s, int layer, int e)
+{
+	return (size_t)layer * (size_t)s->n_experts + (size_t)e;
+}
+
+static inline int tier_of(const store_slot *sl)
+{
+	if (sl->state == SLOT_LOADING)
+		return EXPERT_TIER_INFLIGHT;
+	return sl->hot ? EXPERT_TIER_PINNED : EXPERT_TIER_CACHED;
+}
+
+/* Move a slot between the resident counters (old tier out, new tier in). */
+static inline void count_slot(expert_store *s, const store_slot *sl, int delta)
+{
+	if (sl->state == SLOT_FREE)
+		return;
+	int t = tier_of(sl);
+	if (t == EXPERT_TIER_INFLIGHT)
+		s->n_res_inflight += delta;
+	else if (t == EXPERT_TIER_PINNED)
+		s->n_res_hot += delta;
+	else
+		s->n_res_cached += delta;
+}
+
+void store_update_resident(expert_store *s);
+/* Get a slot for (layer, e) and queue its read (demand: an acquire's, which
+ * may wait for room). Returns the slot or a negative errno. */
+int store_slot_load(expert_store *s, int layer, int e, int demand);
+
+/* expert_store_hot.c */
+/* Apply the hot set to resident slots after it changed. */
+void store_apply_hot_set(expert_store *s);
+/* Read every hot expert not yet resident (at open). */
+int store_load_hot_set(expert_store *s, coli_err *err);
+/* Warm start at open, and its continuation after each layer visit. */
+void store_warm_start(expert_store *s);
+void store_warm_topup(expert_store *s);
+
 /* expert_store_io.c */
 int store_io_open(expert_store *s, coli_err *err);
 void store_io_close(expert_store *s);
@@ -198,6 +250,12 @@ int store_io_reap(expert_store *s, int wait);
  * reads see that file, with one warning, and return 1 (the failed stripe
  * is read again from it); else 0. Engine thread, error path only. */
 int store_io_refresh(expert_store *s, int layer);
+/* 1 when drive d may serve (layer, expert). */
+int store_io_holds(const expert_store *s, int d, int layer, int expert);
+/* A record read from mirror(s) failed its CRC-32C: those mirrors stop
+ * serving it (one warning per mirror) and it is queued again, from the
+ * primary. Returns 1 when requeued, 0 when no mirror was involved. */
+int store_io_mirror_failed(expert_store *s, int si);
 /* Called by the reaper when a slot's last stripe landed. */
 void store_slot_loaded(expert_store *s, int si);
 
@@ -206,6 +264,7 @@ void store_slot_loaded(expert_store *s, int si);
  * (format 1, --no-verify-checksums). A mismatch is counted, logged once
  * and returns STORE_ECHECKSUM, which acquire reports as -EBADMSG. */
 #define STORE_ECHECKSUM (-EILSEQ)
+#define STORE_REREAD 2 /* a mirror's copy failed: being read from the primary */
 int store_verify_record(expert_store *s, int si);
 
 /* expert_store_heat.c */

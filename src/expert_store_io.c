@@ -23,10 +23,19 @@
  *
  * Mirror validation: at open each mirror shard must exist with the size the
  * manifest gives, otherwise that shard is not read from that mirror (a
- * partial copy is fine). sha256 of multi-GB shards at every start would
- * cost minutes, so it is checked only with opts.verify_mirrors (for
- * `coli doctor`); without it a corrupted-but-right-sized mirror is the one
- * case the store cannot catch.
+ * copy of some shards is fine). A mirror holding a plan file
+ * (DIR/mirror-plan.json, expert_store_mirror.c) is a partial copy: only
+ * the records it lists are read from it, from the sparse shard files it
+ * names, striped as for a full mirror; everything else comes from the
+ * primary. A bad plan leaves that mirror unused, with one warning naming
+ * the file and the fault. A record from a mirror that fails its CRC-32C
+ * (a hole, damage) is read again from the primary and that mirror stops
+ * serving it, with one warning per mirror (store_io_mirror_failed).
+ * sha256 of multi-GB shards at every start would cost minutes, so it is
+ * checked only with opts.verify_mirrors (a partial mirror's planned
+ * records are then checked against their CRC-32C instead); without it a
+ * corrupted-but-right-sized mirror of a container without record
+ * checksums (format 1) is the one case the store cannot catch.
  *
  * Fault injection (test builds, COLI_FAULT_INJECTION): environment
  * variables read at open, each naming the 1-based completion to corrupt:
@@ -52,7 +61,10 @@
 #include <unistd.h>
 
 #include "coli_log.h"
+#include "expert_store_mirror.h"
+#include "util_crc32c.h"
 #include "util_sha256.h"
+#include "util_size_parse.h"
 #include "util_time.h"
 
 #define DEFAULT_DEPTH 64
@@ -91,6 +103,30 @@ static int probe_direct(int fd)
 	return r >= 0;
 }
 
+/* --verify-mirrors on a partial mirror: each planned record of layer l
+ * against its CRC-32C (the shard's sha256 is the primary's, holes and
+ * all); a record that fails is dropped from dr->has. Returns how many
+ * failed; one warning names the first. */
+static int verify_planned(expert_store *s, store_drive *dr, int fd, int l, const char *path)
+{
+	uint8_t *buf = malloc(s->rec);
+	int bad = 0;
+	for (int e = 0; buf && e < s->n_experts; e++) {
+		size_t id = (size_t)l * (size_t)s->n_experts + (size_t)e;
+		if (!dr->has[id])
+			continue;
+		off_t off = (off_t)coli_container_expert_offset(s->c, e);
+		if (pread(fd, buf, s->rec, off) == (ssize_t)s->rec && crc32c_update(0, buf, s->rec) == s->c->expert_crc[l][e])
+			continue;
+		dr->has[id] = 0;
+		if (!bad++)
+			coli_warn("expert store: mirror %s: %s: layer %d expert %d fails its CRC-32C; read from the primary",
+				  dr->dir, path, l, e);
+	}
+	free(buf);
+	return bad;
+}
+
 static int open_drive(expert_store *s, int d, const char *dir, int want_direct, coli_err *err)
 {
 	store_drive *dr = &s->drives[d];
@@ -107,19 +143,37 @@ static int open_drive(expert_store *s, int d, const char *dir, int want_direct, 
 		return coli_err_set(err, -ENOMEM, "expert store: out of memory");
 	dr->enabled = 1;
 	dr->direct = want_direct;
+	expert_mirror_plan *plan = NULL;
+	if (d > 0) {
+		coli_err pe;
+		coli_err_clear(&pe);
+		int prc = expert_mirror_plan_load(dir, s->c, &plan, &pe);
+		if (prc < 0 && prc != -ENOENT) {
+			coli_warn("expert store: mirror %s: %s; mirror not used", dir, pe.msg);
+			dr->enabled = 0;
+			return 0;
+		}
+		if (plan) {
+			dr->has = plan->has; /* taken over */
+			plan->has = NULL;
+		}
+	}
 	int present = 0, wrong = 0, probed = 0;
 	for (int l = 0; l < s->n_layers; l++) {
-		if (!s->c->expert_shard_paths[l])
+		if (!s->c->expert_shard_paths[l] || (plan && !plan->files[l]))
 			continue;
 		char path[4096];
 		if (d == 0)
 			snprintf(path, sizeof path, "%s", s->c->expert_shard_paths[l]);
 		else
-			snprintf(path, sizeof path, "%s/%s", dir, shard_rel(s->c, l));
+			snprintf(path, sizeof path, "%s/%s", dir, plan ? plan->files[l] : shard_rel(s->c, l));
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			if (d == 0)
 				return coli_err_set(err, -errno, "expert store: %s: %s", path, strerror(errno));
+			if (plan && !wrong++)
+				coli_warn("expert store: mirror %s: %s (planned): %s; not used for that shard", dir, path,
+					  strerror(errno));
 			continue;
 		}
 		struct stat st;
@@ -136,7 +190,9 @@ static int open_drive(expert_store *s, int d, const char *dir, int want_direct, 
 			close(fd);
 			continue;
 		}
-		if (d > 0 && s->o.verify_mirrors && s->c->expert_shard_sha256 && s->c->expert_shard_sha256[l]) {
+		if (plan && s->o.verify_mirrors && s->c->expert_crc && s->c->expert_crc[l])
+			wrong += verify_planned(s, dr, fd, l, path);
+		if (d > 0 && !plan && s->o.verify_mirrors && s->c->expert_shard_sha256 && s->c->expert_shard_sha256[l]) {
 			char hex[65];
 			coli_err e2;
 			coli_err_clear(&e2);
@@ -169,6 +225,13 @@ static int open_drive(expert_store *s, int d, const char *dir, int want_direct, 
 			}
 		}
 	}
+	if (plan) {
+		char b[32];
+		coli_info("expert store: mirror %s is a partial copy: %lld records (%s), planned share %.1f%% of reads",
+			  dir, (long long)plan->n_records, size_format((int64_t)plan->bytes, b, sizeof b),
+			  100.0 * plan->share);
+	}
+	expert_mirror_plan_free(plan);
 	if (d > 0) {
 		if (!present) {
 			coli_warn("expert store: mirror %s holds no usable shard; ignored", dir);
@@ -251,6 +314,7 @@ void store_io_close(expert_store *s)
 		}
 		free(dr->fd_direct);
 		free(dr->fd_buffered);
+		free(dr->has);
 		free(dr->dir);
 		memset(dr, 0, sizeof *dr);
 	}
@@ -261,19 +325,26 @@ void store_io_close(expert_store *s)
 	s->ios = NULL;
 }
 
+int store_io_holds(const expert_store *s, int d, int layer, int expert)
+{
+	const store_drive *dr = &s->drives[d];
+	return dr->enabled && dr->fd_buffered[layer] >= 0 &&
+	       (!dr->has || dr->has[(size_t)layer * (size_t)s->n_experts + (size_t)expert]);
+}
+
 /* Which drive serves stripe k of (layer, expert). */
 static int pick_drive(const expert_store *s, int layer, int expert, uint32_t k)
 {
 	double total = 0;
 	for (int d = 0; d < s->n_drives; d++)
-		if (s->drives[d].enabled && s->drives[d].fd_buffered[layer] >= 0)
+		if (store_io_holds(s, d, layer, expert))
 			total += s->drives[d].weight;
 	if (total <= 0)
 		return 0;
 	uint64_t h = mix64(((uint64_t)(uint32_t)layer << 40) ^ ((uint64_t)(uint32_t)expert << 16) ^ k);
 	double u = (double)(h >> 11) * (1.0 / 9007199254740992.0) * total;
 	for (int d = 0; d < s->n_drives; d++) {
-		if (!s->drives[d].enabled || s->drives[d].fd_buffered[layer] < 0)
+		if (!store_io_holds(s, d, layer, expert))
 			continue;
 		if (u < s->drives[d].weight)
 			return d;
@@ -417,6 +488,7 @@ static int io_complete(expert_store *s, int ii, int res)
 		return io_issue(s, ii);
 	if (res > 0) {
 		expert_stats_note_read(s->stats, io->drive, (uint64_t)res);
+		s->slots[io->slot].from |= 1u << io->drive;
 		io->done += (uint32_t)res;
 		if (io->done < io->len)
 			return io_issue(s, ii); /* short read: the rest */
@@ -448,8 +520,7 @@ static int io_complete(expert_store *s, int ii, int res)
 		/* The primary failed: a mirror holding this shard may still
 		 * have the bytes (the primary is never disabled). */
 		for (int d = 1; d < s->n_drives; d++) {
-			if (!s->drives[d].enabled || s->drives[d].fd_buffered[io->layer] < 0 ||
-			    (io->tried & (1u << d)))
+			if (!store_io_holds(s, d, io->layer, s->slots[io->slot].expert) || (io->tried & (1u << d)))
 				continue;
 			coli_warn("expert store: read error on %s (%s); retrying from mirror %s",
 				  s->c->expert_shard_paths[io->layer], res < 0 ? strerror(-res) : "end of file",
@@ -514,6 +585,7 @@ int store_io_queue(expert_store *s, int si)
 	uint32_t nstripes = (uint32_t)((s->rec + s->stripe - 1) / s->stripe);
 	sl->pending = (int)nstripes;
 	sl->error = 0;
+	sl->from = 0;
 	for (uint32_t k = 0; k < nstripes; k++) {
 		int ii = io_get(s);
 		if (ii < 0) {
@@ -542,4 +614,39 @@ int store_io_queue(expert_store *s, int si)
 		}
 	}
 	return 0;
+}
+
+int store_io_mirror_failed(expert_store *s, int si)
+{
+	store_slot *sl = &s->slots[si];
+	const size_t id = (size_t)sl->layer * (size_t)s->n_experts + (size_t)sl->expert;
+	int any = 0;
+	for (int d = 1; d < s->n_drives; d++) {
+		store_drive *dr = &s->drives[d];
+		if (!(sl->from & (1u << d)))
+			continue;
+		if (!dr->has) {
+			/* a full mirror: from now on a record map (error path only) */
+			dr->has = malloc((size_t)s->n_layers * (size_t)s->n_experts);
+			if (!dr->has) {
+				mirror_disable(s, d, -ENOMEM);
+				any = 1;
+				continue;
+			}
+			for (int l = 0; l < s->n_layers; l++)
+				memset(dr->has + (size_t)l * (size_t)s->n_experts, dr->fd_buffered[l] >= 0,
+				       (size_t)s->n_experts);
+		}
+		dr->has[id] = 0;
+		any = 1;
+		coli_log(dr->bad_warned ? COLI_LOG_DEBUG : COLI_LOG_WARN,
+			 "expert store: mirror %s: layer %d expert %d fails its CRC-32C (damaged or missing "
+			 "in the copy; coli doctor --mirror checks it); reading %s from the primary",
+			 dr->dir, sl->layer, sl->expert, dr->bad_warned ? "it" : "it and any other such record");
+		dr->bad_warned = 1;
+	}
+	if (!any)
+		return 0;
+	store_io_queue(s, si); /* a failure to queue finishes the slot itself */
+	return 1;
 }

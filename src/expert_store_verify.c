@@ -17,6 +17,10 @@
  * debug line, the counter keeps counting; once it verifies again an info
  * line says so and a later failure is reported anew.
  *
+ * A record that came (in part) from a mirror and fails is not an error:
+ * that mirror stops serving it, with one warning (store_io_mirror_failed),
+ * and the record is read again from the primary, whose copy decides.
+ *
  * Cost: one pass over the record at the hardware CRC-32C rate
  * (util_crc32c.c), measured against the drive in bench/README.md
  * ("Checksums"); --no-verify-checksums skips it. */
@@ -39,6 +43,9 @@ int store_verify_record(expert_store *s, int si)
 	const uint32_t got = crc32c_update(0, sl->buf, s->rec);
 	const size_t id = (size_t)sl->layer * (size_t)s->n_experts + (size_t)sl->expert;
 	expert_stats_note_checksum(s->stats, got == want);
+	/* the copy on a mirror is bad: the primary's is read instead */
+	if (got != want && (sl->from & ~1u) && store_io_mirror_failed(s, si))
+		return STORE_REREAD;
 	if (got == want) {
 		if (s->crc_reported && s->crc_reported[id]) {
 			s->crc_reported[id] = 0;

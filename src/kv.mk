@@ -3,7 +3,7 @@
 # directory rule and `coli sessions`.
 libcoli_a_SOURCES += \
 	src/kv_file.c src/kv_file.h src/kv_format.h \
-	src/kv_session.c \
+	src/kv_session.c src/kv_session_int.h src/kv_session_live.c \
 	src/kv_store.c src/kv_store.h \
 	src/kv_prefix_index.c src/kv_prefix_index.h \
 	src/kv_cache_dir.c src/kv_cache_dir.h

@@ -1,5 +1,5 @@
 /* kv_format.h - internals shared by kv_file.c (the format: header, record
- * walk, inspection) and kv_session.c (sessions). Not a contract between
+ * walk, inspection) and kv_session*.c (sessions). Not a contract between
  * modules: only the kv module includes it. The byte layout is specified at
  * the top of kv_file.c. */
 #ifndef COLI_KV_FORMAT_H

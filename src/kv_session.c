@@ -1,6 +1,7 @@
 /* kv_session.c - one persisted KV session: create, open (load and
- * repair), append, truncate, sync, compact, rows on demand. The format is
- * in kv_file.c; the public contract in kv_file.h. */
+ * repair), append, truncate, sync; rows on demand and compaction are in
+ * kv_session_live.c. The format is in kv_file.c; the public contract in
+ * kv_file.h. */
 #include "config.h"
 
 #include "kv_file.h"
@@ -22,29 +23,9 @@
 #include "util_crc32c.h"
 #include "kv_format.h"
 #include "kv_store.h"
+#include "kv_session_int.h"
 
-struct kv_session {
-	int fd;
-	int lock_fd;                 /* -1 for read-only sessions */
-	int flags;
-	int readonly;
-	int persisted;
-	int warned;
-	int dirty;                   /* written since the last fsync */
-	char dir[PATH_MAX];
-	char name[KV_NAME_MAX + 1];
-	char path[PATH_MAX];
-	uint32_t n_layers, width;
-	uint32_t index_layers, index_width; /* format 3 index key parts */
-	uint64_t end;                /* end of the last good record */
-	int n_tokens;
-	kv_rec *recs;                /* every record, in file order */
-	int n_recs, cap_recs;
-	int *live;                   /* indices of data records holding live tokens */
-	int n_live, cap_live;
-};
-
-static int dir_fsync(const char *dir)
+int kv_session_dir_fsync(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
@@ -55,7 +36,7 @@ static int dir_fsync(const char *dir)
 }
 
 /* dir/.NAME.kv.tmp.PID: hidden (names cannot start with '.'), per process. */
-static int tmp_path(const char *dir, const char *name, char *out, size_t cap, coli_err *err)
+int kv_session_tmp_path(const char *dir, const char *name, char *out, size_t cap, coli_err *err)
 {
 	int n = snprintf(out, cap, "%s/.%s.kv.tmp.%ld", dir, name, (long)getpid());
 	if (n < 0 || (size_t)n >= cap)
@@ -132,11 +113,6 @@ int kv_session_create(const char *dir, const char *name, const char *fingerprint
 	return kv_session_create_indexed(dir, name, fingerprint, n_layers, width, 0, 0, flags, out, err);
 }
 
-static kv_geom session_geom(const kv_session *s)
-{
-	return kv_geom_of(s->n_layers, s->width, s->index_layers, s->index_width);
-}
-
 int kv_session_create_indexed(const char *dir, const char *name, const char *fingerprint,
 			      int n_layers, int width, int index_layers, int index_width, int flags,
 			      kv_session **out, coli_err *err)
@@ -159,7 +135,7 @@ int kv_session_create_indexed(const char *dir, const char *name, const char *fin
 		rc = coli_err_set(err, -EEXIST, "%s: session already exists", s->path);
 		goto fail;
 	}
-	if ((rc = tmp_path(dir, name, tmp, sizeof tmp, err)) < 0)
+	if ((rc = kv_session_tmp_path(dir, name, tmp, sizeof tmp, err)) < 0)
 		goto fail;
 	tfd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (tfd < 0) {
@@ -186,7 +162,7 @@ int kv_session_create_indexed(const char *dir, const char *name, const char *fin
 		goto fail_tmp;
 	}
 	unlink(tmp);
-	if ((rc = dir_fsync(dir)) < 0) {
+	if ((rc = kv_session_dir_fsync(dir)) < 0) {
 		coli_err_set(err, rc, "%s: fsync: %s", dir, strerror(-rc));
 		goto fail;
 	}
@@ -504,194 +480,6 @@ int kv_session_sync(kv_session *s, coli_err *err)
 		return write_failed(s, -errno, "fsync", err);
 	s->dirty = 0;
 	return 0;
-}
-
-/* Live data record holding position pos (binary search: live records have
- * increasing, contiguous positions). */
-static const kv_rec *live_find(const kv_session *s, uint32_t pos)
-{
-	int lo = 0, hi = s->n_live - 1;
-	while (lo <= hi) {
-		int mid = (lo + hi) / 2;
-		const kv_rec *r = &s->recs[s->live[mid]];
-		if (pos < r->first)
-			hi = mid - 1;
-		else if (pos >= r->first + r->live)
-			lo = mid + 1;
-		else
-			return r;
-	}
-	return NULL;
-}
-
-static uint64_t rows_offset(const kv_session *s, const kv_rec *r, uint32_t slot, uint32_t pos)
-{
-	const kv_geom g = session_geom(s);
-	return r->off + KV_REC_HEAD + 4u * (uint64_t)r->n +
-	       (kv_geom_slot_start(g, r->n, slot) + (uint64_t)(pos - r->first) * kv_geom_slot_width(g, slot)) * 4u;
-}
-
-int kv_session_read_rows(kv_session *s, int layer, int first_token, int n, float *out,
-			 coli_err *err)
-{
-	if (layer < 0 || (uint32_t)layer >= kv_geom_slots(session_geom(s)) || first_token < 0 || n < 0 ||
-	    (int64_t)first_token + n > s->n_tokens)
-		return coli_err_set(err, -EINVAL, "%s: rows %d+%d of layer %d out of range (%d tokens)",
-				    s->path, first_token, n, layer, s->n_tokens);
-	const uint32_t sw = kv_geom_slot_width(session_geom(s), (uint32_t)layer);
-	uint32_t pos = (uint32_t)first_token, stop = pos + (uint32_t)n;
-	while (pos < stop) {
-		const kv_rec *r = live_find(s, pos);
-		if (!r)
-			return coli_err_set(err, -EIO, "%s: no record holds token %u", s->path, pos);
-		uint32_t take = r->first + r->live - pos;
-		if (take > stop - pos)
-			take = stop - pos;
-		int rc = kv_fmt_pread_full(s->fd, out, (size_t)take * sw * 4u, rows_offset(s, r, (uint32_t)layer, pos));
-		if (rc < 0)
-			return coli_err_set(err, rc, "%s: read rows: %s", s->path, strerror(-rc));
-		out += (size_t)take * sw;
-		pos += take;
-	}
-	return 0;
-}
-
-/* Copy [off, off+len) of the session file to dst at *doff, extending crc. */
-static int copy_range(kv_session *s, int dst, unsigned char *buf, uint64_t off, uint64_t len,
-		      uint64_t *doff, uint32_t *crc)
-{
-	while (len) {
-		size_t chunk = len > KV_SCRATCH ? KV_SCRATCH : (size_t)len;
-		int rc = kv_fmt_pread_full(s->fd, buf, chunk, off);
-		if (rc < 0)
-			return rc;
-		*crc = crc32c_update(*crc, buf, chunk);
-		struct iovec iov = { buf, chunk };
-		if ((rc = kv_fmt_pwritev_full(dst, &iov, 1, *doff)) < 0)
-			return rc;
-		off += chunk; len -= chunk; *doff += chunk;
-	}
-	return 0;
-}
-
-/* Copy positions [a, b) of the live history (token ids when layer < 0,
- * else that layer's rows), starting the search at live segment *si. */
-static int copy_positions(kv_session *s, int dst, unsigned char *buf, int layer, uint32_t a,
-			  uint32_t b, int *si, uint64_t *doff, uint32_t *crc)
-{
-	while (*si < s->n_live && s->recs[s->live[*si]].first + s->recs[s->live[*si]].live <= a)
-		(*si)++;
-	for (int i = *si; i < s->n_live; i++) {
-		const kv_rec *r = &s->recs[s->live[i]];
-		if (r->first >= b)
-			break;
-		uint32_t lo = a > r->first ? a : r->first, hi = r->first + r->live < b ? r->first + r->live : b;
-		uint64_t off = layer < 0 ? r->off + KV_REC_HEAD + 4u * (uint64_t)(lo - r->first)
-					 : rows_offset(s, r, (uint32_t)layer, lo);
-		uint64_t len = (uint64_t)(hi - lo) *
-			       (layer < 0 ? 4u : kv_geom_slot_width(session_geom(s), (uint32_t)layer) * 4u);
-		int rc = copy_range(s, dst, buf, off, len, doff, crc);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
-/* Records written by a compaction hold at most this many tokens, which
- * keeps each one far below the 4 GiB a u32 length allows (GLM-5.2:
- * 4096 x 176 KiB = 736 MB). */
-#define KV_COMPACT_TOKENS 4096u
-
-int kv_session_compact(kv_session *s, coli_err *err)
-{
-	char tmp[PATH_MAX + 32];
-	unsigned char *buf = NULL, hb[KV_HDR_SIZE], head[KV_REC_HEAD], tail[4];
-	int rc, dst = -1, nchunks = (int)((s->n_tokens + KV_COMPACT_TOKENS - 1) / KV_COMPACT_TOKENS);
-	kv_rec *nrecs = NULL;
-	int *nlive = NULL;
-	if (s->readonly || !s->persisted)
-		return coli_err_set(err, -EBADF, "%s: cannot compact a read-only or failed session", s->path);
-	if ((rc = kv_fmt_pread_full(s->fd, hb, sizeof hb, 0)) < 0)
-		return coli_err_set(err, rc, "%s: read header: %s", s->path, strerror(-rc));
-	if ((rc = tmp_path(s->dir, s->name, tmp, sizeof tmp, err)) < 0)
-		return rc;
-	size_t nc = nchunks ? (size_t)nchunks : 1;
-	if (!(buf = malloc(KV_SCRATCH)) || !(nrecs = malloc(nc * sizeof *nrecs)) ||
-	    !(nlive = malloc(nc * sizeof *nlive))) {
-		rc = coli_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	dst = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (dst < 0) {
-		rc = coli_err_set(err, -errno, "%s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	struct iovec iov = { hb, sizeof hb };
-	if ((rc = kv_fmt_pwritev_full(dst, &iov, 1, 0)) < 0)
-		goto io;
-	uint64_t doff = KV_HDR_SIZE;
-	for (int c = 0; c < nchunks; c++) {
-		uint32_t a = (uint32_t)c * KV_COMPACT_TOKENS, b = a + KV_COMPACT_TOKENS;
-		if (b > (uint32_t)s->n_tokens)
-			b = (uint32_t)s->n_tokens;
-		uint64_t len = kv_fmt_data_payload(b - a, session_geom(s));
-		if (len > UINT32_MAX) {
-			rc = -EFBIG;
-			goto io;
-		}
-		nrecs[c] = (kv_rec){ doff, KV_TYPE_DATA, a, b - a, b - a };
-		nlive[c] = c;
-		kv_put_u32(head, KV_TYPE_DATA);
-		kv_put_u32(head + 4, (uint32_t)len);
-		kv_put_u32(head + 8, b - a);
-		kv_put_u32(head + 12, a);
-		uint32_t crc = crc32c_update(0, head, sizeof head);
-		iov = (struct iovec){ head, sizeof head };
-		if ((rc = kv_fmt_pwritev_full(dst, &iov, 1, doff)) < 0)
-			goto io;
-		doff += sizeof head;
-		for (int layer = -1; layer < (int)kv_geom_slots(session_geom(s)); layer++) {
-			int si = 0;
-			if ((rc = copy_positions(s, dst, buf, layer, a, b, &si, &doff, &crc)) < 0)
-				goto io;
-		}
-		kv_put_u32(tail, crc);
-		iov = (struct iovec){ tail, sizeof tail };
-		if ((rc = kv_fmt_pwritev_full(dst, &iov, 1, doff)) < 0)
-			goto io;
-		doff += sizeof tail;
-	}
-	if (fsync(dst) < 0 || rename(tmp, s->path) < 0) {
-		rc = -errno;
-		goto io;
-	}
-	if ((rc = dir_fsync(s->dir)) < 0)
-		coli_warn("%s: fsync: %s", s->dir, strerror(-rc));
-	close(s->fd);
-	s->fd = dst;
-	dst = -1;
-	free(s->recs);
-	free(s->live);
-	s->recs = nrecs;
-	s->live = nlive;
-	s->n_recs = s->n_live = nchunks;
-	s->cap_recs = s->cap_live = (int)nc;
-	nrecs = NULL;
-	nlive = NULL;
-	s->end = doff;
-	s->dirty = 0;
-	rc = 0;
-	goto out;
-io:
-	coli_err_set(err, rc, "%s: compact: %s", tmp, strerror(-rc));
-	unlink(tmp);
-out:
-	if (dst >= 0)
-		close(dst);
-	free(buf);
-	free(nrecs);
-	free(nlive);
-	return rc;
 }
 
 int kv_session_n_tokens(const kv_session *s) { return s->n_tokens; }

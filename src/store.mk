@@ -4,9 +4,11 @@
 libcoli_a_SOURCES += \
 	src/expert_store_stats.c src/expert_store_stats.h \
 	src/expert_store.h src/expert_store_int.h \
-	src/expert_store.c src/expert_store_io.c src/expert_store_policy.c \
+	src/expert_store.c src/expert_store_open.c src/expert_store_hot.c \
+	src/expert_store_io.c src/expert_store_policy.c \
 	src/expert_store_heat.c src/expert_store_heat_writer.c src/expert_store_opts.c \
-	src/expert_store_budget.c src/expert_store_budget.h src/expert_store_verify.c
+	src/expert_store_budget.c src/expert_store_budget.h src/expert_store_verify.c \
+	src/expert_store_mirror.c src/expert_store_mirror.h
 
 check_PROGRAMS += tests/store_read
 tests_store_read_SOURCES = tests/store_read.c tests/store_test.h
@@ -67,6 +69,10 @@ EXTRA_DIST += bench/peer_llamacpp.sh bench/slice_to_gguf.py bench/decode_parts.s
 noinst_PROGRAMS += bench/scale_check_bench
 bench_scale_check_bench_SOURCES = bench/scale_check_bench.c
 bench_scale_check_bench_LDADD = libcoli.a $(COLI_LIBS)
+
+# partial mirrors planned by `coli atlas --plan-mirror` (issue 29)
+TESTS += tests/store_mirror_plan.sh
+EXTRA_DIST += tests/store_mirror_plan.sh
 
 # placement never changes the model; `coli bench`'s needed vs wasted bytes
 TESTS += tests/core_placement.sh tests/bench_figures.sh

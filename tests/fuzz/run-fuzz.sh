@@ -25,6 +25,11 @@ set -u
 out=${1:?usage: run-fuzz.sh OUTDIR [NAME...]}
 shift
 secs=${COLI_FUZZ_SECONDS:-25}
+# A fixed seed: a run explores the same inputs in the same order, so a
+# longer local run with the same seed (COLI_FUZZ_SECONDS=120) covers what
+# CI's shorter one reaches, and a CI failure reproduces. COLI_FUZZ_SEED=0
+# asks libFuzzer for a random one.
+seed=${COLI_FUZZ_SEED:-1}
 jobs=${COLI_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -99,7 +104,7 @@ run() { # NAME CORPUS DICT MAX_LEN
 	dict=
 	[ "$3" = - ] || dict="-dict=$here/$3"
 	UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-		"$out/fuzz_$n" -max_total_time="$secs" -max_len="$4" -timeout=10 -rss_limit_mb=2048 \
+		"$out/fuzz_$n" -max_total_time="$secs" -seed="$seed" -max_len="$4" -timeout=10 -rss_limit_mb=2048 \
 		-artifact_prefix="$out/crashes-$n/" -print_final_stats=1 $dict \
 		"$out/corpus-$n" >>"$out/$n.log" 2>&1
 }
