@@ -39,18 +39,12 @@
 #include "expert_store_stats.h"
 #include "expert_store.h"
 #include "model.h"
+#include "util_time.h"
 
 struct run {
 	double total, indexer, attention, moe, dense;
 	double cpu; /* CPU time of the process (every thread) for the token */
 };
-
-static double cpu_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 static uint64_t rng;
 
@@ -165,10 +159,10 @@ int main(int argc, char **argv)
 		for (int k = 0; k < 2; k++) {
 			configure(m, k, topk, full);
 			const coli_timing t0 = *coli_state_timing(s[k]);
-			const double c0 = cpu_ms();
+			const double c0 = coli_cpu_s() * 1e3;
 			if (coli_forward(m, s[k], &tok[k], 1, logits, 0, &err))
 				goto fail;
-			const double c1 = cpu_ms();
+			const double c1 = coli_cpu_s() * 1e3;
 			tok[k] = argmax(logits, V);
 			const coli_timing *t1 = coli_state_timing(s[k]);
 			struct run *r = &runs[k][i];

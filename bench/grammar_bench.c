@@ -19,6 +19,7 @@
 #include "grammar.h"
 #include "grammar_mask.h"
 #include "tokenizer.h"
+#include "util_time.h"
 
 static const char *const schemas[] = {
 	"{\"type\":\"object\",\"properties\":{\"party_a\":{\"type\":\"string\"},\"party_b\":{\"type\":\"string\"},"
@@ -40,13 +41,6 @@ static uint64_t rnd(void)
 	rng ^= rng >> 7;
 	rng ^= rng << 17;
 	return rng;
-}
-
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -95,9 +89,9 @@ int main(int argc, char **argv)
 	grammar_matcher_new(g[0], &m, &err);
 	double total = 0;
 	for (int s = 0; s < steps; s++) {
-		double t0 = now_us();
+		double t0 = coli_thread_cpu_s() * 1e6;
 		int n = grammar_mask_compute(v, m, mask);
-		us[s] = now_us() - t0;
+		us[s] = coli_thread_cpu_s() * 1e6 - t0;
 		total += us[s];
 		int k = 0;
 		for (int id = 0; id < V; id++)

@@ -34,18 +34,12 @@
 #include "quant_kernels_q8.h"
 #include "quant.h"
 #include "matmul_rows_peak.h"
+#include "util_time.h"
 
 #define N_MAX 64
 static const int n_list[] = { 1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64 };
 #define N_COUNT ((int)(sizeof n_list / sizeof n_list[0]))
 #define PASSES 7
-
-static double thread_cpu_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -132,7 +126,7 @@ static int gemm_main(coli_qmat *w, const char *tname, int argc, char **argv)
 				/* about 1e9 multiply-adds per timed group (7 ms at
 				 * 300 Gop/s) */
 				int calls = (int)(1e9 / (macs1 * n)) + 1;
-				double t0 = thread_cpu_s();
+				double t0 = coli_thread_cpu_s();
 				for (int r = 0; r < calls; r++) {
 					if (vec) { /* what coli_matmul_q8 does, one thread */
 						coli_q8act_quantize(&a, x, n, cols);
@@ -141,7 +135,7 @@ static int gemm_main(coli_qmat *w, const char *tname, int argc, char **argv)
 						coli_matmul_q8(NULL, w, x, n, y, &a);
 					}
 				}
-				double t = (thread_cpu_s() - t0) / calls;
+				double t = (coli_thread_cpu_s() - t0) / calls;
 				if (t < best[p][i])
 					best[p][i] = t;
 			}
@@ -233,14 +227,14 @@ int main(int argc, char **argv)
 			const int n = n_list[i];
 			/* the same work per n: fewer calls of more inputs */
 			const int calls = reps / n > 0 ? reps / n : 1;
-			double t0 = thread_cpu_s();
+			double t0 = coli_thread_cpu_s();
 			for (int r = 0; r < calls; r++) {
 				if (q8)
 					coli_matmul_q8(NULL, &w, x, n, y, &a);
 				else
 					coli_matmul(NULL, &w, x, n, y);
 			}
-			double ns = (thread_cpu_s() - t0) / calls / blocks / n * 1e9;
+			double ns = (coli_thread_cpu_s() - t0) / calls / blocks / n * 1e9;
 			if (ns < best[i])
 				best[i] = ns;
 		}

@@ -19,12 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double peak_clock_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "util_time.h"
 
 __attribute__((target("avx512f,avx512vnni"))) static double peak_vpdpbusd_run(long iters)
 {
@@ -32,7 +27,7 @@ __attribute__((target("avx512f,avx512vnni"))) static double peak_vpdpbusd_run(lo
 	__m512i a = _mm512_set1_epi32(0x01020304), b = _mm512_set1_epi32(0x05060708);
 	for (int j = 0; j < 12; j++)
 		acc[j] = _mm512_set1_epi32(j);
-	double t0 = peak_clock_s();
+	double t0 = coli_thread_cpu_s();
 	for (long i = 0; i < iters; i++) {
 		/* the operands opaque, so nothing is folded or hoisted */
 		__asm__ volatile("" : "+v"(a), "+v"(b));
@@ -40,7 +35,7 @@ __attribute__((target("avx512f,avx512vnni"))) static double peak_vpdpbusd_run(lo
 		for (int j = 0; j < 12; j++)
 			acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
 	}
-	double t = peak_clock_s() - t0;
+	double t = coli_thread_cpu_s() - t0;
 	__m512i s = acc[0];
 	for (int j = 1; j < 12; j++)
 		s = _mm512_add_epi32(s, acc[j]);
@@ -90,14 +85,14 @@ __attribute__((target("amx-tile,amx-int8"))) static double peak_tdpbusd_run(long
 	_tile_zero(1);
 	_tile_zero(2);
 	_tile_zero(3);
-	double t0 = peak_clock_s();
+	double t0 = coli_thread_cpu_s();
 	for (long i = 0; i < iters; i++) {
 		_tile_dpbusd(0, 4, 6);
 		_tile_dpbusd(1, 4, 7);
 		_tile_dpbusd(2, 5, 6);
 		_tile_dpbusd(3, 5, 7);
 	}
-	double t = peak_clock_s() - t0;
+	double t = coli_thread_cpu_s() - t0;
 	_Alignas(64) static int32_t out[16 * 16];
 	_tile_stored(0, out, 64);
 	__asm__ volatile("" : : "r"(out) : "memory");

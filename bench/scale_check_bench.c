@@ -29,13 +29,7 @@
 #include "quant_kernels.h"
 #include "quant.h"
 #include "util_crc32c.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "util_time.h"
 
 static float gauss(unsigned *s)
 {
@@ -86,19 +80,19 @@ int main(int argc, char **argv)
 			/* rotate which goes first so none warms another's cache */
 			for (int pass = 0; pass < 3; pass++) {
 				const uint8_t *use = base + (size_t)((r + pass * (n_rec / 3)) % n_rec) * c.expert_record_size;
-				double t0 = now_s();
+				double t0 = coli_now_s();
 				if (pass == (round + 2) % 3) {
 					crc_acc += crc32c_update(0, use, c.expert_record_size);
-					t_crc += now_s() - t0;
+					t_crc += coli_now_s() - t0;
 				} else if (pass == round % 3) {
 					bad |= coli_container_check_expert(&c, use) >= 0;
-					t_check += now_s() - t0;
+					t_check += coli_now_s() - t0;
 				} else {
 					for (int k = 0; k < 3; k++) {
 						coli_qmat m = coli_container_expert_part(&c, use, k);
 						coli_matmul(pool, &m, x, 1, y);
 					}
-					t_mm += now_s() - t0;
+					t_mm += coli_now_s() - t0;
 				}
 			}
 		}

@@ -37,6 +37,7 @@
 
 #include "engine.h"
 #include "kv_store.h"
+#include "util_time.h"
 
 #define N_SIZES 3
 #define MAX_ROUNDS 200
@@ -45,13 +46,6 @@
 #define FLAT_BOUND 1.2
 
 static const int sizes[N_SIZES] = { 10, 100, 1000 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -165,7 +159,7 @@ int main(int argc, char **argv)
 	coli_engine *e[N_SIZES] = { 0 };
 	char cache[N_SIZES][PATH_MAX], kv[N_SIZES][PATH_MAX];
 	int rc = 1;
-	double t0 = now_s();
+	double t0 = coli_now_s();
 	for (int i = N_SIZES - 1; i >= 0; i--) {
 		snprintf(cache[i], sizeof cache[i], "%s/cache-%d", work, sizes[i]);
 		if (new_engine(model, cache[i], threads, &e[i]))
@@ -187,7 +181,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	double t_made = now_s() - t0;
+	double t_made = coli_now_s() - t0;
 
 	static const int probe[] = { 3, 4, 5, 6 };
 	double ttft[N_SIZES][MAX_ROUNDS], look[N_SIZES][MAX_ROUNDS];
@@ -216,9 +210,9 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		for (int r = 0; r < rounds; r++) {
-			double a = now_s();
+			double a = coli_now_s();
 			kv_prefix_index_lookup(ix, fp, probe, 4, name, sizeof name, &match);
-			look[i][r] = (now_s() - a) * 1e6;
+			look[i][r] = (coli_now_s() - a) * 1e6;
 		}
 		kv_prefix_index_free(ix);
 	}

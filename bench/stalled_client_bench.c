@@ -28,15 +28,9 @@
 #include <time.h>
 
 #include "engine.h"
+#include "util_time.h"
 
 #define MAX_ROUNDS 32
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Read r to its end. Returns completion tokens, -1 on a hang or an error;
  * *rate gets the decode rate (tokens after the first per second). */
@@ -49,7 +43,7 @@ static int drain(coli_request *r, double *rate, int *finish)
 		if (!coli_request_next(r, &ev, 300 * 1000))
 			return -1;
 		if (ev.kind == COLI_EV_TEXT) {
-			t_last = now_s();
+			t_last = coli_now_s();
 			if (!texts++)
 				t_first = t_last;
 			continue;

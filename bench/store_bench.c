@@ -27,15 +27,9 @@
 #include "expert_store_stats.h"
 #include "expert_store.h"
 #include "util_crc32c.h"
+#include "util_time.h"
 
 #define LAYERS 3 /* layer 0 dense, 1..2 MoE */
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static double run(coli_container *c, int direct, int prefetch, int top_k, int tokens, uint64_t seed,
 		  int no_checksums)
@@ -57,7 +51,7 @@ static double run(coli_container *c, int direct, int prefetch, int top_k, int to
 	int E = c->config.n_routed_experts;
 	int *ex = malloc(sizeof(int) * (size_t)top_k * LAYERS);
 	const void **recs = malloc(sizeof(void *) * (size_t)top_k);
-	double t0 = now_s();
+	double t0 = coli_now_s();
 	for (int t = 0; t < tokens; t++) {
 		for (int l = 1; l < LAYERS; l++) {
 			/* distinct random experts per layer */
@@ -83,7 +77,7 @@ static double run(coli_container *c, int direct, int prefetch, int top_k, int to
 			expert_store_release(s, l);
 		}
 	}
-	double dt = now_s() - t0;
+	double dt = coli_now_s() - t0;
 	expert_stats_summary sum;
 	expert_stats_snapshot(expert_store_stats(s), &sum);
 	printf("%-8s prefetch %-3s crc %-3s: %6.2f GB/s (%llu MiB in %.2f s, wait %.2f s, O_DIRECT %s, "
@@ -104,12 +98,12 @@ static double crc_rate(uint32_t (*fn)(uint32_t, const void *, size_t), char *con
 {
 	uint64_t bytes = 0;
 	uint32_t acc = 0;
-	double t0 = now_s(), dt;
+	double t0 = coli_now_s(), dt;
 	do {
 		for (int i = 0; i < n_buf; i++)
 			acc ^= fn(0, bufs[i], rec);
 		bytes += (uint64_t)n_buf * rec;
-	} while ((dt = now_s() - t0) < 1.0);
+	} while ((dt = coli_now_s() - t0) < 1.0);
 	if (acc == 0x12345678u)
 		printf(" ");
 	return (double)bytes / dt / 1e9;

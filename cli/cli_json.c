@@ -68,14 +68,16 @@ int cli_json_flags_parse(cli_json_flags *f, coli_gen_params *p, int argc, char *
 	int rc = read_all(path, &f->schema, err);
 	if (rc)
 		return rc;
-	/* compile once here so a bad schema is a usage error naming it */
+	/* compiled once, here: a bad schema is a usage error naming it, and
+	 * the engine gets the grammar */
 	char what[600];
 	snprintf(what, sizeof what, "--json-schema %s", path);
-	coli_grammar *g = NULL;
-	rc = grammar_compile_schema(f->schema, strlen(f->schema), what, &g, err);
-	grammar_free(g);
+	grammar_free(f->grammar);
+	f->grammar = NULL;
+	rc = grammar_compile_schema(f->schema, strlen(f->schema), what, &f->grammar, err);
 	if (rc)
 		return rc;
+	p->grammar = f->grammar;
 	p->json_schema = f->schema;
 	return 1;
 }
@@ -84,4 +86,6 @@ void cli_json_flags_free(cli_json_flags *f)
 {
 	free(f->schema);
 	f->schema = NULL;
+	grammar_free(f->grammar);
+	f->grammar = NULL;
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "cmd_bench_draft.h"
+#include "util_time.h"
 
 #define BENCH_DRAFT_ROUNDS 5
 
@@ -37,13 +38,6 @@ static int one(coli_engine *e, const int *toks, int n_prompt, int n_gen, int dra
 	*tps = ev.decode_tps;
 	coli_request_free(r);
 	return rc;
-}
-
-static double cpu_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -84,10 +78,10 @@ json_t *bench_draft_run(const coli_engine_opts *base, const char *dir, int n_pro
 				toks[i] = (int)(rng % (uint64_t)V);
 			}
 			coli_engine_draft_stats(e, &s0);
-			double tps = 0, c0 = cpu_s();
+			double tps = 0, c0 = coli_cpu_s();
 			if (one(e, toks, n_prompt, n_gen, mode ? draft : COLI_DRAFT_OFF, &tps, err))
 				goto done;
-			double cpu_ms = 1000.0 * (cpu_s() - c0) / n_gen;
+			double cpu_ms = 1000.0 * (coli_cpu_s() - c0) / n_gen;
 			coli_engine_draft_stats(e, &s1);
 			if (round < 0)
 				continue;

@@ -34,6 +34,7 @@
 #include "quant.h"
 #include "util_sha256.h"
 #include "util_size_parse.h"
+#include "util_time.h"
 
 #define STATE_NAME ".convert-state.json"
 #define STATE_FORMAT "colitop-convert-state"
@@ -309,13 +310,6 @@ static int check_space(const convert_opts *o, const convert_plan *p, coli_err *e
 	return 0;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 void convert_file_each_source(const convert_plan *p, const convert_file *f,
 			      void (*fn)(const st_tensor *t, void *ctx), void *ctx)
 {
@@ -465,7 +459,7 @@ int convert_begin(const convert_opts *o, convert_session *s, coli_err *err)
 	int rc;
 	memset(s, 0, sizeof *s);
 	s->o = o;
-	s->t0 = now_s();
+	s->t0 = coli_now_s();
 	if (!coli_qtype_name(o->quant) || !coli_qtype_name(o->mtp_quant) ||
 	    (o->embed_quant_set && !coli_qtype_name(o->embed_quant)) ||
 	    (o->indexer_quant_set && !coli_qtype_name(o->indexer_quant)))
@@ -522,7 +516,7 @@ int convert_file_ensure(convert_session *s, int i, coli_err *err)
 	if (s->done[i] == 2)
 		coli_info("[%d/%d] %s: does not verify, writing it again", i + 1, n, f->path);
 	json_object_del(s->files, f->path);
-	double t1 = now_s();
+	double t1 = coli_now_s();
 	uint64_t before = sum->bytes_written;
 	if ((rc = convert_file_write(&s->p, f, s->o->out_dir, s->pool, &sum->bytes_written, err)) < 0)
 		return rc;
@@ -535,7 +529,7 @@ int convert_file_ensure(convert_session *s, int i, coli_err *err)
 	sum->files_written++;
 	double kib = (double)(sum->bytes_written - before) / 1024.0;
 	coli_info("[%d/%d] %s: %.1f %s in %.2f s", i + 1, n, f->path, kib >= 1024 ? kib / 1024 : kib,
-		  kib >= 1024 ? "MiB" : "KiB", now_s() - t1);
+		  kib >= 1024 ? "MiB" : "KiB", coli_now_s() - t1);
 	fault_after_file(sum->files_written);
 	return 0;
 }
@@ -582,7 +576,7 @@ void convert_end(convert_session *s, convert_summary *sum)
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		s->sum.peak_rss_kb = ru.ru_maxrss;
-	s->sum.elapsed_s = now_s() - s->t0;
+	s->sum.elapsed_s = coli_now_s() - s->t0;
 	if (sum)
 		*sum = s->sum;
 	coli_pool_free(s->pool);

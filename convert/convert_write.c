@@ -22,6 +22,7 @@
 #include "quant.h"
 #include "util_crc32c.h"
 #include "util_sha256.h"
+#include "util_file.h"
 
 typedef struct wfile {
 	int fd;
@@ -114,16 +115,10 @@ static int w_pad_to(wfile *w, uint64_t off, coli_err *err)
 
 static int w_finish(wfile *w, coli_err *err)
 {
-	int rc = 0;
-	if (fsync(w->fd) < 0)
-		rc = coli_err_set(err, -errno, "%s: fsync failed: %s", w->tmp, strerror(errno));
+	int rc = coli_file_commit(w->fd, w->tmp, w->final, err);
 	if (close(w->fd) < 0 && rc == 0)
-		rc = coli_err_set(err, -errno, "%s: close failed: %s", w->tmp, strerror(errno));
+		rc = coli_err_set(err, -errno, "%s: close failed: %s", w->final, strerror(errno));
 	w->fd = -1;
-	if (rc == 0 && rename(w->tmp, w->final) < 0)
-		rc = coli_err_set(err, -errno, "%s: rename failed: %s", w->final, strerror(errno));
-	if (rc == 0)
-		rc = manifest_fsync_dir(w->final, err);
 	return rc;
 }
 

@@ -475,10 +475,5 @@ int st_writer_finish(st_writer *w, coli_err *err)
 	if (w->n_shards > 1 && (rc = stw_write_index(w, err)))
 		return rc;
 	/* Make the renames durable. */
-	int dfd = open(w->dir, O_RDONLY | O_DIRECTORY);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
+	return coli_fsync_dir(w->dir, err);
 }

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "pull_int.h"
+#include "util_file.h"
 
 #ifdef COLI_FAULT_INJECTION
 /* COLI_PULL_FAIL_AT=N: die by SIGKILL at the Nth point where state was just
@@ -95,11 +96,11 @@ static int make_placeholder(pull_ctx *c, shard *s, coli_err *err)
 	if (n && (rc = hub_fetch_ranges(&c->h, c->repo.commit, s->hf->path, s->hf->size, fd, &r, 1, 1, NULL,
 					NULL, err)) < 0)
 		goto out;
-	if (ftruncate(fd, (off_t)s->hf->size) < 0 || fsync(fd) < 0) {
+	if (ftruncate(fd, (off_t)s->hf->size) < 0) {
 		rc = coli_err_set(err, -errno, "%s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	rc = rename(tmp, s->path) < 0 ? coli_err_set(err, -errno, "%s: %s", s->path, strerror(errno)) : 0;
+	rc = coli_file_commit(fd, tmp, s->path, err);
 out:
 	close(fd);
 	if (rc < 0)

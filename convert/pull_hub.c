@@ -15,6 +15,8 @@
 
 #include "coli_log.h"
 #include "pull_retry.h"
+#include "util_file.h"
+#include "util_time.h"
 
 #define HUB_DEFAULT_ENDPOINT "https://huggingface.co"
 #define HUB_MAX_BODY (64u << 20)   /* JSON answers; a model's file list is far smaller */
@@ -237,7 +239,7 @@ static int get_body(hub_client *h, const char *url, const char *what, membuf *bo
 			rc = status_error(h, status, what, "1 try", err);
 			break;
 		}
-		double now = hub_mono_s(), w = hub_backoff(h, attempt, retry_after);
+		double now = coli_now_s(), w = hub_backoff(h, attempt, retry_after);
 		if (!t_first)
 			t_first = now;
 		int last = attempt >= h->max_tries, late = now + w - t_first > h->deadline_s;
@@ -341,7 +343,7 @@ int hub_fetch_file(hub_client *h, const char *commit, const char *path, const ch
 		   coli_err *err)
 {
 	membuf body = { 0 };
-	char tmp[4096], what[300];
+	char what[300];
 	int rc;
 	CURL *c = curl_easy_init();
 	char *url = c ? resolve_url(c, h, commit, path) : NULL;
@@ -352,18 +354,8 @@ int hub_fetch_file(hub_client *h, const char *commit, const char *path, const ch
 	snprintf(what, sizeof what, "file '%s'", path);
 	rc = get_body(h, url, what, &body, err);
 	free(url);
-	if (rc == 0) {
-		snprintf(tmp, sizeof tmp, "%s.part", dest);
-		FILE *f = fopen(tmp, "wb");
-		if (!f || (body.n && fwrite(body.p, 1, body.n, f) != body.n) || fflush(f) ||
-		    fsync(fileno(f)) < 0) {
-			rc = coli_err_set(err, -errno, "%s: %s", tmp, strerror(errno ? errno : EIO));
-			if (f)
-				fclose(f);
-		} else if (fclose(f) || rename(tmp, dest) < 0) {
-			rc = coli_err_set(err, -errno, "%s: %s", dest, strerror(errno));
-		}
-	}
+	if (rc == 0)
+		rc = coli_file_replace(dest, body.p ? body.p : "", body.n, err);
 	free(body.p);
 	return rc;
 }
@@ -509,7 +501,7 @@ int hub_fetch_ranges(hub_client *h, const char *commit, const char *path, uint64
 				active++;
 		}
 		/* Slots waiting out a backoff restart when it has passed. */
-		double now = hub_mono_s();
+		double now = coli_now_s();
 		for (int k = 0; k < connections && rc == 0; k++) {
 			if (wait_until[k] > 0 && now >= wait_until[k]) {
 				wait_until[k] = 0;
@@ -580,7 +572,7 @@ int hub_fetch_ranges(hub_client *h, const char *commit, const char *path, uint64
 			int moved = t->r->got > t->start_got;
 			if (moved)
 				t->tries = 0;
-			double tnow = hub_mono_s();
+			double tnow = coli_now_s();
 			if (!t->fail_since)
 				t->fail_since = tnow;
 			++t->tries;
@@ -603,11 +595,11 @@ int hub_fetch_ranges(hub_client *h, const char *commit, const char *path, uint64
 			coli_info("%s: %s: %s at byte %llu; continuing in %.2f s", h->repo, path,
 				  status && !ok_status ? "server busy or failing" : "transfer cut short",
 				  (unsigned long long)(t->r->off + t->r->got), w);
-			wait_until[t - x] = hub_mono_s() + (w > 0 ? w : 1e-6);
+			wait_until[t - x] = coli_now_s() + (w > 0 ? w : 1e-6);
 		}
 		if (rc < 0)
 			break;
-		now = hub_mono_s();
+		now = coli_now_s();
 		if (fn && now - last_tick >= 0.5) {
 			last_tick = now;
 			if (fn(ctx, 0) < 0) {

@@ -38,13 +38,6 @@ void hub_tries_text(char *buf, size_t cap, int tries, int late, double secs, dou
 		snprintf(buf, cap, "%d %s", tries, tries == 1 ? "try" : "tries");
 }
 
-double hub_mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 void hub_sleep_s(double s)
 {
 	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };

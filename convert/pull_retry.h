@@ -16,7 +16,6 @@ double hub_backoff(hub_client *h, int attempt, long retry_after);
 long hub_parse_retry_after(const char *data, size_t n);
 /* "6 tries" or "3 tries in 1.2 s (retry deadline 1 s)". */
 void hub_tries_text(char *buf, size_t cap, int tries, int late, double secs, double deadline);
-double hub_mono_s(void);
 void hub_sleep_s(double s);
 
 #endif

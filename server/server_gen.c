@@ -55,6 +55,7 @@ int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
 	p.bias_ids = r->bias_ids;
 	p.bias = r->bias;
 	p.n_bias = r->n_bias;
+	p.grammar = r->grammar;         /* compiled while parsing */
 	p.json_schema = r->json_schema;
 	p.json_object = r->json_object;
 	p.grammar_after_think = r->think_open;

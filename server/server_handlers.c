@@ -248,55 +248,44 @@ static void a_start(srv_stream *st)
 	st->started = 1;
 }
 
-/* n less an incomplete UTF-8 character at the end of p[0..n). */
-static size_t utf8_whole(const char *p, size_t n)
+/* Tool calls as far as they are parsed (srv_tc_stream): Anthropic's
+ * tool_use blocks (the tag is the block index + 1) or OpenAI's tool_calls
+ * deltas. */
+static int call_start(void *ctx, int i, srv_tc_call *c)
 {
-	size_t i = n, k = 0;
-	while (i > 0 && k < 4 && ((unsigned char)p[i - 1] & 0xC0) == 0x80)
-		i--, k++;
-	if (i == 0 || (unsigned char)p[i - 1] < 0x80)
-		return n;
-	unsigned char lead = (unsigned char)p[i - 1];
-	size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
-	return k + 1 >= need ? n : i - 1;
+	srv_stream *st = ctx;
+	if (!st->anthropic) {
+		srv_openai_chunk_tool_start(&st->out, &st->ctx, i, c);
+		return 1;
+	}
+	a_close(st);
+	int tag = ++st->n_blocks;
+	srv_anthropic_ev_tool_start(&st->out, tag - 1, c->id, c->name);
+	a_ping_once(st);
+	return tag;
 }
 
-/* Tool calls as far as they are parsed: each announced once (id, name),
- * its arguments sent as they grow, closed when whole. */
+static void call_args(void *ctx, int i, srv_tc_call *c, const char *p, size_t n)
+{
+	srv_stream *st = ctx;
+	if (st->anthropic)
+		srv_anthropic_ev_tool_delta(&st->out, c->announced - 1, p, n);
+	else
+		srv_openai_chunk_tool_args(&st->out, &st->ctx, i, p, n);
+}
+
+static void call_end(void *ctx, int i, srv_tc_call *c)
+{
+	srv_stream *st = ctx;
+	(void)i;
+	if (st->anthropic)
+		srv_anthropic_ev_block_stop(&st->out, c->announced - 1);
+}
+
 static void stream_calls(srv_stream *st)
 {
-	srv_tcparse *tc = &st->gen.tc;
-	for (int i = 0; i < tc->n_calls; i++) {
-		srv_tc_call *c = &tc->calls[i];
-		if (c->closed)
-			continue;
-		if (!c->announced) {
-			if (st->anthropic) {
-				a_close(st);
-				c->announced = ++st->n_blocks;   /* block index + 1 */
-				srv_anthropic_ev_tool_start(&st->out, c->announced - 1, c->id, c->name);
-				a_ping_once(st);
-			} else {
-				c->announced = 1;
-				srv_openai_chunk_tool_start(&st->out, &st->ctx, i, c);
-			}
-		}
-		size_t upto = c->done ? c->args.len : utf8_whole(c->args.p, c->args.len);
-		if (upto > c->sent) {
-			if (st->anthropic)
-				srv_anthropic_ev_tool_delta(&st->out, c->announced - 1, c->args.p + c->sent,
-							    upto - c->sent);
-			else
-				srv_openai_chunk_tool_args(&st->out, &st->ctx, i, c->args.p + c->sent,
-							   upto - c->sent);
-			c->sent = upto;
-		}
-		if (!c->done)
-			break;   /* the calls after it are not begun yet */
-		if (st->anthropic)
-			srv_anthropic_ev_block_stop(&st->out, c->announced - 1);
-		c->closed = 1;
-	}
+	srv_tc_sink k = { st, call_start, call_args, call_end };
+	srv_tc_stream(&st->gen.tc, &k);
 }
 
 static void stream_tail(srv_stream *st)
@@ -347,9 +336,11 @@ static void stream_tail(srv_stream *st)
 	srv_sse_done(&st->out);
 }
 
-/* Produce the next bytes; -1 ends the response with an error (client gone). */
-static int stream_step(srv_stream *st)
+/* Produce the next bytes (srv_queue_stream's step): 0, 1 once all is
+ * sent, -1 to end the response with an error (client gone). */
+static int stream_step(void *cls)
 {
+	srv_stream *st = cls;
 	switch (st->phase) {
 	case PH_HEAD:
 		if (!st->anthropic)
@@ -407,24 +398,8 @@ static int stream_step(srv_stream *st)
 		st->phase = PH_END;
 		return 0;
 	default:
-		return 0;
+		return 1;   /* PH_END: nothing more */
 	}
-}
-
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	srv_stream *st = cls;
-	(void)pos;
-	while (st->out.len == 0) {
-		if (st->phase == PH_END)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (stream_step(st) < 0 || st->out.oom)
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-	}
-	size_t n = st->out.len < max ? st->out.len : max;
-	memcpy(buf, st->out.p, n);
-	srv_buf_consume(&st->out, n);
-	return (ssize_t)n;
 }
 
 /* MHD destroys the response when the connection ends, finished or not;
@@ -434,7 +409,6 @@ static void stream_free(void *cls)
 	srv_stream *st = cls;
 	if (!st->gen.done)
 		atomic_fetch_add(&st->s->metrics.cancelled, 1);
-	atomic_fetch_sub(&st->s->metrics.active_streams, 1);
 	srv_gen_free(&st->gen);
 	srv_request_free(&st->req);
 	srv_buf_free(&st->out);
@@ -447,16 +421,56 @@ static void stream_free(void *cls)
 static int start_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_stream *st)
 {
 	st->gen.keepalive_ms = KEEPALIVE_MS;
-	return srv_queue_stream(s, c, cc, stream_read, st, stream_free);
+	return srv_queue_stream(s, c, cc, &st->out, stream_step, st, stream_free);
 }
 
-int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc,
-		     ssize_t (*cb)(void *, uint64_t, char *, size_t), void *cls, void (*free_cb)(void *))
+/* The reader MHD calls: bytes of out, made by step while there are none. */
+typedef struct sse_pump {
+	coli_server *s;
+	srv_buf *out;
+	int (*step)(void *);
+	void *cls;
+	void (*free_cb)(void *);
+} sse_pump;
+
+static ssize_t pump_read(void *p, uint64_t pos, char *buf, size_t max)
 {
-	atomic_fetch_add(&s->metrics.active_streams, 1);
-	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, cb, cls, free_cb);
-	if (!r) {
+	sse_pump *k = p;
+	(void)pos;
+	while (k->out->len == 0) {
+		int rc = k->step(k->cls);
+		if (rc > 0)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (rc < 0 || k->out->oom)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	size_t n = k->out->len < max ? k->out->len : max;
+	memcpy(buf, k->out->p, n);
+	srv_buf_consume(k->out, n);
+	return (ssize_t)n;
+}
+
+static void pump_free(void *p)
+{
+	sse_pump *k = p;
+	atomic_fetch_sub(&k->s->metrics.active_streams, 1);
+	k->free_cb(k->cls);
+	free(k);
+}
+
+int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_buf *out,
+		     int (*step)(void *), void *cls, void (*free_cb)(void *))
+{
+	sse_pump *k = malloc(sizeof *k);
+	if (!k) {
 		free_cb(cls);
+		return MHD_NO;
+	}
+	*k = (sse_pump){ s, out, step, cls, free_cb };
+	atomic_fetch_add(&s->metrics.active_streams, 1);   /* pump_free takes it back */
+	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, pump_read, k, pump_free);
+	if (!r) {
+		pump_free(k);
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "text/event-stream; charset=utf-8");

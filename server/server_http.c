@@ -335,9 +335,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		const union MHD_ConnectionInfo *ci =
 			MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 		cc->watch = ci ? ci->socket_context : NULL;
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		cc->t0 = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+		cc->t0 = coli_now_s();
 		snprintf(cc->method, sizeof cc->method, "%s", method);
 		snprintf(cc->url, sizeof cc->url, "%s", url);
 		return first_call(s, c, cc, url, method);
@@ -391,13 +389,11 @@ static void report(coli_server *s, struct MHD_Connection *c, const srv_conn *cc,
 			    host, sizeof host, serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV);
 	int v6 = strchr(host, ':') != NULL;
 	snprintf(client, sizeof client, "%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", serv);
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	coli_server_event ev = {
 		.client = client, .method = cc->method, .url = cc->url, .status = cc->status,
 		.completed = completed, .prompt_tokens = cc->usage.prompt,
 		.completion_tokens = cc->usage.completion,
-		.seconds = (double)ts.tv_sec + ts.tv_nsec * 1e-9 - cc->t0,
+		.seconds = coli_now_s() - cc->t0,
 	};
 	s->on_event(s->event_opaque, &ev);
 }

@@ -98,6 +98,9 @@ typedef struct srv_request {
 	                            * whose own thread reads every event, so the
 	                            * engine waits for it rather than cancelling */
 	char *json_schema;         /* constrain the answer to this schema (JSON text) */
+	struct coli_grammar *grammar; /* ... compiled once while parsing (a
+	                            * reference, grammar.h): the engine gets
+	                            * it, never the text to compile again */
 	int json_object;           /* constrain the answer to a JSON object */
 	char *forced_tool;         /* the answer is this tool's arguments (json_schema
 	                            * holds its parameters) returned as its call */
@@ -146,6 +149,14 @@ struct json_t;
 int srv_parse_load(const char *body, size_t len, struct json_t **root, srv_error *e);
 int srv_parse_sampling(struct json_t *root, srv_request *r, double max_temp, srv_error *e);
 int srv_parse_stop(struct json_t *v, const char *param, srv_request *r, srv_error *e);
+/* A 400 "'param' must be WANT" (invalid_type), a 500 out of memory. */
+int srv_bad_type(srv_error *e, const char *param, const char *want);
+int srv_oom(srv_error *e);
+/* Message content as text: a string or an array of text parts joined by
+ * newlines (refusals dropped); null is "" with SRV_CONTENT_NULL, else
+ * missing. SRV_CONTENT_RESPONSES: the Responses API's part types too. */
+enum { SRV_CONTENT_NULL = 1, SRV_CONTENT_RESPONSES = 2 };
+int srv_parse_content(struct json_t *c, const char *param, int flags, char **out, srv_error *e);
 /* Log (debug) the top-level fields not in the NULL-terminated known list. */
 void srv_log_ignored(struct json_t *root, const char *const *known);
 /* server_structured.c: response_format (OpenAI), and a forced tool looked
@@ -227,7 +238,7 @@ typedef struct srv_tc_call {
 	char *name;
 	srv_buf args;              /* the JSON arguments so far (only grows) */
 	int done;                  /* args is the whole object */
-	/* the stream's bookkeeping (server_handlers.c) */
+	/* the stream's bookkeeping (srv_tc_stream) */
 	int announced, closed;
 	size_t sent;
 } srv_tc_call;
@@ -259,6 +270,18 @@ srv_tc_call *srv_tc_begin(srv_tcparse *p, const char *name, size_t n);
 void srv_tc_adopt(srv_tcparse *p, const srv_tool_call *calls, int n);
 /* Copies of the done calls; returns their number. */
 int srv_tc_take(srv_tcparse *p, srv_tool_call **out);
+/* The calls as far as they are parsed, to a stream: each announced once
+ * (start returns the non-zero tag kept in c->announced: an index of the
+ * stream's own), its arguments as they grow (whole UTF-8 characters),
+ * ended once whole; a call after an unfinished one waits. Used by the
+ * chat, Messages and Responses streams alike. */
+typedef struct srv_tc_sink {
+	void *ctx;
+	int (*start)(void *ctx, int i, srv_tc_call *c);
+	void (*args)(void *ctx, int i, srv_tc_call *c, const char *p, size_t n);
+	void (*end)(void *ctx, int i, srv_tc_call *c);
+} srv_tc_sink;
+void srv_tc_stream(srv_tcparse *p, const srv_tc_sink *k);
 
 /* ---- reasoning split out of the answer (chat_think.h; server_think.c
  * routes it into the reasoning and answer buffers) ---- */
@@ -536,10 +559,12 @@ int srv_model_accepted(const coli_server *s, const char *m);
 /* The chat template and tokenizer over r (server_handlers.c). */
 int srv_build_prompt(coli_server *s, srv_request *r, int **ids, int *n, srv_error *e);
 int srv_client_fd(struct MHD_Connection *c);
-/* Queue a streamed response reading from cb (server_handlers.c's headers,
- * metrics and keepalive); free_cb owns cls. */
-int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc,
-		     ssize_t (*cb)(void *, uint64_t, char *, size_t), void *cls, void (*free_cb)(void *));
+/* Queue a streamed response (server_handlers.c's headers and metrics):
+ * its bytes are those step(cls) appends to out, called while out is
+ * empty; step returns 0, 1 when nothing more follows, -1 on an error
+ * (the response ends with one). free_cb owns cls. */
+int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_buf *out,
+		     int (*step)(void *), void *cls, void (*free_cb)(void *));
 /* The Responses API (server_responses*.c). */
 int srv_responses_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc);
 int srv_responses_get(coli_server *s, struct MHD_Connection *c, srv_conn *cc);

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "coli_log.h"
+#include "grammar.h"
 #include "server_internal.h"
 
 void srv_request_free(srv_request *r)
@@ -34,6 +35,7 @@ void srv_request_free(srv_request *r)
 	free(r->tools_json);
 	free(r->template_kwargs);
 	free(r->json_schema);
+	grammar_free(r->grammar);
 	free(r->forced_tool);
 	free(r->session);
 	free(r->tool_choice_name);
@@ -76,10 +78,15 @@ int srv_parse_load(const char *body, size_t len, json_t **root, srv_error *e)
 	return 0;
 }
 
-static int bad_type(srv_error *e, const char *param, const char *want)
+int srv_bad_type(srv_error *e, const char *param, const char *want)
 {
 	return srv_fail(e, 400, "invalid_request_error", "invalid_type", param,
 			"'%s' must be %s", param, want);
+}
+
+int srv_oom(srv_error *e)
+{
+	return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory");
 }
 
 /* Optional number in [lo, hi]; null keeps the default. */
@@ -89,7 +96,7 @@ static int get_number(json_t *root, const char *key, double lo, double hi, doubl
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_number(v))
-		return bad_type(e, key, "a number");
+		return srv_bad_type(e, key, "a number");
 	double x = json_number_value(v);
 	if (!(x >= lo && x <= hi))
 		return srv_fail(e, 400, "invalid_request_error", "invalid_value", key,
@@ -106,7 +113,7 @@ int srv_parse_sampling(json_t *root, srv_request *r, double max_temp, srv_error 
 	json_t *v = json_object_get(root, "seed");
 	if (v && !json_is_null(v)) {
 		if (!json_is_integer(v))
-			return bad_type(e, "seed", "an integer");
+			return srv_bad_type(e, "seed", "an integer");
 		r->seed = (uint64_t)json_integer_value(v);
 		r->has_seed = 1;
 	}
@@ -122,14 +129,14 @@ int srv_parse_sampling(json_t *root, srv_request *r, double max_temp, srv_error 
 		}
 		coli_err derr = { 0 };
 		if (!txt)
-			return bad_type(e, "draft", "\"auto\", \"off\" or an integer");
+			return srv_bad_type(e, "draft", "\"auto\", \"off\" or an integer");
 		if (coli_draft_parse(txt, "draft", &r->draft, &derr))
 			return srv_fail(e, 400, "invalid_request_error", "invalid_value", "draft", "%s", derr.msg);
 	}
 	v = json_object_get(root, "stream");
 	if (v && !json_is_null(v)) {
 		if (!json_is_boolean(v))
-			return bad_type(e, "stream", "a boolean");
+			return srv_bad_type(e, "stream", "a boolean");
 		r->stream = json_is_true(v);
 	}
 	return 0;
@@ -146,7 +153,7 @@ int srv_parse_stop(json_t *v, const char *param, srv_request *r, srv_error *e)
 		return 0;
 	}
 	if (!json_is_array(v))
-		return bad_type(e, param, "a string or an array of strings");
+		return srv_bad_type(e, param, "a string or an array of strings");
 	if (json_array_size(v) > SRV_MAX_STOP)
 		return srv_fail(e, 400, "invalid_request_error", "invalid_value", param,
 				"'%s' has more than %d entries", param, SRV_MAX_STOP);
@@ -154,7 +161,7 @@ int srv_parse_stop(json_t *v, const char *param, srv_request *r, srv_error *e)
 	json_t *s;
 	json_array_foreach(v, i, s) {
 		if (!json_is_string(s))
-			return bad_type(e, param, "an array of strings");
+			return srv_bad_type(e, param, "an array of strings");
 		if (json_string_length(s) == 0)
 			continue;
 		r->stop[r->n_stop++] = strdup(json_string_value(s));
@@ -170,7 +177,7 @@ static int get_max_tokens(json_t *root, const char *key, int *out, srv_error *e)
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_integer(v))
-		return bad_type(e, key, "an integer");
+		return srv_bad_type(e, key, "an integer");
 	json_int_t n = json_integer_value(v);
 	if (n < 1)
 		return srv_fail(e, 400, "invalid_request_error", "invalid_value", key,
@@ -189,7 +196,7 @@ static int get_model(json_t *root, srv_request *r, int required, srv_error *e)
 		return 0;
 	}
 	if (!json_is_string(v))
-		return bad_type(e, "model", "a string");
+		return srv_bad_type(e, "model", "a string");
 	r->model = strdup(json_string_value(v));
 	return 0;
 }
@@ -209,23 +216,34 @@ void srv_log_ignored(json_t *root, const char *const *known)
 	}
 }
 
-/* Message content: a string, null, or an array of {"type":"text"} parts. */
-static int content_text(json_t *c, const char *param, int allow_null, char **out, srv_error *e)
+/* Chat Completions' text parts; the Responses API also replays its own
+ * output parts. */
+static const char *const chat_parts[] = { "text", "input_text", "output_text", NULL };
+static const char *const resp_parts[] = { "text", "input_text", "output_text", "reasoning_text", "summary_text",
+					  NULL };
+
+static int is_part(const char *const *l, const char *ty)
+{
+	for (; *l; l++)
+		if (!strcmp(*l, ty))
+			return 1;
+	return 0;
+}
+
+int srv_parse_content(json_t *c, const char *param, int flags, char **out, srv_error *e)
 {
 	*out = NULL;
 	if (!c || json_is_null(c)) {
-		if (!allow_null)
+		if (!(flags & SRV_CONTENT_NULL))
 			return srv_fail(e, 400, "invalid_request_error", "missing_required_parameter",
 					param, "'%s' is required", param);
-		*out = strdup("");
-		return 0;
+		return (*out = strdup("")) ? 0 : srv_oom(e);
 	}
-	if (json_is_string(c)) {
-		*out = strdup(json_string_value(c));
-		return 0;
-	}
+	if (json_is_string(c))
+		return (*out = strdup(json_string_value(c))) ? 0 : srv_oom(e);
 	if (!json_is_array(c))
-		return bad_type(e, param, "a string or an array of content parts");
+		return srv_bad_type(e, param, "a string or an array of content parts");
+	const char *const *kinds = flags & SRV_CONTENT_RESPONSES ? resp_parts : chat_parts;
 	srv_buf b = { 0 };
 	size_t i;
 	json_t *part;
@@ -233,32 +251,32 @@ static int content_text(json_t *c, const char *param, int allow_null, char **out
 		json_t *t = json_object_get(part, "type");
 		if (!json_is_object(part) || !json_is_string(t)) {
 			srv_buf_free(&b);
-			return bad_type(e, param, "an array of objects with a 'type'");
+			return srv_bad_type(e, param, "an array of objects with a 'type'");
 		}
 		const char *ty = json_string_value(t);
-		if (!strcmp(ty, "text") || !strcmp(ty, "input_text") || !strcmp(ty, "output_text")) {
-			json_t *txt = json_object_get(part, "text");
-			if (!json_is_string(txt)) {
-				srv_buf_free(&b);
-				return bad_type(e, param, "text parts with a string 'text'");
-			}
-			if (b.len)
-				srv_buf_puts(&b, "\n");
-			srv_buf_add(&b, json_string_value(txt), json_string_length(txt));
-		} else if (!strcmp(ty, "refusal")) {
+		if (!strcmp(ty, "refusal"))
 			continue;
-		} else {
+		if (!is_part(kinds, ty)) {
 			srv_buf_free(&b);
 			return srv_fail(e, 400, "invalid_request_error", "unsupported_content", param,
-					"content part type '%s' is not supported (text only)", ty);
+					"content part type '%s' is not supported (%s)", ty,
+					flags & SRV_CONTENT_RESPONSES ? "input_text, output_text" : "text only");
 		}
+		json_t *txt = json_object_get(part, "text");
+		if (!json_is_string(txt)) {
+			srv_buf_free(&b);
+			return srv_bad_type(e, param, "text parts with a string 'text'");
+		}
+		if (b.len)
+			srv_buf_puts(&b, "\n");
+		srv_buf_add(&b, json_string_value(txt), json_string_length(txt));
 	}
 	if (b.oom) {
 		srv_buf_free(&b);
-		return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+		return srv_oom(e);
 	}
 	*out = b.p ? b.p : strdup("");
-	return 0;
+	return *out ? 0 : srv_oom(e);
 }
 
 static int parse_message(json_t *m, size_t idx, coli_chat_msg *out, srv_error *e)
@@ -266,7 +284,7 @@ static int parse_message(json_t *m, size_t idx, coli_chat_msg *out, srv_error *e
 	char param[48];
 	snprintf(param, sizeof param, "messages[%zu]", idx);
 	if (!json_is_object(m))
-		return bad_type(e, param, "an object");
+		return srv_bad_type(e, param, "an object");
 	json_t *role = json_object_get(m, "role");
 	if (!json_is_string(role))
 		return srv_fail(e, 400, "invalid_request_error", "missing_required_parameter", param,
@@ -283,19 +301,19 @@ static int parse_message(json_t *m, size_t idx, coli_chat_msg *out, srv_error *e
 	int is_asst = !strcmp(r, "assistant");
 	if (tc && !json_is_null(tc)) {
 		if (!is_asst || !json_is_array(tc))
-			return bad_type(e, param, "an assistant message with a 'tool_calls' array");
+			return srv_bad_type(e, param, "an assistant message with a 'tool_calls' array");
 		out->tool_calls_json = json_dumps(tc, JSON_COMPACT);
 	}
 	char cparam[64];
 	snprintf(cparam, sizeof cparam, "%s.content", param);
 	char *text;
-	if (content_text(json_object_get(m, "content"), cparam, is_asst, &text, e))
+	if (srv_parse_content(json_object_get(m, "content"), cparam, is_asst ? SRV_CONTENT_NULL : 0, &text, e))
 		return -EINVAL;
 	out->content = text;
 	if (!strcmp(r, "tool")) {
 		json_t *id = json_object_get(m, "tool_call_id");
 		if (id && !json_is_string(id))
-			return bad_type(e, "tool_call_id", "a string");
+			return srv_bad_type(e, "tool_call_id", "a string");
 		if (id)
 			out->tool_call_id = strdup(json_string_value(id));
 	}
@@ -316,7 +334,7 @@ static int parse_tool_choice(json_t *root, srv_request *r, srv_error *e)
 {
 	json_t *pt = json_object_get(root, "parallel_tool_calls");
 	if (pt && !json_is_null(pt) && !json_is_boolean(pt))
-		return bad_type(e, "parallel_tool_calls", "a boolean");
+		return srv_bad_type(e, "parallel_tool_calls", "a boolean");
 	r->one_call = json_is_false(pt);
 	json_t *choice = json_object_get(root, "tool_choice");
 	if (!choice || json_is_null(choice))
@@ -335,7 +353,7 @@ static int parse_tool_choice(json_t *root, srv_request *r, srv_error *e)
 		r->tool_choice = SRV_TOOLS_NAMED;
 		r->tool_choice_name = strdup(json_string_value(name));
 	} else
-		return bad_type(e, "tool_choice", "\"none\", \"auto\", \"required\" or "
+		return srv_bad_type(e, "tool_choice", "\"none\", \"auto\", \"required\" or "
 				"{\"type\":\"function\",\"function\":{\"name\":...}}");
 	return 0;
 }
@@ -349,14 +367,14 @@ static int parse_tools(json_t *root, srv_request *r, srv_error *e)
 		return r->tool_choice == SRV_TOOLS_AUTO || r->tool_choice == SRV_TOOLS_NONE
 		       ? 0 : srv_tool_choice_apply(r, e);
 	if (!json_is_array(tools))
-		return bad_type(e, "tools", "an array");
+		return srv_bad_type(e, "tools", "an array");
 	size_t i;
 	json_t *t;
 	json_array_foreach(tools, i, t) {
 		json_t *fn = json_object_get(t, "function");
 		if (!json_is_object(t) || !json_is_object(fn) ||
 		    !json_is_string(json_object_get(fn, "name")))
-			return bad_type(e, "tools", "an array of {\"type\":\"function\",\"function\":{\"name\":...}}");
+			return srv_bad_type(e, "tools", "an array of {\"type\":\"function\",\"function\":{\"name\":...}}");
 	}
 	if (json_array_size(tools))
 		r->tools_json = json_dumps(tools, JSON_COMPACT);
@@ -368,7 +386,7 @@ static int check_rejected(json_t *root, srv_error *e)
 	json_t *v = json_object_get(root, "n");
 	if (v && !json_is_null(v)) {
 		if (!json_is_integer(v))
-			return bad_type(e, "n", "an integer");
+			return srv_bad_type(e, "n", "an integer");
 		if (json_integer_value(v) != 1)
 			return srv_fail(e, 400, "invalid_request_error", "unsupported_value", "n",
 					"only n=1 is supported");
@@ -390,11 +408,11 @@ static int parse_stream_options(json_t *root, srv_request *r, srv_error *e)
 	if (!so || json_is_null(so))
 		return 0;
 	if (!json_is_object(so))
-		return bad_type(e, "stream_options", "an object");
+		return srv_bad_type(e, "stream_options", "an object");
 	json_t *iu = json_object_get(so, "include_usage");
 	if (iu && !json_is_null(iu)) {
 		if (!json_is_boolean(iu))
-			return bad_type(e, "stream_options.include_usage", "a boolean");
+			return srv_bad_type(e, "stream_options.include_usage", "a boolean");
 		r->include_usage = json_is_true(iu);
 	}
 	return 0;
@@ -409,7 +427,7 @@ static int parse_logit_bias(json_t *root, srv_request *r, srv_error *e)
 	if (!lb || json_is_null(lb))
 		return 0;
 	if (!json_is_object(lb))
-		return bad_type(e, "logit_bias", "an object mapping token ids to numbers");
+		return srv_bad_type(e, "logit_bias", "an object mapping token ids to numbers");
 	size_t n = json_object_size(lb);
 	if (n > SRV_MAX_BIAS)
 		return srv_fail(e, 400, "invalid_request_error", "invalid_value", "logit_bias",
@@ -430,7 +448,7 @@ static int parse_logit_bias(json_t *root, srv_request *r, srv_error *e)
 			return srv_fail(e, 400, "invalid_request_error", "invalid_value", "logit_bias",
 					"'logit_bias' keys must be token ids (decimal integers), got '%s'", k);
 		if (!json_is_number(v))
-			return bad_type(e, "logit_bias", "an object mapping token ids to numbers");
+			return srv_bad_type(e, "logit_bias", "an object mapping token ids to numbers");
 		double b = json_number_value(v);
 		if (!(b >= -100.0 && b <= 100.0))
 			return srv_fail(e, 400, "invalid_request_error", "invalid_value", "logit_bias",
@@ -471,7 +489,7 @@ int srv_parse_chat(const char *body, size_t len, srv_request *r, srv_error *e)
 	if (kw && !json_is_null(kw)) {
 		json_t *et = json_object_get(kw, "enable_thinking");
 		if (!json_is_object(kw) || (et && !json_is_boolean(et) && !json_is_null(et))) {
-			bad_type(e, "chat_template_kwargs", "an object ({\"enable_thinking\": boolean})");
+			srv_bad_type(e, "chat_template_kwargs", "an object ({\"enable_thinking\": boolean})");
 			goto out;
 		}
 		if (json_is_boolean(et))
@@ -516,7 +534,7 @@ static int parse_prompt(json_t *p, srv_request *r, srv_error *e)
 		return 0;
 	}
 	if (!json_is_array(p) || json_array_size(p) == 0)
-		return bad_type(e, "prompt", "a string, an array of one string, or token ids");
+		return srv_bad_type(e, "prompt", "a string, an array of one string, or token ids");
 	json_t *first = json_array_get(p, 0);
 	if (json_is_string(first) || json_is_array(first)) {
 		if (json_array_size(p) != 1)
@@ -528,7 +546,7 @@ static int parse_prompt(json_t *p, srv_request *r, srv_error *e)
 		}
 		p = first;
 		if (json_array_size(p) == 0)
-			return bad_type(e, "prompt", "a non-empty array of token ids");
+			return srv_bad_type(e, "prompt", "a non-empty array of token ids");
 	}
 	r->prompt_ids = malloc(json_array_size(p) * sizeof *r->prompt_ids);
 	if (!r->prompt_ids)
@@ -538,7 +556,7 @@ static int parse_prompt(json_t *p, srv_request *r, srv_error *e)
 	json_array_foreach(p, i, t) {
 		if (!json_is_integer(t) || json_integer_value(t) < 0 ||
 		    json_integer_value(t) > INT_MAX)
-			return bad_type(e, "prompt", "an array of non-negative token ids");
+			return srv_bad_type(e, "prompt", "an array of non-negative token ids");
 		r->prompt_ids[r->n_prompt_ids++] = (int)json_integer_value(t);
 	}
 	return 0;

@@ -18,16 +18,6 @@
 #include "coli_log.h"
 #include "server_responses.h"
 
-static int bad_type(srv_error *e, const char *param, const char *want)
-{
-	return srv_fail(e, 400, "invalid_request_error", "invalid_type", param, "'%s' must be %s", param, want);
-}
-
-static int oom(srv_error *e)
-{
-	return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory");
-}
-
 void srv_resp_free(srv_resp *q)
 {
 	srv_request_free(&q->req);
@@ -36,49 +26,11 @@ void srv_resp_free(srv_resp *q)
 	memset(q, 0, sizeof *q);
 }
 
-/* Text of a content value: a string or parts of type input_text,
- * output_text, text (joined by newlines); refusals are dropped. */
+/* Text of a content value: a string or text parts joined by newlines
+ * (refusals dropped). */
 static int parts_text(json_t *c, const char *param, char **out, srv_error *e)
 {
-	*out = NULL;
-	if (!c || json_is_null(c))
-		return (*out = strdup("")) ? 0 : oom(e);
-	if (json_is_string(c))
-		return (*out = strdup(json_string_value(c))) ? 0 : oom(e);
-	if (!json_is_array(c))
-		return bad_type(e, param, "a string or an array of content parts");
-	srv_buf b = { 0 };
-	size_t i;
-	json_t *p;
-	json_array_foreach(c, i, p) {
-		const char *ty = json_string_value(json_object_get(p, "type"));
-		json_t *txt = json_object_get(p, "text");
-		if (!ty) {
-			srv_buf_free(&b);
-			return bad_type(e, param, "an array of objects with a 'type'");
-		}
-		if (!strcmp(ty, "refusal"))
-			continue;
-		if (strcmp(ty, "input_text") && strcmp(ty, "output_text") && strcmp(ty, "text") &&
-		    strcmp(ty, "reasoning_text") && strcmp(ty, "summary_text")) {
-			srv_buf_free(&b);
-			return srv_fail(e, 400, "invalid_request_error", "unsupported_content", param,
-					"content part type '%s' is not supported (input_text, output_text)", ty);
-		}
-		if (!json_is_string(txt)) {
-			srv_buf_free(&b);
-			return bad_type(e, param, "text parts with a string 'text'");
-		}
-		if (b.len)
-			srv_buf_puts(&b, "\n");
-		srv_buf_add(&b, json_string_value(txt), json_string_length(txt));
-	}
-	if (b.oom) {
-		srv_buf_free(&b);
-		return oom(e);
-	}
-	*out = b.p ? b.p : strdup("");
-	return *out ? 0 : oom(e);
+	return srv_parse_content(c, param, SRV_CONTENT_NULL | SRV_CONTENT_RESPONSES, out, e);
 }
 
 /* Append a message; strings are taken (freed on failure). */
@@ -90,7 +42,7 @@ static int push_msg(srv_request *r, int *cap, const char *role, char *content, c
 		coli_chat_msg *m = realloc(r->msgs, sizeof *m * (size_t)nc);
 		if (!m) {
 			free(content), free(calls), free(call_id), free(name);
-			return oom(e);
+			return srv_oom(e);
 		}
 		r->msgs = m;
 		*cap = nc;
@@ -102,7 +54,7 @@ static int push_msg(srv_request *r, int *cap, const char *role, char *content, c
 	m->tool_calls_json = calls;
 	m->tool_call_id = call_id;
 	m->name = name;
-	return m->role ? 0 : oom(e);
+	return m->role ? 0 : srv_oom(e);
 }
 
 /* The function name of call_id among the conversation's calls. */
@@ -126,14 +78,14 @@ static int add_call(srv_request *r, int *cap, json_t *it, const char *param, srv
 	json_t *name = json_object_get(it, "name"), *args = json_object_get(it, "arguments");
 	json_t *cid = json_object_get(it, "call_id");
 	if (!json_is_string(name) || !json_is_string(cid) || (args && !json_is_string(args)))
-		return bad_type(e, param, "a function_call with string 'call_id', 'name' and 'arguments'");
+		return srv_bad_type(e, param, "a function_call with string 'call_id', 'name' and 'arguments'");
 	/* no arguments (an empty string) are the empty object the template
 	 * can render */
 	const char *a = args && json_string_length(args) ? json_string_value(args) : "{}";
 	json_t *call = json_pack("{s:O, s:s, s:{s:O, s:s}}", "id", cid, "type", "function", "function", "name",
 				 name, "arguments", a);
 	if (!call)
-		return oom(e);
+		return srv_oom(e);
 	coli_chat_msg *last = r->n_msgs ? &r->msgs[r->n_msgs - 1] : NULL;
 	json_t *arr = NULL;
 	if (last && !strcmp(last->role, "assistant")) {
@@ -149,7 +101,7 @@ static int add_call(srv_request *r, int *cap, json_t *it, const char *param, srv
 	char *text = arr && !json_array_append_new(arr, call) ? json_dumps(arr, JSON_COMPACT) : NULL;
 	json_decref(arr);
 	if (!text)
-		return oom(e);
+		return srv_oom(e);
 	free((char *)last->tool_calls_json);
 	last->tool_calls_json = text;
 	return 0;
@@ -160,13 +112,13 @@ static int add_item(srv_request *r, int *cap, json_t *items, json_t *it, size_t 
 	char param[48];
 	snprintf(param, sizeof param, "input[%zu]", idx);
 	if (!json_is_object(it))
-		return bad_type(e, param, "an object");
+		return srv_bad_type(e, param, "an object");
 	const char *ty = json_string_value(json_object_get(it, "type"));
 	json_t *role = json_object_get(it, "role");
 	if ((!ty && json_is_string(role)) || (ty && !strcmp(ty, "message"))) {
 		const char *ro = json_string_value(role);
 		if (!ro)
-			return bad_type(e, param, "a message with a string 'role'");
+			return srv_bad_type(e, param, "a message with a string 'role'");
 		if (!strcmp(ro, "developer"))
 			ro = "system";
 		if (strcmp(ro, "system") && strcmp(ro, "user") && strcmp(ro, "assistant"))
@@ -204,7 +156,7 @@ static int add_item(srv_request *r, int *cap, json_t *items, json_t *it, size_t 
 		char *empty = strdup("");
 		if (!empty) {
 			free(text);
-			return oom(e);
+			return srv_oom(e);
 		}
 		if (push_msg(r, cap, "assistant", empty, NULL, NULL, NULL, e)) {
 			free(text);
@@ -214,13 +166,13 @@ static int add_item(srv_request *r, int *cap, json_t *items, json_t *it, size_t 
 		return 0;
 	}
 	if (!ty)
-		return bad_type(e, param, "an item with a 'type' (or a message with a 'role')");
+		return srv_bad_type(e, param, "an item with a 'type' (or a message with a 'role')");
 	if (!strcmp(ty, "function_call"))
 		return add_call(r, cap, it, param, e);
 	if (!strcmp(ty, "function_call_output")) {
 		json_t *cid = json_object_get(it, "call_id");
 		if (!json_is_string(cid))
-			return bad_type(e, param, "a function_call_output with a string 'call_id'");
+			return srv_bad_type(e, param, "a function_call_output with a string 'call_id'");
 		char oparam[64], *text;
 		snprintf(oparam, sizeof oparam, "%s.output", param);
 		if (parts_text(json_object_get(it, "output"), oparam, &text, e))
@@ -230,7 +182,7 @@ static int add_item(srv_request *r, int *cap, json_t *items, json_t *it, size_t 
 		if (!id) {
 			free(text);
 			free(name);
-			return oom(e);
+			return srv_oom(e);
 		}
 		return push_msg(r, cap, "tool", text, NULL, id, name, e);
 	}
@@ -247,17 +199,17 @@ static int parse_tools(json_t *root, json_t **chat_tools, srv_error *e)
 	if (!tools || json_is_null(tools))
 		return 0;
 	if (!json_is_array(tools))
-		return bad_type(e, "tools", "an array");
+		return srv_bad_type(e, "tools", "an array");
 	json_t *out = json_array();
 	if (!out)
-		return oom(e);
+		return srv_oom(e);
 	size_t i;
 	json_t *t;
 	json_array_foreach(tools, i, t) {
 		const char *ty = json_string_value(json_object_get(t, "type"));
 		if (!json_is_object(t) || !ty) {
 			json_decref(out);
-			return bad_type(e, "tools", "an array of objects with a 'type'");
+			return srv_bad_type(e, "tools", "an array of objects with a 'type'");
 		}
 		if (strcmp(ty, "function")) {
 			const char *nm = json_string_value(json_object_get(t, "name"));
@@ -268,7 +220,7 @@ static int parse_tools(json_t *root, json_t **chat_tools, srv_error *e)
 		json_t *name = json_object_get(t, "name");
 		if (!json_is_string(name)) {
 			json_decref(out);
-			return bad_type(e, "tools", "function tools with a string 'name'");
+			return srv_bad_type(e, "tools", "function tools with a string 'name'");
 		}
 		json_t *fn = json_pack("{s:O}", "name", name);
 		const char *keys[] = { "description", "parameters", "strict" };
@@ -279,7 +231,7 @@ static int parse_tools(json_t *root, json_t **chat_tools, srv_error *e)
 		}
 		if (!fn || json_array_append_new(out, json_pack("{s:s, s:o}", "type", "function", "function", fn))) {
 			json_decref(out);
-			return oom(e);
+			return srv_oom(e);
 		}
 	}
 	*chat_tools = out;
@@ -310,14 +262,14 @@ static int parse_tool_choice(json_t *root, json_t *tools, srv_request *r, int *n
 	}
 	const char *ty = json_string_value(json_object_get(tc, "type"));
 	if (!json_is_object(tc) || !ty)
-		return bad_type(e, "tool_choice", "\"none\", \"auto\", \"required\" or an object with a 'type'");
+		return srv_bad_type(e, "tool_choice", "\"none\", \"auto\", \"required\" or an object with a 'type'");
 	if (!strcmp(ty, "function")) {
 		const char *name = json_string_value(json_object_get(tc, "name"));
 		if (!name)
-			return bad_type(e, "tool_choice.name", "a string");
+			return srv_bad_type(e, "tool_choice.name", "a string");
 		(void)tools;
 		r->tool_choice = SRV_TOOLS_NAMED;
-		return (r->tool_choice_name = strdup(name)) ? 0 : oom(e);
+		return (r->tool_choice_name = strdup(name)) ? 0 : srv_oom(e);
 	}
 	if (!strcmp(ty, "allowed_tools")) {
 		const char *mode = json_string_value(json_object_get(tc, "mode"));
@@ -336,13 +288,13 @@ static int parse_text_format(json_t *root, srv_request *r, srv_error *e)
 	if (!text || json_is_null(text))
 		return 0;
 	if (!json_is_object(text))
-		return bad_type(e, "text", "an object");
+		return srv_bad_type(e, "text", "an object");
 	json_t *f = json_object_get(text, "format");
 	if (!f || json_is_null(f))
 		return 0;
 	const char *ty = json_string_value(json_object_get(f, "type"));
 	if (!json_is_object(f) || !ty)
-		return bad_type(e, "text.format", "an object with a 'type'");
+		return srv_bad_type(e, "text.format", "an object with a 'type'");
 	json_t *rf;
 	if (!strcmp(ty, "json_schema")) {
 		json_t *js = json_object();
@@ -355,7 +307,7 @@ static int parse_text_format(json_t *root, srv_request *r, srv_error *e)
 		rf = json_pack("{s:{s:s}}", "response_format", "type", ty);
 	}
 	if (!rf)
-		return oom(e);
+		return srv_oom(e);
 	int rc = srv_parse_response_format(rf, r, e);
 	json_decref(rf);
 	if (rc && !strncmp(e->param, "response_format", 15)) {
@@ -377,13 +329,13 @@ static int parse_reasoning(json_t *root, srv_request *r, srv_error *e)
 	if (!rs || json_is_null(rs))
 		return 0;
 	if (!json_is_object(rs))
-		return bad_type(e, "reasoning", "an object");
+		return srv_bad_type(e, "reasoning", "an object");
 	json_t *eff = json_object_get(rs, "effort");
 	if (!eff || json_is_null(eff))
 		return 0;
 	const char *v = json_string_value(eff);
 	if (!v)
-		return bad_type(e, "reasoning.effort", "a string");
+		return srv_bad_type(e, "reasoning.effort", "a string");
 	if (!strcmp(v, "none") || !strcmp(v, "minimal"))
 		r->enable_thinking = 0;
 	else if (!strcmp(v, "low") || !strcmp(v, "medium") || !strcmp(v, "high") || !strcmp(v, "xhigh"))
@@ -400,9 +352,9 @@ static int parse_scalars(json_t *root, srv_resp *q, srv_error *e)
 	json_t *v = json_object_get(root, "model");
 	if (v && !json_is_null(v)) {
 		if (!json_is_string(v))
-			return bad_type(e, "model", "a string");
+			return srv_bad_type(e, "model", "a string");
 		if (!(r->model = strdup(json_string_value(v))))
-			return oom(e);
+			return srv_oom(e);
 	}
 	if (srv_parse_sampling(root, r, 2.0, e))
 		return -EINVAL;
@@ -418,7 +370,7 @@ static int parse_scalars(json_t *root, srv_resp *q, srv_error *e)
 	for (int k = 0; k < 3; k++) {
 		v = json_object_get(root, bools[k]);
 		if (v && !json_is_null(v) && !json_is_boolean(v))
-			return bad_type(e, bools[k], "a boolean");
+			return srv_bad_type(e, bools[k], "a boolean");
 		if (json_is_boolean(v))
 			val[k] = json_is_true(v);
 	}
@@ -436,15 +388,15 @@ static int parse_scalars(json_t *root, srv_resp *q, srv_error *e)
 		const char *k;
 		json_t *x;
 		if (!json_is_object(v) || json_object_size(v) > 16)
-			return bad_type(e, "metadata", "an object of at most 16 string values");
+			return srv_bad_type(e, "metadata", "an object of at most 16 string values");
 		json_object_foreach(v, k, x) {
 			if (!json_is_string(x) || strlen(k) > 64 || json_string_length(x) > 512)
-				return bad_type(e, "metadata", "keys of up to 64 and string values of up to 512 characters");
+				return srv_bad_type(e, "metadata", "keys of up to 64 and string values of up to 512 characters");
 		}
 	}
 	v = json_object_get(root, "instructions");
 	if (v && !json_is_null(v) && !json_is_string(v))
-		return bad_type(e, "instructions", "a string");
+		return srv_bad_type(e, "instructions", "a string");
 	return 0;
 }
 
@@ -458,7 +410,7 @@ int srv_responses_prev_id(const char *body, size_t len, char *out, size_t cap, s
 	int rc = 0;
 	if (v && !json_is_null(v)) {
 		if (!json_is_string(v))
-			rc = bad_type(e, "previous_response_id", "a string");
+			rc = srv_bad_type(e, "previous_response_id", "a string");
 		else if (json_string_length(v) >= cap)
 			rc = srv_fail(e, 404, "invalid_request_error", "previous_response_not_found",
 				      "previous_response_id", "Previous response with id '%.80s' not found.",
@@ -523,7 +475,7 @@ int srv_responses_parse(const char *body, size_t len, const json_t *prev, srv_re
 	    parse_tools(root, &tools, e) || parse_tool_choice(root, tools, r, &none, e))
 		goto out;
 	if (!none && tools && json_array_size(tools) && !(r->tools_json = json_dumps(tools, JSON_COMPACT))) {
-		oom(e);
+		srv_oom(e);
 		goto out;
 	}
 	r->one_call = r->no_parallel_tools;
@@ -539,7 +491,7 @@ int srv_responses_parse(const char *body, size_t len, const json_t *prev, srv_re
 	} else if (json_is_array(in)) {
 		json_array_extend(q->items, in);
 	} else if (in && !json_is_null(in)) {
-		bad_type(e, "input", "a string or an array of input items");
+		srv_bad_type(e, "input", "a string or an array of input items");
 		goto out;
 	}
 	if (!q->items || (!json_array_size(q->items) && !json_is_string(json_object_get(root, "instructions")))) {
@@ -565,7 +517,7 @@ int srv_responses_parse(const char *body, size_t len, const json_t *prev, srv_re
 		goto out;
 	}
 	if (!(q->echo = make_echo(root, q))) {
-		oom(e);
+		srv_oom(e);
 		goto out;
 	}
 	srv_log_ignored(root, known);

@@ -42,9 +42,11 @@ int srv_responses_prev_id(const char *body, size_t len, char *out, size_t cap, s
  * the final object agree. */
 typedef struct srv_resp_ids {
 	char rs[40], msg[40];
-	char fc[8][40];            /* the first calls' item ids (later ones: made up) */
 } srv_resp_ids;
 void srv_resp_ids_make(srv_resp_ids *ids);
+/* A function_call item's id, made from its call id ("call_X": "fc_X"), so
+ * the stream names a call's item before the final object is built. */
+void srv_resp_fc_id(char *out, size_t cap, const char *call_id);
 
 /* "completed", "incomplete" or "failed" for a result. */
 const char *srv_resp_status(const srv_result *r);

@@ -14,8 +14,11 @@ void srv_resp_ids_make(srv_resp_ids *ids)
 {
 	srv_make_id(ids->rs, sizeof ids->rs, "rs_");
 	srv_make_id(ids->msg, sizeof ids->msg, "msg_");
-	for (int i = 0; i < 8; i++)
-		srv_make_id(ids->fc[i], sizeof ids->fc[i], "fc_");
+}
+
+void srv_resp_fc_id(char *out, size_t cap, const char *call_id)
+{
+	snprintf(out, cap, "fc_%s", strncmp(call_id, "call_", 5) ? call_id : call_id + 5);
 }
 
 const char *srv_resp_status(const srv_result *r)
@@ -51,11 +54,8 @@ json_t *srv_resp_output(const srv_resp_ids *ids, const srv_result *r)
 		json_array_append_new(out, msg);
 	}
 	for (int i = 0; i < r->n_calls; i++) {
-		char id[40];
-		if (i < 8)
-			snprintf(id, sizeof id, "%s", ids->fc[i]);
-		else
-			srv_make_id(id, sizeof id, "fc_");
+		char id[48];
+		srv_resp_fc_id(id, sizeof id, r->calls[i].id);
 		json_t *fc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", "function_call", "id", id, "call_id",
 				       r->calls[i].id, "name", r->calls[i].name ? r->calls[i].name : "", "arguments",
 				       r->calls[i].arguments ? r->calls[i].arguments : "{}", "status", "completed");

@@ -7,8 +7,10 @@
  * its content part and deltas as they are generated, their .done events and
  * output_item.done; it ends with response.completed, response.incomplete
  * (max_output_tokens) or response.failed. Every event carries its
- * sequence_number; there is no [DONE]. Tool-call arguments arrive whole at
- * the end (the markup is parsed once complete). */
+ * sequence_number; there is no [DONE]. A function call's arguments stream
+ * as function_call_arguments.delta events while they are generated (the
+ * shared srv_tc_stream; DeepSeek's and JSON markup, parsed once complete,
+ * arrive in one delta at the end). */
 #include "config.h"
 
 #include <errno.h>
@@ -35,7 +37,7 @@ typedef struct resp_stream {
 	int phase, seq;
 	int n_items;               /* output items opened */
 	int rs_at, msg_at;         /* their output_index, -1 while not open */
-	int rs_done;
+	int rs_done, msg_done;
 	int finished;              /* the record is written or dropped */
 	srv_buf out, piece, text;
 } resp_stream;
@@ -124,6 +126,9 @@ static void open_message(resp_stream *st)
 
 static void close_message(resp_stream *st, const char *status)
 {
+	if (st->msg_at < 0 || st->msg_done)
+		return;
+	st->msg_done = 1;
 	ev(st, "response.output_text.done",
 	   json_pack("{s:s, s:i, s:i, s:s%, s:[]}", "item_id", st->ids.msg, "output_index", st->msg_at,
 		     "content_index", 0, "text", st->text.p ? st->text.p : "", st->text.len, "logprobs"));
@@ -131,6 +136,62 @@ static void close_message(resp_stream *st, const char *status)
 	ev_item(st, "response.output_item.done", st->msg_at,
 		json_pack("{s:s, s:s, s:s, s:s, s:[o]}", "type", "message", "id", st->ids.msg, "status", status,
 			  "role", "assistant", "content", text_part(&st->text)));
+}
+
+/* A function_call item (srv_tc_stream): added when its call begins (the
+ * items before it done), its arguments as deltas, done when whole. The
+ * tag is the output_index + 1. */
+static json_t *call_item(const srv_tc_call *c, const char *args, const char *status)
+{
+	char id[48];
+	srv_resp_fc_id(id, sizeof id, c->id);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", "function_call", "id", id, "call_id", c->id,
+			 "name", c->name ? c->name : "", "arguments", args, "status", status);
+}
+
+static int call_start(void *ctx, int i, srv_tc_call *c)
+{
+	resp_stream *st = ctx;
+	(void)i;
+	close_reasoning(st, "completed");
+	close_message(st, "completed");
+	int at = st->n_items++;
+	ev_item(st, "response.output_item.added", at, call_item(c, "", "in_progress"));
+	return at + 1;
+}
+
+static void call_args(void *ctx, int i, srv_tc_call *c, const char *p, size_t n)
+{
+	resp_stream *st = ctx;
+	char id[48];
+	(void)i;
+	srv_resp_fc_id(id, sizeof id, c->id);
+	ev(st, "response.function_call_arguments.delta",
+	   json_pack("{s:s, s:i, s:s%}", "item_id", id, "output_index", c->announced - 1, "delta", p, n));
+}
+
+static void call_end(void *ctx, int i, srv_tc_call *c)
+{
+	resp_stream *st = ctx;
+	char id[48];
+	(void)i;
+	srv_resp_fc_id(id, sizeof id, c->id);
+	char *args = c->args.p ? strndup(c->args.p, c->args.len) : strdup("{}");
+	if (!args) {
+		st->out.oom = 1;
+		return;
+	}
+	ev(st, "response.function_call_arguments.done",
+	   json_pack("{s:s, s:i, s:s, s:s}", "item_id", id, "output_index", c->announced - 1, "name",
+		     c->name ? c->name : "", "arguments", args));
+	ev_item(st, "response.output_item.done", c->announced - 1, call_item(c, args, "completed"));
+	free(args);
+}
+
+static void stream_calls(resp_stream *st)
+{
+	srv_tc_sink k = { st, call_start, call_args, call_end };
+	srv_tc_stream(&st->gen.tc, &k);
 }
 
 /* Store the finished response, or drop its session. */
@@ -165,28 +226,12 @@ static void stream_tail(resp_stream *st)
 		st->cc->usage = res.usage;
 		const char *ist = res.finish == SRV_FINISH_LENGTH ? "incomplete" : "completed";
 		close_reasoning(st, res.len || res.n_calls ? "completed" : ist);
+		/* the calls left (those parsed only once complete) */
+		stream_calls(st);
 		if (st->msg_at < 0 && !res.n_calls)
 			open_message(st);
-		if (st->msg_at >= 0)
-			close_message(st, ist);
+		close_message(st, ist);
 		json_t *all = srv_resp_output(&st->ids, &res);
-		for (int i = 0; i < res.n_calls; i++) {
-			/* the items as the final object holds them (same ids) */
-			json_t *fc = json_array_get(all, json_array_size(all) - (size_t)res.n_calls + (size_t)i);
-			const char *id = json_string_value(json_object_get(fc, "id"));
-			const char *args = res.calls[i].arguments ? res.calls[i].arguments : "{}";
-			int at = st->n_items++;
-			json_t *added = json_deep_copy(fc);
-			json_object_set_new(added, "arguments", json_string(""));
-			json_object_set_new(added, "status", json_string("in_progress"));
-			ev_item(st, "response.output_item.added", at, added);
-			ev(st, "response.function_call_arguments.delta",
-			   json_pack("{s:s, s:i, s:s}", "item_id", id, "output_index", at, "delta", args));
-			ev(st, "response.function_call_arguments.done",
-			   json_pack("{s:s, s:i, s:s, s:s}", "item_id", id, "output_index", at, "name",
-				     res.calls[i].name ? res.calls[i].name : "", "arguments", args));
-			ev_item(st, "response.output_item.done", at, json_deep_copy(fc));
-		}
 		json_t *object = srv_resp_object(&st->q, status, all, &res);
 		finish(st, object, 1);
 		ev_response(st, !strcmp(status, "incomplete") ? "response.incomplete" : "response.completed", object);
@@ -200,8 +245,10 @@ static void stream_tail(resp_stream *st)
 	ev_response(st, "response.failed", object);
 }
 
-static int stream_step(resp_stream *st)
+/* srv_queue_stream's step: 0, 1 once all is sent, -1 on an error. */
+static int stream_step(void *cls)
 {
+	resp_stream *st = cls;
 	switch (st->phase) {
 	case PH_HEAD:
 		ev_response(st, "response.created", srv_resp_object(&st->q, "in_progress", NULL, NULL));
@@ -233,6 +280,8 @@ static int stream_step(resp_stream *st)
 			   json_pack("{s:s, s:i, s:i, s:s%, s:[]}", "item_id", st->ids.msg, "output_index", st->msg_at,
 				     "content_index", 0, "delta", st->piece.p, st->piece.len, "logprobs"));
 		}
+		if (rc > 0)
+			stream_calls(st);
 		if (rc == 0)
 			st->phase = PH_TAIL;
 		return 0;
@@ -242,24 +291,8 @@ static int stream_step(resp_stream *st)
 		st->phase = PH_END;
 		return 0;
 	default:
-		return 0;
+		return 1;   /* PH_END: nothing more */
 	}
-}
-
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	resp_stream *st = cls;
-	(void)pos;
-	while (st->out.len == 0) {
-		if (st->phase == PH_END)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		if (stream_step(st) < 0 || st->out.oom)
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-	}
-	size_t n = st->out.len < max ? st->out.len : max;
-	memcpy(buf, st->out.p, n);
-	srv_buf_consume(&st->out, n);
-	return (ssize_t)n;
 }
 
 static void stream_free(void *cls)
@@ -267,7 +300,6 @@ static void stream_free(void *cls)
 	resp_stream *st = cls;
 	if (!st->gen.done)
 		atomic_fetch_add(&st->s->metrics.cancelled, 1);
-	atomic_fetch_sub(&st->s->metrics.active_streams, 1);
 	srv_gen_free(&st->gen);
 	/* cut short (client gone): nothing to continue from */
 	finish(st, NULL, 0);
@@ -421,7 +453,7 @@ int srv_responses_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc)
 	}
 	if (st->q.req.stream) {
 		st->gen.keepalive_ms = KEEPALIVE_MS;
-		return srv_queue_stream(s, c, cc, stream_read, st, stream_free);
+		return srv_queue_stream(s, c, cc, &st->out, stream_step, st, stream_free);
 	}
 	int rc = whole(s, cc, st, &e, &body);
 	if (rc < 0)

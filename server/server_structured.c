@@ -2,8 +2,9 @@
  * `response_format` (json_object / json_schema) and a forced tool (OpenAI
  * `tool_choice` naming a function, Anthropic `tool_choice` {"type":"tool"}),
  * which constrains the answer to that tool's parameter schema and returns
- * it as the tool call. Schemas are compiled here once so a bad one is a 400
- * naming the field and the keyword; the engine compiles its own copy. */
+ * it as the tool call. Schemas are compiled here, once: a bad one is a 400
+ * naming the field and the keyword, a good one goes to the engine with
+ * the request (srv_request.grammar), so the engine thread compiles none. */
 #include "config.h"
 
 #include <jansson.h>
@@ -21,13 +22,14 @@ static int schema_take(json_t *schema, const char *param, srv_request *r, srv_er
 	coli_err err = { 0 };
 	coli_grammar *g = NULL;
 	int rc = grammar_compile_schema(text, strlen(text), param, &g, &err);
-	grammar_free(g);
 	if (rc) {
 		free(text);
 		return srv_fail(e, 400, "invalid_request_error", "invalid_value", param, "%s", err.msg);
 	}
 	free(r->json_schema);
 	r->json_schema = text;
+	grammar_free(r->grammar);
+	r->grammar = g;
 	return 0;
 }
 

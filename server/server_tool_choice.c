@@ -47,7 +47,6 @@ static int pick_schema(json_t *tools, srv_request *r, srv_error *e)
 	coli_err err = { 0 };
 	coli_grammar *g = NULL;
 	int rc = grammar_compile_schema(text, strlen(text), "tools", &g, &err);
-	grammar_free(g);
 	if (rc) {
 		free(text);
 		return srv_fail(e, 400, "invalid_request_error", "invalid_value", "tools",
@@ -55,6 +54,8 @@ static int pick_schema(json_t *tools, srv_request *r, srv_error *e)
 	}
 	free(r->json_schema);
 	r->json_schema = text;
+	grammar_free(r->grammar);
+	r->grammar = g;
 	r->forced_pick = 1;
 	return 0;
 }

@@ -544,3 +544,36 @@ void srv_tc_adopt(srv_tcparse *p, const srv_tool_call *calls, int n)
 		c->done = 1;
 	}
 }
+
+/* n less an incomplete UTF-8 character at the end of p[0..n). */
+static size_t utf8_whole(const char *p, size_t n)
+{
+	size_t i = n, k = 0;
+	while (i > 0 && k < 4 && ((unsigned char)p[i - 1] & 0xC0) == 0x80)
+		i--, k++;
+	if (i == 0 || (unsigned char)p[i - 1] < 0x80)
+		return n;
+	unsigned char lead = (unsigned char)p[i - 1];
+	size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+	return k + 1 >= need ? n : i - 1;
+}
+
+void srv_tc_stream(srv_tcparse *p, const srv_tc_sink *k)
+{
+	for (int i = 0; i < p->n_calls; i++) {
+		srv_tc_call *c = &p->calls[i];
+		if (c->closed)
+			continue;
+		if (!c->announced)
+			c->announced = k->start(k->ctx, i, c);
+		size_t upto = c->done ? c->args.len : utf8_whole(c->args.p, c->args.len);
+		if (upto > c->sent) {
+			k->args(k->ctx, i, c, c->args.p + c->sent, upto - c->sent);
+			c->sent = upto;
+		}
+		if (!c->done)
+			break;   /* the calls after it are not begun yet */
+		k->end(k->ctx, i, c);
+		c->closed = 1;
+	}
+}

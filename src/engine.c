@@ -141,7 +141,11 @@ static int admit(coli_engine *e)
 		e->active++;
 		pthread_mutex_unlock(&e->lock);
 		if (fits) {
-			engine_slot_start(e, sl, r);
+			/* the slot takes the request, then the decode strategy
+			 * its per-request state */
+			coli_err err = { 0 };
+			if (!engine_slot_start(e, sl, r) && engine_draft_slot_start(e, sl, &err))
+				engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 			continue;
 		}
 		char msg[256];
@@ -150,14 +154,6 @@ static int admit(coli_engine *e)
 		sl->req = r;
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, -E2BIG, msg);
 	}
-}
-
-static int any_phase(const coli_engine *e, int phase)
-{
-	for (int i = 0; i < e->n_slots; i++)
-		if (e->slots[i].phase == phase)
-			return 1;
-	return 0;
 }
 
 static void *engine_main(void *arg)
@@ -217,20 +213,10 @@ static void *engine_main(void *arg)
 		} else {
 			stalled = !admit(e) && !any_runnable(e);
 		}
-		if (!e->draft) {
+		if (e->draft)
+			engine_step_draft(e);
+		else
 			engine_step(e);
-			continue;
-		}
-		for (int k = 0; k < e->n_slots; k++) {
-			engine_slot *sl = &e->slots[(e->rr + k) % e->n_slots];
-			if (sl->phase == SLOT_PREFILL) {
-				engine_slot_prefill(e, sl);
-				e->rr = (sl->index + 1) % e->n_slots;
-				break;
-			}
-		}
-		if (any_phase(e, SLOT_DECODE))
-			engine_slots_decode(e);
 	}
 	return NULL;
 }
@@ -362,9 +348,11 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 		goto fail;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
+	pthread_mutex_init(&e->gvocab_lock, NULL);
 	if (pthread_create(&e->thread, NULL, engine_main, e)) {
 		pthread_mutex_destroy(&e->lock);
 		pthread_cond_destroy(&e->cond);
+		pthread_mutex_destroy(&e->gvocab_lock);
 		rc = coli_err_set(err, -EAGAIN, "cannot start the engine thread");
 		goto fail;
 	}
@@ -408,6 +396,7 @@ void coli_engine_free(coli_engine *e)
 	}
 	pthread_mutex_destroy(&e->lock);
 	pthread_cond_destroy(&e->cond);
+	pthread_mutex_destroy(&e->gvocab_lock);
 	kv_prefix_index_free(e->prefix_ix);
 	free(e->batch_logits);
 	free(e->step_tokens);
@@ -487,9 +476,13 @@ int coli_engine_submit(coli_engine *e, const int *prompt, int n_prompt, const co
 					    : "the model has no MTP module to draft with");
 	if (p->draft > COLI_DRAFT_MAX || p->draft < COLI_DRAFT_OFF)
 		return coli_err_set(err, -EINVAL, "draft: expected auto, off or 1..%d", COLI_DRAFT_MAX);
-	coli_request *r;
-	int rc = engine_request_new(prompt, n_prompt, p, &r, err);
+	/* structured output is compiled here, on the caller's thread */
+	coli_grammar *g;
+	int rc = engine_grammar_prepare(e, p, &g, err);
 	if (rc)
+		return rc;
+	coli_request *r;
+	if ((rc = engine_request_new(prompt, n_prompt, p, g, &r, err)))
 		return rc;
 	pthread_mutex_lock(&e->lock);
 	if (e->stop || e->q_len == e->q_cap) {

@@ -98,10 +98,15 @@ typedef struct coli_gen_params {
 	const int *bias_ids;
 	const float *bias;
 	int n_bias;
-	/* Structured output (grammar.h): the answer is constrained to a JSON
-	 * document valid under json_schema (JSON text, copied; compiled at
-	 * admission, a bad schema is an ERROR event), or to any JSON object
-	 * when json_object is set. The request ends when the document does. */
+	/* Structured output (grammar.h): the answer is constrained to the
+	 * compiled `grammar` (the request takes a reference of its own at
+	 * submit, so the caller may free its one right after); without one,
+	 * to a JSON document valid under json_schema (JSON text, compiled by
+	 * coli_engine_submit on the calling thread and not kept: a bad schema
+	 * fails the submit with -EINVAL), or to any JSON object when
+	 * json_object is set. The engine thread never compiles. The request
+	 * ends when the document does. */
+	struct coli_grammar *grammar;
 	const char *json_schema;
 	int json_object;
 	/* The prompt opened a thinking block: the constraint starts after the

@@ -41,6 +41,12 @@ TESTS += tests/core_prefix_index.sh
 EXTRA_DIST += tests/core_prefix_index.sh
 tests_core_prefix_index_SOURCES = tests/core_prefix_index.c tests/test_util.h
 tests_core_prefix_index_LDADD = libcoli.a $(COLI_LIBS)
+# structured output compiled by the submitter, never the engine thread
+check_PROGRAMS += tests/engine_grammar_submit
+TESTS += tests/engine_grammar_submit.sh
+EXTRA_DIST += tests/engine_grammar_submit.sh
+tests_engine_grammar_submit_SOURCES = tests/engine_grammar_submit.c tests/test_util.h
+tests_engine_grammar_submit_LDADD = libcoli.a $(COLI_LIBS)
 EXTRA_DIST += tests/core_draft.sh tests/core_session_resume.sh tests/core_batch.sh tests/core_parallel.sh \
 	tests/core_long_context.sh tests/core_dsa.sh tests/core_stalled_client.sh \
 	tests/engine_no_heat.sh tests/engine_cache_dir.sh
@@ -55,3 +61,9 @@ bench_session_admission_bench_LDADD = libcoli.a $(COLI_LIBS)
 bench_session_save_bench_SOURCES = bench/session_save_bench.c
 bench_session_save_bench_LDADD = libcoli.a $(COLI_LIBS)
 EXTRA_DIST += bench/stalled_client.sh bench/session_admission.sh bench/session_save.sh
+# another slot's token gaps while a schema-constrained request is
+# admitted (bench/README.md); built, never run by make check
+noinst_PROGRAMS += bench/grammar_admission_bench
+bench_grammar_admission_bench_SOURCES = bench/grammar_admission_bench.c
+bench_grammar_admission_bench_LDADD = libcoli.a $(COLI_LIBS)
+EXTRA_DIST += bench/grammar_admission.sh

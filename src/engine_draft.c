@@ -145,29 +145,25 @@ void engine_draft_free(struct engine_draft *d)
 	free(d);
 }
 
-int engine_draft_slot_alloc(coli_engine *e, engine_slot *sl, coli_err *err)
+int engine_draft_slot_start(coli_engine *e, engine_slot *sl, coli_err *err)
 {
-	if (!e->draft || sl->draft_q)
-		return 0;
-	sl->draft_q = malloc(sizeof(float) * (size_t)COLI_DRAFT_MAX * (size_t)e->model->cfg.vocab_size);
-	return sl->draft_q ? 0 : coli_err_set(err, -ENOMEM, "out of memory (draft distributions)");
-}
-
-void engine_draft_slot_start(coli_engine *e, engine_slot *sl)
-{
+	if (e->draft && !sl->draft_q &&
+	    !(sl->draft_q = malloc(sizeof(float) * (size_t)COLI_DRAFT_MAX * (size_t)e->model->cfg.vocab_size)))
+		return coli_err_set(err, -ENOMEM, "out of memory (draft distributions)");
 	int mode = sl->req ? sl->req->params.draft : COLI_DRAFT_UNSET;
 	if (mode == COLI_DRAFT_UNSET)
 		mode = e->opts.draft == COLI_DRAFT_UNSET ? COLI_DRAFT_AUTO : e->opts.draft;
 	sl->draft_mode = e->draft ? mode : COLI_DRAFT_OFF;
 	/* a grammar mask or log-probabilities are per sampled position:
 	 * such requests decode without drafts */
-	if (sl->req && (sl->req->params.json_schema || sl->req->params.json_object || sl->req->params.logprobs))
+	if (sl->req && (sl->req->params.grammar || sl->req->params.logprobs))
 		sl->draft_mode = COLI_DRAFT_OFF;
 	sl->n_draft = 0;
 	/* the row before a reused prefix pairs its hidden state with the
 	 * token that followed then, which may differ now */
 	if (e->draft && sl->seq)
 		coli_seq_rewind_mtp(sl->seq, coli_seq_pos(sl->seq) > 0 ? coli_seq_pos(sl->seq) - 1 : 0);
+	return 0;
 }
 
 /* Drafts the slot wants for its next step (0: none). */

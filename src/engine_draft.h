@@ -11,9 +11,9 @@ int engine_draft_new(coli_engine *e, struct engine_draft **out, coli_err *err);
 void engine_draft_free(struct engine_draft *d);
 /* Rows one decode step may need for n_slots slots (state sizing). */
 int engine_draft_max_rows(int n_slots);
-/* Per-slot buffers (at slot allocation) and per-request setup. */
-int engine_draft_slot_alloc(coli_engine *e, engine_slot *sl, coli_err *err);
-void engine_draft_slot_start(coli_engine *e, engine_slot *sl);
+/* Per-request setup, after engine_slot_start (allocates the slot's
+ * draft buffers on its first request). */
+int engine_draft_slot_start(coli_engine *e, engine_slot *sl, coli_err *err);
 /* A prompt chunk of n rows at positions first.. was evaluated (its
  * hidden states are the state's last chunk): feed the MTP module the
  * rows whose next token is known. */

@@ -59,8 +59,10 @@ typedef struct engine_slot {
 	int cached;              /* prompt tokens reused without evaluation */
 	float *logits;           /* (vocab) */
 	coli_sampler sampler;
-	/* structured output of the request (NULL when unconstrained) */
-	coli_grammar *grammar;
+	/* structured output of the request (NULL when unconstrained): its
+	 * grammar is the request's, compiled by the submitter; the slot owns
+	 * only the matcher state and the mask, kept for its next request */
+	const coli_grammar *grammar;
 	grammar_matcher *gm;
 	uint64_t *mask;          /* (vocab/64) allowed tokens */
 	int think_wait;          /* unconstrained until "</think>" */
@@ -105,7 +107,11 @@ struct coli_engine {
 	 * thread, read anywhere: relaxed atomics, each exact alone) */
 	_Atomic long long st_steps, st_rows, st_prompt_rows;
 	_Atomic int st_last_rows, st_waiting_kv;
-	grammar_vocab *gvocab; /* token bytes for grammar masks (first use) */
+	/* token bytes for grammar masks: built by the first submitter of a
+	 * constrained request (under gvocab_lock), before it queues it, so
+	 * the engine thread reads it only after the queue's lock */
+	grammar_vocab *gvocab;
+	pthread_mutex_t gvocab_lock;
 	pthread_t thread;
 	pthread_mutex_t lock;  /* guards the queue, stop and active */
 	pthread_cond_t cond;
@@ -162,10 +168,13 @@ int engine_kv_reserve(coli_engine *e, engine_slot *sl, int rows, coli_err *err);
 /* Free an idle slot's KV (and unbind its session). */
 void engine_kv_drop(coli_engine *e, engine_slot *sl);
 
-/* engine_step.c: one step over every active slot (no MTP drafting):
- * a row per decoding slot and prompt chunks of the prefilling ones,
- * within step_rows, in one forward. */
+/* engine_step.c: the engine chooses the decode strategy. Without an MTP
+ * module, engine_step: one step over every active slot, a row per
+ * decoding slot and prompt chunks of the prefilling ones, within
+ * step_rows, in one forward. With one, engine_step_draft: one prompt
+ * chunk (round robin), then the drafting decode step (engine_draft.c). */
 void engine_step(coli_engine *e);
+void engine_step_draft(coli_engine *e);
 
 /* engine_slot.c */
 /* The slot's buffers and a KV of `rows` rows (nothing when it has one). */
@@ -174,8 +183,19 @@ void engine_slot_free(engine_slot *sl);
 /* Take a request: sessions, prefix reuse, sampler setup. 0 or an error
  * already reported to the request. */
 int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r);
-/* Evaluate one chunk of the prompt; when done, sample the first token. */
-void engine_slot_prefill(coli_engine *e, engine_slot *sl);
+/* Whether the slot can go on this step: 0 while its session's writer
+ * holds it, or when it is finished (cancelled, or its KV cannot make
+ * room for n rows). */
+int engine_slot_ready(coli_engine *e, engine_slot *sl, int n);
+/* Evaluate the next chunk of the prompt alone (at most prefill_batch
+ * tokens) and append it to the history: the tokens evaluated, 0 when the
+ * slot finished (cancelled, failed) or waits for its session's writer.
+ * engine_slot_prompt_done follows. */
+int engine_slot_prefill(coli_engine *e, engine_slot *sl);
+/* n more prompt tokens are in the history: when the prompt is complete,
+ * sample the first token. 1 when the slot now decodes, 0 otherwise (more
+ * prompt to go, or finished). */
+int engine_slot_prompt_done(coli_engine *e, engine_slot *sl, int n);
 /* Make room in RAM for n more KV rows (spilling to the session file):
  * 0, 1 while the slot waits for its session's writer (not an error: it
  * skips this step), or <0. */
@@ -189,8 +209,6 @@ void engine_slot_decoded(coli_engine *e, engine_slot *sl);
 /* Finish every slot of a failed step with its error (their sequences
  * may be half written: forgotten). */
 void engine_slots_fail(coli_engine *e, engine_slot **who, int n, const coli_err *err);
-/* One decode step for every slot in SLOT_DECODE, batched. */
-void engine_slots_decode(coli_engine *e);
 /* coli_seq_spill_fn reading a slot's rows back from its session file. */
 int engine_slot_spill_read(void *ctx, int layer, int first, int n, float *out);
 /* Show a decoded token to the client (it becomes `pending`) and check the
@@ -209,10 +227,18 @@ int engine_slot_take(coli_engine *e, engine_slot *sl);
 void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, int code, const char *msg);
 
 /* engine_grammar.c: structured output of a slot's request */
+/* Submitting thread: the grammar the request will hold (*out NULL when
+ * unconstrained): a reference to p->grammar, else p->json_schema or any
+ * object compiled here; builds the vocabulary's mask table on first use. */
+int engine_grammar_prepare(coli_engine *e, const coli_gen_params *p, coli_grammar **out, coli_err *err);
+/* Engine thread, at admission: bind the slot's matcher to the request's
+ * grammar (no compiling, no O(vocab) work once the slot has its mask). */
 int engine_slot_grammar_begin(coli_engine *e, engine_slot *sl, const coli_gen_params *p, coli_err *err);
 /* Mask the slot's logits; returns the number of tokens allowed. */
 int engine_slot_grammar_mask(coli_engine *e, engine_slot *sl);
 void engine_slot_grammar_end(engine_slot *sl);
+/* Free the slot's matcher and mask (with the slot). */
+void engine_slot_grammar_free(engine_slot *sl);
 /* The grammar is active for this step (not waiting for "</think>"). */
 int engine_slot_grammar_active(const engine_slot *sl);
 /* After a token is chosen: feed it to the grammar, or watch it for the end

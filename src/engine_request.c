@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "engine_request.h"
+#include "grammar.h"
 #include "util_time.h"
 
 double engine_now(void)
@@ -14,12 +15,16 @@ double engine_now(void)
 	return coli_now_s();
 }
 
-int engine_request_new(const int *prompt, int n, const coli_gen_params *p, coli_request **out,
-		       coli_err *err)
+int engine_request_new(const int *prompt, int n, const coli_gen_params *p, coli_grammar *grammar,
+		       coli_request **out, coli_err *err)
 {
 	coli_request *r = calloc(1, sizeof *r);
-	if (!r)
+	if (!r) {
+		grammar_free(grammar);
 		return coli_err_set(err, -ENOMEM, "out of memory");
+	}
+	r->grammar = grammar;
+	int rc;
 	r->prompt = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
 	if (!r->prompt)
 		goto oom;
@@ -29,8 +34,8 @@ int engine_request_new(const int *prompt, int n, const coli_gen_params *p, coli_
 	int ns = 0;
 	for (; p->stop && p->stop[ns]; ns++) {
 		if (ns == COLI_MAX_STOP) {
-			engine_request_unref(r);
-			return coli_err_set(err, -EINVAL, "at most %d stop sequences are supported", COLI_MAX_STOP);
+			rc = coli_err_set(err, -EINVAL, "at most %d stop sequences are supported", COLI_MAX_STOP);
+			goto fail;
 		}
 		if (!(r->stop[ns] = strdup(p->stop[ns])))
 			goto oom;
@@ -53,9 +58,9 @@ int engine_request_new(const int *prompt, int n, const coli_gen_params *p, coli_
 		r->params.bias = r->bias;
 		r->params.n_bias = p->n_bias;
 	}
-	if (p->json_schema && !(r->json_schema = strdup(p->json_schema)))
-		goto oom;
-	r->params.json_schema = r->json_schema;
+	/* the grammar is compiled: the schema text is not kept */
+	r->params.grammar = r->grammar;
+	r->params.json_schema = NULL;
 	atomic_init(&r->refs, 2);
 	atomic_init(&r->cancelled, 0);
 	atomic_init(&r->cached, -1);
@@ -65,14 +70,17 @@ int engine_request_new(const int *prompt, int n, const coli_gen_params *p, coli_
 	*out = r;
 	return 0;
 oom:
+	rc = coli_err_set(err, -ENOMEM, "out of memory");
+fail:
 	for (int i = 0; i < COLI_MAX_STOP; i++)
 		free(r->stop[i]);
 	free(r->session);
 	free(r->bias_ids);
 	free(r->bias);
 	free(r->prompt);
+	grammar_free(r->grammar);
 	free(r);
-	return coli_err_set(err, -ENOMEM, "out of memory");
+	return rc;
 }
 
 void engine_request_unref(coli_request *r)
@@ -86,7 +94,7 @@ void engine_request_unref(coli_request *r)
 	free(r->session);
 	free(r->bias_ids);
 	free(r->bias);
-	free(r->json_schema);
+	grammar_free(r->grammar);
 	free(r->prompt);
 	free(r);
 }

@@ -31,7 +31,7 @@ struct coli_request {
 	char *session;                 /* owned copy or NULL */
 	int *bias_ids;                 /* owned copies of params.bias_ids/bias */
 	float *bias;
-	char *json_schema;             /* owned copy or NULL */
+	struct coli_grammar *grammar;  /* structured output (a reference) or NULL */
 	double submit_time;            /* seconds, CLOCK_MONOTONIC */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -41,8 +41,10 @@ struct coli_request {
 	coli_event last;               /* DONE/ERROR, replayed after the ring drains */
 };
 
-int engine_request_new(const int *prompt, int n, const coli_gen_params *p, coli_request **out,
-		       coli_err *err);
+/* grammar: the request's compiled grammar or NULL; the request owns the
+ * reference, success or not. */
+int engine_request_new(const int *prompt, int n, const coli_gen_params *p, struct coli_grammar *grammar,
+		       coli_request **out, coli_err *err);
 void engine_request_unref(coli_request *r);
 /* Engine side: push text (merged when the ring is full). */
 void engine_request_push_text(coli_request *r, int token, const char *text, size_t len);

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "coli_log.h"
-#include "engine_draft.h"
 #include "engine_internal.h"
 
 int engine_slot_alloc(coli_engine *e, engine_slot *sl, int rows, coli_err *err)
@@ -30,8 +29,7 @@ int engine_slot_alloc(coli_engine *e, engine_slot *sl, int rows, coli_err *err)
 	sl->hist = malloc(sizeof(int) * (size_t)e->ctx);
 	sl->prompt = malloc(sizeof(int) * (size_t)e->ctx);
 	sl->logits = malloc(sizeof(float) * (size_t)V);
-	if (!sl->hist || !sl->prompt || !sl->logits ||
-	    engine_draft_slot_alloc(e, sl, err) || coli_sampler_init(&sl->sampler, V, 0.0f, 1.0f, 0, err)) {
+	if (!sl->hist || !sl->prompt || !sl->logits || coli_sampler_init(&sl->sampler, V, 0.0f, 1.0f, 0, err)) {
 		engine_slot_free(sl);
 		return coli_err_set(err, -ENOMEM, "out of memory for a %d-token slot", e->ctx);
 	}
@@ -47,9 +45,7 @@ void engine_slot_free(engine_slot *sl)
 	free(sl->draft_q);
 	sl->draft_q = NULL;
 	coli_sampler_free(&sl->sampler);
-	engine_slot_grammar_end(sl);
-	free(sl->mask);
-	sl->mask = NULL;
+	engine_slot_grammar_free(sl);
 	sl->seq = NULL;
 	sl->hist = sl->prompt = NULL;
 	sl->logits = NULL;
@@ -333,53 +329,68 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 	sl->at = k;
 	const coli_gen_params *p = &r->params;
 	coli_sampler_reset(&sl->sampler, p->temperature, p->top_p, p->seed);
-	if ((p->json_schema || p->json_object) && engine_slot_grammar_begin(e, sl, p, &err)) {
+	if (p->grammar && engine_slot_grammar_begin(e, sl, p, &err)) {
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 		return -1;
 	}
 	coli_detok_init(&sl->det);
 	stop_match_init(&sl->sm, p->stop);
 	sl->limit = p->max_tokens > 0 ? p->max_tokens : e->ctx;
-	engine_draft_slot_start(e, sl);
 	sl->phase = SLOT_PREFILL;
 	return 0;
 }
 
-void engine_slot_prefill(coli_engine *e, engine_slot *sl)
+int engine_slot_ready(coli_engine *e, engine_slot *sl, int n)
+{
+	/* a slot whose rows the session writer is saving before a spill
+	 * waits (its cancellation too); the others step */
+	if (engine_session_busy(e, sl))
+		return 0;
+	if (atomic_load(&sl->req->cancelled)) {
+		engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_CANCELLED, 0, NULL);
+		return 0;
+	}
+	coli_err err = { 0 };
+	int rc = engine_slot_make_room(e, sl, n, &err);
+	if (rc < 0)
+		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
+	return rc == 0;
+}
+
+int engine_slot_prefill(coli_engine *e, engine_slot *sl)
 {
 	coli_err err = { 0 };
 	if (engine_session_busy(e, sl))
-		return; /* waiting for its session's writer */
+		return 0; /* waiting for its session's writer */
 	if (atomic_load(&sl->req->cancelled)) {
 		engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_CANCELLED, 0, NULL);
-		return;
+		return 0;
 	}
 	int n = sl->n_prompt - sl->at < e->prefill_batch ? sl->n_prompt - sl->at : e->prefill_batch;
 	int rc = slot_eval(e, sl, sl->prompt + sl->at, n, sl->logits, &err);
 	if (rc > 0)
-		return; /* its rows are being saved before a spill */
+		return 0; /* its rows are being saved before a spill */
 	if (rc) {
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
-		return;
+		return 0;
 	}
-	engine_draft_prefill_chunk(e, sl, sl->at, n);
+	return n;
+}
+
+int engine_slot_prompt_done(coli_engine *e, engine_slot *sl, int n)
+{
 	sl->at += n;
 	if (sl->at < sl->n_prompt)
-		return;
+		return 0;
 	sl->phase = SLOT_DECODE;
-	if (!engine_slot_take(e, sl))
-		engine_draft_first_token(e, sl);
+	return !engine_slot_take(e, sl);
 }
 
 void engine_slot_prefilled(coli_engine *e, engine_slot *sl, int n)
 {
 	memcpy(sl->hist + sl->n_hist, sl->prompt + sl->at, sizeof(int) * (size_t)n);
 	sl->n_hist += n;
-	sl->at += n;
-	if (sl->at < sl->n_prompt)
-		return;
-	sl->phase = SLOT_DECODE;
-	engine_slot_take(e, sl);
+	engine_slot_prompt_done(e, sl, n);
 }
 
 void engine_slot_decoded(coli_engine *e, engine_slot *sl)
@@ -395,55 +406,4 @@ void engine_slots_fail(coli_engine *e, engine_slot **who, int n, const coli_err 
 		who[k]->n_hist = 0;
 		engine_slot_finish(e, who[k], COLI_EV_ERROR, COLI_FINISH_ERROR, err->code, err->msg);
 	}
-}
-
-/* One batched step over who[0..n). */
-static void decode_batch(coli_engine *e, engine_slot **who, int n)
-{
-	coli_seq *seqs[ENGINE_MAX_SLOTS] = { 0 };
-	int toks[ENGINE_MAX_SLOTS] = { 0 };
-	const int V = e->model->cfg.vocab_size;
-	for (int k = 0; k < n; k++) {
-		seqs[k] = who[k]->seq;
-		toks[k] = who[k]->pending;
-	}
-	coli_err err = { 0 };
-	if (coli_forward_seqs(e->model, e->state, seqs, toks, n, e->batch_logits, &err)) {
-		engine_slots_fail(e, who, n, &err);
-		return;
-	}
-	for (int k = 0; k < n; k++) {
-		memcpy(who[k]->logits, e->batch_logits + (size_t)k * V, sizeof(float) * (size_t)V);
-		engine_slot_decoded(e, who[k]);
-	}
-}
-
-void engine_slots_decode(coli_engine *e)
-{
-	engine_slot *who[ENGINE_MAX_SLOTS];
-	int n = 0;
-	for (int i = 0; i < e->n_slots; i++) {
-		engine_slot *sl = &e->slots[i];
-		if (sl->phase != SLOT_DECODE || engine_session_busy(e, sl))
-			continue;
-		if (atomic_load(&sl->req->cancelled)) {
-			engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_CANCELLED, 0, NULL);
-			continue;
-		}
-		coli_err err = { 0 };
-		int rc = engine_slot_make_room(e, sl, 1, &err);
-		if (rc > 0)
-			continue; /* its rows are being saved before a spill */
-		if (rc) {
-			engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
-			continue;
-		}
-		/* a sequence with spilled rows reads them back alone */
-		if (coli_seq_base(sl->seq) > 0)
-			(e->draft ? engine_draft_decode : decode_batch)(e, &sl, 1);
-		else
-			who[n++] = sl;
-	}
-	if (n)
-		(e->draft ? engine_draft_decode : decode_batch)(e, who, n);
 }

@@ -17,20 +17,24 @@
  * same whatever else shares its steps. Sequences whose older KV rows are
  * spilled to their session file are evaluated alone, as before.
  *
- * Used when no MTP module drafts (engine_main); with drafting the engine
- * runs prefill chunks and the draft step separately (engine_draft.c). */
+ * Used when no MTP module drafts; with drafting, engine_step_draft runs
+ * one prefill chunk and then the draft step (engine_draft.c) separately.
+ * The choice is the engine's, here: engine_slot.c serves either. */
 #include "config.h"
 
 #include <stdatomic.h>
 #include <string.h>
 
+#include "engine_draft.h"
 #include "engine_internal.h"
 
 /* A slot with spilled KV rows: its own forward (the old path). */
 static void step_alone(coli_engine *e, engine_slot *sl)
 {
 	if (sl->phase == SLOT_PREFILL) {
-		engine_slot_prefill(e, sl);
+		int n = engine_slot_prefill(e, sl);
+		if (n)
+			engine_slot_prompt_done(e, sl, n);
 		return;
 	}
 	const int V = e->model->cfg.vocab_size;
@@ -44,24 +48,6 @@ static void step_alone(coli_engine *e, engine_slot *sl)
 	engine_slot_decoded(e, sl);
 }
 
-/* Whether the slot can go on this step: finished when cancelled or when
- * its KV cannot make room for n rows; not while its session is saved. */
-static int step_ready(coli_engine *e, engine_slot *sl, int n)
-{
-	/* a slot whose rows the session writer is saving before a spill
-	 * waits (its cancellation too); the others step */
-	if (engine_session_busy(e, sl))
-		return 0;
-	if (atomic_load(&sl->req->cancelled)) {
-		engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_CANCELLED, 0, NULL);
-		return 0;
-	}
-	coli_err err = { 0 };
-	int rc = engine_slot_make_room(e, sl, n, &err);
-	if (rc < 0)
-		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
-	return rc == 0;
-}
 
 void engine_step(coli_engine *e)
 {
@@ -72,7 +58,7 @@ void engine_step(coli_engine *e)
 	int n = 0, rows = 0, prompt_rows = 0;
 	for (int i = 0; i < e->n_slots; i++) {
 		engine_slot *sl = &e->slots[i];
-		if (sl->phase != SLOT_DECODE || !step_ready(e, sl, 1))
+		if (sl->phase != SLOT_DECODE || !engine_slot_ready(e, sl, 1))
 			continue;
 		if (coli_seq_base(sl->seq) > 0) {
 			step_alone(e, sl);
@@ -91,7 +77,7 @@ void engine_step(coli_engine *e)
 		int c = sl->n_prompt - sl->at;
 		c = c < e->prefill_batch ? c : e->prefill_batch;
 		c = c < budget ? c : budget;
-		if (!step_ready(e, sl, c))
+		if (!engine_slot_ready(e, sl, c))
 			continue;
 		last = sl->index;
 		if (coli_seq_base(sl->seq) > 0) {
@@ -130,4 +116,38 @@ void engine_step(coli_engine *e)
 		else
 			engine_slot_prefilled(e, sl, counts[j]);
 	}
+}
+
+/* With drafting: one prompt chunk alone, its rows fed to the MTP module,
+ * then one decode step for every decoding slot (a sequence with spilled
+ * rows alone), verifying and drafting (engine_draft.c). */
+void engine_step_draft(coli_engine *e)
+{
+	for (int k = 0; k < e->n_slots; k++) {
+		engine_slot *sl = &e->slots[(e->rr + k) % e->n_slots];
+		if (sl->phase != SLOT_PREFILL)
+			continue;
+		e->rr = (sl->index + 1) % e->n_slots;
+		const int first = sl->at;
+		const int n = engine_slot_prefill(e, sl);
+		if (n) {
+			engine_draft_prefill_chunk(e, sl, first, n);
+			if (engine_slot_prompt_done(e, sl, n))
+				engine_draft_first_token(e, sl);
+		}
+		break;
+	}
+	engine_slot *who[ENGINE_MAX_SLOTS];
+	int n = 0;
+	for (int i = 0; i < e->n_slots; i++) {
+		engine_slot *sl = &e->slots[i];
+		if (sl->phase != SLOT_DECODE || !engine_slot_ready(e, sl, 1))
+			continue;
+		if (coli_seq_base(sl->seq) > 0)
+			engine_draft_decode(e, &sl, 1);
+		else
+			who[n++] = sl;
+	}
+	if (n)
+		engine_draft_decode(e, who, n);
 }

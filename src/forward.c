@@ -53,7 +53,7 @@ int forward_chunk(coli_model *m, coli_state *s, const int *tokens, int n, coli_e
 {
 	const coli_config *c = &m->cfg;
 	const int H = c->hidden_size;
-	const double t_start = fwd_now_s();
+	const double t_start = coli_now_s();
 	for (int b = 0; b < n; b++) {
 		if (tokens[b] < 0 || tokens[b] >= c->vocab_size)
 			return coli_err_set(err, -EINVAL, "token id %d is outside the vocabulary (0..%d)",
@@ -61,7 +61,7 @@ int forward_chunk(coli_model *m, coli_state *s, const int *tokens, int n, coli_e
 		coli_qmat r = fwd_rows(&m->embed, tokens[b], 1);
 		coli_dequantize_rows(r.qtype, r.data, 1, H, s->x + (size_t)b * H);
 	}
-	double t0 = fwd_now_s(), t1;
+	double t0 = coli_now_s(), t1;
 	s->timing.other += t0 - t_start;
 	for (int l = 0; l < c->num_hidden_layers; l++) {
 		const coli_layer_weights *w = &m->layers[l];
@@ -70,28 +70,28 @@ int forward_chunk(coli_model *m, coli_state *s, const int *tokens, int n, coli_e
 			return arc;
 		for (int b = 0; b < n; b++)
 			fwd_rmsnorm(s->xn + (size_t)b * H, s->x + (size_t)b * H, w->ffn_norm, H, c->rms_norm_eps);
-		t1 = fwd_now_s();
+		t1 = coli_now_s();
 		s->timing.attention += t1 - t0;
 		if (w->is_moe) {
 			/* the experts' part is the layer's time the router's
 			 * is not (moe_forward adds to both) */
 			const double parts0 = s->timing.part[COLI_PART_ROUTER] + s->timing.part[COLI_PART_EXPERTS];
-			const double cm = fwd_cpu_s();
+			const double cm = coli_cpu_s();
 			int rc = moe_forward(m, s, l, n, err);
 			if (rc)
 				return rc;
-			t0 = fwd_now_s();
+			t0 = coli_now_s();
 			s->timing.moe += t0 - t1;
-			s->timing.part[COLI_PART_EXPERTS] += fwd_cpu_s() - cm - (s->timing.part[COLI_PART_ROUTER] +
+			s->timing.part[COLI_PART_EXPERTS] += coli_cpu_s() - cm - (s->timing.part[COLI_PART_ROUTER] +
 										 s->timing.part[COLI_PART_EXPERTS] - parts0);
 		} else {
 			/* the next layer's expert reads overlap this FFN */
 			if (m->store)
 				moe_prefetch_next(m, s, l, n);
-			const double cf = fwd_cpu_s();
+			const double cf = coli_cpu_s();
 			dense_ffn(m, s, l, n);
-			s->timing.part[COLI_PART_DENSE_FFN] += fwd_cpu_s() - cf;
-			t0 = fwd_now_s();
+			s->timing.part[COLI_PART_DENSE_FFN] += coli_cpu_s() - cf;
+			t0 = coli_now_s();
 			s->timing.dense_ffn += t0 - t1;
 		}
 	}
@@ -116,7 +116,7 @@ int coli_forward_seq(coli_model *m, coli_state *s, coli_seq *q, const int *token
 	if (q->pos - q->base + n > q->cap || q->pos + n > s->cap)
 		return coli_err_set(err, -E2BIG, "context is full: %d tokens + %d new exceed %d",
 				    q->pos, n, q->pos - q->base + n > q->cap ? q->base + q->cap : s->cap);
-	const double t_call = fwd_now_s();
+	const double t_call = coli_now_s();
 	for (int done = 0; done < n;) {
 		int chunk = n - done < s->max_batch ? n - done : s->max_batch;
 		for (int b = 0; b < chunk; b++) {
@@ -129,7 +129,7 @@ int coli_forward_seq(coli_model *m, coli_state *s, coli_seq *q, const int *token
 		done += chunk;
 		if (!logits)
 			continue;
-		const double ch = fwd_cpu_s();
+		const double ch = coli_cpu_s();
 		if (all_logits) {
 			for (int b = 0; b < chunk; b++)
 				fwd_rmsnorm(s->logits_h + (size_t)b * H, s->x + (size_t)b * H, m->final_norm, H,
@@ -140,9 +140,9 @@ int coli_forward_seq(coli_model *m, coli_state *s, coli_seq *q, const int *token
 			fwd_rmsnorm(s->logits_h, s->x + (size_t)(chunk - 1) * H, m->final_norm, H, c->rms_norm_eps);
 			coli_model_matmul(m, s, &m->lm_head, s->logits_h, 1, logits);
 		}
-		s->timing.part[COLI_PART_LM_HEAD] += fwd_cpu_s() - ch;
+		s->timing.part[COLI_PART_LM_HEAD] += coli_cpu_s() - ch;
 	}
-	const double t_end = fwd_now_s();
+	const double t_end = coli_now_s();
 	s->timing.total += t_end - t_call;
 	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
 	return 0;
@@ -177,7 +177,7 @@ int coli_forward_mtp_tail(coli_model *m, coli_state *s, coli_seq *q, const float
 		return coli_err_set(err, -ENOTSUP, "MTP drafts need the whole context in RAM");
 	if (q->mtp_pos + n > q->cap || q->mtp_pos + n > s->cap)
 		return coli_err_set(err, -E2BIG, "MTP context is full: %d positions", q->mtp_pos);
-	const double t_call = fwd_now_s();
+	const double t_call = coli_now_s();
 	for (int b = 0; b < n; b++) {
 		if (next[b] < 0 || next[b] >= c->vocab_size)
 			return coli_err_set(err, -EINVAL, "token id %d is outside the vocabulary", next[b]);
@@ -210,7 +210,7 @@ int coli_forward_mtp_tail(coli_model *m, coli_state *s, coli_seq *q, const float
 	if (h0 < n)
 		coli_model_matmul(m, s, &t->head, s->logits_h + (size_t)h0 * H, n - h0, logits);
 	q->mtp_pos += n;
-	s->timing.total += fwd_now_s() - t_call;
+	s->timing.total += coli_now_s() - t_call;
 	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
 	return 0;
 }

@@ -262,7 +262,7 @@ static void attn_heads(void *arg, int task)
 	const int h0 = task * j->heads_per_task;
 	const int h1 = h0 + j->heads_per_task < nh ? h0 + j->heads_per_task : nh;
 	/* this task's seconds in q_b, absorb, attend, w_uv (the breakdown) */
-	double *tt = s->task_time + (size_t)task * 4, tp = fwd_now_s(), tn;
+	double *tt = s->task_time + (size_t)task * 4, tp = coli_now_s(), tn;
 	for (int h = h0; h < h1; h++) {
 		/* the head's rows of q_b (streamed), then its absorption
 		 * (computed): the two alternate head by head, so the memory bus
@@ -275,7 +275,7 @@ static void attn_heads(void *arg, int task)
 				coli_matmul_q8_rows(&j->w->q_b, &s->q8act, h * qk, (h + 1) * qk, s->q);
 			else
 				coli_matmul_rows(&j->w->q_b, s->qa, j->n, s->qb_xsum, h * qk, (h + 1) * qk, s->q);
-			tn = fwd_now_s();
+			tn = coli_now_s();
 			tt[0] += tn - tp;
 			tp = tn;
 		}
@@ -283,7 +283,7 @@ static void attn_heads(void *arg, int task)
 			fwd_rope(s->q + (size_t)b * qrow + (size_t)h * qk + c->qk_nope_head_dim, R, s->row_pos[b],
 				 m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
 		attn_absorb_head(arg, h);
-		tn = fwd_now_s();
+		tn = coli_now_s();
 		tt[1] += tn - tp;
 		tp = tn;
 	}
@@ -322,7 +322,7 @@ static void attn_heads(void *arg, int task)
 			attn_dense_rows(j, grp, ng, b0, h0, h1, mx);
 		}
 	}
-	tn = fwd_now_s();
+	tn = coli_now_s();
 	tt[2] += tn - tp;
 	tp = tn;
 	const int V = c->v_head_dim;
@@ -331,7 +331,7 @@ static void attn_heads(void *arg, int task)
 		coli_model_product(m, NULL, &wuv, s->ctxlat + (size_t)h * B * L, j->n, s->vhead + (size_t)h * B * V,
 			      s->head_q8 ? &s->head_q8[h] : NULL);
 	}
-	tt[3] += fwd_now_s() - tp;
+	tt[3] += coli_now_s() - tp;
 }
 
 /* The attention tasks' CPU time `cpu`, shared out among q_b, absorb,
@@ -360,7 +360,7 @@ int forward_attention(const coli_model *m, coli_state *s, int l, int n, coli_err
 	const int V = c->v_head_dim, W = s->kv_width, B = s->max_batch, AW = coli_config_attn_width(c);
 	/* the breakdown's CPU seconds (process clock: every thread) */
 	double *part = s->timing.part, idx_cpu = 0.0;
-	const double c0 = fwd_cpu_s();
+	const double c0 = coli_cpu_s();
 	for (int b = 0; b < n; b++)
 		fwd_rmsnorm(s->xn + (size_t)b * H, s->x + (size_t)b * H, w->attn_norm, H, c->rms_norm_eps);
 	/* queries */
@@ -382,12 +382,12 @@ int forward_attention(const coli_model *m, coli_state *s, int l, int n, coli_err
 		if (w->has_indexer) {
 			/* before q_b's input is prepared: both use the q8 scratch;
 			 * the head weights stay exact (f32 activations) */
-			const double ti = fwd_now_s(), ci = fwd_cpu_s();
+			const double ti = coli_now_s(), ci = coli_cpu_s();
 			coli_model_matmul(m, s, &w->idx_wq_b, s->qa, n, s->idx_q);
 			coli_matmul(m->pool, &w->idx_w, s->xn, n, s->idx_w);
 			indexer_queries(m, s, n);
-			s->timing.indexer += fwd_now_s() - ti;
-			idx_cpu += fwd_cpu_s() - ci;
+			s->timing.indexer += coli_now_s() - ti;
+			idx_cpu += coli_cpu_s() - ci;
 		}
 		/* q_b runs inside the attention tasks, each for its own heads'
 		 * rows (attn_heads): its input is prepared once here */
@@ -424,15 +424,15 @@ int forward_attention(const coli_model *m, coli_state *s, int l, int n, coli_err
 	/* the keys each row attends to: this layer's own indexer, or the
 	 * selection of the nearest earlier full layer (already in s->isel) */
 	if (w->has_indexer) {
-		const double ti = fwd_now_s(), ci = fwd_cpu_s();
+		const double ti = coli_now_s(), ci = coli_cpu_s();
 		indexer_keys(m, s, w, l, n);
 		indexer_select(m, s, l, n);
-		s->timing.indexer += fwd_now_s() - ti;
-		idx_cpu += fwd_cpu_s() - ci;
+		s->timing.indexer += coli_now_s() - ti;
+		idx_cpu += coli_cpu_s() - ci;
 	}
 	if (coli_config_has_indexer(c))
 		indexer_note(m, s, l, n);
-	const double c1 = fwd_cpu_s();
+	const double c1 = coli_cpu_s();
 	/* everything before the heads' tasks that is not the indexer's */
 	part[COLI_PART_INDEXER] += idx_cpu;
 	part[COLI_PART_Q_A_KV_A] += c1 - c0 - idx_cpu;
@@ -442,7 +442,7 @@ int forward_attention(const coli_model *m, coli_state *s, int l, int n, coli_err
 	const int tasks = (nh + hpt - 1) / hpt;
 	memset(s->task_time, 0, sizeof(double) * 4 * (size_t)tasks);
 	coli_pool_run(m->pool, tasks, attn_heads, &job);
-	const double c2 = fwd_cpu_s();
+	const double c2 = coli_cpu_s();
 	attn_share_time(s, tasks, c2 - c1);
 	for (int h = 0; h < nh; h++)
 		for (int b = 0; b < n; b++)
@@ -451,6 +451,6 @@ int forward_attention(const coli_model *m, coli_state *s, int l, int n, coli_err
 	coli_model_matmul(m, s, &w->o, s->vout, n, s->ffn_out);
 	for (size_t i = 0; i < (size_t)n * H; i++)
 		s->x[i] += s->ffn_out[i];
-	part[COLI_PART_O_PROJ] += fwd_cpu_s() - c2;
+	part[COLI_PART_O_PROJ] += coli_cpu_s() - c2;
 	return 0;
 }

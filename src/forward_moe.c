@@ -106,15 +106,15 @@ void moe_prefetch_next(coli_model *m, coli_state *s, int layer, int n)
 		return;
 	const coli_layer_weights *w = &m->layers[next];
 	const int H = c->hidden_size;
-	const double t0 = fwd_cpu_s();
+	const double t0 = coli_cpu_s();
 	fwd_rmsnorm(s->logits_h, s->x, w->ffn_norm, H, c->rms_norm_eps);
 	coli_model_matmul(m, s, &w->router, s->logits_h, 1, s->pred_scores);
 	moe_route(c, s->pred_scores, w->router_bias, s->predict, s->pred_w, s->route_tmp, s->route_taken);
-	const double t1 = fwd_cpu_s();
+	const double t1 = coli_cpu_s();
 	s->timing.part[COLI_PART_ROUTER] += t1 - t0;
 	/* queueing the reads (a page-cached read may be copied right here) */
 	expert_store_prefetch(m->store, next, s->predict, c->num_experts_per_tok);
-	s->timing.part[COLI_PART_EXPERTS] += fwd_cpu_s() - t1;
+	s->timing.part[COLI_PART_EXPERTS] += coli_cpu_s() - t1;
 }
 
 /* Experts of one batch: the matrices of each, in batch order. */
@@ -223,7 +223,7 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 	const int H = c->hidden_size, K = c->num_experts_per_tok, E = c->n_routed_experts;
 	int rc = 0;
 
-	const double t0 = fwd_cpu_s();
+	const double t0 = coli_cpu_s();
 	coli_model_matmul(m, s, &w->router, s->xn, n, s->router_logits);
 	for (int b = 0; b < n; b++) {
 		moe_route(c, s->router_logits + (size_t)b * E, w->router_bias, s->sel + (size_t)b * K,
@@ -234,7 +234,7 @@ int moe_forward(coli_model *m, coli_state *s, int layer, int n, coli_err *err)
 	}
 	memcpy(s->routing.experts + (size_t)layer * K, s->sel + (size_t)(n - 1) * K, sizeof(int) * K);
 	memcpy(s->routing.weights + (size_t)layer * K, s->sel_w + (size_t)(n - 1) * K, sizeof(float) * K);
-	s->timing.part[COLI_PART_ROUTER] += fwd_cpu_s() - t0;
+	s->timing.part[COLI_PART_ROUTER] += coli_cpu_s() - t0;
 
 	/* rows each expert takes (a batch's rows must fit the buffers), and
 	 * the union of the chunk's experts, ascending */

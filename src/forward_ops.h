@@ -6,23 +6,7 @@
 #include <time.h>
 
 #include "quant.h"
-
-/* Monotonic seconds (the step's timers: a vDSO call, tens of ns). */
-static inline double fwd_now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* CPU seconds of the process, every thread (the breakdown's clock: a
- * system call, so read a few times per layer, never per head). */
-static inline double fwd_cpu_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "util_time.h"
 
 /* out = x / rms(x) * w, accumulated in double. */
 static inline void fwd_rmsnorm(float *out, const float *x, const float *w, int n, float eps)

@@ -46,11 +46,11 @@ static int forward_rows(coli_model *m, coli_state *s, coli_seq *const *seqs, con
 	}
 	if (n < 1)
 		return coli_err_set(err, -EINVAL, "nothing to evaluate");
-	const double t_call = fwd_now_s();
+	const double t_call = coli_now_s();
 	int rc = forward_chunk(m, s, tokens, n, err);
 	if (rc)
 		return rc;
-	const double ch = fwd_cpu_s();
+	const double ch = coli_cpu_s();
 	int n_out = 0;
 	for (int i = 0, b = -1; i < n_seqs; i++) {
 		const int k = counts ? counts[i] : 1;
@@ -60,8 +60,8 @@ static int forward_rows(coli_model *m, coli_state *s, coli_seq *const *seqs, con
 		b += k;
 	}
 	coli_model_matmul(m, s, &m->lm_head, s->logits_h, n_out, logits);
-	s->timing.part[COLI_PART_LM_HEAD] += fwd_cpu_s() - ch;
-	s->timing.total += fwd_now_s() - t_call;
+	s->timing.part[COLI_PART_LM_HEAD] += coli_cpu_s() - ch;
+	s->timing.total += coli_now_s() - t_call;
 	s->timing.other = s->timing.total - s->timing.attention - s->timing.moe - s->timing.dense_ffn;
 	return 0;
 }

@@ -252,33 +252,42 @@ VEC_INLINE float group_scale(int qtype, const char *row, int g, float *min)
 VEC_INLINE void tmul_group(const coli_qmat *w, const char *rows, size_t rb, int g, int i0, int i1,
 			   const float *a, const float *tile, float *acc_io, float *bias_io)
 {
-	v16f acc0 = v16f_load(acc_io), acc1 = v16f_load(acc_io + 16);
-	v16f acc2 = v16f_load(acc_io + 32), acc3 = v16f_load(acc_io + 48);
-	v16f q0, q1, q2, q3;
+	/* eight 8-lane accumulators: 64-byte vectors carried across the loop
+	 * go through the stack in the AVX2 clone (GCC lowers them in halves
+	 * via memory), which made this loop 10x slower there; 8 lanes are
+	 * native in every clone but the baseline and the lanes' operations
+	 * are the same */
+	v8f acc[8];
+#pragma GCC unroll 8
+	for (int k = 0; k < 8; k++)
+		memcpy(&acc[k], acc_io + 8 * k, sizeof acc[k]);
 	float bias = *bias_io;
 	for (int i = i0; i < i1; i++) {
 		float m;
 		const char *row = rows + (size_t)i * rb;
 		const float c = a[i] * group_scale(w->qtype, row, g, &m);
 		bias += a[i] * m;
+		v8f q[8];
 		if (tile) {
 			const float *t = tile + (size_t)i * G;
-			q0 = v16f_load(t);
-			q1 = v16f_load(t + 16);
-			q2 = v16f_load(t + 32);
-			q3 = v16f_load(t + 48);
+#pragma GCC unroll 8
+			for (int k = 0; k < 8; k++)
+				memcpy(&q[k], t + 8 * k, sizeof q[k]);
 		} else {
+			v16f q0, q1, q2, q3;
 			group_q(w->qtype, row, g, &q0, &q1, &q2, &q3);
+			memcpy(&q[0], &q0, sizeof q0);
+			memcpy(&q[2], &q1, sizeof q1);
+			memcpy(&q[4], &q2, sizeof q2);
+			memcpy(&q[6], &q3, sizeof q3);
 		}
-		acc0 += c * q0;
-		acc1 += c * q1;
-		acc2 += c * q2;
-		acc3 += c * q3;
+#pragma GCC unroll 8
+		for (int k = 0; k < 8; k++)
+			acc[k] += c * q[k];
 	}
-	v16f_store(acc_io, acc0);
-	v16f_store(acc_io + 16, acc1);
-	v16f_store(acc_io + 32, acc2);
-	v16f_store(acc_io + 48, acc3);
+#pragma GCC unroll 8
+	for (int k = 0; k < 8; k++)
+		memcpy(acc_io + 8 * k, &acc[k], sizeof acc[k]);
 	*bias_io = bias;
 }
 

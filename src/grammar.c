@@ -9,30 +9,15 @@
  * cannot continue them, and that byte is fed to the parent. */
 #include "config.h"
 
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "grammar_impl.h"
 
-#define SCRATCH_FRAMES (1 << 15)
-#define COMMITTED_FRAMES (GRAMMAR_MAX_STACKS * (GRAMMAR_MAX_DEPTH + 2))
-
 enum { O_OPEN, O_KEY, O_COLON, O_VALUE, O_AFTER, O_NEXT };
 enum { A_OPEN, A_AFTER, A_NEXT };
-enum { N_SIGN, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP };
 #define KEY_ADDITIONAL 64
 
-struct grammar_matcher {
-	const coli_grammar *g;
-	grammar_frame *committed;  /* (COMMITTED_FRAMES) frames of `cur` */
-	grammar_frame *tmp;        /* (COMMITTED_FRAMES) while compacting */
-	grammar_frame *scratch;    /* (SCRATCH_FRAMES) trial frames, LIFO */
-	size_t n_scratch;
-	grammar_state cur;
-};
-
-static grammar_frame *frame_dup(grammar_matcher *m, const grammar_frame *f)
+grammar_frame *grammar_frame_dup(grammar_matcher *m, const grammar_frame *f)
 {
 	if (m->n_scratch >= SCRATCH_FRAMES)
 		return NULL; /* treated as a dead end: never unsound */
@@ -41,7 +26,7 @@ static grammar_frame *frame_dup(grammar_matcher *m, const grammar_frame *f)
 	return n;
 }
 
-static grammar_frame *frame_new(grammar_matcher *m, int kind, int node, const grammar_frame *up)
+grammar_frame *grammar_frame_new(grammar_matcher *m, int kind, int node, const grammar_frame *up)
 {
 	if (m->n_scratch >= SCRATCH_FRAMES || (up && up->depth >= GRAMMAR_MAX_DEPTH))
 		return NULL;
@@ -67,7 +52,7 @@ static int frame_same(const grammar_frame *a, const grammar_frame *b)
 	return a == b;
 }
 
-static void emit(grammar_state *out, const grammar_frame *top)
+void grammar_emit(grammar_state *out, const grammar_frame *top)
 {
 	if (!top)
 		return;
@@ -88,10 +73,10 @@ static void step_ws(grammar_matcher *m, const grammar_frame *f, grammar_state *o
 {
 	if (f->ws >= GRAMMAR_MAX_WS)
 		return;
-	grammar_frame *n = frame_dup(m, f);
+	grammar_frame *n = grammar_frame_dup(m, f);
 	if (n)
 		n->ws++;
-	emit(out, n);
+	grammar_emit(out, n);
 }
 
 /* UTF-8 lead byte: continuation count and the range of the next byte
@@ -131,105 +116,6 @@ static int utf8_cont(int c, grammar_frame *n)
 	return 1;
 }
 
-static void step(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out);
-
-/* Integer bounds, digit by digit: can a number whose text so far is
- * sign + `d` digits of magnitude `mag` (d == 0: a lone '-'; zero: the text
- * is "0" and takes no more digits) still end within [lo, hi]? */
-static int int_reachable(int neg, int64_t mag, int d, int zero, int64_t lo, int64_t hi)
-{
-	int64_t p10 = 1;
-	for (int k = 0; d + k <= 15; k++, p10 *= 10) {
-		if (k > 0 && zero)
-			break;
-		int64_t a, b; /* magnitudes with k more digits */
-		if (d == 0) {
-			if (k == 0)
-				continue;
-			a = k == 1 ? 0 : p10 / 10;
-			b = p10 - 1;
-		} else {
-			a = mag * p10;
-			b = mag * p10 + p10 - 1;
-		}
-		int64_t vlo = neg ? -b : a, vhi = neg ? -a : b;
-		if (vlo <= hi && vhi >= lo)
-			return 1;
-	}
-	return 0;
-}
-
-/* Number bounds (gnode.num_lo/num_hi, units of 1e-15). Is there a
- * multiple of `step` within [a, b] (a a multiple of step) and [lo, hi]? */
-static int grid_hit(gnum a, gnum b, gnum step, gnum lo, gnum hi)
-{
-	gnum l = a > lo ? a : lo, h = b < hi ? b : hi;
-	if (l > h)
-		return 0;
-	return a + (l - a + step - 1) / step * step <= h;
-}
-
-static gnum pow10_g(int k)
-{
-	gnum r = 1;
-	while (k-- > 0)
-		r *= 10;
-	return r;
-}
-
-/* Can a bounded number whose text so far is at `stage` (sign; an integer
- * part of d digits worth mag, d 0 after a lone '-'; a fraction of f digits
- * worth frac) still end within [lo, hi]? It has at most GNUM_DIGITS
- * digits in all, so with d integer digits the last fraction digit is
- * worth 10^d units. */
-static int num_reachable(int neg, int stage, int64_t mag, int d, int64_t frac, int f, gnum lo, gnum hi)
-{
-	const gnum S = GNUM_SCALE;
-	if (neg) {   /* compare the magnitude with the mirrored bounds */
-		gnum t = lo;
-		lo = -hi;
-		hi = -t;
-	}
-	switch (stage) {
-	case N_SIGN:
-		/* a first digit to come: magnitudes of k integer digits, k = 1..15
-		 * (those below 10^(k-1) are reached on the finer grid of fewer
-		 * digits, so the union is exact) */
-		for (int k = 1; k <= GNUM_DIGITS; k++)
-			if (grid_hit(0, pow10_g(k) * S - pow10_g(k), pow10_g(k), lo, hi))
-				return 1;
-		return 0;
-	case N_ZERO:
-	case N_INT:
-		for (int k = 0; d + k <= GNUM_DIGITS && (k == 0 || stage == N_INT); k++) {
-			gnum step = pow10_g(d + k), a = (gnum)mag * pow10_g(k) * S;
-			if (grid_hit(a, a + pow10_g(k) * S - step, step, lo, hi))
-				return 1;
-		}
-		return 0;
-	case N_DOT:
-	case N_FRAC: {
-		if (d + f > GNUM_DIGITS || (stage == N_DOT && d >= GNUM_DIGITS))
-			return 0;
-		gnum step = pow10_g(d), unit = pow10_g(GNUM_DIGITS - f);
-		gnum a = (gnum)mag * S + (gnum)frac * unit;
-		return grid_hit(a, a + unit - step, step, lo, hi);
-	}
-	default:
-		return 0;
-	}
-}
-
-static int num_bounded(const gnode *n)
-{
-	return n->kind == GN_NUMBER && n->num_bounded;
-}
-
-static int int_bounded(const gnode *n)
-{
-	return n->kind == GN_INTEGER && (n->min_int != INT64_MIN || n->max_int != INT64_MAX);
-}
-
 /* A value of `node` beginning with byte c, pushed on `up`. */
 static void start(grammar_matcher *m, int node, int c, const grammar_frame *up, grammar_state *out)
 {
@@ -243,39 +129,23 @@ static void start(grammar_matcher *m, int node, int c, const grammar_frame *up, 
 			start(m, n->alts[i], c, up, out);
 		return;
 	case GN_OBJECT:
-		if (c == '{' && (f = frame_new(m, GF_OBJ, node, up)))
-			emit(out, f);
+		if (c == '{' && (f = grammar_frame_new(m, GF_OBJ, node, up)))
+			grammar_emit(out, f);
 		return;
 	case GN_ARRAY:
-		if (c == '[' && (f = frame_new(m, GF_ARR, node, up)))
-			emit(out, f);
+		if (c == '[' && (f = grammar_frame_new(m, GF_ARR, node, up)))
+			grammar_emit(out, f);
 		return;
 	case GN_STRING:
-		if (c == '"' && (f = frame_new(m, GF_STR, node, up))) {
+		if (c == '"' && (f = grammar_frame_new(m, GF_STR, node, up))) {
 			if (n->re >= 0)
 				f->bits = m->g->res[n->re].start;
-			emit(out, f);
+			grammar_emit(out, f);
 		}
 		return;
 	case GN_NUMBER:
 	case GN_INTEGER:
-		if (c != '-' && (c < '0' || c > '9'))
-			return;
-		if (int_bounded(n) && !int_reachable(c == '-', c == '-' ? 0 : c - '0', c != '-', c == '0', n->min_int,
-						     n->max_int))
-			return;
-		if (num_bounded(n) && !num_reachable(c == '-', c == '-' ? N_SIGN : c == '0' ? N_ZERO : N_INT,
-						     c == '-' ? 0 : c - '0', c != '-', 0, 0, n->num_lo, n->num_hi))
-			return;
-		if ((f = frame_new(m, GF_NUM, node, up))) {
-			f->stage = c == '-' ? N_SIGN : c == '0' ? N_ZERO : N_INT;
-			f->count = c >= '1' && c <= '9';
-			f->u8lo = c == '-';               /* negative */
-			f->bits.w[0] = c >= '1' && c <= '9' ? (uint64_t)(c - '0') : 0; /* magnitude */
-			f->bits.w[1] = 0;                 /* bounded number: fraction */
-			f->bits.w[2] = c != '-';          /* bounded number: integer digits */
-			emit(out, f);
-		}
+		grammar_start_num(m, node, c, up, out);
 		return;
 	case GN_LITS: {
 		gbits cand;
@@ -286,10 +156,10 @@ static void start(grammar_matcher *m, int node, int c, const grammar_frame *up, 
 				gbits_set(&cand, i);
 				any = 1;
 			}
-		if (any && (f = frame_new(m, GF_LIT, node, up))) {
+		if (any && (f = grammar_frame_new(m, GF_LIT, node, up))) {
 			f->bits = cand;
 			f->pos = 1;
-			emit(out, f);
+			grammar_emit(out, f);
 		}
 		return;
 	}
@@ -310,14 +180,14 @@ static void key_start(grammar_matcher *m, const grammar_frame *f, const gnode *n
 		cand &= ~(f->bits.w[1] | n->dead);
 	if (n->additional < 0 && !cand)
 		return;
-	grammar_frame *k = frame_dup(m, f);
+	grammar_frame *k = grammar_frame_dup(m, f);
 	if (!k)
 		return;
 	k->stage = O_KEY;
 	k->ws = 0;
 	k->pos = 0;
 	k->bits.w[0] = cand;
-	emit(out, k);
+	grammar_emit(out, k);
 }
 
 static void step_key(grammar_matcher *m, const grammar_frame *f, const gnode *n, int c, grammar_state *out)
@@ -338,11 +208,11 @@ static void step_key(grammar_matcher *m, const grammar_frame *f, const gnode *n,
 			which = ((seen | n->dead) & hit) ? -1 : __builtin_ctzll(hit);
 		else
 			which = n->additional >= 0 ? KEY_ADDITIONAL : -1;
-		if (which < 0 || !(k = frame_dup(m, f)))
+		if (which < 0 || !(k = grammar_frame_dup(m, f)))
 			return;
 		k->stage = O_COLON;
 		k->count = (uint32_t)which;
-		emit(out, k);
+		grammar_emit(out, k);
 		return;
 	}
 	if (c == '\\' || c < 0x20 || c == GRAMMAR_SYM_END)
@@ -355,14 +225,14 @@ static void step_key(grammar_matcher *m, const grammar_frame *f, const gnode *n,
 	}
 	if (!next && n->additional < 0)
 		return;
-	if (!(k = frame_dup(m, f)))
+	if (!(k = grammar_frame_dup(m, f)))
 		return;
 	if (k->u8need ? !utf8_cont(c, k) : c >= 0x80 && !utf8_lead(c, k))
 		return;
 	k->bits.w[0] = next;
 	if (k->pos < UINT16_MAX)
 		k->pos++;
-	emit(out, k);
+	grammar_emit(out, k);
 }
 
 static void step_obj(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out)
@@ -382,15 +252,15 @@ static void step_obj(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 	case O_OPEN:
 	case O_AFTER:
 		if (c == '}' && !(n->required & ~seen) && __builtin_popcountll(seen) >= n->min_props)
-			emit(out, f->up);
+			grammar_emit(out, f->up);
 		else if (c == '"' && f->stage == O_OPEN && n->max_props != 0)
 			key_start(m, f, n, out);
 		else if (c == ',' && f->stage == O_AFTER && (n->additional >= 0 || (props_all(n) & ~(seen | n->dead))) &&
 			 (n->max_props < 0 || __builtin_popcountll(seen) < n->max_props) &&
-			 (k = frame_dup(m, f))) {
+			 (k = grammar_frame_dup(m, f))) {
 			k->stage = O_NEXT;
 			k->ws = 0;
-			emit(out, k);
+			grammar_emit(out, k);
 		}
 		return;
 	case O_NEXT:
@@ -398,14 +268,14 @@ static void step_obj(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 			key_start(m, f, n, out);
 		return;
 	case O_COLON:
-		if (c == ':' && (k = frame_dup(m, f))) {
+		if (c == ':' && (k = grammar_frame_dup(m, f))) {
 			k->stage = O_VALUE;
 			k->ws = 0;
-			emit(out, k);
+			grammar_emit(out, k);
 		}
 		return;
 	case O_VALUE:
-		if (c != GRAMMAR_SYM_END && (k = frame_dup(m, f))) {
+		if (c != GRAMMAR_SYM_END && (k = grammar_frame_dup(m, f))) {
 			int which = (int)f->count;
 			k->stage = O_AFTER;
 			k->ws = 0;
@@ -435,20 +305,20 @@ static void step_arr(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 	int room = n->max_items < 0 || f->count < (uint32_t)n->max_items;
 	if (f->stage != A_NEXT && c == ']') {
 		if (f->count >= (uint32_t)n->min_items)
-			emit(out, f->up);
+			grammar_emit(out, f->up);
 		return;
 	}
 	if (f->stage == A_AFTER) {
-		if (c == ',' && room && item_node(n, f->count) >= 0 && (k = frame_dup(m, f))) {
+		if (c == ',' && room && item_node(n, f->count) >= 0 && (k = grammar_frame_dup(m, f))) {
 			k->stage = A_NEXT;
 			k->ws = 0;
-			emit(out, k);
+			grammar_emit(out, k);
 		}
 		return;
 	}
 	/* A_OPEN or A_NEXT: a value starts */
 	int it = item_node(n, f->count);
-	if (!room || it < 0 || c == GRAMMAR_SYM_END || !(k = frame_dup(m, f)))
+	if (!room || it < 0 || c == GRAMMAR_SYM_END || !(k = grammar_frame_dup(m, f)))
 		return;
 	k->stage = A_AFTER;
 	k->ws = 0;
@@ -470,16 +340,16 @@ static void step_str(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 	if (c == GRAMMAR_SYM_END)
 		return;
 	if (f->esc == 1) {
-		if (!strchr("\"\\/bfnrtu", c) || !c || !(k = frame_dup(m, f)))
+		if (!strchr("\"\\/bfnrtu", c) || !c || !(k = grammar_frame_dup(m, f)))
 			return;
 		k->esc = c == 'u' ? 2 : 0;
 		k->count += c != 'u';
-		emit(out, k);
+		grammar_emit(out, k);
 		return;
 	}
 	if (f->esc >= 2) {
 		/* \uXXXX, never a surrogate: each escape is one code point */
-		if (!is_hex(c) || (f->esc == 3 && f->u8hi && c > '7') || !(k = frame_dup(m, f)))
+		if (!is_hex(c) || (f->esc == 3 && f->u8hi && c > '7') || !(k = grammar_frame_dup(m, f)))
 			return;
 		if (f->esc == 2)
 			k->u8hi = c == 'd' || c == 'D';
@@ -488,136 +358,40 @@ static void step_str(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 			k->count++;
 			k->u8hi = 0;
 		}
-		emit(out, k);
+		grammar_emit(out, k);
 		return;
 	}
 	if (f->u8need) {
-		if ((k = frame_dup(m, f)) && utf8_cont(c, k))
-			emit(out, k);
+		if ((k = grammar_frame_dup(m, f)) && utf8_cont(c, k))
+			grammar_emit(out, k);
 		return;
 	}
 	if (c == '"') {
 		if (f->count >= (uint32_t)n->min_len && (!re || gbits_has(&f->bits, re->final)))
-			emit(out, f->up);
+			grammar_emit(out, f->up);
 		return;
 	}
 	if (c < 0x20 || !room)
 		return;
 	if (c == '\\') {
 		/* escapes only where no pattern reads the text */
-		if (!re && (k = frame_dup(m, f))) {
+		if (!re && (k = grammar_frame_dup(m, f))) {
 			k->esc = 1;
-			emit(out, k);
+			grammar_emit(out, k);
 		}
 		return;
 	}
 	gbits next;
 	if (re && !gregex_step(re, &f->bits, c < 0x80 ? c : GRE_NONASCII, &next))
 		return;
-	if (!(k = frame_dup(m, f)))
+	if (!(k = grammar_frame_dup(m, f)))
 		return;
 	if (c >= 0x80 && !utf8_lead(c, k))
 		return;
 	if (re)
 		k->bits = next;
 	k->count++;
-	emit(out, k);
-}
-
-static void step_num(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out)
-{
-	const gnode *n = &m->g->nodes[f->node];
-	const int isint = n->kind == GN_INTEGER, bounded = int_bounded(n);
-	const int digit = c >= '0' && c <= '9';
-	int stage = -1, count = 0;
-	switch (f->stage) {
-	case N_SIGN:
-		if (digit)
-			stage = c == '0' ? N_ZERO : N_INT, count = c != '0';
-		break;
-	case N_ZERO:
-	case N_INT:
-	case N_FRAC:
-		if (digit && f->stage != N_ZERO && f->count < 15)
-			stage = f->stage, count = (int)f->count + 1;
-		else if (c == '.' && !isint && f->stage != N_FRAC)
-			stage = N_DOT;
-		else if ((c == 'e' || c == 'E') && !isint)
-			stage = N_E;
-		break;
-	case N_DOT:
-		if (digit)
-			stage = N_FRAC, count = 1;
-		break;
-	case N_E:
-		if (c == '+' || c == '-')
-			stage = N_ESIGN;
-		else if (digit)
-			stage = N_EXP, count = 1;
-		break;
-	case N_ESIGN:
-		if (digit)
-			stage = N_EXP, count = 1;
-		break;
-	case N_EXP:
-		if (digit && f->count < 3)
-			stage = N_EXP, count = (int)f->count + 1;
-		break;
-	default:
-		break;
-	}
-	int64_t mag = (int64_t)f->bits.w[0];
-	if (stage >= 0 && bounded) {
-		/* integers only reach N_ZERO / N_INT */
-		mag = stage == N_ZERO ? 0 : mag * 10 + (c - '0');
-		if (!int_reachable(f->u8lo, mag, count ? count : 1, stage == N_ZERO, n->min_int, n->max_int))
-			return;
-	}
-	const int nb = num_bounded(n);
-	int64_t frac = (int64_t)f->bits.w[1];
-	int d = (int)f->bits.w[2];
-	if (stage >= 0 && nb) {
-		/* plain decimal: no exponent; the value so far must stay able
-		 * to end within the bounds */
-		if (stage == N_E)
-			return;
-		if (stage == N_ZERO)
-			mag = 0, d = 1;
-		else if (stage == N_INT)
-			mag = mag * 10 + (c - '0'), d = count;
-		else if (stage == N_FRAC)
-			frac = frac * 10 + (c - '0');
-		if (!num_reachable(f->u8lo, stage, mag, d, frac, stage == N_FRAC ? count : 0, n->num_lo, n->num_hi))
-			return;
-	}
-	if (stage >= 0) {
-		grammar_frame *k = frame_dup(m, f);
-		if (k) {
-			k->stage = (uint8_t)stage;
-			k->count = (uint32_t)count;
-			k->bits.w[0] = (uint64_t)mag;
-			k->bits.w[1] = (uint64_t)frac;
-			k->bits.w[2] = (uint64_t)d;
-			emit(out, k);
-		}
-		return;
-	}
-	if (bounded && (f->stage == N_ZERO || f->stage == N_INT)) {
-		int64_t v = f->u8lo ? -mag : mag;
-		if (v < n->min_int || v > n->max_int)
-			return;
-	}
-	if (nb && (f->stage == N_ZERO || f->stage == N_INT || f->stage == N_FRAC)) {
-		int fd = f->stage == N_FRAC ? (int)f->count : 0;
-		gnum v = (gnum)mag * GNUM_SCALE + (gnum)frac * pow10_g(GNUM_DIGITS - fd);
-		if (f->u8lo)
-			v = -v;
-		if (v < n->num_lo || v > n->num_hi)
-			return;
-	}
-	/* the number ends here: the byte belongs to the parent */
-	if (f->stage == N_ZERO || f->stage == N_INT || f->stage == N_FRAC || f->stage == N_EXP)
-		step(m, f->up, c, out);
+	grammar_emit(out, k);
 }
 
 static void step_lit(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out)
@@ -637,33 +411,33 @@ static void step_lit(grammar_matcher *m, const grammar_frame *f, int c, grammar_
 		}
 	}
 	grammar_frame *k;
-	if (any && (k = frame_dup(m, f))) {
+	if (any && (k = grammar_frame_dup(m, f))) {
 		k->bits = next;
 		k->pos++;
-		emit(out, k);
+		grammar_emit(out, k);
 	}
 	if (complete)
-		step(m, f->up, c, out);
+		grammar_step(m, f->up, c, out);
 }
 
-static void step(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out)
+void grammar_step(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out)
 {
 	switch (f->kind) {
 	case GF_DOC:
 		if (f->stage == 0) {
-			grammar_frame *k = frame_dup(m, f);
+			grammar_frame *k = grammar_frame_dup(m, f);
 			if (k) {
 				k->stage = 1;
 				start(m, m->g->root, c, k, out);
 			}
 		} else if (c == GRAMMAR_SYM_END) {
-			emit(out, f);
+			grammar_emit(out, f);
 		}
 		return;
 	case GF_OBJ: step_obj(m, f, c, out); return;
 	case GF_ARR: step_arr(m, f, c, out); return;
 	case GF_STR: step_str(m, f, c, out); return;
-	case GF_NUM: step_num(m, f, c, out); return;
+	case GF_NUM: grammar_step_num(m, f, c, out); return;
 	case GF_LIT: step_lit(m, f, c, out); return;
 	default: return;
 	}
@@ -673,7 +447,7 @@ int grammar_advance(grammar_matcher *m, const grammar_state *in, int c, grammar_
 {
 	out->n = 0;
 	for (int i = 0; i < in->n; i++)
-		step(m, in->top[i], c, out);
+		grammar_step(m, in->top[i], c, out);
 	return out->n;
 }
 
@@ -690,117 +464,3 @@ int grammar_matcher_plain_text(const grammar_matcher *m)
 	return f->kind == GF_OBJ && f->stage == O_KEY && n->additional >= 0;
 }
 
-size_t grammar_scratch_mark(const grammar_matcher *m)
-{
-	return m->n_scratch;
-}
-
-void grammar_scratch_release(grammar_matcher *m, size_t mark)
-{
-	m->n_scratch = mark;
-}
-
-/* Move the stacks of `s` into the committed region, so the scratch arena
- * can be emptied. Shared ancestors are copied per stack (bounded: depth
- * times stacks). */
-static void compact(grammar_matcher *m, const grammar_state *s)
-{
-	const grammar_frame *chain[GRAMMAR_MAX_DEPTH + 2];
-	size_t w = 0;
-	grammar_state next = { .n = s->n };
-	for (int i = 0; i < s->n; i++) {
-		int d = 0;
-		for (const grammar_frame *f = s->top[i]; f && d < GRAMMAR_MAX_DEPTH + 2; f = f->up)
-			chain[d++] = f;
-		for (int j = d - 1; j >= 0; j--, w++) {
-			m->tmp[w] = *chain[j];
-			m->tmp[w].up = j == d - 1 ? NULL : &m->committed[w - 1];
-		}
-		next.top[i] = &m->committed[w - 1];
-	}
-	memcpy(m->committed, m->tmp, sizeof *m->tmp * w);
-	m->cur = next;
-	m->n_scratch = 0;
-}
-
-int grammar_matcher_new(const coli_grammar *g, grammar_matcher **out, coli_err *err)
-{
-	grammar_matcher *m = calloc(1, sizeof *m);
-	if (m) {
-		m->g = g;
-		m->committed = calloc(COMMITTED_FRAMES, sizeof *m->committed);
-		m->tmp = calloc(COMMITTED_FRAMES, sizeof *m->tmp);
-		m->scratch = calloc(SCRATCH_FRAMES, sizeof *m->scratch);
-	}
-	if (!m || !m->committed || !m->tmp || !m->scratch) {
-		grammar_matcher_free(m);
-		return coli_err_set(err, -ENOMEM, "out of memory (grammar matcher)");
-	}
-	grammar_matcher_reset(m);
-	*out = m;
-	return 0;
-}
-
-void grammar_matcher_free(grammar_matcher *m)
-{
-	if (!m)
-		return;
-	free(m->committed);
-	free(m->tmp);
-	free(m->scratch);
-	free(m);
-}
-
-void grammar_matcher_reset(grammar_matcher *m)
-{
-	memset(&m->committed[0], 0, sizeof m->committed[0]);
-	m->committed[0].kind = GF_DOC;
-	m->cur.n = 1;
-	m->cur.top[0] = &m->committed[0];
-	m->n_scratch = 0;
-}
-
-const grammar_state *grammar_matcher_state(const grammar_matcher *m)
-{
-	return &m->cur;
-}
-
-int grammar_matcher_feed(grammar_matcher *m, const uint8_t *bytes, size_t n)
-{
-	grammar_state a = m->cur, b;
-	for (size_t i = 0; i < n; i++) {
-		if (!grammar_advance(m, &a, bytes[i], &b)) {
-			m->n_scratch = 0;
-			return -EINVAL;
-		}
-		a = b;
-		/* long inputs: keep the scratch arena from filling up */
-		if (m->n_scratch > SCRATCH_FRAMES / 2) {
-			compact(m, &a);
-			a = m->cur;
-		}
-	}
-	compact(m, &a);
-	return 0;
-}
-
-int grammar_matcher_accepts(grammar_matcher *m)
-{
-	grammar_state out;
-	size_t mark = m->n_scratch;
-	int ok = grammar_advance(m, &m->cur, GRAMMAR_SYM_END, &out) > 0;
-	m->n_scratch = mark;
-	return ok;
-}
-
-int grammar_matcher_can_continue(grammar_matcher *m)
-{
-	grammar_state out;
-	size_t mark = m->n_scratch;
-	int ok = 0;
-	for (int c = 0; c < 256 && !ok; c++) {
-		ok = grammar_advance(m, &m->cur, c, &out) > 0;
-		m->n_scratch = mark;
-	}
-	return ok;
-}

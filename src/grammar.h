@@ -16,7 +16,9 @@
  *    gap, numbers to 15 digits before and after the point, so a model
  *    cannot stall in spaces or digits.
  * Ownership: a grammar is immutable after compile and may be shared by any
- * number of matchers on any thread; a matcher belongs to one thread. */
+ * number of matchers on any thread (it is reference-counted: the engine's
+ * requests hold one each, so the caller that compiled it may drop its own
+ * at once); a matcher belongs to one thread. */
 #ifndef COLI_GRAMMAR_H
 #define COLI_GRAMMAR_H
 
@@ -43,7 +45,14 @@ int grammar_compile_schema(const char *json, size_t len, const char *what, coli_
 			   coli_err *err);
 /* Any JSON object (OpenAI json_object mode). */
 int grammar_compile_any_object(coli_grammar **out, coli_err *err);
+/* One more reference to g (returned; NULL stays NULL). */
+coli_grammar *grammar_ref(coli_grammar *g);
+/* Drop a reference: the last one frees the grammar (from any thread). */
 void grammar_free(coli_grammar *g);
+/* Grammars compiled by this process so far, on any thread: lets a test
+ * show that compiling happens where it should (the submitting thread,
+ * never the engine's). */
+unsigned long grammar_compile_count(void);
 
 /* A matcher: the committed state plus scratch for trial advances. The
  * scratch is allocated once (grammar_matcher_new), never per byte. */
@@ -57,6 +66,9 @@ typedef struct grammar_state {
 
 int grammar_matcher_new(const coli_grammar *g, grammar_matcher **out, coli_err *err);
 void grammar_matcher_free(grammar_matcher *m);
+/* Reuse a matcher (its scratch) for another grammar, at the start of a
+ * document; the grammar must outlive the matcher's use of it. */
+void grammar_matcher_bind(grammar_matcher *m, const coli_grammar *g);
 /* Back to the start of a document. */
 void grammar_matcher_reset(grammar_matcher *m);
 const grammar_state *grammar_matcher_state(const grammar_matcher *m);

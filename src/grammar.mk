@@ -2,8 +2,8 @@
 # Structured output: JSON Schema and regex compiled to a grammar, the token
 # mask.
 libcoli_a_SOURCES += \
-	src/grammar.c src/grammar.h src/grammar_impl.h \
-	src/grammar_json_schema.c src/grammar_productive.c src/grammar_regex.c \
+	src/grammar.c src/grammar.h src/grammar_impl.h src/grammar_number.c src/grammar_matcher.c \
+	src/grammar_json_schema.c src/grammar_productive.c src/grammar_regex.c src/grammar_ref.c \
 	src/grammar_mask.c src/grammar_mask.h
 # Agent tools' schema shapes rewritten into the subset (issue 31).
 libcoli_a_SOURCES += src/grammar_schema_prep.c src/grammar_schema_scalar.c

@@ -1,8 +1,10 @@
 /* grammar_impl.h - the compiled grammar and the matcher's frames (private to
- * grammar_json_schema.c, grammar.c, grammar_regex.c and grammar_mask.c). */
+ * grammar_json_schema.c, grammar.c, grammar_number.c, grammar_matcher.c,
+ * grammar_regex.c and grammar_mask.c). */
 #ifndef COLI_GRAMMAR_IMPL_H
 #define COLI_GRAMMAR_IMPL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "grammar.h"
@@ -110,7 +112,13 @@ struct coli_grammar {
 	int n_res, cap_res;
 	int root;
 	int any;          /* the node for "any JSON value", -1 until needed */
+	atomic_int refs;  /* owners (grammar_ref/grammar_free) */
 };
+
+/* grammar_ref.c: a new grammar was compiled (grammar_compile_count), and
+ * the last reference's destructor (grammar_json_schema.c). */
+void grammar_note_compiled(void);
+void grammar_destroy(coli_grammar *g);
 
 /* Frames: the matcher's stack entries (immutable once linked). */
 enum gframe_kind { GF_DOC = 1, GF_VALUE, GF_OBJ, GF_ARR, GF_STR, GF_NUM, GF_LIT };
@@ -125,6 +133,30 @@ struct grammar_frame {
 	uint8_t kind, stage, ws, esc;
 	uint8_t u8need, u8lo, u8hi, depth;
 };
+
+#define SCRATCH_FRAMES (1 << 15)
+
+struct grammar_matcher {
+	const coli_grammar *g;
+	grammar_frame *committed;  /* (COMMITTED_FRAMES) frames of `cur` */
+	grammar_frame *tmp;        /* (COMMITTED_FRAMES) while compacting */
+	grammar_frame *scratch;    /* (SCRATCH_FRAMES) trial frames, LIFO */
+	size_t n_scratch;
+	grammar_state cur;
+};
+
+/* The matcher's steps (grammar.c, grammar_number.c, grammar_matcher.c):
+ * frames come from the matcher's scratch arena (NULL when it is full or
+ * the document too deep: a dead end, never unsound); grammar_emit adds a
+ * successor top to `out` unless an equal one is there. */
+grammar_frame *grammar_frame_dup(grammar_matcher *m, const grammar_frame *f);
+grammar_frame *grammar_frame_new(grammar_matcher *m, int kind, int node, const grammar_frame *up);
+void grammar_emit(grammar_state *out, const grammar_frame *top);
+/* The successor tops of f on symbol c, added to out. */
+void grammar_step(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out);
+/* A number frame: the first byte of a number value, and a step in one. */
+void grammar_start_num(grammar_matcher *m, int node, int c, const grammar_frame *up, grammar_state *out);
+void grammar_step_num(grammar_matcher *m, const grammar_frame *f, int c, grammar_state *out);
 
 /* The state is one reading inside free text at a character boundary: a
  * string without pattern or maxLength, or the key of an object that takes

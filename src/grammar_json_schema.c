@@ -72,8 +72,11 @@ static int in_list(const char *const *l, const char *k)
 static coli_grammar *grammar_alloc(void)
 {
 	coli_grammar *g = calloc(1, sizeof *g);
-	if (g)
+	if (g) {
 		g->any = -1;
+		atomic_init(&g->refs, 1);
+		grammar_note_compiled();
+	}
 	return g;
 }
 
@@ -667,10 +670,8 @@ int grammar_compile_any_object(coli_grammar **out, coli_err *err)
 	return 0;
 }
 
-void grammar_free(coli_grammar *g)
+void grammar_destroy(coli_grammar *g)
 {
-	if (!g)
-		return;
 	for (int i = 0; i < g->n_nodes; i++) {
 		gnode *n = &g->nodes[i];
 		for (int j = 0; j < n->n_props; j++)

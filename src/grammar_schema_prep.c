@@ -10,8 +10,12 @@
  *   propertyNames         {"type":"string"} (zod's records) says nothing a
  *                         key does not already say: dropped; enum/const
  *                         name the only keys: declared properties with
- *                         additionalProperties false; anything else is left
- *                         for the compiler to refuse;
+ *                         additionalProperties false; a pattern and
+ *                         lengths keep, of the keys the object declares
+ *                         or requires, those that satisfy them, and no
+ *                         other key (the matcher knows keys only by
+ *                         name): a narrower but valid grammar; anything
+ *                         else is left for the compiler to refuse;
  *   discriminator         an OpenAPI annotation: dropped.
  * Two schemas joined ("and") merge keyword by keyword: properties by name
  * (a name in both becomes allOf of the two), required as a union, type as
@@ -173,6 +177,119 @@ static int merge(json_t *root, json_t *dst, json_t *src, const char *path, coli_
 	return rc;
 }
 
+/* Does the key name satisfy a propertyNames schema of type string,
+ * pattern, minLength and maxLength (lengths in code points)? 1 or 0; -1
+ * with err when its pattern is not in the compiled subset. */
+static int key_ok(json_t *pn, const char *name, const char *path, coli_err *err)
+{
+	json_int_t lo = json_integer_value(json_object_get(pn, "minLength"));
+	json_t *hi = json_object_get(pn, "maxLength");
+	json_int_t n = 0;
+	for (const char *c = name; *c; c++)
+		n += ((unsigned char)*c & 0xC0) != 0x80;
+	if (n < lo || (json_is_integer(hi) && n > json_integer_value(hi)))
+		return 0;
+	const char *pat = json_string_value(json_object_get(pn, "pattern"));
+	if (!pat)
+		return 1;
+	char sub[512];
+	gregex re;
+	grammar_path_sub(sub, sizeof sub, "%s.propertyNames.pattern", path);
+	if (gregex_compile(pat, &re, sub, err))
+		return -1;
+	gbits at = re.start, next;
+	int ok = 1;
+	for (const unsigned char *c = (const unsigned char *)name; ok && *c; c++) {
+		if ((*c & 0xC0) == 0x80)
+			continue;   /* one symbol a code point */
+		ok = gregex_step(&re, &at, *c < 0x80 ? *c : GRE_NONASCII, &next);
+		at = next;
+	}
+	ok = ok && gbits_has(&at, re.final);
+	gregex_free(&re);
+	return ok;
+}
+
+/* propertyNames (see the head of the file). A key pattern or length names
+ * the keys allowed among those the object declares or requires; no other
+ * key is generated (the grammar checks keys only against names). */
+static int property_names(json_t *s, const char *path, coli_err *err)
+{
+	json_t *pn = json_object_get(s, "propertyNames");
+	if (!json_is_object(pn) && !json_is_true(pn))
+		return 0;
+	int plain = 1, keyed = 1;
+	const char *k;
+	json_t *v;
+	json_object_foreach(pn, k, v) {
+		int str = !strcmp(k, "type") && json_is_string(v) && !strcmp(json_string_value(v), "string");
+		plain &= str || !strcmp(k, "format") || is_note(k);
+		keyed &= str || !strcmp(k, "format") || is_note(k) || (!strcmp(k, "pattern") && json_is_string(v)) ||
+			 ((!strcmp(k, "minLength") || !strcmp(k, "maxLength")) && json_is_integer(v) &&
+			  json_integer_value(v) >= 0);
+	}
+	if (plain) {
+		json_object_del(s, "propertyNames");
+		return 0;
+	}
+	json_t *e = json_object_get(pn, "enum"), *c = json_object_get(pn, "const");
+	json_t *names = json_is_array(e) ? json_incref(e) : json_is_string(c) ? json_pack("[O]", c) : NULL;
+	if (names && json_object_size(pn) > 2) {
+		json_decref(names);
+		return 0;   /* left for the compiler to refuse */
+	}
+	json_t *props = json_object_get(s, "properties");
+	if (!names && keyed) {
+		/* the declared and required names that satisfy it */
+		json_t *cand = json_array();
+		json_object_foreach(props, k, v)
+			json_array_append_new(cand, json_string(k));
+		size_t i;
+		json_t *x;
+		json_array_foreach(json_object_get(s, "required"), i, x)
+			if (json_is_string(x) && !list_has(cand, x))
+				json_array_append(cand, x);
+		names = json_array();
+		json_array_foreach(cand, i, x) {
+			int ok = key_ok(pn, json_string_value(x), path, err);
+			if (ok < 0) {
+				json_decref(cand);
+				json_decref(names);
+				return -1;
+			}
+			if (ok)
+				json_array_append(names, x);
+		}
+		json_decref(cand);
+	}
+	if (!names)
+		return 0;   /* left for the compiler to refuse */
+	if (!json_is_object(props)) {
+		props = json_object();
+		json_object_set_new(s, "properties", props);
+	}
+	json_t *add = json_object_get(s, "additionalProperties");
+	size_t i;
+	json_t *x;
+	json_array_foreach(names, i, x)
+		if (json_is_string(x) && !json_object_get(props, json_string_value(x)) && !json_is_false(add))
+			json_object_set_new(props, json_string_value(x), add ? json_deep_copy(add) : json_true());
+	void *it = json_object_iter(props);
+	while (it) {
+		const char *pk = json_object_iter_key(it);
+		json_t *name = json_string(pk);
+		int ok = list_has(names, name);
+		json_decref(name);
+		it = json_object_iter_next(props, it);
+		if (!ok)
+			json_object_del(props, pk);   /* a key propertyNames forbids */
+	}
+	json_object_set_new(s, "additionalProperties", json_false());
+	json_object_del(s, "propertyNames");
+	json_decref(names);
+	return 0;
+}
+
 static int prep(json_t *root, json_t *s, const char *path, int depth, coli_err *err);
 
 static int prep_child(json_t *root, json_t *v, const char *path, const char *key, int depth, coli_err *err)
@@ -241,44 +358,8 @@ static int prep(json_t *root, json_t *s, const char *path, int depth, coli_err *
 		if (keep_old)
 			json_object_set_new(s, "definitions", keep_old);
 	}
-	json_t *pn = json_object_get(s, "propertyNames");
-	if (json_is_object(pn) || json_is_true(pn)) {
-		int plain = 1;
-		json_object_foreach(pn, k, v)
-			plain &= (!strcmp(k, "type") && json_is_string(v) && !strcmp(json_string_value(v), "string")) ||
-				 !strcmp(k, "format") || is_note(k);
-		json_t *e = json_object_get(pn, "enum"), *c = json_object_get(pn, "const");
-		json_t *names = json_is_array(e) ? json_incref(e) : json_is_string(c) ? json_pack("[O]", c) : NULL;
-		if (plain) {
-			json_object_del(s, "propertyNames");
-		} else if (names && json_object_size(pn) <= 2) {
-			json_t *props = json_object_get(s, "properties");
-			if (!json_is_object(props)) {
-				props = json_object();
-				json_object_set_new(s, "properties", props);
-			}
-			json_t *add = json_object_get(s, "additionalProperties");
-			size_t i;
-			json_t *x;
-			json_array_foreach(names, i, x)
-				if (json_is_string(x) && !json_object_get(props, json_string_value(x)) &&
-				    !json_is_false(add))
-					json_object_set_new(props, json_string_value(x), add ? json_deep_copy(add) : json_true());
-			void *it = json_object_iter(props);
-			while (it) {
-				const char *pk = json_object_iter_key(it);
-				json_t *name = json_string(pk);
-				int ok = list_has(names, name);
-				json_decref(name);
-				it = json_object_iter_next(props, it);
-				if (!ok)
-					json_object_del(props, pk);   /* a key propertyNames forbids */
-			}
-			json_object_set_new(s, "additionalProperties", json_false());
-			json_object_del(s, "propertyNames");
-		}
-		json_decref(names);
-	}
+	if (property_names(s, path, err))
+		return -EINVAL;
 	static const char *const one[] = { "additionalProperties", "items", "propertyNames", NULL };
 	static const char *const many[] = { "anyOf", "oneOf", "prefixItems", NULL };
 	static const char *const maps[] = { "properties", "$defs", "definitions", NULL };

@@ -24,16 +24,7 @@
 #include "kv_format.h"
 #include "kv_store.h"
 #include "kv_session_int.h"
-
-int kv_session_dir_fsync(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int rc = fsync(fd) < 0 ? -errno : 0;
-	close(fd);
-	return rc;
-}
+#include "util_file.h"
 
 /* dir/.NAME.kv.tmp.PID: hidden (names cannot start with '.'), per process. */
 int kv_session_tmp_path(const char *dir, const char *name, char *out, size_t cap, coli_err *err)
@@ -162,10 +153,8 @@ int kv_session_create_indexed(const char *dir, const char *name, const char *fin
 		goto fail_tmp;
 	}
 	unlink(tmp);
-	if ((rc = kv_session_dir_fsync(dir)) < 0) {
-		coli_err_set(err, rc, "%s: fsync: %s", dir, strerror(-rc));
+	if ((rc = coli_fsync_dir(dir, err)) < 0)
 		goto fail;
-	}
 	s->fd = tfd;
 	s->n_layers = (uint32_t)n_layers;
 	s->width = (uint32_t)width;

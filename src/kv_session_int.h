@@ -38,8 +38,6 @@ static inline kv_geom session_geom(const kv_session *s)
 	return kv_geom_of(s->n_layers, s->width, s->index_layers, s->index_width);
 }
 
-/* fsync the directory dir. 0 or a negative errno. */
-int kv_session_dir_fsync(const char *dir);
 /* dir/.NAME.kv.tmp.PID into out (cap bytes). */
 int kv_session_tmp_path(const char *dir, const char *name, char *out, size_t cap, coli_err *err);
 

@@ -17,6 +17,7 @@
 #include "util_crc32c.h"
 #include "kv_format.h"
 #include "kv_session_int.h"
+#include "util_file.h"
 
 /* Live data record holding position pos (binary search: live records have
  * increasing, contiguous positions). */
@@ -177,8 +178,9 @@ int kv_session_compact(kv_session *s, coli_err *err)
 		rc = -errno;
 		goto io;
 	}
-	if ((rc = kv_session_dir_fsync(s->dir)) < 0)
-		coli_warn("%s: fsync: %s", s->dir, strerror(-rc));
+	coli_err de = { 0 };
+	if (coli_fsync_dir(s->dir, &de) < 0)
+		coli_warn("%s", de.msg); /* renamed already: the new file is the session's */
 	close(s->fd);
 	s->fd = dst;
 	dst = -1;

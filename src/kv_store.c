@@ -24,6 +24,7 @@
 
 #include "coli_log.h"
 #include "kv_format.h"
+#include "util_file.h"
 
 int kv_store_name_check(const char *name, coli_err *err)
 {
@@ -273,12 +274,9 @@ int kv_store_rename(const char *dir, const char *old_name, const char *new_name,
 	if (kv_store_path(dir, old_name, "lock", lk, sizeof lk, NULL) == 0)
 		unlink(lk);
 	companions_move(dir, old_name, new_name);
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		if (fsync(dfd) < 0)
-			coli_warn("%s: fsync: %s", dir, strerror(errno));
-		close(dfd);
-	}
+	coli_err de = { 0 };
+	if (coli_fsync_dir(dir, &de) < 0)
+		coli_warn("%s", de.msg);
 out:
 	kv_store_unlock(fa);
 	kv_store_unlock(fb);

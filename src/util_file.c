@@ -35,6 +35,20 @@ int coli_fsync_dir(const char *path, coli_err *err)
 	return rc;
 }
 
+int coli_file_commit(int fd, const char *tmp, const char *path, coli_err *err)
+{
+	int rc = 0;
+	if (fsync(fd) < 0)
+		rc = coli_err_set(err, -errno, "%s: fsync failed: %s", tmp, strerror(errno));
+	else if (rename(tmp, path) < 0)
+		rc = coli_err_set(err, -errno, "%s: rename failed: %s", path, strerror(errno));
+	if (rc < 0) {
+		unlink(tmp);
+		return rc;
+	}
+	return coli_fsync_dir(path, err);
+}
+
 int coli_file_replace(const char *path, const void *data, size_t len, coli_err *err)
 {
 	static _Atomic unsigned calls; /* relaxed: only uniqueness matters */
@@ -65,16 +79,12 @@ int coli_file_replace(const char *path, const void *data, size_t len, coli_err *
 		p += w;
 		left -= (size_t)w;
 	}
-	if (rc == 0 && fsync(fd) < 0)
-		rc = coli_err_set(err, -errno, "%s: fsync failed: %s", tmp, strerror(errno));
-	if (close(fd) < 0 && rc == 0)
-		rc = coli_err_set(err, -errno, "%s: close failed: %s", tmp, strerror(errno));
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = coli_err_set(err, -errno, "%s: rename failed: %s", path, strerror(errno));
-	if (rc < 0)
-		unlink(tmp);
+	if (rc == 0)
+		rc = coli_file_commit(fd, tmp, path, err);
 	else
-		rc = coli_fsync_dir(path, err);
+		unlink(tmp);
+	if (close(fd) < 0 && rc == 0)
+		rc = coli_err_set(err, -errno, "%s: close failed: %s", path, strerror(errno));
 	free(tmp);
 	return rc;
 }

@@ -8,7 +8,10 @@
 # template and a 32k context (Codex's prompt is some 17k tokens);
 # tests/agent_codex_proxy.py steers it: the first request forces a call
 # of get_goal (a tool Codex answers itself, nothing is executed), later
-# ones a short JSON string so the answer ends. Checked: `codex exec`
+# ones a short JSON string so the answer ends. The prefill of that prompt
+# on a loaded machine can outlast Codex's 5-minute stream idle timeout
+# (SSE keepalive comments do not count for it), so the provider sets
+# stream_idle_timeout_ms. Checked: `codex exec`
 # exits 0 with a final message, and its second request carries the call
 # and Codex's function_call_output for it (one tool round trip).
 . "${top_srcdir:-.}/tests/server_common.sh"
@@ -54,6 +57,7 @@ check_for_update_on_startup = false
 name = "colitop"
 base_url = "http://127.0.0.1:$(cat "$D/proxy.port")/v1"
 wire_api = "responses"
+stream_idle_timeout_ms = 3600000
 
 [analytics]
 enabled = false

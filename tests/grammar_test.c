@@ -272,7 +272,29 @@ static void unit(void)
 	       "{\"b\":1}", 1);
 	expect("{\"type\":\"object\",\"propertyNames\":{\"enum\":[\"a\",\"b\"]},\"additionalProperties\":{\"type\":\"integer\"}}",
 	       "{\"c\":1}", 0);
-	expect_error("{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^a\"}}", "propertyNames");
+	/* a key pattern or length: the declared or required keys that satisfy
+	 * it, no other key */
+#define PN_ENV "{\"type\":\"object\",\"propertyNames\":{\"type\":\"string\",\"pattern\":\"^[A-Z_]+$\"}," \
+	"\"properties\":{\"HOME\":{\"type\":\"string\"},\"lower\":{}},\"required\":[\"PATH\"]," \
+	"\"additionalProperties\":{\"type\":\"string\"}}"
+	expect(PN_ENV, "{\"PATH\":\"/bin\",\"HOME\":\"/h\"}", 1);
+	expect(PN_ENV, "{\"PATH\":\"/bin\"}", 1);
+	expect(PN_ENV, "{\"PATH\":1}", 0);
+	expect(PN_ENV, "{}", 0);
+	expect(PN_ENV, "{\"PATH\":\"/bin\",\"lower\":1}", 0);
+	expect(PN_ENV, "{\"PATH\":\"/bin\",\"OTHER\":\"x\"}", 0);
+#undef PN_ENV
+	expect("{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^a\"}}", "{}", 1);
+	expect("{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^a\"}}", "{\"ab\":1}", 0);
+	expect("{\"type\":\"object\",\"propertyNames\":{\"maxLength\":2},\"properties\":{\"\u00e9\u00e9\":{},"
+	       "\"abc\":{}}}", "{\"\u00e9\u00e9\":1}", 1);
+	expect("{\"type\":\"object\",\"propertyNames\":{\"maxLength\":2},\"properties\":{\"\u00e9\u00e9\":{},"
+	       "\"abc\":{}}}", "{\"abc\":1}", 0);
+	expect_error("{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^a\"},\"required\":[\"b\"]}",
+		     "no document is valid");
+	expect_error("{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"(?<=a)\"},\"properties\":{\"a\":{}}}",
+		     "propertyNames.pattern");
+	expect_error("{\"type\":\"object\",\"propertyNames\":{\"minItems\":1}}", "propertyNames");
 	expect("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"additionalProperties\":false,"
 	       "\"minProperties\":1,\"maxProperties\":1}", "{\"a\":1}", 1);
 	expect("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"additionalProperties\":false,"

@@ -16,13 +16,7 @@
 #include "ingest_util.h"
 #include "ingest_safetensors.h"
 #include "util_sha256.h"
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "util_time.h"
 
 int main(int argc, char **argv)
 {
@@ -58,19 +52,19 @@ int main(int argc, char **argv)
 	}
 	double t0, t_bf = 1e9, t_f8 = 1e9, t_cv = 1e9, t_sha = 1e9;
 	for (int rep = 0; rep < 3; rep++) {  /* best of 3: the first warms the cache */
-		t0 = now();
+		t0 = coli_now_s();
 		st_read_f32(ck, st_find(ck, "bf"), out, &err);
-		t_bf = fmin(t_bf, now() - t0);
-		t0 = now();
+		t_bf = fmin(t_bf, coli_now_s() - t0);
+		t0 = coli_now_s();
 		st_read_f32(ck, st_find(ck, "f8"), out, &err);
-		t_f8 = fmin(t_f8, now() - t0);
-		t0 = now();
+		t_f8 = fmin(t_f8, coli_now_s() - t0);
+		t0 = coli_now_s();
 		dtype_to_f32(ST_BF16, bf, out, n);
-		t_cv = fmin(t_cv, now() - t0);
+		t_cv = fmin(t_cv, coli_now_s() - t0);
 		char hex[65];
-		t0 = now();
+		t0 = coli_now_s();
 		coli_sha256_file(tpath("model.safetensors"), hex, &err);
-		t_sha = fmin(t_sha, now() - t0);
+		t_sha = fmin(t_sha, coli_now_s() - t0);
 	}
 	double mb = (double)n * 2 / 1e6;
 	printf("{\"elements\": %zu, \"read_bf16_gelem_s\": %.3f, \"read_fp8_scaled_gelem_s\": %.3f, "

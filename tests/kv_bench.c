@@ -16,16 +16,10 @@
 #include "util_crc32c.h"
 #include "kv_store.h"
 #include "kv_test.h"
+#include "util_time.h"
 
 #define GL 78
 #define GW 576
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
 
 int main(int argc, char **argv)
 {
@@ -42,12 +36,12 @@ int main(int argc, char **argv)
 	unsigned char *buf = malloc(cb);
 	for (size_t i = 0; i < cb; i++)
 		buf[i] = (unsigned char)(i * 131u);
-	double t0 = now();
+	double t0 = coli_now_s();
 	volatile uint32_t c = crc32c_update(0, buf, cb);
-	double hw = cb / (now() - t0) / 1e9;
-	t0 = now();
+	double hw = cb / (coli_now_s() - t0) / 1e9;
+	t0 = coli_now_s();
 	c = crc32c_update_sw(0, buf, cb);
-	double sw = cb / (now() - t0) / 1e9;
+	double sw = cb / (coli_now_s() - t0) / 1e9;
 	(void)c;
 	free(buf);
 
@@ -57,43 +51,43 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
-	t0 = now();
+	t0 = coli_now_s();
 	if (kv_session_append(s, pre.tokens, prefill, (const float *const *)pre.rows, &err) < 0) {
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
-	double t_prefill = now() - t0;
+	double t_prefill = coli_now_s() - t0;
 	double t_decode = 0;
 	for (int i = 0; i < decode; i++) {
 		kvt_batch_fill(&one, 1, GL, GW, prefill + i, 1);
-		t0 = now();
+		t0 = coli_now_s();
 		kv_session_append(s, one.tokens, 1, (const float *const *)one.rows, &err);
-		t_decode += now() - t0;
+		t_decode += coli_now_s() - t0;
 		kvt_batch_free(&one);
 	}
-	t0 = now();
+	t0 = coli_now_s();
 	kv_session_sync(s, &err);
-	double t_sync = now() - t0;
+	double t_sync = coli_now_s() - t0;
 	uint64_t bytes = kv_session_bytes(s);
 	kv_session_close(s);
 
-	t0 = now();
+	t0 = coli_now_s();
 	if (kv_session_open(dir, "bench", FP_A, GL, GW, 0, &s, &l, &err) < 0) {
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
-	double t_load = now() - t0;
+	double t_load = coli_now_s() - t0;
 	int ok = kvt_loaded_ok(&l, 1, n);
 	kv_loaded_free(&l);
 	float *rows = malloc((size_t)n * GW * sizeof(float));
-	t0 = now();
+	t0 = coli_now_s();
 	for (int k = 0; k < GL; k++)
 		kv_session_read_rows(s, k, 0, n, rows, &err);
-	double t_rows = now() - t0;
+	double t_rows = coli_now_s() - t0;
 	free(rows);
-	t0 = now();
+	t0 = coli_now_s();
 	kv_session_compact(s, &err);
-	double t_compact = now() - t0;
+	double t_compact = coli_now_s() - t0;
 	kv_session_close(s);
 
 	/* prefix matching: 20 sessions of n single-token records (tiny rows,
@@ -109,16 +103,16 @@ int main(int argc, char **argv)
 	}
 	char best[80];
 	int m;
-	t0 = now();
+	t0 = coli_now_s();
 	kv_store_find_prefix(dir, FP_A, pre.tokens, prefill, best, sizeof best, &m, &err);
-	double t_prefix = now() - t0;
+	double t_prefix = coli_now_s() - t0;
 	/* a kept index: the second lookup only stats the files */
 	kv_prefix_index *ix;
 	kv_prefix_index_new(dir, &ix, &err);
 	kv_prefix_index_find(ix, FP_A, pre.tokens, prefill, best, sizeof best, &m, &err);
-	t0 = now();
+	t0 = coli_now_s();
 	kv_prefix_index_find(ix, FP_A, pre.tokens, prefill, best, sizeof best, &m, &err);
-	double t_prefix_warm = now() - t0;
+	double t_prefix_warm = coli_now_s() - t0;
 	kv_prefix_index_free(ix);
 	kvt_batch_free(&pre);
 	kvt_rmrf(dir);

@@ -16,6 +16,7 @@
 #include "kv_test.h"
 #include "util_sha256.h"
 #include "test_util.h"
+#include "util_time.h"
 
 #define L 3
 #define W 8
@@ -646,11 +647,9 @@ int main(void)
 		{ "reader_beside_writer", test_reader_beside_writer },
 	};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-		struct timespec a, b;
-		clock_gettime(CLOCK_MONOTONIC, &a);
+		double a = coli_now_s();
 		t[i].fn();
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		printf("%-22s %.3f s\n", t[i].name, (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9);
+		printf("%-22s %.3f s\n", t[i].name, coli_now_s() - a);
 	}
 	kvt_rmrf(dir);
 	return test_summary(__FILE__);

@@ -147,6 +147,19 @@ r = c.post(BASE + "/v1/chat/completions", json={
     "tools": [{"type": "function", "function": {"name": "WebFetch", "parameters": CC_FETCH}}]})
 check(r.status_code == 200 and r.json()["choices"][0]["finish_reason"] in ("tool_calls", "length"),
       "forcing format uri + propertyNames: %d %s" % (r.status_code, r.text[:200]))
+# a key pattern (an environment map): forced, the call's keys satisfy it
+ENV = {"type": "object", "properties": {"env": {
+    "type": "object", "propertyNames": {"type": "string", "pattern": "^[A-Z_]+$"},
+    "properties": {"HOME": {"type": "string"}, "lower": {"type": "string"}}, "required": ["PATH"],
+    "additionalProperties": {"type": "string"}}}, "required": ["env"], "additionalProperties": False}
+r = c.post(BASE + "/v1/chat/completions", json={
+    "model": served, "messages": MSGS, "max_tokens": 60, "tool_choice": "required",
+    "tools": [{"type": "function", "function": {"name": "SetEnv", "parameters": ENV}}]})
+check(r.status_code == 200 and r.json()["choices"][0]["finish_reason"] == "tool_calls",
+      "forcing propertyNames with a pattern: %d %s" % (r.status_code, r.text[:200]))
+if r.status_code == 200 and r.json()["choices"][0]["finish_reason"] == "tool_calls":
+    env = json.loads(r.json()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"])["env"]
+    check("PATH" in env and set(env) <= {"PATH", "HOME"}, "keys by the pattern: %r" % env)
 # a schema outside the subset: a 400 naming the tool only when forced
 ODD = [{"type": "function", "function": {"name": "Odd", "parameters": {"type": "object", "properties": {
     "x": {"not": {"type": "string"}}}}}}]

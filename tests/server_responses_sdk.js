@@ -1,7 +1,8 @@
 // server_responses_sdk.js - the Responses API through the official openai
 // npm client, unchanged, against `coli serve` on a tiny GLM-5-template
 // model (started by server_responses_sdk.sh; URL in argv[2]):
-// responses.create, responses.stream (events and finalResponse),
+// responses.create, responses.stream (events and finalResponse; a function
+// call's arguments in several deltas),
 // responses.parse with zodTextFormat, function calling with
 // zodResponsesFunction and its function_call_output sent back through
 // previous_response_id (cached_tokens = at least the stored prompt),
@@ -82,6 +83,22 @@ async function main() {
 		const c = next.usage.input_tokens_details.cached_tokens;
 		assert.ok(c >= back.usage.input_tokens && c <= back.usage.input_tokens + back.usage.output_tokens,
 			`cached ${c} of ${JSON.stringify(back.usage)}`);
+	});
+	await check('responses.stream of a function call', async () => {
+		const Weather = z.object({ city: z.string().max(12), days: z.number().int().min(1).max(7) });
+		const stream = oai.responses.stream({ model, input: 'Weather in Paris?', max_output_tokens: 80,
+			temperature: 0, reasoning: OFF, tool_choice: 'required',
+			tools: [zodResponsesFunction({ name: 'get_weather', parameters: Weather })] });
+		const deltas = [];
+		let done;
+		stream.on('response.function_call_arguments.delta', (e) => deltas.push(e.delta));
+		stream.on('response.function_call_arguments.done', (e) => { done = e.arguments; });
+		const r = await stream.finalResponse();
+		const call = r.output.find((o) => o.type === 'function_call');
+		assert.ok(deltas.length > 1, `arguments streamed in ${deltas.length} deltas`);
+		assert.strictEqual(deltas.join(''), call.arguments);
+		assert.strictEqual(done, call.arguments);
+		Weather.parse(JSON.parse(call.arguments));
 	});
 	await check('responses.retrieve and responses.delete', async () => {
 		const got = await oai.responses.retrieve(first.id);

@@ -174,15 +174,21 @@ if PHASE == "first":
     tool_resp = d
     ev = events(body)
     names = [n for n, _ in ev]
-    check(names == ["response.created", "response.in_progress", "response.output_item.added",
-                    "response.function_call_arguments.delta", "response.function_call_arguments.done",
-                    "response.output_item.done", "response.completed"], "function call events: %s" % names)
+    adeltas = [d["delta"] for n, d in ev if n == "response.function_call_arguments.delta"]
+    check(names == ["response.created", "response.in_progress", "response.output_item.added"] +
+          ["response.function_call_arguments.delta"] * len(adeltas) +
+          ["response.function_call_arguments.done", "response.output_item.done", "response.completed"],
+          "function call events: %s" % names)
+    check(len(adeltas) > 1, "the arguments stream as they are generated: %r" % adeltas)
     by = dict(ev)
+    check(len({d["item_id"] for n, d in ev if n.startswith("response.function_call_arguments")}) == 1 and
+          all(d["output_index"] == 0 for n, d in ev if n.startswith("response.function_call_arguments")),
+          "the deltas name the call's item")
     sfc = by["response.output_item.done"]["item"]
     check(by["response.output_item.added"]["item"]["type"] == "function_call" and
           by["response.output_item.added"]["item"]["arguments"] == "", "added: an empty function_call")
     check(by["response.function_call_arguments.done"]["arguments"] == sfc["arguments"] == fc[0]["arguments"]
-          == by["response.function_call_arguments.delta"]["delta"], "streamed arguments = the whole call's")
+          == "".join(adeltas), "streamed arguments = the whole call's")
     check(by["response.completed"]["response"]["output"] == [sfc], "final output: the call")
     # a tool choice of none offers no tools: a shorter prompt
     d = post(dict(body, tool_choice="none", max_output_tokens=1))

@@ -202,7 +202,7 @@ static void test_objects(void)
 	CHECK_STR(json_string_value(json_object_get(json_array_get(out, 1), "type")), "message");
 	json_t *fc = json_array_get(out, 2);
 	CHECK_STR(json_string_value(json_object_get(fc, "call_id")), "call_1");
-	CHECK_STR(json_string_value(json_object_get(fc, "id")), ids.fc[0]);
+	CHECK_STR(json_string_value(json_object_get(fc, "id")), "fc_1"); /* named after the call */
 	CHECK_STR(json_string_value(json_object_get(json_object_get(o, "metadata"), "k")), "v");
 	json_decref(o);
 	/* only calls: no message item */

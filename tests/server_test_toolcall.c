@@ -4,7 +4,8 @@
  * body, "123", "true", "null" and indentation stay as written; other
  * values are JSON, then Python literals), a call left open at the end
  * closed. Every case is fed whole and in pieces of 1..7 bytes: the
- * arguments only grow (what a stream sent stays valid) and end the same. */
+ * arguments only grow (what a stream sent stays valid) and end the same;
+ * srv_tc_stream sends each call's start, deltas and end once. */
 #include "config.h"
 
 #include <stdio.h>
@@ -69,6 +70,64 @@ static void expect(int mode, const char *forced, int max_calls, const char *text
 	}
 }
 
+/* srv_tc_stream's sink: what a stream sends, as "[NAME:" args deltas "]" */
+typedef struct sent {
+	srv_buf out;
+	int starts, ends;
+} sent;
+
+static int sink_start(void *ctx, int i, srv_tc_call *c)
+{
+	sent *k = ctx;
+	k->starts++;
+	srv_buf_printf(&k->out, "[%s:", c->name);
+	return 10 + i;   /* the stream's own tag, kept in c->announced */
+}
+
+static void sink_args(void *ctx, int i, srv_tc_call *c, const char *p, size_t n)
+{
+	sent *k = ctx;
+	CHECK(c->announced == 10 + i, "args of call %d before its start", i);
+	srv_buf_add(&k->out, p, n);
+}
+
+static void sink_end(void *ctx, int i, srv_tc_call *c)
+{
+	sent *k = ctx;
+	(void)i;
+	CHECK(c->done, "a call ended before it is whole");
+	k->ends++;
+	srv_buf_puts(&k->out, "]");
+}
+
+/* The calls streamed as the markup arrives in pieces of `step` bytes:
+ * each started and ended once, their arguments whole UTF-8. */
+static void expect_stream(const char *text, size_t step, const char *want, int n_calls)
+{
+	srv_tcparse p;
+	sent k = { 0 };
+	srv_tc_sink sink = { &k, sink_start, sink_args, sink_end };
+	srv_tc_init(&p, SRV_TC_MARKUP, TOOLS, NULL, 0, "call_");
+	size_t len = strlen(text), sends = 0;
+	for (size_t at = 0; at < len; at += step) {
+		size_t before = k.out.len;
+		srv_tc_feed(&p, text + at, at + step < len ? step : len - at);
+		srv_tc_stream(&p, &sink);
+		for (size_t j = before; j < k.out.len; j++)
+			CHECK(j + 1 < k.out.len || ((unsigned char)k.out.p[j] & 0xC0) != 0xC0,
+			      "a delta ends inside a UTF-8 character");
+		sends += k.out.len > before;
+	}
+	srv_tc_finish(&p);
+	srv_tc_stream(&p, &sink);
+	CHECK(k.out.p && !strcmp(k.out.p, want), "stream of %s in %zu-byte pieces:\n  got  %s\n  want %s", text,
+	      step, k.out.p ? k.out.p : "", want);
+	CHECK(k.starts == n_calls && k.ends == n_calls, "%d starts, %d ends", k.starts, k.ends);
+	CHECK(step > 4 || sends > 2, "the arguments went out in %zu sends", sends);
+	srv_buf_free(&k.out);
+	srv_tc_free(&p);
+}
+
 #define GLM(body) "<tool_call>write\n" body "</tool_call>"
 #define KV(k, v) "<arg_key>" k "</arg_key>\n<arg_value>" v "</arg_value>\n"
 
@@ -109,6 +168,13 @@ int main(int argc, char **argv)
 	/* characters JSON escapes, and UTF-8 */
 	expect(SRV_TC_MARKUP, NULL, 0, "<tool_call>ls\n" KV("dir", "a\"b\\c\td\xc3\xa9") "</tool_call>",
 	       "ls {\"dir\":\"a\\\"b\\\\c\\td\xc3\xa9\"};");
+	/* streamed: started once, arguments as they grow, ended when whole */
+	for (size_t step = 1; step <= 7; step++) {
+		expect_stream("<tool_call>ls\n" KV("dir", "/t\xc3\xa9mp") "</tool_call>\n<tool_call>write\n"
+			      KV("content", "x") "</tool_call>", step,
+			      "[ls:{\"dir\":\"/t\xc3\xa9mp\"}][write:{\"content\":\"x\"}]", 2);
+		expect_stream("<tool_call>ls\n" KV("dir", "/tmp"), step, "[ls:{\"dir\":\"/tmp\"}]", 1);
+	}
 	/* a JSON body inside <tool_call> is not GLM: left to srv_tools_parse */
 	{
 		srv_tcparse p;

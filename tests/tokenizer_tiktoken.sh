@@ -57,10 +57,14 @@ bad() { # NAME EXPECTED-TEXT
 }
 mkdir "$tmp/bad"
 cp "$tmp/kimi/tokenizer_config.json" "$tmp/bad/"
-{ head -n 300 "$tmp/kimi/tiktoken.model"; echo "YWJj 5"; } >"$tmp/bad/tiktoken.model"
+# line 301 replaced, the file's length kept (a shorter file leaves the
+# config's special tokens far beyond its ranks, refused before any line)
+awk 'NR == 301 { print "YWJj 5"; next } { print }' "$tmp/kimi/tiktoken.model" >"$tmp/bad/tiktoken.model"
 bad "a duplicate rank" "tiktoken.model:301: rank 5 given twice"
-{ head -n 300 "$tmp/kimi/tiktoken.model"; echo "not!base64 300"; } >"$tmp/bad/tiktoken.model"
+awk 'NR == 301 { print "not!base64 300"; next } { print }' "$tmp/kimi/tiktoken.model" >"$tmp/bad/tiktoken.model"
 bad "bad base64" "tiktoken.model:301: not \"BASE64 RANK\""
+head -n 300 "$tmp/kimi/tiktoken.model" >"$tmp/bad/tiktoken.model"
+bad "a file cut short of its special tokens" "special token id 128001 is far beyond the 300 ranks"
 tail -n +2 "$tmp/kimi/tiktoken.model" | awk '{ print $1, NR - 1 }' >"$tmp/bad/tiktoken.model"
 bad "a missing byte" "byte 0x00 has no token"
 cp "$tmp/kimi/tiktoken.model" "$tmp/bad/"

@@ -1,12 +1,13 @@
-/* util_file.c - coli_file_replace (util_file.h): the new contents replace
- * the old, a second replace over the first works, and a failure (the
- * directory missing; the target a non-empty directory, so the rename
- * fails after the data was written and fsynced) returns the errno with
- * the path in the message and leaves no temporary file. */
+/* util_file.c - coli_file_replace and coli_file_commit (util_file.h): the
+ * new contents replace the old, a second replace over the first works, and
+ * a failure (the directory missing; the target a non-empty directory, so
+ * the rename fails after the data was written and fsynced) returns the
+ * errno with the path in the message and leaves no temporary file. */
 #include "config.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,27 @@ int main(int argc, char **argv)
 	CHECK(strstr(err.msg, "rename failed") != NULL, "message: %s", err.msg);
 	CHECK(count_prefix("d.tmp") == 0, "a temporary file left after a failed rename");
 	CHECK(read_all(inside, buf, sizeof buf) == 1 && !strcmp(buf, "k"));
+
+	/* coli_file_commit: a temporary file written through its fd replaces
+	 * the target and the fd stays usable; a failed rename removes it */
+	char tmp[600];
+	snprintf(tmp, sizeof tmp, "%s/c.part", dir);
+	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	REQUIRE(fd >= 0);
+	REQUIRE(write(fd, "via fd", 6) == 6);
+	CHECK_RC(coli_file_commit(fd, tmp, path, &err), 0);
+	CHECK(write(fd, "!", 1) == 1, "the fd is closed after commit");
+	close(fd);
+	CHECK(read_all(path, buf, sizeof buf) == 7 && !strcmp(buf, "via fd!"));
+	CHECK(count_prefix("c.part") == 0, "the temporary file is still there");
+	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	REQUIRE(fd >= 0);
+	err.msg[0] = '\0';
+	rc = coli_file_commit(fd, tmp, target, &err);
+	close(fd);
+	CHECK(rc == -EISDIR || rc == -ENOTEMPTY || rc == -EEXIST, "rc %d", rc);
+	CHECK(strstr(err.msg, "rename failed") != NULL, "message: %s", err.msg);
+	CHECK(count_prefix("c.part") == 0, "a temporary file left after a failed commit");
 
 	unlink(inside);
 	rmdir(target);

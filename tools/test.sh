@@ -13,7 +13,20 @@ top=$(pwd)
 mkdir -p build
 stages="$top/build/stages.txt"
 : >"$stages"
-stage() { # NAME STATUS
+t_last=$(date +%s)
+slowest() { # DIR: the ten longest tests, from each log's birth to its result
+	find "$1" -name '*.trs' -not -path '*/colitop-*/*' 2>/dev/null | while read -r t; do
+		l=${t%.trs}.log
+		[ -f "$l" ] && echo "$(($(stat -c %Y "$t") - $(stat -c %W "$l"))) $(basename "$l" .log)"
+	done | sort -rn | head -10 | awk '{ printf "  %5d s  %s\n", $1, $2 }'
+}
+lap() { # NAME STATUS: how long since the previous lap, on the log only
+	local now; now=$(date +%s)
+	echo "stage $1: $([ "$2" = 0 ] && echo ok || echo failed) after $((now - t_last)) s"
+	t_last=$now
+}
+stage() { # NAME STATUS: a stage that counts, one failure if it failed
+	lap "$1" "$2"
 	if [ "$2" = 0 ]; then echo "$1 ok" >>"$stages"; else echo "$1 failed" >>"$stages"; fi
 }
 finish() {
@@ -39,7 +52,11 @@ run_build() { # name configure-flags...
 	local rc=$?
 	stage "build-$name" $rc
 	[ $rc = 0 ] || { echo "build $name failed"; return 1; }
-	(cd "build/$name" && make -s -j"$jobs" check) || return 1
+	(cd "build/$name" && make -s -j"$jobs" check)
+	rc=$?
+	lap "check-$name" $rc
+	slowest "build/$name"
+	return $rc
 }
 
 run_build release --enable-werror --enable-fault-injection || status=1
@@ -59,7 +76,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	COLI_TEST_SANITIZED=1 run_build asan --enable-werror --enable-sanitizers --enable-fault-injection || status=1
 # ThreadSanitizer over the threaded code: the seqlock, the compute pool,
 # the heat writer, the store's telemetry, the prefix index and its
-# watcher, the engine's slots (batched decode, a stalled reader), the
+# watcher, the engine's slots (batched decode, a stalled reader, grammars
+# shared between submitters and the engine), the
 # session writer (two slots spilling side by side, long context), the
 # server's front door and guard (hardening, slowloris) and coli batch's
 # workers. Only what these tests need is built: about 2 minutes on this
@@ -69,11 +87,11 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 # the test itself passed (they are collected from TSAN_OPTIONS' log_path).
 TSAN_PROGS="coli tests/util_seqlock tests/quant_pool_test tests/store_heat tests/store_stats
 	tests/kv_prefix_watch tests/core_prefix_index tests/core_batch_test tests/core_stalled_client
-	tests/core_session_writer"
+	tests/core_session_writer tests/engine_grammar_submit"
 TSAN_TESTS="tests/util_seqlock tests/quant_pool_test tests/store_heat tests/store_stats
 	tests/kv_prefix_watch tests/core_prefix_index.sh tests/core_stalled_client.sh tests/core_batch.sh
 	tests/core_parallel.sh tests/server_hardening.sh tests/server_slowloris.sh tests/batch_run.sh
-	tests/core_session_writer.sh tests/core_long_context.sh"
+	tests/core_session_writer.sh tests/core_long_context.sh tests/engine_grammar_submit.sh"
 rm -rf build/tsan; mkdir -p build/tsan
 # shellcheck disable=SC2086
 (cd build/tsan && "$top/configure" -q --enable-werror --enable-tsan --enable-fault-injection &&
@@ -97,6 +115,7 @@ else
 fi
 if [ -x tests/fuzz/run-fuzz.sh ]; then
 	tests/fuzz/run-fuzz.sh "$top/build/fuzz" || status=1
+	lap fuzz 0
 fi
 # distcheck proves the tarball builds and passes from scratch; its copy has
 # no tests/node/node_modules, so the checks that need the npm packages skip

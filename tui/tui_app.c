@@ -20,18 +20,13 @@
 #include "util_unicode.h"
 #include "util_time.h"
 
-double tui_now(void)
-{
-	return coli_now_s();
-}
-
 void tui_app_message(tui_app *a, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(a->msg, sizeof a->msg, fmt, ap);
 	va_end(ap);
-	a->msg_until = tui_now() + 5.0;
+	a->msg_until = coli_now_s() + 5.0;
 	a->dirty |= TUI_DIRTY_STATUS;
 }
 
@@ -253,7 +248,7 @@ static void pane_key(tui_app *a, int key)
  * not). */
 static void ctrl_c(tui_app *a)
 {
-	double now = tui_now();
+	double now = coli_now_s();
 	if (tui_chat_busy(&a->chat)) {
 		tui_chat_stop(&a->chat);
 		a->ctrl_c_at = 0;
@@ -441,7 +436,7 @@ int tui_app_run(tui_app *a)
 	a->log_follow = 1;
 	relayout(a);
 	tui_sessions_refresh(a);
-	double t_sess = tui_now(), t_status = t_sess, t_busy = 0, t_key = 0;
+	double t_sess = coli_now_s(), t_status = t_sess, t_busy = 0, t_key = 0;
 	unsigned chat_v = a->chat.version - 1;
 	while (!a->quit) {
 		int sig = tui_signal_pending();
@@ -449,7 +444,7 @@ int tui_app_run(tui_app *a)
 			tui_log_add(a->log, 1, "signal %d: quitting", sig);
 			break;
 		}
-		double now = tui_now();
+		double now = coli_now_s();
 		int was_busy = tui_chat_busy(&a->chat);
 		tui_chat_poll(&a->chat);
 		if (a->chat.version != chat_v) {

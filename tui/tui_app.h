@@ -103,7 +103,6 @@ typedef struct tui_app {
 /* tui_app.c */
 int tui_app_run(tui_app *a);
 void tui_app_message(tui_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-double tui_now(void);
 
 /* tui_sample.c: take a snapshot; sets dirty bits for what changed. */
 int tui_sample_init(tui_app *a);

@@ -9,6 +9,7 @@
 #include "tui_app.h"
 #include "tui_text.h"
 #include "tui_theme.h"
+#include "util_time.h"
 
 void tui_draw_text(tui_app *a, WINDOW *w, int y, int x, int width, const char *s, int attr)
 {
@@ -161,7 +162,7 @@ static int draw_figures(tui_app *a, WINDOW *w, int y, int width)
 	const tui_chat *c = &a->chat;
 	char p1[256], p2[256] = "", buf[520];
 	if (tui_chat_busy(c)) {
-		double t = tui_now();
+		double t = coli_now_s();
 		if (!c->n_streamed) {
 			snprintf(p1, sizeof p1, "prefill... %.1f s", t - c->t_submit);
 			snprintf(p2, sizeof p2, "(Esc stops)");

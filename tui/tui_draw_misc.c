@@ -9,6 +9,7 @@
 #include "tui_app.h"
 #include "tui_text.h"
 #include "tui_theme.h"
+#include "util_time.h"
 
 /* A name cut to w columns by eliding its middle: session names differ
  * at the end (chat-YYYYMMDD-HHMMSS), so the tail is kept. */
@@ -202,7 +203,7 @@ void tui_draw_status(tui_app *a, WINDOW *w)
 	int at = tui_attr(TUI_R_STATUS);
 	wattrset(w, at);
 	mvwhline(w, 0, 0, ' ', wd);
-	if (a->msg[0] && tui_now() < a->msg_until) {
+	if (a->msg[0] && coli_now_s() < a->msg_until) {
 		/* a message takes the whole line: it is what the user must read */
 		snprintf(line, sizeof line, " %s", a->msg);
 		tui_draw_text(a, w, 0, 0, wd, line, at | A_BOLD);
