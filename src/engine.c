@@ -56,7 +56,8 @@ static int common_prefix(const engine_slot *sl, const coli_request *r)
 
 /* The idle slot for a request: the one bound to its session, else the one
  * sharing the longest prefix with its prompt, else the least recently
- * used. NULL when the session is busy in another slot. */
+ * used. NULL when the session is busy in another slot. A slot whose save
+ * the session writer has is not idle yet. */
 static engine_slot *pick_slot(coli_engine *e, const coli_request *r)
 {
 	engine_slot *best = NULL;
@@ -65,11 +66,11 @@ static engine_slot *pick_slot(coli_engine *e, const coli_request *r)
 		engine_slot *sl = &e->slots[i];
 		int bound = r->session && sl->sess && !strcmp(kv_session_name(sl->sess), r->session);
 		if (bound)
-			return sl->phase == SLOT_IDLE ? sl : NULL;
+			return sl->phase == SLOT_IDLE && !engine_session_busy(e, sl) ? sl : NULL;
 	}
 	for (int i = 0; i < e->n_slots; i++) {
 		engine_slot *sl = &e->slots[i];
-		if (sl->phase != SLOT_IDLE)
+		if (sl->phase != SLOT_IDLE || engine_session_busy(e, sl))
 			continue;
 		int k = r->session || (sl->hist_private && !e->opts.share_session_prefixes)
 				? 0 : common_prefix(sl, r);
@@ -81,13 +82,33 @@ static engine_slot *pick_slot(coli_engine *e, const coli_request *r)
 	return best;
 }
 
+/* Slots the session writer holds: their KV is freed or reused once it is
+ * done, so a request that does not fit yet may wait for them. */
+static int any_busy(const coli_engine *e)
+{
+	for (int i = 0; i < e->n_slots; i++)
+		if (engine_session_busy(e, &e->slots[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether a slot can step: serving, and not waiting for the writer. */
+static int any_runnable(const coli_engine *e)
+{
+	for (int i = 0; i < e->n_slots; i++)
+		if (e->slots[i].phase != SLOT_IDLE && !engine_session_busy(e, &e->slots[i]))
+			return 1;
+	return 0;
+}
+
 /* Move admissible queued requests into idle slots (engine thread), in
  * queue order while their KV fits the budget (engine_kv.c): the first
  * that does not fit waits for running requests to finish, and nothing
- * behind it overtakes it. A request that could never fit fails. */
-static void admit(coli_engine *e)
+ * behind it overtakes it. A request that could never fit fails. Returns
+ * the number of requests taken from the queue. */
+static int admit(coli_engine *e)
 {
-	for (;;) {
+	for (int taken = 0;; taken++) {
 		coli_request *r = NULL;
 		engine_slot *sl = NULL;
 		int at = 0;
@@ -104,14 +125,14 @@ static void admit(coli_engine *e)
 		pthread_mutex_unlock(&e->lock);
 		if (!r) {
 			atomic_store_explicit(&e->st_waiting_kv, 0, memory_order_relaxed);
-			return;
+			return taken;
 		}
 		/* frees idle slots' KV (engine thread, outside the lock) */
 		const int rows = engine_kv_need_rows(e, r);
 		const int fits = engine_kv_fit(e, sl, rows);
 		atomic_store_explicit(&e->st_waiting_kv, !fits, memory_order_relaxed);
-		if (!fits && active > 0)
-			return;
+		if (!fits && (active > 0 || any_busy(e)))
+			return taken;
 		/* only the engine thread takes requests out: index `at` holds */
 		pthread_mutex_lock(&e->lock);
 		for (int k = at; k > 0; k--)
@@ -139,8 +160,17 @@ static void admit(coli_engine *e)
 static void *engine_main(void *arg)
 {
 	coli_engine *e = arg;
+	int stalled = 0, q_seen = 0, acks_seen = 0, stop_seen = 0;
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
+		/* the last round moved nothing: every serving slot waits for the
+		 * session writer and no queued request could be admitted; sleep
+		 * until the writer, a submit or stop changes that */
+		while (stalled && e->q_len == q_seen && e->sw_acks == acks_seen && e->stop == stop_seen)
+			pthread_cond_wait(&e->cond, &e->lock);
+		q_seen = e->q_len;
+		acks_seen = e->sw_acks;
+		stop_seen = e->stop;
 		while (!e->stop && e->q_len == 0 && e->active == 0) {
 			/* idle with expert reads still in flight (the warm start,
 			 * a last prefetch): take their completions as they land,
@@ -180,8 +210,9 @@ static void *engine_main(void *arg)
 			pthread_mutex_unlock(&e->lock);
 			if (idle)
 				break;
+			stalled = !any_runnable(e);
 		} else {
-			admit(e);
+			stalled = !admit(e) && !any_runnable(e);
 		}
 		if (e->draft)
 			engine_step_draft(e);
@@ -314,7 +345,7 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 		  e->n_slots, e->ctx, e->kv_ram, e->kv_budget >> 20, e->step_rows);
 	if (e->opts.share_session_prefixes && (rc = engine_prefix_index_open(e, err)))
 		goto fail;
-	if ((rc = engine_profile_open(e, err)))
+	if ((rc = engine_profile_open(e, err)) || (rc = engine_session_writer_start(e, err)))
 		goto fail;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
@@ -324,12 +355,13 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 		pthread_cond_destroy(&e->cond);
 		pthread_mutex_destroy(&e->gvocab_lock);
 		rc = coli_err_set(err, -EAGAIN, "cannot start the engine thread");
-		engine_profile_close(e);
 		goto fail;
 	}
 	*out = e;
 	return 0;
 fail:
+	engine_session_writer_stop(e);
+	engine_profile_close(e);
 	for (int i = 0; i < ENGINE_MAX_SLOTS; i++)
 		engine_slot_free(&e->slots[i]);
 	kv_prefix_index_free(e->prefix_ix);
@@ -358,6 +390,8 @@ void coli_engine_free(coli_engine *e)
 	pthread_cond_broadcast(&e->cond);
 	pthread_mutex_unlock(&e->lock);
 	pthread_join(e->thread, NULL);
+	/* the saves still queued are written, and their requests ended */
+	engine_session_writer_stop(e);
 	for (int i = 0; i < e->n_slots; i++) {
 		engine_session_unbind(e, &e->slots[i]);
 		engine_slot_free(&e->slots[i]);

@@ -5,7 +5,7 @@ libcoli_a_SOURCES += \
 	src/engine.c src/engine.h \
 	src/engine_request.c src/engine_request.h \
 	src/engine_flags.c src/engine_flags.h \
-	src/engine_session.c src/engine_slot.c src/engine_step.c src/engine_kv.c src/engine_grammar.c src/engine_internal.h \
+	src/engine_session.c src/engine_session_writer.c src/engine_slot.c src/engine_step.c src/engine_kv.c src/engine_grammar.c src/engine_internal.h \
 	src/engine_draft.c src/engine_draft.h src/engine_draft_mode.c src/engine_draft_auto.c src/engine_draft_auto.h \
 	src/engine_stop_match.c src/engine_stop_match.h \
 	src/engine_profile.c src/engine_profile.h src/engine_profile_writer.c
@@ -35,6 +35,12 @@ check_PROGRAMS += tests/engine_profile_test
 TESTS += tests/engine_profile_test
 tests_engine_profile_test_SOURCES = tests/engine_profile_test.c tests/test_util.h
 tests_engine_profile_test_LDADD = libcoli.a $(COLI_LIBS)
+# sessions saved by the writer thread beside another slot's decode
+check_PROGRAMS += tests/core_session_writer
+TESTS += tests/core_session_writer.sh
+EXTRA_DIST += tests/core_session_writer.sh
+tests_core_session_writer_SOURCES = tests/core_session_writer.c tests/test_util.h
+tests_core_session_writer_LDADD = libcoli.a $(COLI_LIBS)
 # prompt caching from saved sessions with the kept prefix index
 check_PROGRAMS += tests/core_prefix_index
 TESTS += tests/core_prefix_index.sh
@@ -52,12 +58,15 @@ EXTRA_DIST += tests/core_draft.sh tests/core_session_resume.sh tests/core_batch.
 	tests/engine_no_heat.sh tests/engine_cache_dir.sh
 # a stalled reader vs the other slots' decode rate, and admission beside
 # 10..1,000 saved sessions (bench/README.md); built, never run by make check
-noinst_PROGRAMS += bench/stalled_client_bench bench/session_admission_bench
+noinst_PROGRAMS += bench/stalled_client_bench bench/session_admission_bench bench/session_save_bench
 bench_stalled_client_bench_SOURCES = bench/stalled_client_bench.c
 bench_stalled_client_bench_LDADD = libcoli.a $(COLI_LIBS)
 bench_session_admission_bench_SOURCES = bench/session_admission_bench.c
 bench_session_admission_bench_LDADD = libcoli.a $(COLI_LIBS)
-EXTRA_DIST += bench/stalled_client.sh bench/session_admission.sh
+# a running slot's largest token gap beside another slot's session saves
+bench_session_save_bench_SOURCES = bench/session_save_bench.c
+bench_session_save_bench_LDADD = libcoli.a $(COLI_LIBS)
+EXTRA_DIST += bench/stalled_client.sh bench/session_admission.sh bench/session_save.sh
 # another slot's token gaps while a schema-constrained request is
 # admitted (bench/README.md); built, never run by make check
 noinst_PROGRAMS += bench/grammar_admission_bench

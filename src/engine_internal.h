@@ -48,8 +48,10 @@ typedef struct engine_slot {
 	double last_used;        /* for choosing among idle slots */
 	/* persisted session bound to this slot (or NULL) */
 	kv_session *sess;
-	int sess_saved;          /* tokens of hist already in the file */
-	char save_err[256];      /* the last save's failure, "" after a good one */
+	int sess_saved;          /* tokens of hist in the file, or handed to
+	                          * the session writer */
+	int sess_cut;            /* tokens to cut the file to before the next
+	                          * append, -1 none */
 	/* the request being served */
 	int *prompt;             /* (ctx) effective prompt: history + new turn */
 	int n_prompt;
@@ -125,11 +127,15 @@ struct coli_engine {
 	int active;            /* slots serving a request */
 	/* token histories of the session files (only with
 	 * opts.share_session_prefixes), made at start: its own thread follows
-	 * the directory, engine_session_save tells it of the engine's saves,
+	 * the directory, the session writer tells it of the engine's saves,
 	 * the engine thread only looks up (kv_prefix_index.h) */
 	struct kv_prefix_index *prefix_ix;
 	struct engine_draft *draft; /* NULL: the model has no MTP module loaded */
 	engine_profiler *prof; /* routing profile writer (NULL: none) */
+	/* the session writer (engine_session_writer.c); it counts its
+	 * finished saves in sw_acks (under lock) and signals cond */
+	struct engine_session_writer *sw;
+	int sw_acks;
 };
 
 /* engine_profile_writer.c: routing profiles summed into files by their
@@ -139,6 +145,21 @@ struct coli_engine {
 int engine_profile_open(coli_engine *e, coli_err *err);
 void engine_profile_submit(coli_engine *e, engine_slot *sl);
 void engine_profile_close(coli_engine *e);
+
+/* One save handed to the session writer: every pointer stays valid and
+ * its memory unchanged until the writer is done (the slot is left alone
+ * while engine_session_busy). */
+typedef struct engine_save {
+	kv_session *sess;
+	int trunc;               /* cut the file to this many tokens first, -1 none */
+	const int *tokens;       /* (n) the tokens appended */
+	int n;
+	const float **rows;      /* (parts) rows of tokens[0] for each part */
+	const int *hist;         /* (n_hist) the whole history, for the prefix index */
+	int n_hist;
+	coli_request *req;       /* ended with ev after the fsync (NULL: a spill) */
+	coli_event ev;
+} engine_save;
 
 /* engine_kv.c */
 /* The KV's share of `room` (the process's memory at start, -1 unknown)
@@ -177,18 +198,22 @@ void engine_slot_free(engine_slot *sl);
 /* Take a request: sessions, prefix reuse, sampler setup. 0 or an error
  * already reported to the request. */
 int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r);
-/* Whether the slot can go on this step: it is finished (0) when
- * cancelled or when its KV cannot make room for n rows. */
+/* Whether the slot can go on this step: 0 while its session's writer
+ * holds it, or when it is finished (cancelled, or its KV cannot make
+ * room for n rows). */
 int engine_slot_ready(coli_engine *e, engine_slot *sl, int n);
 /* Evaluate the next chunk of the prompt alone (at most prefill_batch
  * tokens) and append it to the history: the tokens evaluated, 0 when the
- * slot finished (cancelled, failed). engine_slot_prompt_done follows. */
+ * slot finished (cancelled, failed) or waits for its session's writer.
+ * engine_slot_prompt_done follows. */
 int engine_slot_prefill(coli_engine *e, engine_slot *sl);
 /* n more prompt tokens are in the history: when the prompt is complete,
  * sample the first token. 1 when the slot now decodes, 0 otherwise (more
  * prompt to go, or finished). */
 int engine_slot_prompt_done(coli_engine *e, engine_slot *sl, int n);
-/* Make room in RAM for n more KV rows (spilling to the session file). */
+/* Make room in RAM for n more KV rows (spilling to the session file):
+ * 0, 1 while the slot waits for its session's writer (not an error: it
+ * skips this step), or <0. */
 int engine_slot_make_room(coli_engine *e, engine_slot *sl, int n, coli_err *err);
 /* A prompt chunk of n tokens was evaluated: append it, and when the
  * prompt is done sample the first token from sl->logits. */
@@ -240,12 +265,39 @@ void engine_slot_grammar_take(coli_engine *e, engine_slot *sl, int tok);
  * hist holds the session's tokens. Unbinds the session from any other idle
  * slot first. */
 int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_err *err);
-/* Append what hist holds beyond the file and fsync (end of a turn). */
-void engine_session_save(coli_engine *e, engine_slot *sl);
+/* End the slot's request r with ev once this turn is in the file: the
+ * session writer appends, fsyncs, then ends r (a save error becomes the
+ * DONE event's message). The slot stays busy until then. */
+void engine_session_finish(coli_engine *e, engine_slot *sl, coli_request *r, const coli_event *ev);
+/* Before a spill: 0 when every row of hist is in the file, 1 while the
+ * writer writes them (the slot waits, the others step), <0 when the
+ * session could not be written. */
+int engine_session_spill_ready(coli_engine *e, engine_slot *sl, coli_err *err);
+/* KV rows make_room keeps free beyond n, so that the finish can evaluate
+ * the last token without a spill (engine_session_eval_last). */
+int engine_session_keep_rows(const coli_engine *e, const engine_slot *sl, int n);
+/* The finish's last sampled token into KV and hist, in the row kept for
+ * it. */
+int engine_session_eval_last(coli_engine *e, engine_slot *sl, coli_err *err);
+/* The prompt parts from the file after k tokens: the next save cuts it. */
+void engine_session_cut(engine_slot *sl, int k);
 /* Close the bound session (saving first); the KV stays as it is. */
 void engine_session_unbind(coli_engine *e, engine_slot *sl);
 /* For a stateless request: if a stored session shares a longer prefix
  * with the prompt than the slot holds, load it into the slot. */
 void engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, const int *prompt, int n);
+
+/* engine_session_writer.c: saves off the engine thread */
+int engine_session_writer_start(coli_engine *e, coli_err *err);
+/* Write what is queued, then stop (after the engine thread ended). */
+void engine_session_writer_stop(coli_engine *e);
+/* The slot's save is with the writer: the engine leaves the slot, its
+ * rows, hist and session alone (acquire: its results are visible after). */
+int engine_session_busy(const coli_engine *e, const engine_slot *sl);
+/* The slot's save record, to fill while not busy; then post it. */
+engine_save *engine_session_writer_job(coli_engine *e, const engine_slot *sl);
+void engine_session_writer_post(coli_engine *e, const engine_slot *sl);
+/* Do one save now on this thread: 0, or <0 with msg (cap bytes) set. */
+int engine_session_save_run(coli_engine *e, engine_save *j, char *msg, size_t cap);
 
 #endif

@@ -67,8 +67,8 @@ int engine_kv_fit(coli_engine *e, engine_slot *sl, int rows)
 		engine_slot *victim = NULL;
 		for (int i = 0; i < e->n_slots; i++) {
 			engine_slot *o = &e->slots[i];
-			if (o == sl || o->phase != SLOT_IDLE || !o->seq)
-				continue;
+			if (o == sl || o->phase != SLOT_IDLE || !o->seq || engine_session_busy(e, o))
+				continue; /* a busy one's rows are being saved */
 			if (!victim || o->last_used < victim->last_used)
 				victim = o;
 		}

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -99,6 +100,7 @@ int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_
 		coli_seq_rewind(sl->seq, 0);
 		sl->n_hist = 0;
 		sl->sess_saved = 0;
+		sl->sess_cut = -1;
 		return 0;
 	}
 	if (rc)
@@ -138,68 +140,130 @@ int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_
 		sl->hist[t] = l.tokens[t];
 	sl->n_hist = n;
 	sl->sess_saved = n;
+	sl->sess_cut = -1;
 	kv_loaded_free(&l);
 	coli_info("session %s: resumed %d tokens from disk (%d in RAM)", name, n, in_ram);
 	return 0;
 }
 
-void engine_session_save(coli_engine *e, engine_slot *sl)
+/* Describe the save of what hist holds beyond the file into the slot's
+ * writer record (engine thread, the slot not busy): pointers into its own
+ * KV and hist, which stay as they are while the writer has them. */
+static engine_save *save_fill(coli_engine *e, engine_slot *sl)
+{
+	const coli_config *c = &e->model->cfg;
+	engine_save *j = engine_session_writer_job(e, sl);
+	const int base = coli_seq_base(sl->seq);
+	j->sess = sl->sess;
+	j->trunc = sl->sess_cut;
+	sl->sess_cut = -1;
+	if (sl->sess_saved > sl->n_hist || sl->sess_saved < base) {
+		j->trunc = sl->n_hist;
+		sl->sess_saved = sl->n_hist;
+	}
+	j->n = sl->n_hist - sl->sess_saved;
+	j->tokens = sl->hist + sl->sess_saved;
+	/* unsaved rows are always in RAM: spilling saves first */
+	for (int k = 0; j->n > 0 && k < n_slots(c); k++) {
+		int W;
+		const float *r = slot_rows(c, sl->seq, k, &W);
+		j->rows[k] = r + (size_t)(sl->sess_saved - base) * W;
+	}
+	j->hist = sl->hist;
+	j->n_hist = sl->n_hist;
+	j->req = NULL;
+	sl->sess_saved = sl->n_hist;
+	return j;
+}
+
+/* Save on this thread: only where nothing waits on the engine (unbinding
+ * at admission finds the turn already saved; at shutdown the writer has
+ * stopped), and only when there is something to write. */
+static void save_now(coli_engine *e, engine_slot *sl)
+{
+	if (sl->sess_saved == sl->n_hist && sl->sess_cut < 0)
+		return;
+	char msg[256];
+	engine_session_save_run(e, save_fill(e, sl), msg, sizeof msg);
+}
+
+void engine_session_finish(coli_engine *e, engine_slot *sl, coli_request *r, const coli_event *ev)
+{
+	if (engine_session_busy(e, sl)) {
+		/* not reached: a busy slot is not stepped; the next save takes
+		 * these rows */
+		coli_warn("session %s: turn ended while its last save was being written", kv_session_name(sl->sess));
+		engine_request_finish(r, ev);
+		return;
+	}
+	engine_save *j = save_fill(e, sl);
+	atomic_fetch_add(&r->refs, 1); /* the writer's, until it ends r */
+	j->req = r;
+	j->ev = *ev;
+	engine_session_writer_post(e, sl);
+}
+
+int engine_session_spill_ready(coli_engine *e, engine_slot *sl, coli_err *err)
+{
+	if (engine_session_busy(e, sl))
+		return 1;
+	if (sl->sess_saved != sl->n_hist || sl->sess_cut >= 0) {
+		save_fill(e, sl);
+		engine_session_writer_post(e, sl);
+		return 1;
+	}
+	/* the writer's result, visible since busy was seen clear */
+	if (!kv_session_persisted(sl->sess))
+		return coli_err_set(err, -EIO, "session %s could not be written: context beyond RAM unavailable",
+				    kv_session_name(sl->sess));
+	return 0;
+}
+
+int engine_session_keep_rows(const coli_engine *e, const engine_slot *sl, int n)
 {
 	if (!sl->sess)
+		return 0;
+	/* the finish's last token; with drafting, a verify may fill
+	 * COLI_DRAFT_MAX + 1 rows before it */
+	int keep = e->draft ? COLI_DRAFT_MAX + 2 : 1;
+	const int left = e->ctx - coli_seq_pos(sl->seq) - n; /* no row is kept past the context */
+	return keep < left ? keep : left > 0 ? left : 0;
+}
+
+int engine_session_eval_last(coli_engine *e, engine_slot *sl, coli_err *err)
+{
+	coli_seq *q = sl->seq;
+	if (coli_seq_pos(q) - coli_seq_base(q) + 1 > coli_seq_capacity(q))
+		return coli_err_set(err, -E2BIG, "no KV row left in RAM for the last token: not saved");
+	int rc = coli_forward_seq(e->model, e->state, q, &sl->pending, 1, sl->logits, 0, err);
+	if (rc) {
+		/* a failed evaluation may be half written: forget the sequence */
+		coli_seq_rewind(q, 0);
+		sl->n_hist = 0;
+		return rc;
+	}
+	sl->hist[sl->n_hist++] = sl->pending;
+	return 0;
+}
+
+void engine_session_cut(engine_slot *sl, int k)
+{
+	if (!sl->sess || sl->sess_saved <= k)
 		return;
-	coli_err err = { 0 };
-	const coli_config *c = &e->model->cfg;
-	const int S = n_slots(c);
-	sl->save_err[0] = 0;
-	if (sl->sess_saved > sl->n_hist || sl->sess_saved < coli_seq_base(sl->seq)) {
-		if (kv_session_truncate_tokens(sl->sess, sl->n_hist, &err)) {
-			coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
-			snprintf(sl->save_err, sizeof sl->save_err, "%.200s", err.msg);
-		}
-		sl->sess_saved = sl->n_hist;
-	}
-	int n = sl->n_hist - sl->sess_saved;
-	if (n > 0) {
-		const float **rows = malloc(sizeof *rows * (size_t)(S > 0 ? S : 1));
-		if (!rows) {
-			coli_warn("session %s: not saved: out of memory", kv_session_name(sl->sess));
-			snprintf(sl->save_err, sizeof sl->save_err, "out of memory");
-			return;
-		}
-		/* unsaved rows are always in RAM: spilling saves first */
-		const int base = coli_seq_base(sl->seq);
-		for (int k = 0; k < S; k++) {
-			int W;
-			const float *r = slot_rows(c, sl->seq, k, &W);
-			rows[k] = r + (size_t)(sl->sess_saved - base) * W;
-		}
-		if (kv_session_append(sl->sess, sl->hist + sl->sess_saved, n, rows, &err)) {
-			coli_warn("session %s: not persisted: %s", kv_session_name(sl->sess), err.msg);
-			snprintf(sl->save_err, sizeof sl->save_err, "%.200s", err.msg);
-		}
-		free(rows);
-		sl->sess_saved = sl->n_hist;
-	}
-	if (kv_session_sync(sl->sess, &err)) {
-		coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
-		if (!sl->save_err[0])
-			snprintf(sl->save_err, sizeof sl->save_err, "%.200s", err.msg);
-	}
-	/* the next request finds this save at once; the refresher, seeing
-	 * the same file end, reads nothing */
-	if (e->prefix_ix && kv_prefix_index_note(e->prefix_ix, sl->sess, e->model->container->fingerprint,
-						 sl->hist, kv_session_n_tokens(sl->sess)) < 0)
-		coli_warn("session %s: prefix index: out of memory", kv_session_name(sl->sess));
+	if (sl->sess_cut < 0 || sl->sess_cut > k)
+		sl->sess_cut = k;
+	sl->sess_saved = k;
 }
 
 void engine_session_unbind(coli_engine *e, engine_slot *sl)
 {
 	if (!sl->sess)
 		return;
-	engine_session_save(e, sl);
+	save_now(e, sl);
 	kv_session_close(sl->sess);
 	sl->sess = NULL;
 	sl->sess_saved = 0;
+	sl->sess_cut = -1;
 	/* rows that were only in the file are gone with it */
 	if (coli_seq_base(sl->seq) > 0) {
 		coli_seq_rewind(sl->seq, 0);

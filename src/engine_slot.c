@@ -84,21 +84,24 @@ int engine_slot_make_room(coli_engine *e, engine_slot *sl, int n, coli_err *err)
 {
 	coli_seq *q = sl->seq;
 	const int in_ram = coli_seq_pos(q) - coli_seq_base(q), cap = coli_seq_capacity(q);
-	if (in_ram + n <= cap)
+	const int keep = engine_session_keep_rows(e, sl, n);
+	if (in_ram + n + keep <= cap)
 		return 0;
+	if (engine_session_busy(e, sl))
+		return 1;
 	if (!sl->sess || !kv_session_persisted(sl->sess))
 		return coli_err_set(err, -E2BIG, "context beyond %d tokens in RAM needs a persisted session "
 				    "(--session) or a larger --kv-ram", cap);
-	/* every row to drop must be in the file first */
-	engine_session_save(e, sl);
-	if (!kv_session_persisted(sl->sess) || sl->sess_saved != sl->n_hist)
-		return coli_err_set(err, -EIO, "session %s could not be written: context beyond RAM unavailable",
-				    kv_session_name(sl->sess));
-	int shift = cap / 4 > n ? cap / 4 : n;
+	/* every row to drop must be in the file first: the session writer
+	 * writes them while this slot waits (1) */
+	int rc = engine_session_spill_ready(e, sl, err);
+	if (rc)
+		return rc;
+	int shift = cap / 4 > n + keep ? cap / 4 : n + keep;
 	if (shift > in_ram)
 		shift = in_ram;
 	coli_seq_set_spill(q, engine_slot_spill_read, sl);
-	int rc = coli_seq_slide(q, shift, err);
+	rc = coli_seq_slide(q, shift, err);
 	if (!rc)
 		coli_debug("session %s: %d KV rows now read back from disk", kv_session_name(sl->sess),
 			   coli_seq_base(q));
@@ -136,9 +139,8 @@ void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, i
 		coli_err err = { 0 };
 		if (kind == COLI_EV_DONE && sl->produced > 0 &&
 		    (reason != COLI_FINISH_CANCELLED || !atomic_load(&r->overflowed)) &&
-		    sl->n_hist + 1 <= e->ctx && slot_eval(e, sl, &sl->pending, 1, sl->logits, &err))
+		    sl->n_hist + 1 <= e->ctx && engine_session_eval_last(e, sl, &err))
 			coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
-		engine_session_save(e, sl);
 	}
 	/* the request's routing profile goes to the writer; the slot's
 	 * counts start empty for the next one (a request failing before
@@ -162,9 +164,11 @@ void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, i
 	ev.error_code = code;
 	if (msg)
 		snprintf(ev.message, sizeof ev.message, "%s", msg);
-	else if (kind == COLI_EV_DONE && sl->sess && sl->save_err[0])
-		snprintf(ev.message, sizeof ev.message, "%s", sl->save_err);
-	engine_request_finish(r, &ev);
+	/* with a session, r ends once the turn is on disk (the writer) */
+	if (sl->sess)
+		engine_session_finish(e, sl, r, &ev);
+	else
+		engine_request_finish(r, &ev);
 	engine_slot_grammar_end(sl);
 	sl->req = NULL;
 	sl->phase = SLOT_IDLE;
@@ -337,11 +341,7 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 	/* a whole-conversation prompt may part from the session inside what
 	 * the file holds: cut the file there, or the later save would append
 	 * after stale tokens */
-	if (sl->sess && sl->sess_saved > k) {
-		if (kv_session_truncate_tokens(sl->sess, k, &err))
-			coli_warn("session %s: %s", kv_session_name(sl->sess), err.msg);
-		sl->sess_saved = k;
-	}
+	engine_session_cut(sl, k);
 	sl->cached = k;
 	atomic_store(&r->cached, k);
 	sl->at = k;
@@ -360,27 +360,35 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 
 int engine_slot_ready(coli_engine *e, engine_slot *sl, int n)
 {
+	/* a slot whose rows the session writer is saving before a spill
+	 * waits (its cancellation too); the others step */
+	if (engine_session_busy(e, sl))
+		return 0;
 	if (atomic_load(&sl->req->cancelled)) {
 		engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_CANCELLED, 0, NULL);
 		return 0;
 	}
 	coli_err err = { 0 };
-	if (engine_slot_make_room(e, sl, n, &err)) {
+	int rc = engine_slot_make_room(e, sl, n, &err);
+	if (rc < 0)
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
-		return 0;
-	}
-	return 1;
+	return rc == 0;
 }
 
 int engine_slot_prefill(coli_engine *e, engine_slot *sl)
 {
 	coli_err err = { 0 };
+	if (engine_session_busy(e, sl))
+		return 0; /* waiting for its session's writer */
 	if (atomic_load(&sl->req->cancelled)) {
 		engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_CANCELLED, 0, NULL);
 		return 0;
 	}
 	int n = sl->n_prompt - sl->at < e->prefill_batch ? sl->n_prompt - sl->at : e->prefill_batch;
-	if (slot_eval(e, sl, sl->prompt + sl->at, n, sl->logits, &err)) {
+	int rc = slot_eval(e, sl, sl->prompt + sl->at, n, sl->logits, &err);
+	if (rc > 0)
+		return 0; /* its rows are being saved before a spill */
+	if (rc) {
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 		return 0;
 	}
