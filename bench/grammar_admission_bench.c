@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "bench_stats.h"
 
 #define MAX_ROUNDS 32
 #define B_TOKENS 400
@@ -131,18 +132,6 @@ static void *run_a(void *arg)
 	return NULL;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* One run: B's largest and median gap, its largest gap while A was
  * being admitted (from A's submit to A's first token), A's submit time;
  * all in ms. */
@@ -190,7 +179,7 @@ static int one(const coli_engine_opts *o, const char *schema, double *max_gap, d
 	*max_gap = 0;
 	for (int i = 0; i < g; i++)
 		*max_gap = gaps[i] > *max_gap ? gaps[i] : *max_gap;
-	*med_gap = median(gaps, g);
+	*med_gap = bench_median(gaps, g);
 	rc = 0;
 out:
 	if (started) {
@@ -245,8 +234,8 @@ int main(int argc, char **argv)
 	       "\"a_submit_ms\":%.3f},"
 	       "\"constrained\":{\"b_max_gap_ms\":%.3f,\"b_admission_gap_ms\":%.3f,\"b_median_gap_ms\":%.3f,"
 	       "\"a_submit_ms\":%.3f}}\n",
-	       rounds, o.threads, B_TOKENS, AT, schema_bytes, median(mx[0], rounds), median(ad[0], rounds),
-	       median(md[0], rounds), median(sub[0], rounds), median(mx[1], rounds), median(ad[1], rounds),
-	       median(md[1], rounds), median(sub[1], rounds));
+	       rounds, o.threads, B_TOKENS, AT, schema_bytes, bench_median(mx[0], rounds), bench_median(ad[0], rounds),
+	       bench_median(md[0], rounds), bench_median(sub[0], rounds), bench_median(mx[1], rounds), bench_median(ad[1], rounds),
+	       bench_median(md[1], rounds), bench_median(sub[1], rounds));
 	return 0;
 }

@@ -20,6 +20,7 @@
 #include "grammar_mask.h"
 #include "tokenizer.h"
 #include "util_time.h"
+#include "bench_stats.h"
 
 static const char *const schemas[] = {
 	"{\"type\":\"object\",\"properties\":{\"party_a\":{\"type\":\"string\"},\"party_b\":{\"type\":\"string\"},"
@@ -41,12 +42,6 @@ static uint64_t rnd(void)
 	rng ^= rng >> 7;
 	rng ^= rng << 17;
 	return rng;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -127,7 +122,7 @@ int main(int argc, char **argv)
 		}
 		len++;
 	}
-	qsort(us, (size_t)steps, sizeof *us, cmp_d);
+	bench_sort(us, steps);
 	printf("{\"tokenizer\":\"%s\",\"vocab\":%d,\"steps\":%d,\"documents\":%d,\"mask_us_mean\":%.1f,"
 	       "\"mask_us_p50\":%.1f,\"mask_us_p99\":%.1f,\"mask_us_max\":%.1f}\n",
 	       argv[1], V, steps, docs, total / steps, us[steps / 2], us[steps * 99 / 100], us[steps - 1]);

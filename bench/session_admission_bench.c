@@ -38,6 +38,7 @@
 #include "engine.h"
 #include "kv_store.h"
 #include "util_time.h"
+#include "bench_stats.h"
 
 #define N_SIZES 3
 #define MAX_ROUNDS 200
@@ -46,18 +47,6 @@
 #define FLAT_BOUND 1.2
 
 static const int sizes[N_SIZES] = { 10, 100, 1000 };
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* Run one request to its end; the engine's TTFT in *ttft_ms. */
 static int run(coli_engine *e, const int *prompt, int n, const char *session, double *ttft_ms)
@@ -218,8 +207,8 @@ int main(int argc, char **argv)
 	}
 	double mt[N_SIZES], ml[N_SIZES];
 	for (int i = 0; i < N_SIZES; i++) {
-		mt[i] = median(ttft[i], rounds);
-		ml[i] = median(look[i], rounds);
+		mt[i] = bench_median(ttft[i], rounds);
+		ml[i] = bench_median(look[i], rounds);
 	}
 	const double ratio = mt[2] / mt[0];
 	printf("{\"rounds\":%d,\"threads\":%d,\"sessions\":[%d,%d,%d],\"setup_s\":%.1f,"

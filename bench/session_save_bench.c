@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "bench_stats.h"
 
 #define MAX_ROUNDS 32
 #define B_TOKENS 600
@@ -82,12 +83,6 @@ static void *a_main(void *arg)
 	return NULL;
 }
 
-static int cmp_d(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-	return a < b ? -1 : a > b;
-}
-
 /* One B beside A's turns: B's largest and 99th percentile gap (s). */
 static int run_b(coli_engine *e, const char *session, double *max_gap, double *p99, int *turns)
 {
@@ -129,17 +124,11 @@ static int run_b(coli_engine *e, const char *session, double *max_gap, double *p
 		fprintf(stderr, "session_save_bench: %s\n", rc ? "B failed" : "A failed");
 		return -1;
 	}
-	qsort(gaps, (size_t)n, sizeof *gaps, cmp_d);
+	bench_sort(gaps, n);
 	*max_gap = gaps[n - 1];
 	*p99 = gaps[(n * 99) / 100];
 	*turns = a.turns;
 	return 0;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_d);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 int main(int argc, char **argv)
@@ -181,7 +170,7 @@ int main(int argc, char **argv)
 	coli_engine_free(e);
 	printf("{\"rounds\":%d,\"b_tokens\":%d,\"saving\":{\"max_gap_ms\":%.2f,\"p99_gap_ms\":%.2f,\"a_turns\":%d},"
 	       "\"plain\":{\"max_gap_ms\":%.2f,\"p99_gap_ms\":%.2f,\"a_turns\":%d}}\n",
-	       rounds, B_TOKENS, 1e3 * median(mx[0], rounds), 1e3 * median(pc[0], rounds), turns[0],
-	       1e3 * median(mx[1], rounds), 1e3 * median(pc[1], rounds), turns[1]);
+	       rounds, B_TOKENS, 1e3 * bench_median(mx[0], rounds), 1e3 * bench_median(pc[0], rounds), turns[0],
+	       1e3 * bench_median(mx[1], rounds), 1e3 * bench_median(pc[1], rounds), turns[1]);
 	return 0;
 }

@@ -29,6 +29,7 @@
 
 #include "engine.h"
 #include "util_time.h"
+#include "bench_stats.h"
 
 #define MAX_ROUNDS 32
 
@@ -69,18 +70,6 @@ static void *read_a(void *arg)
 	struct reader *rd = arg;
 	rd->tokens = drain(rd->r, NULL, &rd->finish);
 	return NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 enum { ALONE, READING, STALLED, N_MODES };
@@ -179,7 +168,7 @@ int main(int argc, char **argv)
 		return 1;
 	double med[N_MODES];
 	for (int m = 0; m < N_MODES; m++)
-		med[m] = median(rate[m], rounds);
+		med[m] = bench_median(rate[m], rounds);
 	int amin = a_stalled[0], amax = a_stalled[0];
 	for (int r = 1; r < rounds; r++) {
 		amin = a_stalled[r] < amin ? a_stalled[r] : amin;

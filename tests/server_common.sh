@@ -28,6 +28,7 @@ srv_setup() {
 srv_cleanup() {
 	for p in $SRV_PIDS; do kill "$p" 2>/dev/null; done
 	for p in $SRV_PIDS; do wait "$p" 2>/dev/null; done
+	[ -n "${COLI_TEST_KEEP:-}" ] && cp -r "$SRV_TMP" "$COLI_TEST_KEEP"
 	rm -rf "$SRV_TMP"
 }
 
