@@ -20,7 +20,7 @@ tests_server_test_reasoning_LDADD = $(COLI_SERVER_LDADD)
 TESTS += tests/server_agents.sh
 EXTRA_DIST += tests/server_agents.sh tests/server_agents_wire.py
 # The real Claude Code CLI (tests/node) in a loopback-only network namespace.
-TESTS += tests/agents_claude_code.sh
+SLOW_TESTS += tests/agents_claude_code.sh
 EXTRA_DIST += tests/agents_claude_code.sh tests/agents_proxy.py
 
 # Unit tests of the pure parts (parsing, formatting, stop strings, tools).
@@ -75,7 +75,8 @@ EXTRA_DIST += tests/server_structured.sh tests/server_structured_wire.py tests/s
 # `coli batch` (Batch API lines through the server's own request code,
 # in-process; the command and its I/O are in cli/).
 
-TESTS += tests/batch_run.sh tests/batch_identity.sh tests/batch_guard.sh
+SLOW_TESTS += tests/batch_run.sh tests/batch_identity.sh
+TESTS += tests/batch_guard.sh
 EXTRA_DIST += tests/batch_run.sh tests/batch_identity.sh tests/batch_mkinput.py tests/batch_guard.sh
 # A batch file written for a cloud endpoint (its model names) runs unchanged.
 TESTS += tests/batch_cloud_model.sh
@@ -93,11 +94,12 @@ check_PROGRAMS += tests/server_test_responses
 TESTS += tests/server_test_responses
 tests_server_test_responses_SOURCES = tests/server_test_responses.c
 tests_server_test_responses_LDADD = $(COLI_SERVER_LDADD)
-TESTS += tests/server_responses.sh tests/server_responses_sdk.sh tests/agent_codex.sh
+SLOW_TESTS += tests/agent_codex.sh
+TESTS += tests/server_responses.sh tests/server_responses_sdk.sh
 EXTRA_DIST += tests/server_responses.sh tests/server_responses_wire.py tests/server_responses_sdk.sh tests/server_responses_sdk.js \
 	tests/agent_codex.sh tests/agent_codex_proxy.py
 
 # Admission by memory: --parallel x --ctx far beyond a small cgroup
 # answers every request without an OOM kill (issue 30).
-TESTS += tests/server_memory.sh
+SLOW_TESTS += tests/server_memory.sh
 EXTRA_DIST += tests/server_memory.sh

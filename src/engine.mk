@@ -17,7 +17,8 @@ EXTRA_DIST += bench/draft.sh bench/prefill_chunk.sh
 # through the engine, a stalled reader, heat and the cache directory.
 check_PROGRAMS += tests/core_stop_match_test tests/core_batch_test tests/core_draft_test tests/core_draft_auto_test \
 	tests/core_stalled_client
-TESTS += tests/core_stop_match_test tests/core_draft.sh tests/core_draft_auto_test tests/core_session_resume.sh \
+SLOW_TESTS += tests/core_draft.sh
+TESTS += tests/core_stop_match_test tests/core_draft_auto_test tests/core_session_resume.sh \
 	tests/core_batch.sh tests/core_parallel.sh tests/core_long_context.sh tests/core_dsa.sh \
 	tests/core_stalled_client.sh tests/engine_no_heat.sh tests/engine_cache_dir.sh
 tests_core_stop_match_test_SOURCES = tests/core_stop_match_test.c

@@ -21,7 +21,8 @@ EXTRA_DIST += tests/model_damage.sh tests/damage_container.py tests/model_checks
 man_MANS += man/coli-perplexity.1
 EXTRA_DIST += man/coli-perplexity.1.in
 
-TESTS += tests/model_tokenizer.sh tests/model_default.sh
+SLOW_TESTS += tests/model_default.sh
+TESTS += tests/model_tokenizer.sh
 EXTRA_DIST += tests/model_tokenizer.sh tests/model_default.sh
 
 # Offline pipeline (never run by the build): see tools/train/README.md.
