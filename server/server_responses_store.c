@@ -247,6 +247,8 @@ void srv_resp_drop(coli_server *s, const char *id)
 	 * the engine closes the file */
 	if (rc == -EBUSY && kv_store_path(dir, id, "kv", path, sizeof path, NULL) == 0) {
 		rc = unlink(path) < 0 ? -errno : 0;
+		if (!rc)
+			kv_store_rm_companions(dir, id);
 		if (kv_store_path(dir, id, "lock", path, sizeof path, NULL) == 0)
 			unlink(path);
 	}

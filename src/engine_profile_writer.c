@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coli_log.h"
 #include "engine_internal.h"
@@ -76,6 +77,14 @@ static void write_job(engine_profiler *p, const prof_job *jb)
 		coli_warn("%s; routing profile not saved", err.msg);
 		return;
 	}
+	/* A session's profile is a companion of NAME.kv (kv_store_rm removes
+	 * both, the .kv first): none for a session already gone (a batch's
+	 * store: false continuation, removed once answered), and one written
+	 * while it was removed goes too. */
+	char kv[4400];
+	snprintf(kv, sizeof kv, "%s/%s.kv", dir, jb->name);
+	if (jb->kind == TARGET_SESSION && access(kv, F_OK) < 0)
+		return;
 	coli_profile old;
 	int rc = coli_profile_read(path, &old, &err);
 	coli_profile *a = &p->acc;
@@ -107,6 +116,8 @@ static void write_job(engine_profiler *p, const prof_job *jb)
 	coli_err_clear(&err);
 	if (coli_profile_write(path, a, &err) < 0)
 		coli_warn("%s", err.msg);
+	else if (jb->kind == TARGET_SESSION && access(kv, F_OK) < 0)
+		unlink(path);
 }
 
 static void *writer_main(void *arg)

@@ -221,6 +221,11 @@ static void companions_move(const char *dir, const char *from, const char *to)
 	}
 }
 
+void kv_store_rm_companions(const char *dir, const char *name)
+{
+	companions_move(dir, name, NULL);
+}
+
 int kv_store_rm(const char *dir, const char *name, coli_err *err)
 {
 	char kv[PATH_MAX], lk[PATH_MAX];

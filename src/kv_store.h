@@ -64,6 +64,10 @@ int kv_store_list(const char *dir, kv_store_entry **out, int *n, coli_err *err);
 
 /* Remove NAME (its .kv and .lock). -ENOENT, -EBUSY. */
 int kv_store_rm(const char *dir, const char *name, coli_err *err);
+/* The files kept beside session NAME under its name (transcript, stored
+ * response, routing profile) removed, as kv_store_rm does after the .kv:
+ * for a caller that unlinked NAME.kv itself (its lock held elsewhere). */
+void kv_store_rm_companions(const char *dir, const char *name);
 
 /* Atomic rename; refuses to overwrite (-EEXIST) and a session in use. */
 int kv_store_rename(const char *dir, const char *old_name, const char *new_name, coli_err *err);
