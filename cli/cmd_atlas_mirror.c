@@ -220,18 +220,26 @@ static int write_mirror(const char *dir, const coli_container *c, const expert_m
 	return expert_mirror_plan_save(dir, c, p, err);
 }
 
+/* The next run of consecutive planned experts of layer l from *e on:
+ * experts [*first, *e) and 1 (*e is then past it), or 0 when none is left. */
+static int next_run(const expert_mirror_plan *p, int l, int *e, int *first)
+{
+	const uint8_t *has = p->has + (size_t)l * (size_t)p->n_experts;
+	while (*e < p->n_experts && !has[*e])
+		(*e)++;
+	if (*e >= p->n_experts)
+		return 0;
+	*first = *e;
+	while (*e < p->n_experts && has[*e])
+		(*e)++;
+	return 1;
+}
+
 static void print_ranges(FILE *o, const coli_container *c, const expert_mirror_plan *p, int l)
 {
-	const int E = p->n_experts;
-	for (int e = 0; e < E; e++) {
-		if (!p->has[(size_t)l * (size_t)E + (size_t)e])
-			continue;
-		int f = e;
-		while (e + 1 < E && p->has[(size_t)l * (size_t)E + (size_t)e + 1])
-			e++;
+	for (int e = 0, f; next_run(p, l, &e, &f);)
 		fprintf(o, " [%llu, %llu)", (unsigned long long)coli_container_expert_offset(c, f),
-			(unsigned long long)coli_container_expert_offset(c, e + 1));
-	}
+			(unsigned long long)coli_container_expert_offset(c, e));
 }
 
 static json_t *plan_json(const coli_container *c, const expert_mirror_plan *p, const double *w, double total,
@@ -258,15 +266,9 @@ static json_t *plan_json(const coli_container *c, const expert_mirror_plan *p, c
 			lw += w[id];
 			json_array_append_new(ex, json_integer(e));
 		}
-		for (int e = 0; e < E; e++) {
-			if (!p->has[(size_t)l * (size_t)E + (size_t)e])
-				continue;
-			int f = e;
-			while (e + 1 < E && p->has[(size_t)l * (size_t)E + (size_t)e + 1])
-				e++;
+		for (int e = 0, f; next_run(p, l, &e, &f);)
 			json_array_append_new(rg, json_pack("[II]", (json_int_t)coli_container_expert_offset(c, f),
-							    (json_int_t)coli_container_expert_offset(c, e + 1)));
-		}
+							    (json_int_t)coli_container_expert_offset(c, e)));
 		json_object_set_new(ly, "layer", json_integer(l));
 		json_object_set_new(ly, "shard", json_string(c->expert_shard_paths[l]));
 		json_object_set_new(ly, "file", json_string(p->files[l]));
