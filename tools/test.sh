@@ -77,9 +77,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 # ThreadSanitizer over the threaded code: the seqlock, the compute pool,
 # the heat writer, the store's telemetry, the prefix index and its
 # watcher, the engine's slots (batched decode, a stalled reader, grammars
-# shared between submitters and the engine), the
-# session writer (two slots spilling side by side, long context), the
-# server's front door and guard (hardening, slowloris) and coli batch's
+# shared between submitters and the engine), the session writer (two
+# slots spilling side by side, long context), the server's front door and guard (hardening, slowloris) and coli batch's
 # workers. Only what these tests need is built: about 2 minutes on this
 # project's shared 2-core machine, the tests 3.5 (batch_run.sh 92 s with
 # COLI_TEST_TSAN=1, the prefix index, stalled reader and batched decode
@@ -114,8 +113,10 @@ else
 	status=1
 fi
 if [ -x tests/fuzz/run-fuzz.sh ]; then
-	tests/fuzz/run-fuzz.sh "$top/build/fuzz" || status=1
-	lap fuzz 0
+	tests/fuzz/run-fuzz.sh "$top/build/fuzz"
+	rc=$?
+	lap fuzz $rc
+	[ $rc = 0 ] || status=1
 fi
 # distcheck proves the tarball builds and passes from scratch; its copy has
 # no tests/node/node_modules, so the checks that need the npm packages skip
