@@ -36,6 +36,7 @@
 #include "engine_profile.h"
 #include "kv_cache_dir.h"
 #include "kv_file.h"
+#include "kv_store.h"
 
 enum { JOB_FREE = 0, JOB_READY, JOB_BUSY };
 enum { TARGET_SESSION = 0, TARGET_LABEL, TARGET_ALL };
@@ -82,8 +83,8 @@ static void write_job(engine_profiler *p, const prof_job *jb)
 	 * store: false continuation, removed once answered), and one written
 	 * while it was removed goes too. */
 	char kv[4400];
-	snprintf(kv, sizeof kv, "%s/%s.kv", dir, jb->name);
-	if (jb->kind == TARGET_SESSION && access(kv, F_OK) < 0)
+	if (jb->kind == TARGET_SESSION &&
+	    (kv_store_path(dir, jb->name, "kv", kv, sizeof kv, NULL) < 0 || access(kv, F_OK) < 0))
 		return;
 	coli_profile old;
 	int rc = coli_profile_read(path, &old, &err);
