@@ -177,8 +177,7 @@ int main(int argc, char **argv)
 	if (!ran_real && !ran_emu) {
 		/* what this CPU can still be checked for: the dispatch refuses the
 		 * path instead of running tiles it does not have */
-		int req = test_isa_required("amx-emu") || test_isa_required("amx");
-		if (req)
+		if (test_isa_required("amx-emu")) /* amx itself: failed above */
 			FAIL("amx-emu: named in COLI_TEST_ISA_REQUIRED but the emulation did not run");
 		CHECK(coli_kernels_q8_force_path("amx") == -ENOTSUP, "no AVX-512 VNNI: the amx path is refused");
 		CHECK(strcmp(coli_kernels_q8_isa(), "amx") != 0, "q8 path not amx");
