@@ -14,7 +14,7 @@
  * other processes' bursts drop out. Prints one line.
  *
  * gemm: the q8 paths named (coli_kernels_q8_force_path names; default
- * avx512vnni amx, those this CPU lacks left out) at n = 4..256 inputs,
+ * avx512vnni amx avx2, those this CPU lacks left out) at n = 4..256 inputs,
  * one thread, interleaved: int8 Gop/s (2 ops per weight and input), the
  * ratio to the first path, and the fraction of the one-thread peak of
  * the instruction the path sums with (peak: vpdpbusd zmm, and tdpbusd
@@ -90,6 +90,7 @@ static int gemm_main(coli_qmat *w, const char *tname, int argc, char **argv)
 	if (!nwant) {
 		want[nwant++] = "avx512vnni";
 		want[nwant++] = "amx";
+		want[nwant++] = "avx2";
 	}
 	for (int i = 0; i < nwant; i++) {
 		if (!strcmp(want[i], "amx-vector") ? !vector_rows(w->qtype)
@@ -112,6 +113,7 @@ static int gemm_main(coli_qmat *w, const char *tname, int argc, char **argv)
 	for (size_t i = 0; i < (size_t)G_MAX * (size_t)cols; i++)
 		x[i] = (float)rand() / (float)RAND_MAX - 0.5f;
 	double peak_vnni = bench_peak_vpdpbusd(), peak_amx = bench_peak_tdpbusd();
+	double peak_avx2 = bench_peak_vpmaddubsw();
 	double best[G_PATHS][G_COUNT];
 	for (int p = 0; p < np; p++)
 		for (int i = 0; i < G_COUNT; i++)
@@ -140,7 +142,8 @@ static int gemm_main(coli_qmat *w, const char *tname, int argc, char **argv)
 					best[p][i] = t;
 			}
 	coli_kernels_q8_force_path(NULL);
-	printf("peak one thread: vpdpbusd %.1f Gop/s, tdpbusd ", peak_vnni * 1e-9);
+	printf("peak one thread: vpmaddubsw ymm %.1f Gop/s, vpdpbusd zmm %.1f Gop/s, tdpbusd ",
+	       peak_avx2 * 1e-9, peak_vnni * 1e-9);
 	if (peak_amx > 0)
 		printf("%.1f Gop/s\n", peak_amx * 1e-9);
 	else
@@ -150,7 +153,10 @@ static int gemm_main(coli_qmat *w, const char *tname, int argc, char **argv)
 		printf("%s %dx%d q8 n=%d:", tname, rows, cols, n);
 		for (int p = 0; p < np; p++) {
 			double ops = 2.0 * macs1 * n / best[p][i];
-			double peak = !strncmp(paths[p], "amx", 3) ? peak_amx : peak_vnni;
+			double peak = !strncmp(paths[p], "amx", 3)	? peak_amx
+				      : !strcmp(paths[p], "avx512vnni") ? peak_vnni
+				      : !strcmp(paths[p], "avx2")	? peak_avx2
+									: 0;
 			printf(" %s %.1f Gop/s (x%.2f, ", paths[p], ops * 1e-9, best[0][i] / best[p][i]);
 			if (peak > 0)
 				printf("%.3f of peak)", ops / peak);
@@ -169,8 +175,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "peak")) {
 		double v = bench_peak_vpdpbusd(), t = bench_peak_tdpbusd();
-		printf("int8 peak one thread: vpdpbusd zmm %.1f Gop/s, tdpbusd %.1f Gop/s%s\n",
-		       v * 1e-9, t * 1e-9, t > 0 ? "" : " (no AMX here)");
+		double m = bench_peak_vpmaddubsw();
+		printf("int8 peak one thread: vpmaddubsw ymm %.1f Gop/s, vpdpbusd zmm %.1f Gop/s, "
+		       "tdpbusd %.1f Gop/s%s\n",
+		       m * 1e-9, v * 1e-9, t * 1e-9, t > 0 ? "" : " (no AMX here)");
 		return 0;
 	}
 	if (argc < 4) {

@@ -119,6 +119,10 @@ typedef void (*coli_q8_rows_fn)(const coli_qmat *w, const coli_q8act *a, int n, 
 coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype);
 coli_q8_rows_fn coli_kernels_q8_avx2_rows(int qtype);
 coli_q8_rows_fn coli_kernels_q8_avxvnni_rows(int qtype);
+/* The AVX2 rows' int4 product of n >= 2 inputs, rows [r0, r1) of one
+ * L2 panel (quant_kernels_q8_avx2_gemm.c; the caller has checked AVX2). */
+void coli_kernels_q8_avx2_q4_gemm(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
+				  float *y);
 /* AMX-INT8 tiles for n >= 16 inputs ($COLI_KERNELS_AMX=N: n >= N), the
  * AVX-512 VNNI rows below that; NULL without AMX, its kernel permission
  * or with $COLI_KERNELS_AMX=0 */

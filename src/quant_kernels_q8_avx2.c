@@ -81,6 +81,9 @@ q8_dot(const __m256i p[Q8_NP], const __m256i X[4], __m256i acc)
 	return acc;
 }
 
+/* int4 products of n >= 2 inputs: quant_kernels_q8_avx2_gemm.c */
+#define Q8_Q4_GEMM coli_kernels_q8_avx2_q4_gemm
+
 #include "quant_kernels_q8_avx2_rows.h"
 
 /* ---- quantization of x: quant_kernels_q8.h's rule, as quant_kernels_q8_avx512.c ---- */

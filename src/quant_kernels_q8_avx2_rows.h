@@ -40,6 +40,8 @@
  *                        p[Q8_NP]
  *   q8_dot(p, X, acc)    acc plus that half's sums (X[4] = x_split4 of
  *                        the same half of x)
+ * and may define Q8_Q4_GEMM(w, a, n, p0, p1, y): its own int4 product of
+ * n >= 2 inputs for the rows [p0, p1) of one panel.
  * Rows past the end of [r0, r1) in the last group repeat the last row (its
  * loads stay in bounds) and are not stored (vmaskmovps): a lane's result
  * depends only on its own row.
@@ -312,6 +314,12 @@ Q8_INLINE void rows_256(const coli_qmat *w, const coli_q8act *a, int n, int r0, 
 	const int panel = panel_rows(row_bytes, n);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		const int p1 = r1 - p0 < panel ? r1 : p0 + panel;
+#ifdef Q8_Q4_GEMM
+		if (INT4 && n > 1) { /* the includer's own int4 matmul */
+			Q8_Q4_GEMM(w, a, n, p0, p1, y);
+			continue;
+		}
+#endif
 		for (int k0 = 0; k0 < n; k0 += Q8_KT) {
 			const int kn = n - k0 < Q8_KT ? n - k0 : Q8_KT;
 			for (int g = p0; g < p1; g += 8) {
