@@ -76,7 +76,7 @@ static coli_q8_rows_fn vector_rows(int qtype)
 #endif
 
 /* gemm mode: int8 ops per second of coli_matmul_q8 per path and n */
-static const int g_list[] = { 4, 8, 16, 32, 64, 128, 256 };
+static const int g_list[] = { 4, 8, 12, 16, 24, 32, 40, 64, 128, 256 };
 #define G_COUNT ((int)(sizeof g_list / sizeof g_list[0]))
 #define G_MAX 256
 #define G_PATHS 6

@@ -166,8 +166,12 @@ GEMM_ATTR void coli_kernels_q8_avx2_q4_gemm(const coli_qmat *w, const coli_q8act
 	_Alignas(32) q4g_scales sc[Q4G_PAIRS];
 	q4g_xblock xb;
 	_Alignas(32) __m256 acc[Q4G_ROWS / 4][Q4G_PAIRS], accm[Q4G_ROWS / 4][Q4G_PAIRS];
-	for (int k0 = 0; k0 < n; k0 += Q4G_KT) {
-		const int kn = n - k0 < Q4G_KT ? n - k0 : Q4G_KT, np = (kn + 1) / 2;
+	/* passes of equal size (35 inputs: 18 + 17, not 32 + 3): the quads'
+	 * work is shared by the inputs of a pass */
+	const int passes = (n + Q4G_KT - 1) / Q4G_KT;
+	const int per = ((n + passes - 1) / passes + 1) & ~1;
+	for (int k0 = 0; k0 < n; k0 += per) {
+		const int kn = n - k0 < per ? n - k0 : per, np = (kn + 1) / 2;
 		for (int s0 = r0; s0 < r1; s0 += Q4G_ROWS) {
 			const int s1 = r1 - s0 < Q4G_ROWS ? r1 : s0 + Q4G_ROWS, nq = (s1 - s0 + 3) / 4;
 			for (int q = 0; q < nq; q++)
