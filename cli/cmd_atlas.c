@@ -4,7 +4,7 @@
  *
  * This file parses the options, finds the cache directory the engine
  * would use, loads profiles and heat into grids and dispatches; the
- * arithmetic is in cmd_atlas_calc.c, the reports in cmd_atlas_out.c, the
+ * arithmetic is in src/engine_atlas.c, the reports in cmd_atlas_out.c, the
  * PNG in cmd_atlas_png.c. */
 #include "config.h"
 

@@ -8,7 +8,8 @@ libcoli_a_SOURCES += \
 	src/engine_session.c src/engine_session_writer.c src/engine_slot.c src/engine_step.c src/engine_kv.c src/engine_grammar.c src/engine_internal.h \
 	src/engine_draft.c src/engine_draft.h src/engine_draft_mode.c src/engine_draft_auto.c src/engine_draft_auto.h \
 	src/engine_stop_match.c src/engine_stop_match.h \
-	src/engine_profile.c src/engine_profile.h src/engine_profile_writer.c
+	src/engine_profile.c src/engine_profile.h src/engine_profile_writer.c \
+	src/engine_atlas.c src/engine_atlas.h
 
 EXTRA_DIST += bench/draft.sh bench/prefill_chunk.sh
 

@@ -1,7 +1,7 @@
-/* cmd_atlas_calc.c - see cmd_atlas_calc.h. */
+/* engine_atlas.c - see engine_atlas.h. */
 #include "config.h"
 
-#include "cmd_atlas_calc.h"
+#include "engine_atlas.h"
 
 #include <math.h>
 #include <stdlib.h>

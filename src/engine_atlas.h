@@ -1,4 +1,4 @@
-/* cmd_atlas_calc.h - the arithmetic of `coli atlas` (pure: no files, no
+/* engine_atlas.h - the arithmetic of `coli atlas` (pure: no files, no
  * printing), on grids of routing counts or heat per (layer, expert).
  *
  * Layer statistics: the share of the layer's routings its top-k experts
@@ -30,8 +30,8 @@
  * index) and a fixed number of rounds: the same profiles give the same
  * clusters, bit for bit. Clusters are numbered by the profile they favour
  * most (the largest mean feature), then by size. */
-#ifndef COLI_CMD_ATLAS_CALC_H
-#define COLI_CMD_ATLAS_CALC_H
+#ifndef COLI_ENGINE_ATLAS_H
+#define COLI_ENGINE_ATLAS_H
 
 #include <stddef.h>
 
