@@ -35,6 +35,9 @@
 
 #include <stddef.h>
 
+#include "coli_err.h"
+#include "engine_profile.h"
+
 typedef struct atlas_grid {
 	int n_layers, n_experts, top_k;
 	double *v;                 /* (n_layers, n_experts): counts or heat */
@@ -46,6 +49,9 @@ typedef struct atlas_grid {
 } atlas_grid;
 
 void atlas_grid_free(atlas_grid *g);
+/* g := the counts of profile p (its shape, tokens, requests and
+ * fingerprint), named NAME; 0 or -ENOMEM. */
+int atlas_grid_from_profile(const coli_profile *p, const char *name, atlas_grid *g, coli_err *err);
 /* Sum of layer l. */
 double atlas_layer_total(const atlas_grid *g, int l);
 /* Concentration (share of the top k) and entropy in bits of layer l;
