@@ -37,6 +37,12 @@ check_PROGRAMS += tests/engine_profile_test
 TESTS += tests/engine_profile_test
 tests_engine_profile_test_SOURCES = tests/engine_profile_test.c tests/test_util.h
 tests_engine_profile_test_LDADD = libcoli.a $(COLI_LIBS)
+# 1,000 sessions' routing profiles in memory that does not grow (issue 29)
+check_PROGRAMS += tests/engine_profile_sessions
+TESTS += tests/engine_profile_sessions.sh
+EXTRA_DIST += tests/engine_profile_sessions.sh
+tests_engine_profile_sessions_SOURCES = tests/engine_profile_sessions.c tests/test_util.h
+tests_engine_profile_sessions_LDADD = libcoli.a $(COLI_LIBS)
 # sessions saved by the writer thread beside another slot's decode
 check_PROGRAMS += tests/core_session_writer
 TESTS += tests/core_session_writer.sh
