@@ -74,7 +74,11 @@ bench_session_admission_bench_LDADD = libcoli.a $(COLI_LIBS)
 # a running slot's largest token gap beside another slot's session saves
 bench_session_save_bench_SOURCES = bench/session_save_bench.c
 bench_session_save_bench_LDADD = libcoli.a $(COLI_LIBS)
-EXTRA_DIST += bench/stalled_client.sh bench/session_admission.sh bench/session_save.sh
+# the decode step with routing profiles on and off (bench/README.md)
+noinst_PROGRAMS += bench/profile_decode_bench
+bench_profile_decode_bench_SOURCES = bench/profile_decode_bench.c
+bench_profile_decode_bench_LDADD = libcoli.a $(COLI_LIBS)
+EXTRA_DIST += bench/stalled_client.sh bench/session_admission.sh bench/session_save.sh bench/profile_decode.sh
 # another slot's token gaps while a schema-constrained request is
 # admitted (bench/README.md); built, never run by make check
 noinst_PROGRAMS += bench/grammar_admission_bench
