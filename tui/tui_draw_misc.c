@@ -291,11 +291,10 @@ static const char *const help_lines[] = {
 	"Log          Up/Down PgUp/PgDn scroll   End follow",
 	"Expert map: colour (or glyph) = tier: pinned, cached,",
 	"disk, in flight (a read under way: ~ in monochrome);",
-	"brightness = heat, reverse = routed in this turn. History: the",
-	"experts clustered over every recorded profile (coli atlas",
-	"cluster); live: co-activation since start. Conversation: per",
-	"layer the experts this chat uses more than all recorded",
-	"requests, with z (coli atlas compare session:NAME _all).",
+	"brightness = heat, reverse = routed in this turn.",
+	"Order history: clusters of every recorded profile; live:",
+	"co-activation since start. Conversation: experts this chat",
+	"uses more than all recorded requests, z as coli atlas compare.",
 };
 
 void tui_draw_help(tui_app *a)
