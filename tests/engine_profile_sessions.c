@@ -6,7 +6,8 @@
  *    same after 10 sessions and after N, and within its stated bound:
  *    (3 x min(slots, 16) + 8) jobs of layers x experts uint32 counts, plus
  *    one u64 sum; it does not depend on N;
- *  - the heap in use (mallinfo2: glibc's allocated bytes) grows by less
+ *  - the heap in use (mallinfo2: glibc's allocated bytes, all threads in
+ *    one arena) grows by less
  *    than 1 MiB from session 100 to session N, while N session profiles
  *    of this model weigh more than that (so a writer keeping any per
  *    session state would fail), not checked under sanitizers (their
@@ -69,6 +70,9 @@ int main(int argc, char **argv)
 	const char *asan = getenv("COLI_TEST_SANITIZED"), *tsan = getenv("COLI_TEST_TSAN");
 	const int sanitized = (asan && *asan) || (tsan && *tsan);
 	REQUIRE(N >= 100, "N must be at least 100");
+	/* one arena for every thread: mallinfo2 sees the main arena only,
+	 * and the profile writer allocates on its own thread */
+	mallopt(M_ARENA_MAX, 1);
 	coli_engine_opts o;
 	coli_engine_opts_default(&o);
 	o.model_dir = argv[1];
