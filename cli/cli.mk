@@ -7,7 +7,7 @@ coli_SOURCES = \
 	cli/coli_main.c cli/cli.h cli/cli_json.c cli/cli_json.h \
 	cli/cli_convert_flags.c cli/cli_convert_flags.h \
 	cli/cmd_atlas.c cli/cmd_atlas.h cli/cmd_atlas_out.c \
-	cli/cmd_atlas_calc.c cli/cmd_atlas_calc.h cli/cmd_atlas_png.c \
+	cli/cmd_atlas_png.c \
 	cli/cmd_atlas_mirror.c cli/cmd_atlas_mirror.h \
 	cli/cmd_batch.c \
 	cli/cmd_batch_io.c cli/cmd_batch_io.h \

@@ -4,7 +4,7 @@
  *
  * This file parses the options, finds the cache directory the engine
  * would use, loads profiles and heat into grids and dispatches; the
- * arithmetic is in cmd_atlas_calc.c, the reports in cmd_atlas_out.c, the
+ * arithmetic is in src/engine_atlas.c, the reports in cmd_atlas_out.c, the
  * PNG in cmd_atlas_png.c. */
 #include "config.h"
 
@@ -103,22 +103,9 @@ int atlas_load(const atlas_opts *o, const char *which, atlas_grid *g, coli_err *
 			coli_err_set(err, rc, "no profile %s (%s): nothing was recorded under that name", which, path);
 		return rc;
 	}
-	const size_t m = (size_t)p.n_layers * (size_t)p.n_experts;
-	if (!(g->v = malloc(sizeof(double) * m))) {
-		coli_profile_free(&p);
-		return coli_err_set(err, -ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < m; i++)
-		g->v[i] = (double)p.counts[i];
-	g->n_layers = p.n_layers;
-	g->n_experts = p.n_experts;
-	g->top_k = p.top_k;
-	g->tokens = (double)p.tokens;
-	g->requests = (double)p.requests;
-	snprintf(g->fingerprint, sizeof g->fingerprint, "%s", p.fingerprint);
-	snprintf(g->name, sizeof g->name, "%s", which);
+	rc = atlas_grid_from_profile(&p, which, g, err);
 	coli_profile_free(&p);
-	return 0;
+	return rc;
 }
 
 static int name_cmp(const void *a, const void *b)

@@ -4,7 +4,7 @@
 #ifndef COLI_CMD_ATLAS_H
 #define COLI_CMD_ATLAS_H
 
-#include "cmd_atlas_calc.h"
+#include "engine_atlas.h"
 #include "coli_err.h"
 
 enum atlas_fmt { ATLAS_TEXT = 0, ATLAS_JSON, ATLAS_CSV };

@@ -64,6 +64,9 @@ typedef struct coli_engine_opts {
 	                            * (CACHE_DIR/hot-experts): a run that must
 	                            * not warm-start from earlier runs' history
 	                            * nor leave any for later ones */
+	int no_profiles;           /* record no routing profiles (no counts in
+	                            * the step, no profile writer, no .prof
+	                            * files): engine_profile.h */
 	expert_store_opts store;   /* expert cache, pinning, prefetch, I/O mode,
 	                            * mirrors (heat_dir and kv_bytes are set by
 	                            * the engine) */
@@ -231,6 +234,19 @@ typedef struct coli_draft_stats {
 	char reason[160];          /* why auto drafts or not, in words */
 } coli_draft_stats;
 void coli_engine_draft_stats(const coli_engine *e, coli_draft_stats *out);
+
+/* Routing profiles (engine_profile.h) since start (any thread). The
+ * writer's memory is fixed when the engine starts: it does not grow with
+ * the number of sessions, labels or requests. */
+typedef struct coli_profile_stats {
+	int on;                    /* 0: --no-profiles, or nothing is routed */
+	size_t bytes;              /* heap the profile writer holds between writes */
+	int jobs;                  /* pending per-file sums it can hold */
+	unsigned long long written;   /* profile files replaced */
+	unsigned long long dropped;   /* requests whose share of some file was
+	                               * not recorded (the writer fell behind) */
+} coli_profile_stats;
+void coli_engine_profile_stats(const coli_engine *e, coli_profile_stats *out);
 
 /* The expert store's telemetry block (lives as long as the engine; any
  * thread may read it, see expert_store_stats.h). */

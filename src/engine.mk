@@ -8,7 +8,8 @@ libcoli_a_SOURCES += \
 	src/engine_session.c src/engine_session_writer.c src/engine_slot.c src/engine_step.c src/engine_kv.c src/engine_grammar.c src/engine_internal.h \
 	src/engine_draft.c src/engine_draft.h src/engine_draft_mode.c src/engine_draft_auto.c src/engine_draft_auto.h \
 	src/engine_stop_match.c src/engine_stop_match.h \
-	src/engine_profile.c src/engine_profile.h src/engine_profile_writer.c
+	src/engine_profile.c src/engine_profile.h src/engine_profile_writer.c \
+	src/engine_atlas.c src/engine_atlas.h
 
 EXTRA_DIST += bench/draft.sh bench/prefill_chunk.sh
 
@@ -36,6 +37,12 @@ check_PROGRAMS += tests/engine_profile_test
 TESTS += tests/engine_profile_test
 tests_engine_profile_test_SOURCES = tests/engine_profile_test.c tests/test_util.h
 tests_engine_profile_test_LDADD = libcoli.a $(COLI_LIBS)
+# 1,000 sessions' routing profiles in memory that does not grow (issue 29)
+check_PROGRAMS += tests/engine_profile_sessions
+TESTS += tests/engine_profile_sessions.sh
+EXTRA_DIST += tests/engine_profile_sessions.sh
+tests_engine_profile_sessions_SOURCES = tests/engine_profile_sessions.c tests/test_util.h
+tests_engine_profile_sessions_LDADD = libcoli.a $(COLI_LIBS)
 # sessions saved by the writer thread beside another slot's decode
 check_PROGRAMS += tests/core_session_writer
 TESTS += tests/core_session_writer.sh
@@ -67,7 +74,11 @@ bench_session_admission_bench_LDADD = libcoli.a $(COLI_LIBS)
 # a running slot's largest token gap beside another slot's session saves
 bench_session_save_bench_SOURCES = bench/session_save_bench.c
 bench_session_save_bench_LDADD = libcoli.a $(COLI_LIBS)
-EXTRA_DIST += bench/stalled_client.sh bench/session_admission.sh bench/session_save.sh
+# the decode step with routing profiles on and off (bench/README.md)
+noinst_PROGRAMS += bench/profile_decode_bench
+bench_profile_decode_bench_SOURCES = bench/profile_decode_bench.c
+bench_profile_decode_bench_LDADD = libcoli.a $(COLI_LIBS)
+EXTRA_DIST += bench/stalled_client.sh bench/session_admission.sh bench/session_save.sh bench/profile_decode.sh
 # another slot's token gaps while a schema-constrained request is
 # admitted (bench/README.md); built, never run by make check
 noinst_PROGRAMS += bench/grammar_admission_bench

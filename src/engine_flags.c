@@ -21,6 +21,7 @@ const char coli_engine_flags_help[] =
 	"  --draft auto|off|N       MTP speculative decoding (default auto: only\n"
 	"                           while it predicts a speed-up)\n"
 	"  --no-heat                neither load nor save routing heat (no warm start)\n"
+	"  --no-profiles            record no routing profiles (coli atlas, colitop)\n"
 	"  --share-session-prefixes  requests without a session may reuse saved\n"
 	"                           sessions' KV (reveals their text; default off)\n"
 	"  --expert-cache SIZE      RAM for cached experts: 512MB, 8GB, 25%, 0, auto\n"
@@ -77,6 +78,8 @@ int coli_engine_flags_init(coli_engine_flags *f, coli_err *err)
 		f->opts.share_session_prefixes = strcmp(v, "0") != 0;
 	if ((v = getenv("COLI_NO_HEAT")) && *v)
 		f->opts.no_heat = strcmp(v, "0") != 0;
+	if ((v = getenv("COLI_NO_PROFILES")) && *v)
+		f->opts.no_profiles = strcmp(v, "0") != 0;
 	if ((v = getenv("COLI_CACHE_DIR")) && *v)
 		f->opts.cache_dir = v;
 	if ((v = getenv("COLI_DRAFT")) && *v && (rc = coli_draft_parse(v, "COLI_DRAFT", &f->opts.draft, err)))
@@ -136,6 +139,12 @@ int coli_engine_flags_parse(coli_engine_flags *f, int argc, char **argv, int *i,
 		if (inline_val)
 			return coli_err_set(err, -EINVAL, "%s takes no value", flag);
 		f->opts.no_heat = flag[2] == 'n';
+		return 1;
+	}
+	if (!strcmp(flag, "--no-profiles") || !strcmp(flag, "--profiles")) {
+		if (inline_val)
+			return coli_err_set(err, -EINVAL, "%s takes no value", flag);
+		f->opts.no_profiles = flag[2] == 'n';
 		return 1;
 	}
 	if (!strcmp(flag, "--act-quant")) {

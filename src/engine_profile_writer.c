@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,8 @@ struct engine_profiler {
 	pthread_cond_t cond;
 	int stop, dropped, started;
 	int foreign_said;          /* the writer's own: a foreign file was met */
+	size_t bytes;              /* heap held above, set at open */
+	_Atomic unsigned long long written, dropped_total; /* relaxed: statistics */
 };
 
 /* One job into its file: the file's content (a fresh profile when absent
@@ -115,9 +118,12 @@ static void write_job(engine_profiler *p, const prof_job *jb)
 	a->requests += jb->requests;
 	snprintf(a->label, sizeof a->label, "%.63s", jb->kind == TARGET_SESSION ? "" : jb->name);
 	coli_err_clear(&err);
-	if (coli_profile_write(path, a, &err) < 0)
+	if (coli_profile_write(path, a, &err) < 0) {
 		coli_warn("%s", err.msg);
-	else if (jb->kind == TARGET_SESSION && access(kv, F_OK) < 0)
+		return;
+	}
+	atomic_fetch_add_explicit(&p->written, 1, memory_order_relaxed);
+	if (jb->kind == TARGET_SESSION && access(kv, F_OK) < 0)
 		unlink(path);
 }
 
@@ -173,6 +179,10 @@ static void profiler_free(engine_profiler *p)
 int engine_profile_open(coli_engine *e, coli_err *err)
 {
 	const coli_config *c = &e->model->cfg;
+	if (e->opts.no_profiles) {
+		coli_info("routing profiles off (--no-profiles): no routing counted, no .prof written");
+		return 0;
+	}
 	if (c->n_routed_experts <= 0 || c->num_experts_per_tok <= 0 || !e->model->container)
 		return 0; /* a dense model routes nothing */
 	engine_profiler *p = calloc(1, sizeof *p);
@@ -197,6 +207,8 @@ int engine_profile_open(coli_engine *e, coli_err *err)
 	if (rc)
 		goto fail;
 	snprintf(p->acc.fingerprint, sizeof p->acc.fingerprint, "%s", p->fingerprint);
+	p->bytes = sizeof *p + (size_t)p->n_jobs * (sizeof *p->jobs + 1 + sizeof(uint32_t) * n) +
+		   sizeof *p->acc.counts * n;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	if (pthread_create(&p->thread, NULL, writer_main, p)) {
@@ -262,6 +274,8 @@ void engine_profile_submit(coli_engine *e, engine_slot *sl)
 	if (session && session[0])
 		lost |= add_to_job(p, TARGET_SESSION, session, sl->route_counts, tokens);
 	p->dropped += lost != 0;
+	if (lost)
+		atomic_fetch_add_explicit(&p->dropped_total, 1, memory_order_relaxed);
 	pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 }
@@ -280,4 +294,17 @@ void engine_profile_close(coli_engine *e)
 	pthread_cond_destroy(&p->cond);
 	profiler_free(p);
 	e->prof = NULL;
+}
+
+void coli_engine_profile_stats(const coli_engine *e, coli_profile_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	const engine_profiler *p = e->prof;
+	if (!p)
+		return;
+	out->on = 1;
+	out->bytes = p->bytes;
+	out->jobs = p->n_jobs;
+	out->written = atomic_load_explicit(&p->written, memory_order_relaxed);
+	out->dropped = atomic_load_explicit(&p->dropped_total, memory_order_relaxed);
 }

@@ -293,7 +293,7 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 	}
 	/* count the request's routings (the slot's buffer, sized at
 	 * allocation, zeroed when the previous request finished) */
-	coli_seq_count_routes(sl->seq, sl->route_counts);
+	coli_seq_count_routes(sl->seq, e->prof ? sl->route_counts : NULL);
 	if (r->session) {
 		/* a session request continues the session: its prompt follows
 		 * the stored history */

@@ -61,7 +61,9 @@ tui_keys z
 tui_wait 'Routing \(zoom\)'
 tui_keys z
 tui_wait 'Expert map'
-# Tab to the Expert map: a switches to the affinity (co-activation) order
+# Tab to the Expert map: a switches to the history order, which needs two
+# recorded profiles: with this one session's it falls back to the live
+# affinity (co-activation) order (tests/tui_atlas.sh: the history order)
 tui_keys Tab a
 tui_wait 'Expert map .*affinity order'
 tui_check_frames 120 40

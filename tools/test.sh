@@ -78,19 +78,22 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 # the heat writer, the store's telemetry, the prefix index and its
 # watcher, the engine's slots (batched decode, a stalled reader, grammars
 # shared between submitters and the engine), the session writer (two
-# slots spilling side by side, long context), the server's front door and guard (hardening, slowloris) and coli batch's
-# workers. Only what these tests need is built: about 2 minutes on this
+# slots spilling side by side, long context), the routing profile writer
+# (1,000 sessions), colitop's history clusterer, the server's front door
+# and guard (hardening, slowloris) and coli batch's workers. Only what these tests need is built: about 2 minutes on this
 # project's shared 2-core machine, the tests 3.5 (batch_run.sh 92 s with
 # COLI_TEST_TSAN=1, the prefix index, stalled reader and batched decode
 # 64 s, the rest 12 s or less each). A report fails the stage even where
 # the test itself passed (they are collected from TSAN_OPTIONS' log_path).
 TSAN_PROGS="coli tests/util_seqlock tests/quant_pool_test tests/store_heat tests/store_stats
 	tests/kv_prefix_watch tests/core_prefix_index tests/core_batch_test tests/core_stalled_client
-	tests/core_session_writer tests/engine_grammar_submit"
+	tests/core_session_writer tests/engine_grammar_submit tests/engine_profile_sessions
+	tests/tui_atlas_test"
 TSAN_TESTS="tests/util_seqlock tests/quant_pool_test tests/store_heat tests/store_stats
 	tests/kv_prefix_watch tests/core_prefix_index.sh tests/core_stalled_client.sh tests/core_batch.sh
 	tests/core_parallel.sh tests/server_hardening.sh tests/server_slowloris.sh tests/batch_run.sh
-	tests/core_session_writer.sh tests/core_long_context.sh tests/engine_grammar_submit.sh"
+	tests/core_session_writer.sh tests/core_long_context.sh tests/engine_grammar_submit.sh
+	tests/engine_profile_sessions.sh tests/tui_atlas_test"
 rm -rf build/tsan; mkdir -p build/tsan
 # shellcheck disable=SC2086
 (cd build/tsan && "$top/configure" -q --enable-werror --enable-tsan --enable-fault-injection &&

@@ -212,11 +212,13 @@ static void pane_key(tui_app *a, int key)
 		a->experts_scroll += step;
 		if (a->experts_scroll < 0)
 			a->experts_scroll = 0;
-		if (key == 'a') {
-			a->affinity_on = !a->affinity_on;
-			if (a->affinity_on)
-				tui_affinity_reorder(&a->aff);
-			tui_app_message(a, "expert map: %s order", a->affinity_on ? "affinity (co-activation)" : "id");
+		if (key == 'a')
+			tui_order_next(a);
+		if (key == 'c') {
+			a->conv_on = !a->conv_on;
+			a->t_conv = 0; /* read the profiles at the next sample */
+			tui_app_message(a, "expert map: %s", a->conv_on ? "this conversation against every recorded request"
+								   : "tiers and heat");
 		}
 		break;
 	case TUI_PANE_SESSIONS:

@@ -21,6 +21,7 @@
 #include "kv_store.h"
 #include "server.h"
 #include "tui_affinity.h"
+#include "tui_atlas.h"
 #include "tui_chat.h"
 #include "tui_edit.h"
 #include "tui_layout.h"
@@ -35,6 +36,11 @@
 #define TUI_INPUT_MIN ((size_t)1 << 20)
 #define TUI_DIRTY_STATUS (1u << TUI_PANE_COUNT)
 #define TUI_DIRTY_ALL ((1u << (TUI_PANE_COUNT + 1)) - 1)
+
+/* The Expert map's column order (key a cycles): expert id, clusters of
+ * the recorded history (tui_atlas.h), co-activation of the routing
+ * sampled since colitop started (tui_affinity.h). */
+enum tui_order { TUI_ORDER_ID = 0, TUI_ORDER_HISTORY, TUI_ORDER_LIVE };
 
 enum tui_prompt_kind { TUI_PROMPT_NONE = 0, TUI_PROMPT_RENAME, TUI_PROMPT_DELETE };
 
@@ -87,7 +93,10 @@ typedef struct tui_app {
 	uint64_t last_tokens, last_bytes, last_hits, last_lookups;
 	double t_second, t_experts, t_aff, t_sessions;
 	tui_affinity aff;
-	int affinity_on;
+	int order_mode;           /* enum tui_order */
+	tui_atlas atlas;          /* recorded profiles: history order, conversation view */
+	int conv_on;              /* the Expert map shows the conversation view (key c) */
+	double t_conv;
 	int routing_scroll, experts_scroll, log_scroll, log_follow;
 	unsigned log_seen;
 	/* sessions */
@@ -109,6 +118,8 @@ int tui_sample_init(tui_app *a);
 void tui_sample_free(tui_app *a);
 void tui_sample(tui_app *a, double now);
 void tui_series_push(tui_series *s, double v);
+/* Key a: the Expert map's next column order (id, history, live). */
+void tui_order_next(tui_app *a);
 /* The last n samples, oldest first, into out; returns how many. */
 int tui_series_last(const tui_series *s, int n, double *out);
 
@@ -124,6 +135,7 @@ void tui_draw_text(tui_app *a, WINDOW *w, int y, int x, int width, const char *s
 void tui_draw_chat(tui_app *a, WINDOW *w);
 void tui_draw_routing(tui_app *a, WINDOW *w);
 void tui_draw_experts(tui_app *a, WINDOW *w);
+void tui_draw_conv(tui_app *a, WINDOW *w);    /* tui_draw_atlas.c */
 void tui_draw_cache(tui_app *a, WINDOW *w);
 void tui_draw_io(tui_app *a, WINDOW *w);
 void tui_draw_sessions(tui_app *a, WINDOW *w);

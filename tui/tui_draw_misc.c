@@ -240,7 +240,7 @@ void tui_draw_keys(tui_app *a, WINDOW *w)
 			ctx = tui_chat_busy(&a->chat) ? "Esc stop answer" : "Enter send  Esc stop";
 		break;
 	case TUI_PANE_EXPERTS:
-		ctx = "a affinity  q quit";
+		ctx = "a order  c conversation  q quit";
 		break;
 	case TUI_PANE_SESSIONS:
 		ctx = "Enter resume r rename d delete n new";
@@ -284,13 +284,17 @@ static const char *const help_lines[] = {
 	"             Up/Down history   PgUp/PgDn scroll",
 	"Other panes  q quit  ? h help  z zoom",
 	"Routing      Up/Down scroll layers",
-	"Expert map   Up/Down scroll   a affinity order on/off",
+	"Expert map   Up/Down scroll   a order: id, history, live",
+	"             c this conversation against all recorded",
 	"Sessions     Up/Down select   Enter resume   r rename",
 	"             d delete (asks)  n new chat session",
 	"Log          Up/Down PgUp/PgDn scroll   End follow",
 	"Expert map: colour (or glyph) = tier: pinned, cached,",
 	"disk, in flight (a read under way: ~ in monochrome);",
 	"brightness = heat, reverse = routed in this turn.",
+	"Order history: clusters of every recorded profile; live:",
+	"co-activation since start. Conversation: experts this chat",
+	"uses more than all recorded requests, z as coli atlas compare.",
 };
 
 void tui_draw_help(tui_app *a)

@@ -2,7 +2,9 @@
  * token per MoE layer, gate-weight bars, the shared expert, and for DSA
  * models the keys the indexer kept out of the context) and the Expert
  * map (layers x experts, folded to the width; colour = tier, brightness =
- * heat, reverse = routed in the current turn; optional affinity order). */
+ * heat, reverse = routed in the current turn; columns in id order, the
+ * recorded history's clusters or the live co-activation order). The
+ * Expert map's conversation view is tui_draw_atlas.c's. */
 #include "config.h"
 
 #include <stdio.h>
@@ -132,6 +134,10 @@ static int heat_level(float heat, float mx)
 
 void tui_draw_experts(tui_app *a, WINDOW *w)
 {
+	if (a->conv_on) {
+		tui_draw_conv(a, w);
+		return;
+	}
 	int h = getmaxy(w), wd = getmaxx(w);
 	int n_moe = a->n_layers - a->first_moe;
 	const int E = a->n_experts;
@@ -140,7 +146,11 @@ void tui_draw_experts(tui_app *a, WINDOW *w)
 	int group = avail > 0 ? (E + avail - 1) / avail : 1;
 	int cells = (E + group - 1) / group;
 	char extra[96];
-	snprintf(extra, sizeof extra, "%s%d/cell", a->affinity_on ? "affinity order, " : "", group);
+	const int hist = a->order_mode == TUI_ORDER_HISTORY && a->atlas.hist_clusters > 0;
+	snprintf(extra, sizeof extra, "%s%d/cell",
+		 a->order_mode == TUI_ORDER_LIVE ? "affinity order, "
+		 : hist ? "history affinity order, "
+		 : a->order_mode == TUI_ORDER_HISTORY ? "history order: computing, " : "", group);
 	tui_draw_box(a, w, TUI_PANE_EXPERTS, extra);
 	if (!a->xs || n_moe <= 0)
 	{
@@ -176,7 +186,8 @@ void tui_draw_experts(tui_app *a, WINDOW *w)
 		tui_draw_text(a, w, 2 + y, 1, lg + 1, buf, tui_attr(TUI_R_TITLE));
 		const expert_stats_expert *ex = a->experts + (size_t)l * E;
 		const unsigned char *rt = a->routed_turn + (size_t)l * E;
-		const int *ord = a->affinity_on ? a->aff.order + (size_t)l * E : NULL;
+		const int *ord = a->order_mode == TUI_ORDER_LIVE ? a->aff.order + (size_t)l * E
+				 : hist ? a->atlas.hist_order + (size_t)l * E : NULL;
 		for (int c = 0; c < cells; c++) {
 			int tier = EXPERT_TIER_DISK, routed = 0;
 			float heat = 0;

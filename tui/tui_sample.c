@@ -57,7 +57,8 @@ int tui_sample_init(tui_app *a)
 	a->routed_turn = calloc(le, 1);
 	if (!a->layers || !a->experts || !a->routed_turn)
 		return -ENOMEM;
-	return tui_affinity_init(&a->aff, a->n_layers, a->n_experts);
+	int rc = tui_affinity_init(&a->aff, a->n_layers, a->n_experts);
+	return rc ? rc : tui_atlas_init(&a->atlas, a->n_layers, a->n_experts, coli_engine_cache_dir(a->eng));
 }
 
 void tui_sample_free(tui_app *a)
@@ -66,6 +67,7 @@ void tui_sample_free(tui_app *a)
 	free(a->experts);
 	free(a->routed_turn);
 	tui_affinity_free(&a->aff);
+	tui_atlas_free(&a->atlas);
 	a->layers = NULL;
 	a->experts = NULL;
 	a->routed_turn = NULL;
@@ -95,6 +97,52 @@ static void sample_experts(tui_app *a)
 	a->heat_max = mx;
 	if (changed)
 		a->dirty |= 1u << TUI_PANE_EXPERTS;
+}
+
+void tui_order_next(tui_app *a)
+{
+	a->order_mode = (a->order_mode + 1) % 3;
+	a->dirty |= 1u << TUI_PANE_EXPERTS;
+	if (a->order_mode == TUI_ORDER_HISTORY) {
+		/* clustered on a thread of its own: the map keeps its id order
+		 * until the result is there (atlas_sample) */
+		int rc = tui_atlas_hist_start(&a->atlas);
+		if (rc && rc != -EBUSY) {
+			tui_app_message(a, "expert map: cannot cluster the recorded history (%s)", strerror(-rc));
+			a->order_mode = TUI_ORDER_LIVE;
+		} else {
+			tui_app_message(a, "expert map: clustering the recorded routing history...");
+			return;
+		}
+	}
+	if (a->order_mode == TUI_ORDER_LIVE) {
+		tui_affinity_reorder(&a->aff);
+		tui_app_message(a, "expert map: affinity order (co-activation since colitop started)");
+	} else {
+		tui_app_message(a, "expert map: id order");
+	}
+}
+
+/* The recorded profiles: a finished history clustering, and the
+ * conversation view's files (at most once a second while shown). */
+static void atlas_sample(tui_app *a, double now)
+{
+	if (tui_atlas_hist_poll(&a->atlas)) {
+		tui_log_add(a->log, 1, "expert map: %s", a->atlas.hist_msg);
+		if (a->order_mode == TUI_ORDER_HISTORY && a->atlas.hist_clusters > 0) {
+			tui_app_message(a, "expert map: %s", a->atlas.hist_msg);
+		} else if (a->order_mode == TUI_ORDER_HISTORY) {
+			a->order_mode = TUI_ORDER_LIVE;
+			tui_affinity_reorder(&a->aff);
+			tui_app_message(a, "expert map: %s; live co-activation order instead", a->atlas.hist_msg);
+		}
+		a->dirty |= 1u << TUI_PANE_EXPERTS;
+	}
+	if (a->conv_on && (a->t_conv == 0 || now - a->t_conv >= 1.0)) {
+		a->t_conv = now;
+		if (tui_atlas_conv_refresh(&a->atlas, a->chat.session))
+			a->dirty |= 1u << TUI_PANE_EXPERTS;
+	}
 }
 
 static void per_second(tui_app *a)
@@ -171,7 +219,8 @@ void tui_sample(tui_app *a, double now)
 		a->t_experts = now;
 		sample_experts(a);
 	}
-	if (a->affinity_on && a->aff.changed && now - a->t_aff >= 1.0) {
+	atlas_sample(a, now);
+	if (a->order_mode == TUI_ORDER_LIVE && a->aff.changed && now - a->t_aff >= 1.0) {
 		a->t_aff = now;
 		tui_affinity_reorder(&a->aff);
 		a->dirty |= 1u << TUI_PANE_EXPERTS;

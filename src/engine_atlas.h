@@ -1,4 +1,4 @@
-/* cmd_atlas_calc.h - the arithmetic of `coli atlas` (pure: no files, no
+/* engine_atlas.h - the arithmetic of `coli atlas` (pure: no files, no
  * printing), on grids of routing counts or heat per (layer, expert).
  *
  * Layer statistics: the share of the layer's routings its top-k experts
@@ -30,10 +30,13 @@
  * index) and a fixed number of rounds: the same profiles give the same
  * clusters, bit for bit. Clusters are numbered by the profile they favour
  * most (the largest mean feature), then by size. */
-#ifndef COLI_CMD_ATLAS_CALC_H
-#define COLI_CMD_ATLAS_CALC_H
+#ifndef COLI_ENGINE_ATLAS_H
+#define COLI_ENGINE_ATLAS_H
 
 #include <stddef.h>
+
+#include "coli_err.h"
+#include "engine_profile.h"
 
 typedef struct atlas_grid {
 	int n_layers, n_experts, top_k;
@@ -46,6 +49,9 @@ typedef struct atlas_grid {
 } atlas_grid;
 
 void atlas_grid_free(atlas_grid *g);
+/* g := the counts of profile p (its shape, tokens, requests and
+ * fingerprint), named NAME; 0 or -ENOMEM. */
+int atlas_grid_from_profile(const coli_profile *p, const char *name, atlas_grid *g, coli_err *err);
 /* Sum of layer l. */
 double atlas_layer_total(const atlas_grid *g, int l);
 /* Concentration (share of the top k) and entropy in bits of layer l;

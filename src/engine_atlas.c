@@ -1,9 +1,11 @@
-/* cmd_atlas_calc.c - see cmd_atlas_calc.h. */
+/* engine_atlas.c - see engine_atlas.h. */
 #include "config.h"
 
-#include "cmd_atlas_calc.h"
+#include "engine_atlas.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +19,24 @@ void atlas_grid_free(atlas_grid *g)
 	g->v = NULL;
 }
 
+int atlas_grid_from_profile(const coli_profile *p, const char *name, atlas_grid *g, coli_err *err)
+{
+	memset(g, 0, sizeof *g);
+	const size_t m = (size_t)p->n_layers * (size_t)p->n_experts;
+	if (!(g->v = malloc(sizeof(double) * (m ? m : 1))))
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < m; i++)
+		g->v[i] = (double)p->counts[i];
+	g->n_layers = p->n_layers;
+	g->n_experts = p->n_experts;
+	g->top_k = p->top_k;
+	g->tokens = (double)p->tokens;
+	g->requests = (double)p->requests;
+	snprintf(g->fingerprint, sizeof g->fingerprint, "%s", p->fingerprint);
+	snprintf(g->name, sizeof g->name, "%s", name);
+	return 0;
+}
+
 double atlas_layer_total(const atlas_grid *g, int l)
 {
 	double t = 0;
@@ -25,23 +45,36 @@ double atlas_layer_total(const atlas_grid *g, int l)
 	return t;
 }
 
-/* qsort has no context argument: the values being ranked */
-static const double *rank_v;
+/* (value, id) pairs sorted without shared state: colitop ranks and
+ * orders on two threads */
+typedef struct rank_item {
+	double v;
+	int id;
+} rank_item;
 
 static int rank_cmp(const void *x, const void *y)
 {
-	const int a = *(const int *)x, b = *(const int *)y;
-	if (rank_v[a] != rank_v[b])
-		return rank_v[a] < rank_v[b] ? 1 : -1;
-	return a - b;
+	const rank_item *a = x, *b = y;
+	if (a->v != b->v)
+		return a->v < b->v ? 1 : -1;
+	return a->id - b->id;
 }
 
 void atlas_layer_rank(const atlas_grid *g, int l, int *order)
 {
-	for (int e = 0; e < g->n_experts; e++)
-		order[e] = e;
-	rank_v = g->v + (size_t)l * g->n_experts;
-	qsort(order, (size_t)g->n_experts, sizeof *order, rank_cmp);
+	const int E = g->n_experts;
+	rank_item *it = malloc(sizeof *it * (size_t)E);
+	if (!it) { /* no room to sort: id order */
+		for (int e = 0; e < E; e++)
+			order[e] = e;
+		return;
+	}
+	for (int e = 0; e < E; e++)
+		it[e] = (rank_item){ g->v[(size_t)l * E + e], e };
+	qsort(it, (size_t)E, sizeof *it, rank_cmp);
+	for (int e = 0; e < E; e++)
+		order[e] = it[e].id;
+	free(it);
 }
 
 int atlas_layer_stats(const atlas_grid *g, int l, int k, double *conc, double *entropy)
@@ -290,20 +323,18 @@ out:
 	return m;
 }
 
-static const int *order_cl;
-
-static int order_cmp(const void *x, const void *y)
-{
-	const int a = *(const int *)x, b = *(const int *)y;
-	if (order_cl[a] != order_cl[b])
-		return order_cl[a] - order_cl[b];
-	return a - b;
-}
-
 void atlas_cluster_order(const int *cluster, int n_experts, int l, int *order)
 {
-	for (int e = 0; e < n_experts; e++)
-		order[e] = e;
-	order_cl = cluster + (size_t)l * n_experts;
-	qsort(order, (size_t)n_experts, sizeof *order, order_cmp);
+	/* stable by cluster (-1 first), ids ascending within one: a pass
+	 * per cluster id present, no sort state shared between threads */
+	const int *cl = cluster + (size_t)l * n_experts;
+	int lo = 0, hi = -1, k = 0;
+	for (int e = 0; e < n_experts; e++) {
+		lo = cl[e] < lo ? cl[e] : lo;
+		hi = cl[e] > hi ? cl[e] : hi;
+	}
+	for (int c = lo; c <= hi; c++)
+		for (int e = 0; e < n_experts; e++)
+			if (cl[e] == c)
+				order[k++] = e;
 }
