@@ -19,38 +19,20 @@
 #include <string.h>
 
 #include "chat_template.h"
+#include "util_buf.h"
 #include "util_unicode.h"
 
-typedef struct sb {
-	char *p;
-	size_t n, cap;
-	int oom;
-} sb;
+/* the prompt being rendered; appends are checked once, at the end */
+typedef util_buf sb;
 
 static void sb_addn(sb *b, const char *s, size_t n)
 {
-	if (b->oom)
-		return;
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 1024;
-		while (cap < b->n + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->n, s, n);
-	b->n += n;
-	b->p[b->n] = '\0';
+	util_buf_add(b, s, n);
 }
 
 static void sb_add(sb *b, const char *s)
 {
-	sb_addn(b, s ? s : "", s ? strlen(s) : 0);
+	util_buf_puts(b, s ? s : "");
 }
 
 /* ---- Python string methods on byte ranges ---- */
@@ -622,15 +604,12 @@ int coli_chat_render(const coli_chat_template *tpl, const coli_chat_msg *msgs, i
 	}
 	json_decref(tools);
 	coli_chat_fold_reasoning_free(folded, given, n);
-	if (rc == 0 && b.oom)
-		rc = coli_err_set(err, -ENOMEM, "out of memory");
-	if (rc == 0 && !b.p)
-		sb_add(&b, "");
-	if (rc < 0 || b.oom) {
-		free(b.p);
+	if (rc < 0) {
+		util_buf_free(&b);
 		return rc;
 	}
-	*out = b.p;
+	if (!(*out = util_buf_steal(&b, NULL)))
+		return coli_err_set(err, -ENOMEM, "out of memory");
 	return 0;
 }
 
