@@ -35,6 +35,7 @@
 #include "model_dir.h"
 #include "sampler.h"
 #include "tokenizer.h"
+#include "util_buf.h"
 #include "util_time.h"
 
 #define PPL_DEFAULT_WINDOW 256
@@ -54,36 +55,18 @@ static void usage(FILE *f)
 static int read_file(const char *path, char **out, size_t *len, coli_err *err)
 {
 	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0;
 	if (!f)
 		return coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
-	for (;;) {
-		if (n + 4096 + 1 > cap) {
-			size_t nc = cap ? cap * 2 : 65536;
-			char *nb = realloc(buf, nc);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return coli_err_set(err, -ENOMEM, "%s: out of memory", path);
-			}
-			buf = nb;
-			cap = nc;
-		}
-		size_t r = fread(buf + n, 1, cap - n - 1, f);
-		n += r;
-		if (r == 0)
-			break;
-	}
-	int bad = ferror(f);
+	util_buf b = { 0 };
+	int rc = util_buf_read(&b, f, 0);
 	fclose(f);
-	if (bad) {
-		free(buf);
-		return coli_err_set(err, -EIO, "%s: read error", path);
-	}
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
+	if (!rc && !(*out = util_buf_steal(&b, len)))
+		rc = -ENOMEM;
+	util_buf_free(&b);
+	if (rc == -EIO)
+		return coli_err_set(err, rc, "%s: read error", path);
+	if (rc)
+		return coli_err_set(err, rc, "%s: out of memory", path);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "model_dir.h"
 #include "tokenizer.h"
+#include "util_buf.h"
 
 static const char usage_text[] =
 	"usage: coli tokenize [DIR|tokenizer.json] TEXT\n"
@@ -27,33 +28,13 @@ static int read_file(const char *path, char **out, size_t *len)
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return -errno;
-	size_t cap = 4096, n = 0;
-	char *p = malloc(cap);
-	while (p) {
-		if (n + 4096 > cap) {
-			char *q = realloc(p, cap *= 2);
-			if (!q) {
-				free(p);
-				p = NULL;
-				break;
-			}
-			p = q;
-		}
-		size_t r = fread(p + n, 1, cap - n - 1, f);
-		n += r;
-		if (r == 0)
-			break;
-	}
-	int bad = ferror(f);
+	util_buf b = { 0 };
+	int rc = util_buf_read(&b, f, 0);
 	fclose(f);
-	if (!p || bad) {
-		free(p);
-		return p ? -EIO : -ENOMEM;
-	}
-	p[n] = '\0';
-	*out = p;
-	*len = n;
-	return 0;
+	if (!rc && !(*out = util_buf_steal(&b, len)))
+		rc = -ENOMEM;
+	util_buf_free(&b);
+	return rc;
 }
 
 /* ids as a JSON list; printf per id would dominate a large --file */

@@ -81,6 +81,24 @@ int util_buf_printf(util_buf *b, const char *fmt, ...)
 	return rc;
 }
 
+int util_buf_read(util_buf *b, FILE *f, size_t max)
+{
+	const size_t start = b->len;
+	for (;;) {
+		if (util_buf_reserve(b, 4096))
+			return -ENOMEM;
+		size_t room = b->cap - b->len - 1;
+		size_t r = fread(b->p + b->len, 1, room, f);
+		b->len += r;
+		b->p[b->len] = '\0';
+		if (max && b->len - start > max)
+			return -EFBIG;
+		if (r < room)
+			break;   /* end of file or an error */
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
 int util_buf_ok(const util_buf *b)
 {
 	return b->oom ? -ENOMEM : 0;

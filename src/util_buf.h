@@ -12,6 +12,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct util_buf {
 	char *p;
@@ -28,6 +29,10 @@ int util_buf_puts(util_buf *b, const char *s);
 /* Append formatted text. 0 or -ENOMEM. */
 int util_buf_printf(util_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int util_buf_vprintf(util_buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* Append what is left to read of F, at most MAX bytes (0: no limit).
+ * 0, -ENOMEM, -EFBIG when F holds more than MAX, -EIO on a read error;
+ * after an error B holds what was read so far. */
+int util_buf_read(util_buf *b, FILE *f, size_t max);
 /* 0, or -ENOMEM when an allocation failed since the buffer was made. */
 int util_buf_ok(const util_buf *b);
 

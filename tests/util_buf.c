@@ -1,7 +1,7 @@
 /* util_buf.c - the growable byte string (util_buf.h): appends of bytes,
  * strings and formatted text across many doublings, clear and consume,
- * steal (including an empty buffer), and the sticky -ENOMEM after a
- * request too large to represent. */
+ * steal (including an empty buffer), reading a stream whole and past a
+ * limit, and the sticky -ENOMEM after a request too large to represent. */
 #include "config.h"
 
 #include <errno.h>
@@ -65,6 +65,28 @@ int main(int argc, char **argv)
 	s = util_buf_steal(&b, &n);
 	CHECK(s && n == 0 && s[0] == '\0');
 	free(s);
+
+	/* a stream read whole, then one past its limit */
+	FILE *f = tmpfile();
+	REQUIRE(f);
+	for (int i = 0; i < 3000; i++)
+		fprintf(f, "line %d\n", i);
+	long size = ftell(f);
+	rewind(f);
+	CHECK_RC(util_buf_puts(&b, ">"), 0);
+	CHECK_RC(util_buf_read(&b, f, 0), 0);
+	CHECK(b.len == (size_t)size + 1 && !strncmp(b.p, ">line 0\nline 1\n", 15));
+	CHECK(!strcmp(b.p + b.len - 10, "line 2999\n"));
+	util_buf_clear(&b);
+	rewind(f);
+	CHECK_RC(util_buf_read(&b, f, (size_t)size), 0);
+	CHECK(b.len == (size_t)size);
+	util_buf_clear(&b);
+	rewind(f);
+	CHECK_RC(util_buf_read(&b, f, (size_t)size - 1), -EFBIG);
+	CHECK_RC(util_buf_ok(&b), 0);
+	fclose(f);
+	util_buf_free(&b);
 
 	/* a size that cannot be represented: -ENOMEM, sticky, contents kept */
 	CHECK_RC(util_buf_puts(&b, "x"), 0);
