@@ -97,28 +97,6 @@ static int is_ws(char c)
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
-/* Append s[0..n) to b as the inside of a JSON string (jansson's escapes). */
-static void add_escaped(util_buf *b, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		switch (c) {
-		case '"': util_buf_puts(b, "\\\""); break;
-		case '\\': util_buf_puts(b, "\\\\"); break;
-		case '\n': util_buf_puts(b, "\\n"); break;
-		case '\r': util_buf_puts(b, "\\r"); break;
-		case '\t': util_buf_puts(b, "\\t"); break;
-		case '\b': util_buf_puts(b, "\\b"); break;
-		case '\f': util_buf_puts(b, "\\f"); break;
-		default:
-			if (c < 0x20)
-				util_buf_printf(b, "\\u%04x", c);
-			else
-				util_buf_add(b, (const char *)&c, 1);
-		}
-	}
-}
-
 /* The type the tool's schema gives a parameter is "string". */
 static int param_is_string(const srv_tcparse *p, const char *tool, const char *key)
 {
@@ -216,7 +194,7 @@ static void add_typed(util_buf *out, const char *s, size_t n)
 		util_buf_puts(out, txt);
 	} else {
 		util_buf_puts(out, "\"");
-		add_escaped(out, s, n);
+		util_buf_json_escape(out, s, n);
 		util_buf_puts(out, "\"");
 	}
 	free(txt);
@@ -343,7 +321,7 @@ static size_t glm_step(srv_tcparse *p, const char *s, size_t n)
 			if (p->n_args++)
 				util_buf_puts(&c->args, ",");
 			util_buf_puts(&c->args, "\"");
-			add_escaped(&c->args, p->tmp.p ? p->tmp.p : "", p->tmp.len);
+			util_buf_json_escape(&c->args, p->tmp.p ? p->tmp.p : "", p->tmp.len);
 			util_buf_puts(&c->args, "\":");
 			p->val_string = param_is_string(p, c->name, p->tmp.p ? p->tmp.p : "");
 			if (p->val_string)
@@ -365,7 +343,7 @@ static size_t glm_step(srv_tcparse *p, const char *s, size_t n)
 		q = find_n(s, n, V_CLOSE);
 		size_t take = q ? (size_t)(q - s) : n - tail_prefix(s, n, V_CLOSE);
 		if (c && p->val_string)
-			add_escaped(&c->args, s, take);   /* streamed as it comes */
+			util_buf_json_escape(&c->args, s, take);   /* streamed as it comes */
 		else
 			util_buf_add(&p->tmp, s, take);
 		if (!q)

@@ -134,26 +134,7 @@ static void split_think(str content, str *reasoning, str *answer)
 static void json_str(sb *b, const char *s, size_t n)
 {
 	sb_add(b, "\"");
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char esc[8];
-		switch (c) {
-		case '"': sb_add(b, "\\\""); break;
-		case '\\': sb_add(b, "\\\\"); break;
-		case '\n': sb_add(b, "\\n"); break;
-		case '\r': sb_add(b, "\\r"); break;
-		case '\t': sb_add(b, "\\t"); break;
-		case '\b': sb_add(b, "\\b"); break;
-		case '\f': sb_add(b, "\\f"); break;
-		default:
-			if (c < 0x20) {
-				snprintf(esc, sizeof esc, "\\u%04x", c);
-				sb_add(b, esc);
-			} else {
-				sb_addn(b, (const char *)&c, 1);
-			}
-		}
-	}
+	util_buf_json_escape(b, s, n);
 	sb_add(b, "\"");
 }
 

@@ -81,6 +81,28 @@ int util_buf_printf(util_buf *b, const char *fmt, ...)
 	return rc;
 }
 
+int util_buf_json_escape(util_buf *b, const char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		size_t run = i;
+		while (run < n && (unsigned char)s[run] >= 0x20 && s[run] != '"' && s[run] != '\\')
+			run++;
+		util_buf_add(b, s + i, run - i);   /* the bytes that stay as they are */
+		if (run == n)
+			break;
+		unsigned char c = (unsigned char)s[run];
+		const char *e = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
+			      : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+		if (e)
+			util_buf_add(b, e, 2);
+		else
+			util_buf_printf(b, "\\u%04x", c);
+		i = run + 1;
+	}
+	return util_buf_ok(b);
+}
+
 int util_buf_read(util_buf *b, FILE *f, size_t max)
 {
 	const size_t start = b->len;

@@ -29,6 +29,10 @@ int util_buf_puts(util_buf *b, const char *s);
 /* Append formatted text. 0 or -ENOMEM. */
 int util_buf_printf(util_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int util_buf_vprintf(util_buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* Append S[0..N) as the inside of a JSON string: \" \\ \n \r \t \b \f,
+ * \u00xx (lower-case hex) for the other control bytes, every other byte
+ * as it is (UTF-8 passes through). 0 or -ENOMEM. */
+int util_buf_json_escape(util_buf *b, const char *s, size_t n);
 /* Append what is left to read of F, at most MAX bytes (0: no limit).
  * 0, -ENOMEM, -EFBIG when F holds more than MAX, -EIO on a read error;
  * after an error B holds what was read so far. */

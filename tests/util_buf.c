@@ -1,6 +1,6 @@
 /* util_buf.c - the growable byte string (util_buf.h): appends of bytes,
  * strings and formatted text across many doublings, clear and consume,
- * steal (including an empty buffer), reading a stream whole and past a
+ * steal (including an empty buffer), JSON string escapes, reading a stream whole and past a
  * limit, and the sticky -ENOMEM after a request too large to represent. */
 #include "config.h"
 
@@ -65,6 +65,16 @@ int main(int argc, char **argv)
 	s = util_buf_steal(&b, &n);
 	CHECK(s && n == 0 && s[0] == '\0');
 	free(s);
+
+	/* JSON string escapes: every control byte, quote and backslash */
+	util_buf_clear(&b);
+	const char raw[] = "a\"b\\c\n\r\t\b\f\x01\x1f\x7f/\xc3\xa9";
+	CHECK_RC(util_buf_json_escape(&b, raw, sizeof raw - 1), 0);
+	CHECK_STR(b.p, "a\\\"b\\\\c\\n\\r\\t\\b\\f\\u0001\\u001f\x7f/\xc3\xa9");
+	util_buf_clear(&b);
+	CHECK_RC(util_buf_json_escape(&b, "\0x", 2), 0);
+	CHECK(b.len == 7 && !strcmp(b.p, "\\u0000x"));
+	util_buf_free(&b);
 
 	/* a stream read whole, then one past its limit */
 	FILE *f = tmpfile();
