@@ -10,6 +10,7 @@
 
 #include "chat_template.h"
 #include "cli.h"
+#include "cli_print.h"
 #include "model_dir.h"
 #include "tokenizer.h"
 #include "util_buf.h"
@@ -73,13 +74,7 @@ static int print_text(const char *text, size_t len)
 	json_t *o = json_pack("{s:s%}", "text", text, len);
 	if (!o)
 		return -EINVAL;
-	char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-	json_decref(o);
-	if (!s)
-		return -ENOMEM;
-	puts(s);
-	free(s);
-	return 0;
+	return cli_print_json(o, JSON_COMPACT | JSON_ENSURE_ASCII);
 }
 
 static int parse_ids(const char *s, int **ids, size_t *n)
