@@ -8,6 +8,7 @@
 
 #include "cli_json.h"
 #include "grammar.h"
+#include "util_buf.h"
 
 const char cli_json_flags_help[] =
 	"  --json              answer with one JSON object (constrained decoding)\n"
@@ -18,36 +19,18 @@ static int read_all(const char *path, char **out, coli_err *err)
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return coli_err_set(err, -errno, "--json-schema %s: cannot open", path);
-	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap);
-	while (buf) {
-		n += fread(buf + n, 1, cap - n - 1, f);
-		if (n < cap - 1)
-			break;
-		if (cap >= (1u << 24)) {
-			free(buf);
-			fclose(f);
-			return coli_err_set(err, -EFBIG, "--json-schema %s: larger than 16 MiB", path);
-		}
-		char *nb = realloc(buf, cap * 2);
-		if (!nb) {
-			free(buf);
-			buf = NULL;
-			break;
-		}
-		buf = nb;
-		cap *= 2;
-	}
-	int bad = ferror(f);
+	util_buf b = { 0 };
+	int rc = util_buf_read(&b, f, 1u << 24);
 	fclose(f);
-	if (!buf)
-		return coli_err_set(err, -ENOMEM, "out of memory");
-	if (bad) {
-		free(buf);
-		return coli_err_set(err, -EIO, "--json-schema %s: read error", path);
-	}
-	buf[n] = 0;
-	*out = buf;
+	if (!rc && !(*out = util_buf_steal(&b, NULL)))
+		rc = -ENOMEM;
+	util_buf_free(&b);
+	if (rc == -EFBIG)
+		return coli_err_set(err, rc, "--json-schema %s: larger than 16 MiB", path);
+	if (rc == -EIO)
+		return coli_err_set(err, rc, "--json-schema %s: read error", path);
+	if (rc)
+		return coli_err_set(err, rc, "out of memory");
 	return 0;
 }
 

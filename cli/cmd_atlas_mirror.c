@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_print.h"
 #include "expert_store.h"
 #include "expert_store_mirror.h"
 #include "kv_cache_dir.h"
@@ -434,11 +435,7 @@ int cmd_atlas_plan_mirror(int argc, char **argv)
 			json_object_set_new(o, "written", json_string(write_arg));
 			json_object_set_new(o, "allocated_bytes", json_integer(allocated));
 		}
-		char *s = json_dumps(o, JSON_INDENT(2));
-		if (s)
-			puts(s);
-		free(s);
-		json_decref(o);
+		cli_print_json(o, JSON_INDENT(2));
 	} else {
 		printf("mirror plan: %lld of %lld records (%s of %s), expected share %.1f%% of reads (%s)\n",
 		       (long long)p->n_records, (long long)all, size_format((int64_t)p->bytes, b1, sizeof b1),

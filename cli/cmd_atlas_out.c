@@ -8,18 +8,15 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "cli_print.h"
 #include "cmd_atlas.h"
 
 static int print_json(json_t *j)
 {
-	char *t = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-	json_decref(j);
-	if (!t) {
+	if (cli_print_json(j, JSON_COMPACT | JSON_PRESERVE_ORDER)) {
 		cli_errorf("atlas", "out of memory");
 		return COLI_EXIT_FAIL;
 	}
-	puts(t);
-	free(t);
 	return COLI_EXIT_OK;
 }
 

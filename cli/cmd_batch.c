@@ -196,40 +196,47 @@ struct batch_args {
 	const char *dir, *in, *out;
 	const char *label_field;   /* --label-field */
 	int quiet;
+	const char *pos[3];        /* [DIR] IN.jsonl OUT.jsonl, "-" allowed */
+	int np;
 };
+
+/* batch's own flags and its up to three positional words ("-" is one). */
+static int batch_flag(void *ctx, int argc, char **argv, int *i, coli_err *err)
+{
+	struct batch_args *a = ctx;
+	const char *s = argv[*i];
+	if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
+		a->quiet = 1;
+		return 1;
+	}
+	if (!strcmp(s, "--label-field")) {
+		if (*i + 1 >= argc || !argv[*i + 1][0])
+			return coli_err_set(err, -EINVAL, "--label-field needs a FIELD");
+		a->label_field = argv[++*i];
+		return 1;
+	}
+	if ((s[0] != '-' || !s[1]) && a->np < 3) {
+		a->pos[a->np++] = s;
+		return 1;
+	}
+	return 0;
+}
 
 static int parse_args(int argc, char **argv, coli_engine_flags *fl, struct batch_args *a,
 		      int *help, coli_err *err)
 {
-	const char *pos[3];
-	int np = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i];
-		int rr = coli_engine_flags_parse(fl, argc, argv, &i, err);
-		if (rr < 0)
-			return rr;
-		if (rr)
-			continue;
-		if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-			*help = 1;
-			return 0;
-		} else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
-			a->quiet = 1;
-		} else if (!strcmp(s, "--label-field")) {
-			if (i + 1 >= argc || !argv[i + 1][0])
-				return coli_err_set(err, -EINVAL, "--label-field needs a FIELD");
-			a->label_field = argv[++i];
-		} else if ((s[0] != '-' || !s[1]) && np < 3) {
-			pos[np++] = s;
-		} else {
-			return coli_err_set(err, -EINVAL, "unexpected argument '%s' (see --help)", s);
-		}
+	int rr = coli_engine_flags_parse_args(fl, NULL, argc, argv, batch_flag, a, NULL, err);
+	if (rr < 0)
+		return rr;
+	if (rr == COLI_ARGS_HELP) {
+		*help = 1;
+		return 0;
 	}
-	if (np < 2)
+	if (a->np < 2)
 		return coli_err_set(err, -EINVAL, "need IN.jsonl and OUT.jsonl (see --help)");
-	a->dir = np == 3 ? pos[0] : NULL;
-	a->in = pos[np - 2];
-	a->out = pos[np - 1];
+	a->dir = a->np == 3 ? a->pos[0] : NULL;
+	a->in = a->pos[a->np - 2];
+	a->out = a->pos[a->np - 1];
 	return 0;
 }
 

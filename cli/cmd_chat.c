@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "cli_json.h"
 #include "util_args.h"
+#include "util_buf.h"
 #include "engine.h"
 #include "engine_flags.h"
 #include "kv_file.h"
@@ -70,9 +71,8 @@ typedef struct chat {
 static int run_turn(chat *c, const int *ids, int n, char **reply, int *finish, coli_err *err)
 {
 	coli_request *r = NULL;
-	size_t len = 0, cap = 256;
-	char *buf = malloc(cap);
-	int rc = buf ? coli_engine_submit(c->e, ids, n, &c->gp, &r, err) : coli_err_set(err, -ENOMEM, "out of memory");
+	util_buf buf = { 0 };
+	int rc = coli_engine_submit(c->e, ids, n, &c->gp, &r, err);
 	if (rc)
 		goto out;
 	coli_event ev;
@@ -87,18 +87,10 @@ static int run_turn(chat *c, const int *ids, int n, char **reply, int *finish, c
 			break;
 		fwrite(ev.text, 1, ev.text_len, stdout);
 		fflush(stdout);
-		if (len + ev.text_len + 1 > cap) {
-			while (len + ev.text_len + 1 > cap)
-				cap *= 2;
-			char *nb = realloc(buf, cap);
-			if (!nb) {
-				rc = coli_err_set(err, -ENOMEM, "out of memory");
-				goto out;
-			}
-			buf = nb;
+		if (util_buf_add(&buf, ev.text, ev.text_len)) {
+			rc = coli_err_set(err, -ENOMEM, "out of memory");
+			goto out;
 		}
-		memcpy(buf + len, ev.text, ev.text_len);
-		len += ev.text_len;
 	}
 	putchar('\n');
 	fflush(stdout);
@@ -109,12 +101,13 @@ static int run_turn(chat *c, const int *ids, int n, char **reply, int *finish, c
 	if (c->tty_err)
 		fprintf(stderr, "[%d tokens, %.1f tok/s, first token %.0f ms, %d of %d prompt tokens cached]\n",
 			ev.completion_tokens, ev.decode_tps, ev.ttft_ms, ev.cached_tokens, ev.prompt_tokens);
-	buf[len] = '\0';
-	*reply = buf;
+	if (!(*reply = util_buf_steal(&buf, NULL))) {
+		rc = coli_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
 	*finish = ev.finish;
-	buf = NULL;
 out:
-	free(buf);
+	util_buf_free(&buf);
 	coli_request_free(r);
 	return rc;
 }

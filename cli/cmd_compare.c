@@ -165,8 +165,8 @@ typedef struct run {
 
 static void json_compare(run *R, int k, cmp_row *lr, cmp_row *rr)
 {
-	json_t *lj = lr->r->ok ? cmp_json_extract(lr->r->text, lr->r->len) : NULL;
-	json_t *rj = rr->r->ok ? cmp_json_extract(rr->r->text, rr->r->len) : NULL;
+	json_t *lj = lr->r->ok ? cmp_json_extract(lr->r->text.p, lr->r->text.len) : NULL;
+	json_t *rj = rr->r->ok ? cmp_json_extract(rr->r->text.p, rr->r->text.len) : NULL;
 	lr->json_parsed = lj != NULL;
 	rr->json_parsed = rj != NULL;
 	if (lj && rj) {

@@ -21,6 +21,7 @@
 #include "kv_cache_dir.h"
 #include "chat_template.h"
 #include "cli.h"
+#include "cli_print.h"
 #include "model_container.h"
 #include "expert_store.h"
 #include "expert_store_budget.h"
@@ -514,11 +515,7 @@ int cmd_doctor(int argc, char **argv)
 		json_object_set(o, "checks", d.checks);
 		json_object_set_new(o, "failures", json_integer(d.fails));
 		json_object_set_new(o, "warnings", json_integer(d.warns));
-		char *s = json_dumps(o, JSON_INDENT(2));
-		if (s)
-			puts(s);
-		free(s);
-		json_decref(o);
+		cli_print_json(o, JSON_INDENT(2));
 	} else {
 		printf("%d failure(s), %d warning(s)\n", d.fails, d.warns);
 	}

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_print.h"
 #include "model_container.h"
 #include "model_manifest.h"
 #include "model_dir.h"
@@ -184,10 +185,7 @@ int cmd_info(int argc, char **argv)
 		goto out;
 	}
 	if (as_json) {
-		char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-		if (s)
-			puts(s);
-		free(s);
+		cli_print_json(json_incref(j), JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
 	} else {
 		print_human(j);
 	}

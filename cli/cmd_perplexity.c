@@ -35,6 +35,7 @@
 #include "model_dir.h"
 #include "sampler.h"
 #include "tokenizer.h"
+#include "util_buf.h"
 #include "util_time.h"
 
 #define PPL_DEFAULT_WINDOW 256
@@ -54,36 +55,18 @@ static void usage(FILE *f)
 static int read_file(const char *path, char **out, size_t *len, coli_err *err)
 {
 	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0;
 	if (!f)
 		return coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
-	for (;;) {
-		if (n + 4096 + 1 > cap) {
-			size_t nc = cap ? cap * 2 : 65536;
-			char *nb = realloc(buf, nc);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return coli_err_set(err, -ENOMEM, "%s: out of memory", path);
-			}
-			buf = nb;
-			cap = nc;
-		}
-		size_t r = fread(buf + n, 1, cap - n - 1, f);
-		n += r;
-		if (r == 0)
-			break;
-	}
-	int bad = ferror(f);
+	util_buf b = { 0 };
+	int rc = util_buf_read(&b, f, 0);
 	fclose(f);
-	if (bad) {
-		free(buf);
-		return coli_err_set(err, -EIO, "%s: read error", path);
-	}
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
+	if (!rc && !(*out = util_buf_steal(&b, len)))
+		rc = -ENOMEM;
+	util_buf_free(&b);
+	if (rc == -EIO)
+		return coli_err_set(err, rc, "%s: read error", path);
+	if (rc)
+		return coli_err_set(err, rc, "%s: out of memory", path);
 	return 0;
 }
 
@@ -200,13 +183,39 @@ static void print_result(const struct ppl_run *r, const char *dir, const char *f
 	fputs("}\n", stdout);
 }
 
+struct ppl_args {
+	const char *pos[2];   /* [DIR] FILE, "-" allowed */
+	int npos, json, routing, mtp;
+	long window;
+};
+
+/* perplexity's own flags and its up to two positional words. */
+static int ppl_flag(void *ctx, int argc, char **argv, int *i, coli_err *err)
+{
+	struct ppl_args *a = ctx;
+	const char *s = argv[*i];
+	if (!strcmp(s, "--json"))
+		a->json = 1;
+	else if (!strcmp(s, "--routing"))
+		a->routing = 1;
+	else if (!strcmp(s, "--mtp"))
+		a->mtp = 1;
+	else if (!strcmp(s, "--window") && *i + 1 < argc) {
+		int rc = util_parse_int(argv[++*i], "--window", 2, 1 << 20, &a->window, err);
+		return rc < 0 ? rc : 1;
+	}
+	else if ((s[0] != '-' || !s[1]) && a->npos < 2)
+		a->pos[a->npos++] = s;
+	else
+		return 0;
+	return 1;
+}
+
 int cmd_perplexity(int argc, char **argv)
 {
 	coli_err err = { 0 };
 	coli_engine_flags fl;
-	const char *pos[2] = { NULL, NULL };
-	int npos = 0, json = 0, routing = 0, status = COLI_EXIT_FAIL, *ids = NULL;
-	long window = PPL_DEFAULT_WINDOW;
+	int status = COLI_EXIT_FAIL, *ids = NULL;
 	size_t n_ids = 0, bytes = 0;
 	char *text = NULL, dir[4096];
 	coli_model *m = NULL;
@@ -218,32 +227,19 @@ int cmd_perplexity(int argc, char **argv)
 		cli_errorf("perplexity", "%s", err.msg);
 		return COLI_EXIT_USAGE;
 	}
-	for (int i = 1; i < argc; i++) {
-		int rc = coli_engine_flags_parse(&fl, argc, argv, &i, &err);
-		if (rc < 0)
-			goto usage_err;
-		if (rc)
-			continue;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage(stdout);
-			status = COLI_EXIT_OK;
-			goto out;
-		} else if (!strcmp(argv[i], "--json")) {
-			json = 1;
-		} else if (!strcmp(argv[i], "--routing")) {
-			routing = 1;
-		} else if (!strcmp(argv[i], "--mtp")) {
-			r.mtp = 1;
-		} else if (!strcmp(argv[i], "--window") && i + 1 < argc) {
-			if (util_parse_int(argv[++i], "--window", 2, 1 << 20, &window, &err))
-				goto usage_err;
-		} else if ((argv[i][0] != '-' || !argv[i][1]) && npos < 2) {
-			pos[npos++] = argv[i];
-		} else {
-			coli_err_set(&err, -EINVAL, "unexpected argument '%s' (see --help)", argv[i]);
-			goto usage_err;
-		}
+	struct ppl_args pa = { .window = PPL_DEFAULT_WINDOW };
+	int rr = coli_engine_flags_parse_args(&fl, NULL, argc, argv, ppl_flag, &pa, NULL, &err);
+	if (rr < 0)
+		goto usage_err;
+	if (rr == COLI_ARGS_HELP) {
+		usage(stdout);
+		status = COLI_EXIT_OK;
+		goto out;
 	}
+	const char **pos = pa.pos;
+	int npos = pa.npos, json = pa.json, routing = pa.routing;
+	long window = pa.window;
+	r.mtp = pa.mtp;
 	if (npos == 0) {
 		coli_err_set(&err, -EINVAL, "FILE is required (see --help)");
 		goto usage_err;

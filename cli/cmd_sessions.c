@@ -17,6 +17,7 @@
 
 #include "kv_cache_dir.h"
 #include "cli.h"
+#include "cli_print.h"
 #include "kv_file.h"
 #include "kv_store.h"
 #include "util_size_parse.h"
@@ -69,12 +70,7 @@ static const char *status_name(int st)
 
 static void print_json(json_t *j)
 {
-	char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	if (s) {
-		puts(s);
-		free(s);
-	}
-	json_decref(j);
+	cli_print_json(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 }
 
 static void fmt_time(time_t t, char *out, size_t cap)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_print.h"
 #include "ingest_safetensors.h"
 #include "synth.h"
 
@@ -284,10 +285,6 @@ int cmd_synth(int argc, char **argv)
 	json_t *sum = json_pack("{s:s,s:s,s:I,s:i,s:I,s:b}", "dir", out, "preset", o.preset, "seed",
 				(json_int_t)o.seed, "tensors", n_tensors, "bytes", (json_int_t)bytes, "written",
 				!o.dry_run);
-	char *js = sum ? json_dumps(sum, JSON_COMPACT) : NULL;
-	if (js)
-		printf("%s\n", js);
-	free(js);
-	json_decref(sum);
+	cli_print_json(sum, JSON_COMPACT);
 	return COLI_EXIT_OK;
 }

@@ -10,8 +10,10 @@
 
 #include "chat_template.h"
 #include "cli.h"
+#include "cli_print.h"
 #include "model_dir.h"
 #include "tokenizer.h"
+#include "util_buf.h"
 
 static const char usage_text[] =
 	"usage: coli tokenize [DIR|tokenizer.json] TEXT\n"
@@ -27,33 +29,13 @@ static int read_file(const char *path, char **out, size_t *len)
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return -errno;
-	size_t cap = 4096, n = 0;
-	char *p = malloc(cap);
-	while (p) {
-		if (n + 4096 > cap) {
-			char *q = realloc(p, cap *= 2);
-			if (!q) {
-				free(p);
-				p = NULL;
-				break;
-			}
-			p = q;
-		}
-		size_t r = fread(p + n, 1, cap - n - 1, f);
-		n += r;
-		if (r == 0)
-			break;
-	}
-	int bad = ferror(f);
+	util_buf b = { 0 };
+	int rc = util_buf_read(&b, f, 0);
 	fclose(f);
-	if (!p || bad) {
-		free(p);
-		return p ? -EIO : -ENOMEM;
-	}
-	p[n] = '\0';
-	*out = p;
-	*len = n;
-	return 0;
+	if (!rc && !(*out = util_buf_steal(&b, len)))
+		rc = -ENOMEM;
+	util_buf_free(&b);
+	return rc;
 }
 
 /* ids as a JSON list; printf per id would dominate a large --file */
@@ -92,13 +74,7 @@ static int print_text(const char *text, size_t len)
 	json_t *o = json_pack("{s:s%}", "text", text, len);
 	if (!o)
 		return -EINVAL;
-	char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-	json_decref(o);
-	if (!s)
-		return -ENOMEM;
-	puts(s);
-	free(s);
-	return 0;
+	return cli_print_json(o, JSON_COMPACT | JSON_ENSURE_ASCII);
 }
 
 static int parse_ids(const char *s, int **ids, size_t *n)

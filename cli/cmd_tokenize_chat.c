@@ -13,6 +13,7 @@
 
 #include "chat_template.h"
 #include "cli.h"
+#include "cli_print.h"
 #include "tokenizer.h"
 
 int tokenize_chat(const coli_tokenizer *t, const char *path, const char *model_type, int gen_prompt);
@@ -73,13 +74,8 @@ static int chat_one(const coli_tokenizer *t, const char *path, json_t *root, con
 	for (size_t i = 0; i < n_ids; i++)
 		json_array_append_new(ja, json_integer(ids[i]));
 	json_object_set_new(o, "ids", ja);
-	char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-	json_decref(o);
-	if (s) {
-		puts(s);
-		free(s);
+	if (!cli_print_json(o, JSON_COMPACT | JSON_ENSURE_ASCII))
 		status = COLI_EXIT_OK;
-	}
 out:
 	for (int i = 0; msgs && i < n; i++)
 		free((char *)msgs[i].tool_calls_json);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "coli_err.h"
+#include "util_buf.h"
 
 /* ---- prompts ---- */
 typedef struct cmp_prompt {
@@ -57,8 +58,7 @@ typedef struct cmp_result {
 	char error[4096];          /* one line when !ok */
 	double ttft_s;             /* first content byte; < 0 = none */
 	double total_s;
-	char *text;                /* the streamed content (malloc'd) */
-	size_t len;
+	util_buf text;             /* the streamed content */
 	long chars;                /* UTF-8 characters of text */
 	long prompt_tokens, completion_tokens;
 	int usage_valid;

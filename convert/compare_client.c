@@ -27,9 +27,7 @@ void cmp_result_free(cmp_result *r)
 {
 	if (!r)
 		return;
-	free(r->text);
-	r->text = NULL;
-	r->len = 0;
+	util_buf_free(&r->text);
 }
 
 int cmp_base_url(const char *url, char *out, size_t cap, coli_err *err)
@@ -72,18 +70,6 @@ static long utf8_chars(const char *s, size_t n)
 	for (size_t i = 0; i < n; i++)
 		c += ((unsigned char)s[i] & 0xC0) != 0x80;
 	return c;
-}
-
-static int append_text(cmp_result *r, const char *t, size_t n)
-{
-	char *nt = realloc(r->text, r->len + n + 1);
-	if (!nt)
-		return -1;
-	memcpy(nt + r->len, t, n);
-	r->text = nt;
-	r->len += n;
-	nt[r->len] = '\0';
-	return 0;
 }
 
 static int sse_fail(cmp_sse *s, const char *fmt, const char *what)
@@ -136,7 +122,7 @@ static int sse_data(cmp_sse *s, const char *data, double now)
 	if (json_is_string(content) && json_string_length(content)) {
 		if (r->ttft_s < 0)
 			r->ttft_s = now - s->t0;
-		if (append_text(r, json_string_value(content), json_string_length(content)))
+		if (util_buf_add(&r->text, json_string_value(content), json_string_length(content)))
 			rc = sse_fail(s, "out of memory%s", "");
 	}
 out:
@@ -330,7 +316,7 @@ void cmp_chat_stream(const cmp_endpoint *ep, const char *body, cmp_result *r)
 			 "the stream from %s ended without [DONE] (disconnected mid-stream)", url);
 		goto out;
 	}
-	r->chars = utf8_chars(r->text ? r->text : "", r->len);
+	r->chars = utf8_chars(r->text.p ? r->text.p : "", r->text.len);
 	r->ok = 1;
 out:
 	curl_slist_free_all(hd);

@@ -51,28 +51,13 @@ void cmp_xstats_parse(const char *text, cmp_xstats *x)
 	x->valid = seen == 7;
 }
 
-typedef struct fetch_buf {
-	char *p;
-	size_t n;
-	int oom;
-} fetch_buf;
-
 static size_t on_body(char *b, size_t sz, size_t nm, void *arg)
 {
-	fetch_buf *f = arg;
+	util_buf *f = arg;
 	size_t n = sz * nm;
-	if (f->n + n > (8u << 20))
+	if (f->len + n > (8u << 20))
 		return 0;   /* not coli's /metrics */
-	char *np = realloc(f->p, f->n + n + 1);
-	if (!np) {
-		f->oom = 1;
-		return 0;
-	}
-	memcpy(np + f->n, b, n);
-	f->p = np;
-	f->n += n;
-	np[f->n] = '\0';
-	return n;
+	return util_buf_add(f, b, n) ? 0 : n;
 }
 
 void cmp_xstats_fetch(const cmp_endpoint *ep, cmp_xstats *x)
@@ -83,7 +68,7 @@ void cmp_xstats_fetch(const cmp_endpoint *ep, cmp_xstats *x)
 	CURL *h = curl_easy_init();
 	if (!h)
 		return;
-	fetch_buf f = { 0 };
+	util_buf f = { 0 };
 	struct curl_slist *hd = NULL;
 	if (ep->key) {
 		snprintf(auth, sizeof auth, "Authorization: Bearer %s", ep->key);
@@ -102,5 +87,5 @@ void cmp_xstats_fetch(const cmp_endpoint *ep, cmp_xstats *x)
 		cmp_xstats_parse(f.p, x);
 	curl_slist_free_all(hd);
 	curl_easy_cleanup(h);
-	free(f.p);
+	util_buf_free(&f);
 }

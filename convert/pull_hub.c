@@ -16,6 +16,7 @@
 #include "coli_log.h"
 #include "pull_retry.h"
 #include "util_file.h"
+#include "util_buf.h"
 #include "util_time.h"
 
 #define HUB_DEFAULT_ENDPOINT "https://huggingface.co"
@@ -147,27 +148,19 @@ static int curl_fatal(CURLcode cr)
 }
 
 typedef struct membuf {
-	char *p;
-	size_t n;
+	util_buf b;
 	int overflow;
 } membuf;
 
 static size_t mem_write(char *data, size_t sz, size_t nm, void *ud)
 {
-	membuf *b = ud;
+	membuf *m = ud;
 	size_t n = sz * nm;
-	if (b->n + n > HUB_MAX_BODY) {
-		b->overflow = 1;
+	if (m->b.len + n > HUB_MAX_BODY) {
+		m->overflow = 1;
 		return 0;
 	}
-	char *p = realloc(b->p, b->n + n + 1);
-	if (!p)
-		return 0;
-	memcpy(p + b->n, data, n);
-	b->p = p;
-	b->n += n;
-	p[b->n] = '\0';
-	return n;
+	return util_buf_add(&m->b, data, n) ? 0 : n;
 }
 
 static size_t body_header(char *data, size_t sz, size_t nm, void *ud)
@@ -208,8 +201,8 @@ static int get_body(hub_client *h, const char *url, const char *what, membuf *bo
 	for (int attempt = 1;; attempt++) {
 		char ebuf[CURL_ERROR_SIZE] = "";
 		long status = 0, retry_after = -1;
-		free(body->p);
-		memset(body, 0, sizeof *body);
+		util_buf_free(&body->b);
+		body->overflow = 0;
 		curl_easy_reset(c);
 		easy_common(c, h, hdrs);
 		curl_easy_setopt(c, CURLOPT_URL, url);
@@ -283,7 +276,7 @@ int hub_repo_info(hub_client *h, const char *revision, hub_repo *out, coli_err *
 	if ((rc = get_body(h, url, what, &body, err)) < 0)
 		goto out;
 	json_error_t je;
-	j = json_loadb(body.p ? body.p : "", body.n, 0, &je);
+	j = json_loadb(body.b.p ? body.b.p : "", body.b.len, 0, &je);
 	json_t *sib = json_object_get(j, "siblings"), *v;
 	const char *sha = json_string_value(json_object_get(j, "sha"));
 	if (!j || !json_is_array(sib) || !sha || strlen(sha) >= sizeof out->commit ||
@@ -326,7 +319,7 @@ out:
 	if (c)
 		curl_easy_cleanup(c);
 	free(url);
-	free(body.p);
+	util_buf_free(&body.b);
 	json_decref(j);
 	return rc;
 }
@@ -355,8 +348,8 @@ int hub_fetch_file(hub_client *h, const char *commit, const char *path, const ch
 	rc = get_body(h, url, what, &body, err);
 	free(url);
 	if (rc == 0)
-		rc = coli_file_replace(dest, body.p ? body.p : "", body.n, err);
-	free(body.p);
+		rc = coli_file_replace(dest, body.b.p ? body.b.p : "", body.b.len, err);
+	util_buf_free(&body.b);
 	return rc;
 }
 

@@ -34,19 +34,19 @@ static int a_text(json_t *c, const char *param, char **out, srv_error *e)
 	}
 	if (!json_is_array(c))
 		return a_bad(e, param, "a string or an array of text blocks");
-	srv_buf b = { 0 };
+	util_buf b = { 0 };
 	size_t i;
 	json_t *blk;
 	json_array_foreach(c, i, blk) {
 		json_t *ty = json_object_get(blk, "type");
 		json_t *tx = json_object_get(blk, "text");
 		if (!json_is_string(ty) || strcmp(json_string_value(ty), "text") || !json_is_string(tx)) {
-			srv_buf_free(&b);
+			util_buf_free(&b);
 			return a_bad(e, param, "text blocks");
 		}
 		if (b.len)
-			srv_buf_puts(&b, "\n");
-		srv_buf_add(&b, json_string_value(tx), json_string_length(tx));
+			util_buf_puts(&b, "\n");
+		util_buf_add(&b, json_string_value(tx), json_string_length(tx));
 	}
 	*out = b.p ? b.p : strdup("");
 	return 0;
@@ -88,7 +88,7 @@ static int a_message(json_t *m, size_t idx, srv_request *r, srv_error *e)
 	if (!json_is_array(c))
 		return srv_fail(e, 400, "invalid_request_error", "invalid_type", param,
 				"%s.content: must be a string or an array of content blocks", param);
-	srv_buf text = { 0 }, think = { 0 };
+	util_buf text = { 0 }, think = { 0 };
 	json_t *calls = json_array();
 	int rc = 0;
 	size_t i;
@@ -107,8 +107,8 @@ static int a_message(json_t *m, size_t idx, srv_request *r, srv_error *e)
 				goto out;
 			}
 			if (text.len)
-				srv_buf_puts(&text, "\n");
-			srv_buf_add(&text, json_string_value(tx), json_string_length(tx));
+				util_buf_puts(&text, "\n");
+			util_buf_add(&text, json_string_value(tx), json_string_length(tx));
 		} else if (!strcmp(t, "tool_use")) {
 			json_t *id = json_object_get(blk, "id"), *name = json_object_get(blk, "name");
 			json_t *input = json_object_get(blk, "input");
@@ -143,7 +143,7 @@ static int a_message(json_t *m, size_t idx, srv_request *r, srv_error *e)
 			/* back into the prompt as the template renders reasoning */
 			json_t *th = json_object_get(blk, "thinking");
 			if (json_is_string(th))
-				srv_buf_add(&think, json_string_value(th), json_string_length(th));
+				util_buf_add(&think, json_string_value(th), json_string_length(th));
 		} else if (!strcmp(t, "redacted_thinking")) {
 			continue;
 		} else {
@@ -162,8 +162,8 @@ static int a_message(json_t *m, size_t idx, srv_request *r, srv_error *e)
 			mm->tool_calls_json = json_dumps(calls, JSON_COMPACT);
 	}
 out:
-	srv_buf_free(&text);
-	srv_buf_free(&think);
+	util_buf_free(&text);
+	util_buf_free(&think);
 	json_decref(calls);
 	return rc;
 }
@@ -376,7 +376,7 @@ char *srv_anthropic_response(const srv_stream_ctx *c, const srv_result *r)
 	return s;
 }
 
-static int a_event(srv_buf *b, const char *name, json_t *data)
+static int a_event(util_buf *b, const char *name, json_t *data)
 {
 	if (!data)
 		return -ENOMEM;
@@ -384,12 +384,12 @@ static int a_event(srv_buf *b, const char *name, json_t *data)
 	json_decref(data);
 	if (!s)
 		return -ENOMEM;
-	int rc = srv_buf_printf(b, "event: %s\ndata: %s\n\n", name, s);
+	int rc = util_buf_printf(b, "event: %s\ndata: %s\n\n", name, s);
 	free(s);
 	return rc;
 }
 
-int srv_anthropic_ev_start(srv_buf *b, const srv_stream_ctx *c, const srv_usage *u)
+int srv_anthropic_ev_start(util_buf *b, const srv_stream_ctx *c, const srv_usage *u)
 {
 	json_t *msg = json_pack("{s:s, s:s, s:s, s:s, s:[], s:n, s:n, s:o}", "id", c->id, "type",
 				"message", "role", "assistant", "model", c->model, "content",
@@ -398,28 +398,28 @@ int srv_anthropic_ev_start(srv_buf *b, const srv_stream_ctx *c, const srv_usage 
 						     "message", msg));
 }
 
-int srv_anthropic_ev_block_start_text(srv_buf *b, int index)
+int srv_anthropic_ev_block_start_text(util_buf *b, int index)
 {
 	return a_event(b, "content_block_start",
 		       json_pack("{s:s, s:i, s:{s:s, s:s}}", "type", "content_block_start", "index",
 				 index, "content_block", "type", "text", "text", ""));
 }
 
-int srv_anthropic_ev_block_start_thinking(srv_buf *b, int index)
+int srv_anthropic_ev_block_start_thinking(util_buf *b, int index)
 {
 	return a_event(b, "content_block_start",
 		       json_pack("{s:s, s:i, s:{s:s, s:s, s:s}}", "type", "content_block_start", "index", index,
 				 "content_block", "type", "thinking", "thinking", "", "signature", ""));
 }
 
-int srv_anthropic_ev_thinking(srv_buf *b, int index, const char *text, size_t len)
+int srv_anthropic_ev_thinking(util_buf *b, int index, const char *text, size_t len)
 {
 	return a_event(b, "content_block_delta",
 		       json_pack("{s:s, s:i, s:{s:s, s:s%}}", "type", "content_block_delta", "index", index,
 				 "delta", "type", "thinking_delta", "thinking", text, len));
 }
 
-int srv_anthropic_ev_signature(srv_buf *b, int index)
+int srv_anthropic_ev_signature(util_buf *b, int index)
 {
 	/* local thinking is not signed; the empty signature keeps the block's
 	 * shape for clients that send it back */
@@ -428,25 +428,25 @@ int srv_anthropic_ev_signature(srv_buf *b, int index)
 				 "delta", "type", "signature_delta", "signature", ""));
 }
 
-int srv_anthropic_ev_ping(srv_buf *b)
+int srv_anthropic_ev_ping(util_buf *b)
 {
 	return a_event(b, "ping", json_pack("{s:s}", "type", "ping"));
 }
 
-int srv_anthropic_ev_text(srv_buf *b, int index, const char *text, size_t len)
+int srv_anthropic_ev_text(util_buf *b, int index, const char *text, size_t len)
 {
 	return a_event(b, "content_block_delta",
 		       json_pack("{s:s, s:i, s:{s:s, s:s%}}", "type", "content_block_delta", "index",
 				 index, "delta", "type", "text_delta", "text", text, len));
 }
 
-int srv_anthropic_ev_block_stop(srv_buf *b, int index)
+int srv_anthropic_ev_block_stop(util_buf *b, int index)
 {
 	return a_event(b, "content_block_stop",
 		       json_pack("{s:s, s:i}", "type", "content_block_stop", "index", index));
 }
 
-int srv_anthropic_ev_tool_use(srv_buf *b, int index, const srv_tool_call *call)
+int srv_anthropic_ev_tool_use(util_buf *b, int index, const srv_tool_call *call)
 {
 	int rc = a_event(b, "content_block_start",
 			 json_pack("{s:s, s:i, s:{s:s, s:s, s:s, s:{}}}", "type",
@@ -464,7 +464,7 @@ int srv_anthropic_ev_tool_use(srv_buf *b, int index, const srv_tool_call *call)
 	return rc;
 }
 
-int srv_anthropic_ev_tool_start(srv_buf *b, int index, const char *id, const char *name)
+int srv_anthropic_ev_tool_start(util_buf *b, int index, const char *id, const char *name)
 {
 	return a_event(b, "content_block_start",
 		       json_pack("{s:s, s:i, s:{s:s, s:s, s:s, s:{}}}", "type", "content_block_start",
@@ -472,14 +472,14 @@ int srv_anthropic_ev_tool_start(srv_buf *b, int index, const char *id, const cha
 				 name, "input"));
 }
 
-int srv_anthropic_ev_tool_delta(srv_buf *b, int index, const char *s, size_t n)
+int srv_anthropic_ev_tool_delta(util_buf *b, int index, const char *s, size_t n)
 {
 	return a_event(b, "content_block_delta",
 		       json_pack("{s:s, s:i, s:{s:s, s:s%}}", "type", "content_block_delta", "index",
 				 index, "delta", "type", "input_json_delta", "partial_json", s, n));
 }
 
-int srv_anthropic_ev_delta(srv_buf *b, const srv_result *r)
+int srv_anthropic_ev_delta(util_buf *b, const srv_result *r)
 {
 	/* Full usage here: only now is the cached prefix known (message_start
 	 * reported 0 cached); the SDKs merge these fields into the message. */
@@ -490,12 +490,12 @@ int srv_anthropic_ev_delta(srv_buf *b, const srv_result *r)
 				 a_usage(&r->usage, 1)));
 }
 
-int srv_anthropic_ev_stop(srv_buf *b)
+int srv_anthropic_ev_stop(util_buf *b)
 {
 	return a_event(b, "message_stop", json_pack("{s:s}", "type", "message_stop"));
 }
 
-int srv_anthropic_ev_error(srv_buf *b, const char *type, const char *message)
+int srv_anthropic_ev_error(util_buf *b, const char *type, const char *message)
 {
 	return a_event(b, "error", json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error",
 					     "type", type, "message", message));

@@ -162,7 +162,7 @@ static void feed_calls(srv_gen *g)
 	}
 }
 
-static void finish_from_done(srv_gen *g, const coli_event *ev, srv_buf *out)
+static void finish_from_done(srv_gen *g, const coli_event *ev, util_buf *out)
 {
 	g->usage.prompt = ev->prompt_tokens > 0 ? ev->prompt_tokens : g->n_prompt;
 	g->usage.cached = ev->cached_tokens;
@@ -175,10 +175,10 @@ static void finish_from_done(srv_gen *g, const coli_event *ev, srv_buf *out)
 	if (g->finish == SRV_FINISH_STOP_SEQ)
 		return;
 	if (g->think) {
-		srv_buf_clear(&g->answer);
+		util_buf_clear(&g->answer);
 		size_t before = g->reason_step.len;
 		srv_think_flush(&g->th, &g->reason_step, &g->answer);
-		srv_buf_add(&g->reason_all, g->reason_step.p + before, g->reason_step.len - before);
+		util_buf_add(&g->reason_all, g->reason_step.p + before, g->reason_step.len - before);
 		if (g->answer.len)
 			srv_stopper_push(&g->st, g->answer.p, g->answer.len, out);
 	}
@@ -207,17 +207,17 @@ static void finish_from_done(srv_gen *g, const coli_event *ev, srv_buf *out)
 				g->finish = SRV_FINISH_TOOL;
 		} else if (!g->tc.n_calls)
 			/* unparseable markup: show it rather than lose it */
-			srv_buf_add(out, g->st.markup.p, g->st.markup.len);
+			util_buf_add(out, g->st.markup.p, g->st.markup.len);
 	}
 }
 
-int srv_gen_next(srv_gen *g, srv_buf *out)
+int srv_gen_next(srv_gen *g, util_buf *out)
 {
 	if (g->done)
 		return 0;
 	if (g->gone)
 		return -1;
-	srv_buf_clear(&g->reason_step);
+	util_buf_clear(&g->reason_step);
 	coli_event ev;
 	g->idle = 0;
 	int w = wait_event(g, &ev);
@@ -259,10 +259,10 @@ int srv_gen_next(srv_gen *g, srv_buf *out)
 			/* the reasoning goes aside; stop strings and tool
 			 * markup apply to the answer only */
 			g->reasoning_tokens += srv_think_inside(&g->th);
-			srv_buf_clear(&g->answer);
+			util_buf_clear(&g->answer);
 			size_t before = g->reason_step.len;
 			srv_think_push(&g->th, text, len, &g->reason_step, &g->answer);
-			srv_buf_add(&g->reason_all, g->reason_step.p + before, g->reason_step.len - before);
+			util_buf_add(&g->reason_all, g->reason_step.p + before, g->reason_step.len - before);
 			text = g->answer.p ? g->answer.p : "";
 			len = g->answer.len;
 		} else if (g->think) {
@@ -341,8 +341,8 @@ void srv_gen_free(srv_gen *g)
 	free(g->lp);
 	free(g->lp_tok);
 	srv_think_free(&g->th);
-	srv_buf_free(&g->answer);
-	srv_buf_free(&g->reason_step);
-	srv_buf_free(&g->reason_all);
+	util_buf_free(&g->answer);
+	util_buf_free(&g->reason_step);
+	util_buf_free(&g->reason_all);
 	memset(g, 0, sizeof *g);
 }

@@ -190,8 +190,8 @@ typedef struct srv_stream {
 	srv_stream_ctx ctx;
 	int anthropic;
 	int phase;
-	srv_buf out;     /* formatted bytes not yet handed to MHD */
-	srv_buf piece;   /* text of the latest step */
+	util_buf out;     /* formatted bytes not yet handed to MHD */
+	util_buf piece;   /* text of the latest step */
 	/* Anthropic: blocks are opened as their content comes (no empty text
 	 * block before a tool call); message_start waits for the request's
 	 * first event, when the cached prefix is known, so its usage is the
@@ -348,7 +348,7 @@ static int stream_step(void *cls)
 		st->phase = PH_GEN;
 		return 0;
 	case PH_GEN: {
-		srv_buf_clear(&st->piece);
+		util_buf_clear(&st->piece);
 		int rc = srv_gen_next(&st->gen, &st->piece);
 		if (rc < 0)
 			return -1;
@@ -358,7 +358,7 @@ static int stream_step(void *cls)
 			if (st->anthropic && st->started)
 				srv_anthropic_ev_ping(&st->out);
 			else
-				srv_buf_puts(&st->out, ": keepalive\n\n");
+				util_buf_puts(&st->out, ": keepalive\n\n");
 			return 0;
 		}
 		if (st->anthropic)
@@ -411,8 +411,8 @@ static void stream_free(void *cls)
 		atomic_fetch_add(&st->s->metrics.cancelled, 1);
 	srv_gen_free(&st->gen);
 	srv_request_free(&st->req);
-	srv_buf_free(&st->out);
-	srv_buf_free(&st->piece);
+	util_buf_free(&st->out);
+	util_buf_free(&st->piece);
 	free(st);
 }
 
@@ -427,7 +427,7 @@ static int start_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, 
 /* The reader MHD calls: bytes of out, made by step while there are none. */
 typedef struct sse_pump {
 	coli_server *s;
-	srv_buf *out;
+	util_buf *out;
 	int (*step)(void *);
 	void *cls;
 	void (*free_cb)(void *);
@@ -446,7 +446,7 @@ static ssize_t pump_read(void *p, uint64_t pos, char *buf, size_t max)
 	}
 	size_t n = k->out->len < max ? k->out->len : max;
 	memcpy(buf, k->out->p, n);
-	srv_buf_consume(k->out, n);
+	util_buf_consume(k->out, n);
 	return (ssize_t)n;
 }
 
@@ -458,7 +458,7 @@ static void pump_free(void *p)
 	free(k);
 }
 
-int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_buf *out,
+int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, util_buf *out,
 		     int (*step)(void *), void *cls, void (*free_cb)(void *))
 {
 	sse_pump *k = malloc(sizeof *k);
@@ -493,7 +493,7 @@ int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv
  * Frees st. */
 static int whole_answer(coli_server *s, srv_stream *st, srv_error *e, char **body)
 {
-	srv_buf text = { 0 };
+	util_buf text = { 0 };
 	int rc, ret;
 	while ((rc = srv_gen_next(&st->gen, &text)) > 0)
 		;
@@ -515,7 +515,7 @@ static int whole_answer(coli_server *s, srv_stream *st, srv_error *e, char **bod
 				      : srv_openai_response(&st->ctx, &res);
 		ret = 0;
 	}
-	srv_buf_free(&text);
+	util_buf_free(&text);
 	srv_gen_free(&st->gen);
 	srv_request_free(&st->req);
 	free(st);

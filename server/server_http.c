@@ -349,7 +349,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_size = 0;
 		if (!cc->too_big && cc->body.len + n > s->max_body) {
 			cc->too_big = 1;
-			srv_buf_free(&cc->body);
+			util_buf_free(&cc->body);
 		}
 		if (cc->too_big) {
 			/* Chunked bodies have no length to refuse up front: drain a
@@ -357,7 +357,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			cc->discarded += n;
 			return cc->discarded > DRAIN_LIMIT(s->max_body) ? MHD_NO : MHD_YES;
 		}
-		if (srv_buf_add(&cc->body, upload, n))
+		if (util_buf_add(&cc->body, upload, n))
 			return MHD_NO;
 		return MHD_YES;
 	}
@@ -409,7 +409,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		report(s, c, cc, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	if (cc) {
 		srv_guard_answered(s->guard, cc->watch);
-		srv_buf_free(&cc->body);
+		util_buf_free(&cc->body);
 		free(cc);
 		atomic_fetch_sub(&s->open_reqs, 1);
 	}

@@ -29,21 +29,7 @@
 #include "chat_think.h"
 #include "engine.h"
 #include "server.h"
-
-/* ---- growable byte buffer (always NUL-terminated when non-empty) ---- */
-typedef struct srv_buf {
-	char *p;
-	size_t len, cap;
-	int oom;     /* sticky: an append failed */
-} srv_buf;
-
-void srv_buf_free(srv_buf *b);
-void srv_buf_clear(srv_buf *b);
-int srv_buf_add(srv_buf *b, const char *s, size_t n);
-int srv_buf_puts(srv_buf *b, const char *s);
-int srv_buf_printf(srv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Drop the first n bytes. */
-void srv_buf_consume(srv_buf *b, size_t n);
+#include "util_buf.h"
 
 /* ---- an HTTP-level error, formatted per API family at the edge ---- */
 typedef struct srv_error {
@@ -213,19 +199,19 @@ typedef struct srv_result {
 typedef struct srv_stopper {
 	const char *const *stops;  /* NULL-terminated, may be NULL */
 	int tools;                 /* watch for tool-call markup */
-	srv_buf held;              /* text that may be the start of a stop/marker */
+	util_buf held;              /* text that may be the start of a stop/marker */
 	int hit;                   /* index of the matched stop, -1 */
 	int capturing;             /* inside tool-call markup */
-	srv_buf markup;            /* captured markup */
+	util_buf markup;            /* captured markup */
 } srv_stopper;
 
 void srv_stopper_init(srv_stopper *s, const char *const *stops, int tools);
 void srv_stopper_free(srv_stopper *s);
 /* Feed generated text; safe text is appended to out. Returns 1 once a stop
  * string matched (out holds the text before it), else 0. */
-int srv_stopper_push(srv_stopper *s, const char *text, size_t len, srv_buf *out);
+int srv_stopper_push(srv_stopper *s, const char *text, size_t len, util_buf *out);
 /* End of generation: release held text to out. */
-void srv_stopper_flush(srv_stopper *s, srv_buf *out);
+void srv_stopper_flush(srv_stopper *s, util_buf *out);
 /* Parse captured tool-call markup (DeepSeek V3/V3.1, GLM, ChatML forms).
  * Returns the number of calls (0 when none could be parsed). */
 int srv_tools_parse(const char *markup, size_t len, srv_tool_call **calls);
@@ -238,7 +224,7 @@ enum { SRV_TC_FMT_NONE = 0, SRV_TC_FMT_OWN, SRV_TC_FMT_OTHER };
 typedef struct srv_tc_call {
 	char id[40];
 	char *name;
-	srv_buf args;              /* the JSON arguments so far (only grows) */
+	util_buf args;              /* the JSON arguments so far (only grows) */
 	int done;                  /* args is the whole object */
 	/* the stream's bookkeeping (srv_tc_stream) */
 	int announced, closed;
@@ -251,8 +237,8 @@ typedef struct srv_tcparse {
 	int max_calls;             /* 0: any number */
 	char prefix[8];            /* of the call ids: "call_", "toolu_" */
 	struct json_t *tools;      /* OpenAI-style tools: the parameter types */
-	srv_buf in;                /* bytes not yet consumed */
-	srv_buf tmp;               /* a key, or a non-string value */
+	util_buf in;                /* bytes not yet consumed */
+	util_buf tmp;               /* a key, or a non-string value */
 	int state, n_args, val_string;
 	int depth, in_str, esc;    /* PICK: the arguments object */
 	srv_tc_call *calls;
@@ -291,8 +277,8 @@ typedef chat_think srv_think;
 static inline void srv_think_init(srv_think *t, int open) { chat_think_init(t, open); }
 static inline void srv_think_free(srv_think *t) { chat_think_free(t); }
 static inline int srv_think_inside(const srv_think *t) { return chat_think_inside(t); }
-void srv_think_push(srv_think *t, const char *text, size_t len, srv_buf *reasoning, srv_buf *answer);
-void srv_think_flush(srv_think *t, srv_buf *reasoning, srv_buf *answer);
+void srv_think_push(srv_think *t, const char *text, size_t len, util_buf *reasoning, util_buf *answer);
+void srv_think_flush(srv_think *t, util_buf *reasoning, util_buf *answer);
 
 /* ---- formatting: OpenAI ---- */
 typedef struct srv_stream_ctx {
@@ -303,46 +289,46 @@ typedef struct srv_stream_ctx {
 } srv_stream_ctx;
 
 char *srv_openai_response(const srv_stream_ctx *c, const srv_result *r);
-int srv_openai_chunk_role(srv_buf *b, const srv_stream_ctx *c);
-int srv_openai_chunk_text(srv_buf *b, const srv_stream_ctx *c, const char *text, size_t len);
+int srv_openai_chunk_role(util_buf *b, const srv_stream_ctx *c);
+int srv_openai_chunk_text(util_buf *b, const srv_stream_ctx *c, const char *text, size_t len);
 /* A chat chunk whose delta is reasoning_content. */
-int srv_openai_chunk_reasoning(srv_buf *b, const srv_stream_ctx *c, const char *text, size_t len);
+int srv_openai_chunk_reasoning(util_buf *b, const srv_stream_ctx *c, const char *text, size_t len);
 /* logprobs of entries [from, r->n_lp) of r (server_logprobs.c); for
  * completions text_offset is the offset of entry `from` in the text. */
 struct json_t *srv_logprobs_json(const srv_result *r, int chat, int from, size_t text_offset);
 /* The same with the log-probabilities of entries [from, r->n_lp) of r. */
-int srv_openai_chunk_text_lp(srv_buf *b, const srv_stream_ctx *c, const char *text, size_t len,
+int srv_openai_chunk_text_lp(util_buf *b, const srv_stream_ctx *c, const char *text, size_t len,
 			     const srv_result *r, int from);
-int srv_openai_chunk_finish(srv_buf *b, const srv_stream_ctx *c, const srv_result *r);
-int srv_openai_chunk_usage(srv_buf *b, const srv_stream_ctx *c, const srv_usage *u);
-int srv_openai_chunk_error(srv_buf *b, const char *type, const char *message);
-int srv_sse_done(srv_buf *b);
+int srv_openai_chunk_finish(util_buf *b, const srv_stream_ctx *c, const srv_result *r);
+int srv_openai_chunk_usage(util_buf *b, const srv_stream_ctx *c, const srv_usage *u);
+int srv_openai_chunk_error(util_buf *b, const char *type, const char *message);
+int srv_sse_done(util_buf *b);
 char *srv_openai_error_json(const srv_error *e);
 /* The list of /v1/models: ids[0..n). */
 char *srv_openai_models_json(const char *const *ids, int n, long long created);
 
 /* Streamed tool calls: the first chunk of call i (id, name, empty
  * arguments), then pieces of its arguments. */
-int srv_openai_chunk_tool_start(srv_buf *b, const srv_stream_ctx *c, int i, const srv_tc_call *call);
-int srv_openai_chunk_tool_args(srv_buf *b, const srv_stream_ctx *c, int i, const char *s, size_t n);
+int srv_openai_chunk_tool_start(util_buf *b, const srv_stream_ctx *c, int i, const srv_tc_call *call);
+int srv_openai_chunk_tool_args(util_buf *b, const srv_stream_ctx *c, int i, const char *s, size_t n);
 
 /* ---- formatting: Anthropic ---- */
 char *srv_anthropic_response(const srv_stream_ctx *c, const srv_result *r);
-int srv_anthropic_ev_start(srv_buf *b, const srv_stream_ctx *c, const srv_usage *u);
-int srv_anthropic_ev_block_start_thinking(srv_buf *b, int index);
-int srv_anthropic_ev_thinking(srv_buf *b, int index, const char *text, size_t len);
-int srv_anthropic_ev_signature(srv_buf *b, int index);
-int srv_anthropic_ev_block_start_text(srv_buf *b, int index);
-int srv_anthropic_ev_ping(srv_buf *b);
-int srv_anthropic_ev_text(srv_buf *b, int index, const char *text, size_t len);
-int srv_anthropic_ev_block_stop(srv_buf *b, int index);
-int srv_anthropic_ev_tool_use(srv_buf *b, int index, const srv_tool_call *call);
+int srv_anthropic_ev_start(util_buf *b, const srv_stream_ctx *c, const srv_usage *u);
+int srv_anthropic_ev_block_start_thinking(util_buf *b, int index);
+int srv_anthropic_ev_thinking(util_buf *b, int index, const char *text, size_t len);
+int srv_anthropic_ev_signature(util_buf *b, int index);
+int srv_anthropic_ev_block_start_text(util_buf *b, int index);
+int srv_anthropic_ev_ping(util_buf *b);
+int srv_anthropic_ev_text(util_buf *b, int index, const char *text, size_t len);
+int srv_anthropic_ev_block_stop(util_buf *b, int index);
+int srv_anthropic_ev_tool_use(util_buf *b, int index, const srv_tool_call *call);
 /* A tool_use block streamed: its start, then input_json_delta pieces. */
-int srv_anthropic_ev_tool_start(srv_buf *b, int index, const char *id, const char *name);
-int srv_anthropic_ev_tool_delta(srv_buf *b, int index, const char *s, size_t n);
-int srv_anthropic_ev_delta(srv_buf *b, const srv_result *r);
-int srv_anthropic_ev_stop(srv_buf *b);
-int srv_anthropic_ev_error(srv_buf *b, const char *type, const char *message);
+int srv_anthropic_ev_tool_start(util_buf *b, int index, const char *id, const char *name);
+int srv_anthropic_ev_tool_delta(util_buf *b, int index, const char *s, size_t n);
+int srv_anthropic_ev_delta(util_buf *b, const srv_result *r);
+int srv_anthropic_ev_stop(util_buf *b);
+int srv_anthropic_ev_error(util_buf *b, const char *type, const char *message);
 char *srv_anthropic_error_json(const srv_error *e);
 
 /* ---- metrics ---- */
@@ -408,9 +394,9 @@ typedef struct srv_gen {
 	/* reasoning split out of chat answers */
 	int think;                 /* split (chat routes) */
 	srv_think th;
-	srv_buf answer;            /* scratch: this piece's answer part */
-	srv_buf reason_step;       /* reasoning of the latest srv_gen_next */
-	srv_buf reason_all;        /* all the reasoning */
+	util_buf answer;            /* scratch: this piece's answer part */
+	util_buf reason_step;       /* reasoning of the latest srv_gen_next */
+	util_buf reason_all;        /* all the reasoning */
 	int reasoning_tokens;
 } srv_gen;
 
@@ -422,7 +408,7 @@ int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
  * (with g->idle set when keepalive_ms passed without an event),
  * 0 when finished (g->finish set; SRV_FINISH_SHUTDOWN when the server
  * stopped it), -1 when the client went away (the request was cancelled). */
-int srv_gen_next(srv_gen *g, srv_buf *out);
+int srv_gen_next(srv_gen *g, util_buf *out);
 void srv_gen_free(srv_gen *g);
 void srv_gen_result(const srv_gen *g, const srv_request *r, const char *text, size_t len,
 		    srv_result *out);
@@ -532,7 +518,7 @@ typedef struct srv_conn {
 	char model_path[256];      /* /v1/models/ID */
 	char resp_id[80];          /* /v1/responses/ID */
 	int is_delete;             /* DELETE (no body, answered like a GET) */
-	srv_buf body;
+	util_buf body;
 	size_t discarded;          /* body bytes dropped past max_body */
 	int too_big;
 	int is_get;                /* answered once the (empty) body is read */
@@ -565,7 +551,7 @@ int srv_client_fd(struct MHD_Connection *c);
  * its bytes are those step(cls) appends to out, called while out is
  * empty; step returns 0, 1 when nothing more follows, -1 on an error
  * (the response ends with one). free_cb owns cls. */
-int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, srv_buf *out,
+int srv_queue_stream(coli_server *s, struct MHD_Connection *c, srv_conn *cc, util_buf *out,
 		     int (*step)(void *), void *cls, void (*free_cb)(void *));
 /* The Responses API (server_responses*.c). */
 int srv_responses_post(coli_server *s, struct MHD_Connection *c, srv_conn *cc);

@@ -64,23 +64,23 @@ void srv_metrics_generation(srv_metrics *m, const srv_usage *u, double ttft_ms, 
 
 #define LD(x) ((unsigned long long)atomic_load_explicit(&(x), memory_order_relaxed))
 
-static void histogram(srv_buf *b, const char *name, const char *help, const double *le, int n,
+static void histogram(util_buf *b, const char *name, const char *help, const double *le, int n,
 		      const _Atomic uint64_t *hist, double scale, double sum, unsigned long long count)
 {
-	srv_buf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	util_buf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
 	unsigned long long cum = 0;
 	for (int i = 0; i < n; i++) {
 		cum += LD(hist[i]);
-		srv_buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, le[i] * scale, cum);
+		util_buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, le[i] * scale, cum);
 	}
 	cum += LD(hist[n]);
-	srv_buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name, cum,
+	util_buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name, cum,
 		       name, sum, name, count);
 }
 
-static void counter(srv_buf *b, const char *name, const char *help, unsigned long long v)
+static void counter(util_buf *b, const char *name, const char *help, unsigned long long v)
 {
-	srv_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, v);
+	util_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, v);
 }
 
 /* Prometheus label value: backslash, double quote and newline escaped. */
@@ -101,7 +101,7 @@ static void label_escape(char *out, size_t cap, const char *in)
 	out[o] = '\0';
 }
 
-static void expert_series(srv_buf *b, const expert_stats *st)
+static void expert_series(util_buf *b, const expert_stats *st)
 {
 	char name[EXPERT_STATS_MAX_DRIVES][300];
 	if (!st)
@@ -112,7 +112,7 @@ static void expert_series(srv_buf *b, const expert_stats *st)
 	expert_stats_snapshot(st, s);
 	for (int i = 0; i < s->n_drives && i < EXPERT_STATS_MAX_DRIVES; i++)
 		label_escape(name[i], sizeof name[i], s->drives[i].name);
-	srv_buf_printf(b, "# HELP coli_expert_hits_total Expert lookups served from RAM, by tier.\n"
+	util_buf_printf(b, "# HELP coli_expert_hits_total Expert lookups served from RAM, by tier.\n"
 		       "# TYPE coli_expert_hits_total counter\n"
 		       "coli_expert_hits_total{tier=\"pinned\"} %llu\n"
 		       "coli_expert_hits_total{tier=\"cached\"} %llu\n"
@@ -130,21 +130,21 @@ static void expert_series(srv_buf *b, const expert_stats *st)
 		"Expert records read from disk that failed their CRC-32C (not cached; read again).",
 		(unsigned long long)s->checksum_errors);
 	if (s->hit_rate_valid)
-		srv_buf_printf(b, "# HELP coli_expert_hit_rate Cumulative expert cache hit rate.\n"
+		util_buf_printf(b, "# HELP coli_expert_hit_rate Cumulative expert cache hit rate.\n"
 			       "# TYPE coli_expert_hit_rate gauge\ncoli_expert_hit_rate %.6f\n",
 			       s->hit_rate);
-	srv_buf_printf(b, "# HELP coli_drive_bytes_read_total Expert bytes read per drive.\n"
+	util_buf_printf(b, "# HELP coli_drive_bytes_read_total Expert bytes read per drive.\n"
 		       "# TYPE coli_drive_bytes_read_total counter\n");
 	/* slots without a name were never configured */
 	for (int i = 0; i < s->n_drives && i < EXPERT_STATS_MAX_DRIVES; i++)
 		if (s->drives[i].name[0])
-			srv_buf_printf(b, "coli_drive_bytes_read_total{drive=\"%d\",name=\"%s\"} %llu\n", i,
+			util_buf_printf(b, "coli_drive_bytes_read_total{drive=\"%d\",name=\"%s\"} %llu\n", i,
 			       name[i], (unsigned long long)s->drives[i].bytes);
-	srv_buf_printf(b, "# HELP coli_drive_bandwidth_bytes_per_second Read bandwidth per drive.\n"
+	util_buf_printf(b, "# HELP coli_drive_bandwidth_bytes_per_second Read bandwidth per drive.\n"
 		       "# TYPE coli_drive_bandwidth_bytes_per_second gauge\n");
 	for (int i = 0; i < s->n_drives && i < EXPERT_STATS_MAX_DRIVES; i++)
 		if (s->drives[i].name[0])
-			srv_buf_printf(b,
+			util_buf_printf(b,
 			       "coli_drive_bandwidth_bytes_per_second{drive=\"%d\",name=\"%s\",window=\"1s\"} %.0f\n"
 			       "coli_drive_bandwidth_bytes_per_second{drive=\"%d\",name=\"%s\",window=\"10s\"} %.0f\n",
 			       i, name[i], s->drives[i].bw_1s, i, name[i], s->drives[i].bw_10s);
@@ -153,8 +153,8 @@ static void expert_series(srv_buf *b, const expert_stats *st)
 
 char *srv_metrics_render(const srv_metrics *m, int queue_len, const struct expert_stats *st)
 {
-	srv_buf b = { 0 };
-	srv_buf_puts(&b, "# HELP coli_http_requests_total HTTP requests by route and status.\n"
+	util_buf b = { 0 };
+	util_buf_puts(&b, "# HELP coli_http_requests_total HTTP requests by route and status.\n"
 		     "# TYPE coli_http_requests_total counter\n");
 	for (int r = 0; r < SRV_ROUTE_COUNT; r++)
 		for (int i = 0; i < SRV_N_STATUS; i++) {
@@ -162,10 +162,10 @@ char *srv_metrics_render(const srv_metrics *m, int queue_len, const struct exper
 			if (!v)
 				continue;
 			if (status_codes[i])
-				srv_buf_printf(&b, "coli_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n",
+				util_buf_printf(&b, "coli_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n",
 					       srv_route_name(r), status_codes[i], v);
 			else
-				srv_buf_printf(&b, "coli_http_requests_total{route=\"%s\",code=\"other\"} %llu\n",
+				util_buf_printf(&b, "coli_http_requests_total{route=\"%s\",code=\"other\"} %llu\n",
 					       srv_route_name(r), v);
 		}
 	counter(&b, "coli_prompt_tokens_total", "Prompt tokens of finished requests.", LD(m->tokens_in));
@@ -184,9 +184,9 @@ char *srv_metrics_render(const srv_metrics *m, int queue_len, const struct exper
 		"Connections waiting for their request closed to make room for a new one.",
 		LD(m->conn_evicted));
 	if (queue_len >= 0)
-		srv_buf_printf(&b, "# HELP coli_queue_length Requests waiting in the engine queue.\n"
+		util_buf_printf(&b, "# HELP coli_queue_length Requests waiting in the engine queue.\n"
 			       "# TYPE coli_queue_length gauge\ncoli_queue_length %d\n", queue_len);
-	srv_buf_printf(&b, "# HELP coli_active_streams Streaming responses in progress.\n"
+	util_buf_printf(&b, "# HELP coli_active_streams Streaming responses in progress.\n"
 		       "# TYPE coli_active_streams gauge\ncoli_active_streams %d\n",
 		       atomic_load_explicit(&((srv_metrics *)m)->active_streams, memory_order_relaxed));
 	histogram(&b, "coli_ttft_seconds", "Time to first token.", ttft_le_ms, SRV_TTFT_BUCKETS,
@@ -196,7 +196,7 @@ char *srv_metrics_render(const srv_metrics *m, int queue_len, const struct exper
 		  LD(m->tps_count));
 	expert_series(&b, st);
 	if (b.oom) {
-		srv_buf_free(&b);
+		util_buf_free(&b);
 		return NULL;
 	}
 	return b.p;
@@ -206,12 +206,12 @@ char *srv_metrics_with_draft(char *text, const coli_draft_stats *ds)
 {
 	if (!text || !ds)
 		return text;
-	srv_buf b = { 0 };
-	srv_buf_puts(&b, text);
+	util_buf b = { 0 };
+	util_buf_puts(&b, text);
 	free(text);
-	srv_buf_printf(&b, "# HELP coli_draft_enabled 1 while MTP drafting is on in the latest decode step.\n"
+	util_buf_printf(&b, "# HELP coli_draft_enabled 1 while MTP drafting is on in the latest decode step.\n"
 		       "# TYPE coli_draft_enabled gauge\ncoli_draft_enabled %d\n", ds->on);
-	srv_buf_printf(&b, "# HELP coli_draft_tokens Draft tokens per step in the latest decode step (0: off).\n"
+	util_buf_printf(&b, "# HELP coli_draft_tokens Draft tokens per step in the latest decode step (0: off).\n"
 		       "# TYPE coli_draft_tokens gauge\ncoli_draft_tokens %d\n", ds->n);
 	counter(&b, "coli_draft_forwards_total", "Decode forward passes (per request), with or without drafts.",
 		ds->steps);
@@ -220,15 +220,15 @@ char *srv_metrics_with_draft(char *text, const coli_draft_stats *ds)
 	counter(&b, "coli_draft_accepted_total", "Draft tokens accepted (the rest were rolled back).",
 		ds->accepted);
 	if (ds->drafted)
-		srv_buf_printf(&b, "# HELP coli_draft_acceptance_ratio Accepted / drafted since start.\n"
+		util_buf_printf(&b, "# HELP coli_draft_acceptance_ratio Accepted / drafted since start.\n"
 			       "# TYPE coli_draft_acceptance_ratio gauge\ncoli_draft_acceptance_ratio %.6f\n",
 			       ds->acceptance);
 	if (ds->steps)
-		srv_buf_printf(&b, "# HELP coli_draft_tokens_per_forward Tokens per decode forward pass since start.\n"
+		util_buf_printf(&b, "# HELP coli_draft_tokens_per_forward Tokens per decode forward pass since start.\n"
 			       "# TYPE coli_draft_tokens_per_forward gauge\ncoli_draft_tokens_per_forward %.6f\n",
 			       ds->tokens_per_forward);
 	if (b.oom) {
-		srv_buf_free(&b);
+		util_buf_free(&b);
 		return NULL;
 	}
 	return b.p;
@@ -238,26 +238,26 @@ char *srv_metrics_with_steps(char *text, const coli_step_stats *st)
 {
 	if (!text || !st)
 		return text;
-	srv_buf b = { 0 };
-	srv_buf_puts(&b, text);
+	util_buf b = { 0 };
+	util_buf_puts(&b, text);
 	free(text);
-	srv_buf_printf(&b, "# HELP coli_requests_running Requests in a slot (prefill or decode).\n"
+	util_buf_printf(&b, "# HELP coli_requests_running Requests in a slot (prefill or decode).\n"
 		       "# TYPE coli_requests_running gauge\ncoli_requests_running %d\n", st->active);
-	srv_buf_printf(&b, "# HELP coli_requests_queued Requests waiting for a slot or for KV room.\n"
+	util_buf_printf(&b, "# HELP coli_requests_queued Requests waiting for a slot or for KV room.\n"
 		       "# TYPE coli_requests_queued gauge\ncoli_requests_queued %d\n", st->queued);
-	srv_buf_printf(&b, "# HELP coli_queue_waiting_kv 1 while the queue's head waits for KV memory.\n"
+	util_buf_printf(&b, "# HELP coli_queue_waiting_kv 1 while the queue's head waits for KV memory.\n"
 		       "# TYPE coli_queue_waiting_kv gauge\ncoli_queue_waiting_kv %d\n", st->waiting_kv);
-	srv_buf_printf(&b, "# HELP coli_step_rows Rows (decode + prompt) of the latest engine step.\n"
+	util_buf_printf(&b, "# HELP coli_step_rows Rows (decode + prompt) of the latest engine step.\n"
 		       "# TYPE coli_step_rows gauge\ncoli_step_rows %d\n", st->last_rows);
 	counter(&b, "coli_steps_total", "Engine steps (one forward over every active slot).",
 		(unsigned long long)st->steps);
 	counter(&b, "coli_step_rows_total", "Rows those steps evaluated.", (unsigned long long)st->rows);
 	counter(&b, "coli_step_prompt_rows_total", "Of them, prompt tokens.", (unsigned long long)st->prompt_rows);
-	srv_buf_printf(&b, "# HELP coli_kv_bytes KV memory the slots hold, and the budget it stays within.\n"
+	util_buf_printf(&b, "# HELP coli_kv_bytes KV memory the slots hold, and the budget it stays within.\n"
 		       "# TYPE coli_kv_bytes gauge\ncoli_kv_bytes{kind=\"used\"} %lld\n"
 		       "coli_kv_bytes{kind=\"budget\"} %lld\n", st->kv_used, st->kv_budget);
 	if (b.oom) {
-		srv_buf_free(&b);
+		util_buf_free(&b);
 		return NULL;
 	}
 	return b.p;

@@ -82,7 +82,7 @@ char *srv_openai_response(const srv_stream_ctx *c, const srv_result *r)
 			      o_usage(&r->usage), "system_fingerprint"));
 }
 
-static int o_chunk(srv_buf *b, const srv_stream_ctx *c, json_t *choices, json_t *usage)
+static int o_chunk(util_buf *b, const srv_stream_ctx *c, json_t *choices, json_t *usage)
 {
 	json_t *j = json_pack("{s:s, s:s, s:I, s:s, s:o}", "id", c->id, "object",
 			      c->chat ? "chat.completion.chunk" : "text_completion", "created",
@@ -92,7 +92,7 @@ static int o_chunk(srv_buf *b, const srv_stream_ctx *c, json_t *choices, json_t 
 	char *s = dump(j);
 	if (!s)
 		return -ENOMEM;
-	int rc = srv_buf_printf(b, "data: %s\n\n", s);
+	int rc = util_buf_printf(b, "data: %s\n\n", s);
 	free(s);
 	return rc;
 }
@@ -105,7 +105,7 @@ static json_t *o_choice(const srv_stream_ctx *c, json_t *delta_or_text, const ch
 	return json_pack("[o]", ch);
 }
 
-int srv_openai_chunk_role(srv_buf *b, const srv_stream_ctx *c)
+int srv_openai_chunk_role(util_buf *b, const srv_stream_ctx *c)
 {
 	if (!c->chat)
 		return 0;
@@ -113,18 +113,18 @@ int srv_openai_chunk_role(srv_buf *b, const srv_stream_ctx *c)
 				      NULL), NULL);
 }
 
-int srv_openai_chunk_text(srv_buf *b, const srv_stream_ctx *c, const char *text, size_t len)
+int srv_openai_chunk_text(util_buf *b, const srv_stream_ctx *c, const char *text, size_t len)
 {
 	json_t *d = c->chat ? json_pack("{s:s%}", "content", text, len) : json_stringn(text, len);
 	return o_chunk(b, c, o_choice(c, d, NULL), NULL);
 }
 
-int srv_openai_chunk_reasoning(srv_buf *b, const srv_stream_ctx *c, const char *text, size_t len)
+int srv_openai_chunk_reasoning(util_buf *b, const srv_stream_ctx *c, const char *text, size_t len)
 {
 	return o_chunk(b, c, o_choice(c, json_pack("{s:s%}", "reasoning_content", text, len), NULL), NULL);
 }
 
-int srv_openai_chunk_text_lp(srv_buf *b, const srv_stream_ctx *c, const char *text, size_t len,
+int srv_openai_chunk_text_lp(util_buf *b, const srv_stream_ctx *c, const char *text, size_t len,
 			     const srv_result *r, int from)
 {
 	json_t *d = c->chat ? json_pack("{s:s%}", "content", text, len) : json_stringn(text, len);
@@ -142,7 +142,7 @@ int srv_openai_chunk_text_lp(srv_buf *b, const srv_stream_ctx *c, const char *te
 	return o_chunk(b, c, ch, NULL);
 }
 
-int srv_openai_chunk_finish(srv_buf *b, const srv_stream_ctx *c, const srv_result *r)
+int srv_openai_chunk_finish(util_buf *b, const srv_stream_ctx *c, const srv_result *r)
 {
 	json_t *d;
 	if (c->chat) {
@@ -155,20 +155,20 @@ int srv_openai_chunk_finish(srv_buf *b, const srv_stream_ctx *c, const srv_resul
 	return o_chunk(b, c, o_choice(c, d, srv_finish_openai(r->finish)), NULL);
 }
 
-int srv_openai_chunk_tool_start(srv_buf *b, const srv_stream_ctx *c, int i, const srv_tc_call *call)
+int srv_openai_chunk_tool_start(util_buf *b, const srv_stream_ctx *c, int i, const srv_tc_call *call)
 {
 	json_t *d = json_pack("{s:[{s:i, s:s, s:s, s:{s:s, s:s}}]}", "tool_calls", "index", i, "id", call->id,
 			      "type", "function", "function", "name", call->name, "arguments", "");
 	return o_chunk(b, c, o_choice(c, d, NULL), NULL);
 }
 
-int srv_openai_chunk_tool_args(srv_buf *b, const srv_stream_ctx *c, int i, const char *s, size_t n)
+int srv_openai_chunk_tool_args(util_buf *b, const srv_stream_ctx *c, int i, const char *s, size_t n)
 {
 	json_t *d = json_pack("{s:[{s:i, s:{s:s%}}]}", "tool_calls", "index", i, "function", "arguments", s, n);
 	return o_chunk(b, c, o_choice(c, d, NULL), NULL);
 }
 
-int srv_openai_chunk_usage(srv_buf *b, const srv_stream_ctx *c, const srv_usage *u)
+int srv_openai_chunk_usage(util_buf *b, const srv_stream_ctx *c, const srv_usage *u)
 {
 	return o_chunk(b, c, json_array(), o_usage(u));
 }
@@ -180,19 +180,19 @@ static json_t *o_error(const char *type, const char *code, const char *param, co
 			 code && *code ? json_string(code) : json_null());
 }
 
-int srv_openai_chunk_error(srv_buf *b, const char *type, const char *message)
+int srv_openai_chunk_error(util_buf *b, const char *type, const char *message)
 {
 	char *s = dump(o_error(type, NULL, NULL, message));
 	if (!s)
 		return -ENOMEM;
-	int rc = srv_buf_printf(b, "data: %s\n\n", s);
+	int rc = util_buf_printf(b, "data: %s\n\n", s);
 	free(s);
 	return rc;
 }
 
-int srv_sse_done(srv_buf *b)
+int srv_sse_done(util_buf *b)
 {
-	return srv_buf_puts(b, "data: [DONE]\n\n");
+	return util_buf_puts(b, "data: [DONE]\n\n");
 }
 
 char *srv_openai_error_json(const srv_error *e)

@@ -260,35 +260,35 @@ int srv_parse_content(json_t *c, const char *param, int flags, char **out, srv_e
 	if (!json_is_array(c))
 		return srv_bad_type(e, param, "a string or an array of content parts");
 	const char *const *kinds = flags & SRV_CONTENT_RESPONSES ? resp_parts : chat_parts;
-	srv_buf b = { 0 };
+	util_buf b = { 0 };
 	size_t i;
 	json_t *part;
 	json_array_foreach(c, i, part) {
 		json_t *t = json_object_get(part, "type");
 		if (!json_is_object(part) || !json_is_string(t)) {
-			srv_buf_free(&b);
+			util_buf_free(&b);
 			return srv_bad_type(e, param, "an array of objects with a 'type'");
 		}
 		const char *ty = json_string_value(t);
 		if (!strcmp(ty, "refusal"))
 			continue;
 		if (!is_part(kinds, ty)) {
-			srv_buf_free(&b);
+			util_buf_free(&b);
 			return srv_fail(e, 400, "invalid_request_error", "unsupported_content", param,
 					"content part type '%s' is not supported (%s)", ty,
 					flags & SRV_CONTENT_RESPONSES ? "input_text, output_text" : "text only");
 		}
 		json_t *txt = json_object_get(part, "text");
 		if (!json_is_string(txt)) {
-			srv_buf_free(&b);
+			util_buf_free(&b);
 			return srv_bad_type(e, param, "text parts with a string 'text'");
 		}
 		if (b.len)
-			srv_buf_puts(&b, "\n");
-		srv_buf_add(&b, json_string_value(txt), json_string_length(txt));
+			util_buf_puts(&b, "\n");
+		util_buf_add(&b, json_string_value(txt), json_string_length(txt));
 	}
 	if (b.oom) {
-		srv_buf_free(&b);
+		util_buf_free(&b);
 		return srv_oom(e);
 	}
 	*out = b.p ? b.p : strdup("");

@@ -39,7 +39,7 @@ typedef struct resp_stream {
 	int rs_at, msg_at;         /* their output_index, -1 while not open */
 	int rs_done, msg_done;
 	int finished;              /* the record is written or dropped */
-	srv_buf out, piece, text;
+	util_buf out, piece, text;
 } resp_stream;
 
 /* One event: its type and sequence_number join the fields of o (taken). */
@@ -57,7 +57,7 @@ static void ev(resp_stream *st, const char *type, json_t *o)
 		st->out.oom = 1;
 		return;
 	}
-	srv_buf_printf(&st->out, "event: %s\ndata: %s\n\n", type, d);
+	util_buf_printf(&st->out, "event: %s\ndata: %s\n\n", type, d);
 	free(d);
 }
 
@@ -83,7 +83,7 @@ static json_t *reasoning_part(const srv_gen *g)
 			 g->reason_all.len);
 }
 
-static json_t *text_part(const srv_buf *t)
+static json_t *text_part(const util_buf *t)
 {
 	return json_pack("{s:s, s:s%, s:[], s:[]}", "type", "output_text", "text", t->p ? t->p : "", t->len,
 			 "annotations", "logprobs");
@@ -256,12 +256,12 @@ static int stream_step(void *cls)
 		st->phase = PH_GEN;
 		return 0;
 	case PH_GEN: {
-		srv_buf_clear(&st->piece);
+		util_buf_clear(&st->piece);
 		int rc = srv_gen_next(&st->gen, &st->piece);
 		if (rc < 0)
 			return -1;
 		if (st->gen.idle) {
-			srv_buf_puts(&st->out, ": keepalive\n\n");
+			util_buf_puts(&st->out, ": keepalive\n\n");
 			return 0;
 		}
 		if (st->gen.reason_step.len && st->msg_at < 0) {
@@ -275,7 +275,7 @@ static int stream_step(void *cls)
 			close_reasoning(st, "completed");
 			if (st->msg_at < 0)
 				open_message(st);
-			srv_buf_add(&st->text, st->piece.p, st->piece.len);
+			util_buf_add(&st->text, st->piece.p, st->piece.len);
 			ev(st, "response.output_text.delta",
 			   json_pack("{s:s, s:i, s:i, s:s%, s:[]}", "item_id", st->ids.msg, "output_index", st->msg_at,
 				     "content_index", 0, "delta", st->piece.p, st->piece.len, "logprobs"));
@@ -304,9 +304,9 @@ static void stream_free(void *cls)
 	/* cut short (client gone): nothing to continue from */
 	finish(st, NULL, 0);
 	srv_resp_free(&st->q);
-	srv_buf_free(&st->out);
-	srv_buf_free(&st->piece);
-	srv_buf_free(&st->text);
+	util_buf_free(&st->out);
+	util_buf_free(&st->piece);
+	util_buf_free(&st->text);
 	free(st);
 }
 
@@ -416,7 +416,7 @@ static int whole(coli_server *s, srv_conn *cc, resp_stream *st, srv_error *e, ch
 	srv_gen_free(&st->gen);
 	finish(st, NULL, 0);
 	srv_resp_free(&st->q);
-	srv_buf_free(&st->text);
+	util_buf_free(&st->text);
 	free(st);
 	return ret;
 }

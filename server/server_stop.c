@@ -43,8 +43,8 @@ void srv_stopper_init(srv_stopper *s, const char *const *stops, int tools)
 
 void srv_stopper_free(srv_stopper *s)
 {
-	srv_buf_free(&s->held);
-	srv_buf_free(&s->markup);
+	util_buf_free(&s->held);
+	util_buf_free(&s->markup);
 }
 
 /* Length of the longest suffix of h[0..n) that is a proper prefix of pat. */
@@ -71,15 +71,15 @@ static const char *find(const char *h, size_t n, const char *pat)
 	return NULL;
 }
 
-int srv_stopper_push(srv_stopper *s, const char *text, size_t len, srv_buf *out)
+int srv_stopper_push(srv_stopper *s, const char *text, size_t len, util_buf *out)
 {
 	if (s->hit >= 0)
 		return 1;
 	if (s->capturing) {
-		srv_buf_add(&s->markup, text, len);
+		util_buf_add(&s->markup, text, len);
 		return 0;
 	}
-	srv_buf_add(&s->held, text, len);
+	util_buf_add(&s->held, text, len);
 	const char *h = s->held.p;
 	size_t n = s->held.len;
 	const char *best = NULL;
@@ -101,15 +101,15 @@ int srv_stopper_push(srv_stopper *s, const char *text, size_t len, srv_buf *out)
 	}
 	if (best) {
 		size_t at = (size_t)(best - h);
-		srv_buf_add(out, h, at);
+		util_buf_add(out, h, at);
 		if (best_marker) {
 			s->capturing = 1;
-			srv_buf_add(&s->markup, best, n - at);
-			srv_buf_clear(&s->held);
+			util_buf_add(&s->markup, best, n - at);
+			util_buf_clear(&s->held);
 			return 0;
 		}
 		s->hit = best_stop;
-		srv_buf_clear(&s->held);
+		util_buf_clear(&s->held);
 		return 1;
 	}
 	size_t keep = 0;
@@ -121,16 +121,16 @@ int srv_stopper_push(srv_stopper *s, const char *text, size_t len, srv_buf *out)
 		size_t k = partial_suffix(h, n, markers[i]);
 		keep = k > keep ? k : keep;
 	}
-	srv_buf_add(out, h, n - keep);
-	srv_buf_consume(&s->held, n - keep);
+	util_buf_add(out, h, n - keep);
+	util_buf_consume(&s->held, n - keep);
 	return 0;
 }
 
-void srv_stopper_flush(srv_stopper *s, srv_buf *out)
+void srv_stopper_flush(srv_stopper *s, util_buf *out)
 {
 	if (s->hit < 0 && s->held.len)
-		srv_buf_add(out, s->held.p, s->held.len);
-	srv_buf_clear(&s->held);
+		util_buf_add(out, s->held.p, s->held.len);
+	util_buf_clear(&s->held);
 }
 
 /* ---- tool-call markup ---- */

@@ -5,22 +5,22 @@
 #include "server_internal.h"
 
 typedef struct think_bufs {
-	srv_buf *reasoning, *answer;
+	util_buf *reasoning, *answer;
 } think_bufs;
 
 static void to_bufs(void *ctx, int reasoning, const char *s, size_t n)
 {
 	think_bufs *b = ctx;
-	srv_buf_add(reasoning ? b->reasoning : b->answer, s, n);
+	util_buf_add(reasoning ? b->reasoning : b->answer, s, n);
 }
 
-void srv_think_push(srv_think *t, const char *text, size_t len, srv_buf *reasoning, srv_buf *answer)
+void srv_think_push(srv_think *t, const char *text, size_t len, util_buf *reasoning, util_buf *answer)
 {
 	think_bufs b = { reasoning, answer };
 	chat_think_push(t, text, len, to_bufs, &b);
 }
 
-void srv_think_flush(srv_think *t, srv_buf *reasoning, srv_buf *answer)
+void srv_think_flush(srv_think *t, util_buf *reasoning, util_buf *answer)
 {
 	think_bufs b = { reasoning, answer };
 	chat_think_flush(t, to_bufs, &b);

@@ -63,11 +63,11 @@ void srv_tc_free(srv_tcparse *p)
 {
 	for (int i = 0; i < p->n_calls; i++) {
 		free(p->calls[i].name);
-		srv_buf_free(&p->calls[i].args);
+		util_buf_free(&p->calls[i].args);
 	}
 	free(p->calls);
-	srv_buf_free(&p->in);
-	srv_buf_free(&p->tmp);
+	util_buf_free(&p->in);
+	util_buf_free(&p->tmp);
 	json_decref(p->tools);
 	memset(p, 0, sizeof *p);
 }
@@ -97,28 +97,6 @@ static int is_ws(char c)
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
-/* Append s[0..n) to b as the inside of a JSON string (jansson's escapes). */
-static void add_escaped(srv_buf *b, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		switch (c) {
-		case '"': srv_buf_puts(b, "\\\""); break;
-		case '\\': srv_buf_puts(b, "\\\\"); break;
-		case '\n': srv_buf_puts(b, "\\n"); break;
-		case '\r': srv_buf_puts(b, "\\r"); break;
-		case '\t': srv_buf_puts(b, "\\t"); break;
-		case '\b': srv_buf_puts(b, "\\b"); break;
-		case '\f': srv_buf_puts(b, "\\f"); break;
-		default:
-			if (c < 0x20)
-				srv_buf_printf(b, "\\u%04x", c);
-			else
-				srv_buf_add(b, (const char *)&c, 1);
-		}
-	}
-}
-
 /* The type the tool's schema gives a parameter is "string". */
 static int param_is_string(const srv_tcparse *p, const char *tool, const char *key)
 {
@@ -145,29 +123,29 @@ static int is_ident(char c)
  * quoted strings re-quoted. NULL when nothing needed changing. */
 static char *py_to_json(const char *s, size_t n)
 {
-	srv_buf b = { 0 };
+	util_buf b = { 0 };
 	int changed = 0;
 	for (size_t i = 0; i < n;) {
 		char c = s[i];
 		if (c == '"' || c == '\'') {
 			char q = c;
-			srv_buf_puts(&b, "\"");
+			util_buf_puts(&b, "\"");
 			changed |= q == '\'';
 			for (i++; i < n && s[i] != q; i++) {
 				if (s[i] == '\\' && i + 1 < n) {
 					if (q == '\'' && s[i + 1] == '\'') {
-						srv_buf_puts(&b, "'");
+						util_buf_puts(&b, "'");
 					} else {
-						srv_buf_add(&b, s + i, 2);
+						util_buf_add(&b, s + i, 2);
 					}
 					i++;
 				} else if (q == '\'' && s[i] == '"') {
-					srv_buf_puts(&b, "\\\"");
+					util_buf_puts(&b, "\\\"");
 				} else {
-					srv_buf_add(&b, s + i, 1);
+					util_buf_add(&b, s + i, 1);
 				}
 			}
-			srv_buf_puts(&b, "\"");
+			util_buf_puts(&b, "\"");
 			i++;
 			continue;
 		}
@@ -181,23 +159,23 @@ static char *py_to_json(const char *s, size_t n)
 				hit = k;
 		}
 		if (hit >= 0) {
-			srv_buf_puts(&b, to[hit]);
+			util_buf_puts(&b, to[hit]);
 			i += strlen(from[hit]);
 			changed = 1;
 			continue;
 		}
-		srv_buf_add(&b, &c, 1);
+		util_buf_add(&b, &c, 1);
 		i++;
 	}
 	if (!changed || b.oom) {
-		srv_buf_free(&b);
+		util_buf_free(&b);
 		return NULL;
 	}
 	return b.p;
 }
 
 /* A non-string value: JSON, then a Python literal, else the trimmed text. */
-static void add_typed(srv_buf *out, const char *s, size_t n)
+static void add_typed(util_buf *out, const char *s, size_t n)
 {
 	while (n && is_ws(*s))
 		s++, n--;
@@ -213,11 +191,11 @@ static void add_typed(srv_buf *out, const char *s, size_t n)
 	char *txt = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 	json_decref(j);
 	if (txt) {
-		srv_buf_puts(out, txt);
+		util_buf_puts(out, txt);
 	} else {
-		srv_buf_puts(out, "\"");
-		add_escaped(out, s, n);
-		srv_buf_puts(out, "\"");
+		util_buf_puts(out, "\"");
+		util_buf_json_escape(out, s, n);
+		util_buf_puts(out, "\"");
 	}
 	free(txt);
 }
@@ -245,7 +223,7 @@ static void end_call(srv_tcparse *p)
 {
 	srv_tc_call *c = cur(p);
 	if (c) {
-		srv_buf_puts(&c->args, "}");
+		util_buf_puts(&c->args, "}");
 		c->done = 1;
 	}
 }
@@ -296,7 +274,7 @@ static size_t glm_step(srv_tcparse *p, const char *s, size_t n)
 		}
 		c = srv_tc_begin(p, s + i, len - i);
 		if (c)
-			srv_buf_puts(&c->args, "{");
+			util_buf_puts(&c->args, "{");
 		p->state = c ? ST_ARGS : ST_DONE;
 		p->n_args = 0;
 		return (size_t)(e - s);
@@ -319,14 +297,14 @@ static size_t glm_step(srv_tcparse *p, const char *s, size_t n)
 	case ST_KEY:
 		if (!(q = find_n(s, n, K_CLOSE)))
 			return MORE;
-		srv_buf_clear(&p->tmp);
+		util_buf_clear(&p->tmp);
 		{
 			const char *a = s, *b = q;
 			while (a < b && is_ws(*a))
 				a++;
 			while (b > a && is_ws(b[-1]))
 				b--;
-			srv_buf_add(&p->tmp, a, (size_t)(b - a));
+			util_buf_add(&p->tmp, a, (size_t)(b - a));
 		}
 		p->state = ST_PREVAL;
 		return (size_t)(q - s) + strlen(K_CLOSE);
@@ -341,15 +319,15 @@ static size_t glm_step(srv_tcparse *p, const char *s, size_t n)
 		}
 		if (c) {
 			if (p->n_args++)
-				srv_buf_puts(&c->args, ",");
-			srv_buf_puts(&c->args, "\"");
-			add_escaped(&c->args, p->tmp.p ? p->tmp.p : "", p->tmp.len);
-			srv_buf_puts(&c->args, "\":");
+				util_buf_puts(&c->args, ",");
+			util_buf_puts(&c->args, "\"");
+			util_buf_json_escape(&c->args, p->tmp.p ? p->tmp.p : "", p->tmp.len);
+			util_buf_puts(&c->args, "\":");
 			p->val_string = param_is_string(p, c->name, p->tmp.p ? p->tmp.p : "");
 			if (p->val_string)
-				srv_buf_puts(&c->args, "\"");
+				util_buf_puts(&c->args, "\"");
 		}
-		srv_buf_clear(&p->tmp);
+		util_buf_clear(&p->tmp);
 		p->state = ST_VAL;
 		return strlen(V_OPEN);
 	case ST_VAL: {
@@ -359,22 +337,22 @@ static size_t glm_step(srv_tcparse *p, const char *s, size_t n)
 				return n;   /* out of memory at the start: nothing to fill */
 			while (!c->args.len && i < n && is_ws(s[i]))
 				i++;
-			srv_buf_add(&c->args, s + i, n - i);
+			util_buf_add(&c->args, s + i, n - i);
 			return n;
 		}
 		q = find_n(s, n, V_CLOSE);
 		size_t take = q ? (size_t)(q - s) : n - tail_prefix(s, n, V_CLOSE);
 		if (c && p->val_string)
-			add_escaped(&c->args, s, take);   /* streamed as it comes */
+			util_buf_json_escape(&c->args, s, take);   /* streamed as it comes */
 		else
-			srv_buf_add(&p->tmp, s, take);
+			util_buf_add(&p->tmp, s, take);
 		if (!q)
 			return take ? take : MORE;
 		if (c && p->val_string)
-			srv_buf_puts(&c->args, "\"");
+			util_buf_puts(&c->args, "\"");
 		else if (c)
 			add_typed(&c->args, p->tmp.p ? p->tmp.p : "", p->tmp.len);
-		srv_buf_clear(&p->tmp);
+		util_buf_clear(&p->tmp);
 		p->state = ST_ARGS;
 		return take + strlen(V_CLOSE);
 	}
@@ -436,7 +414,7 @@ static size_t pick_step(srv_tcparse *p, const char *s, size_t n)
 			}
 		}
 		if (c)
-			srv_buf_add(&c->args, s + a, i - a);
+			util_buf_add(&c->args, s + a, i - a);
 		if (!p->depth && i > a) {
 			if (c)
 				c->done = 1;
@@ -453,7 +431,7 @@ void srv_tc_feed(srv_tcparse *p, const char *s, size_t n)
 {
 	if (p->fmt == SRV_TC_FMT_OTHER || !n)
 		return;
-	srv_buf_add(&p->in, s, n);
+	util_buf_add(&p->in, s, n);
 	size_t at = 0;
 	while (at < p->in.len && p->fmt != SRV_TC_FMT_OTHER) {
 		size_t k = p->mode == SRV_TC_PICK ? pick_step(p, p->in.p + at, p->in.len - at)
@@ -464,7 +442,7 @@ void srv_tc_feed(srv_tcparse *p, const char *s, size_t n)
 	}
 	if (p->fmt == SRV_TC_FMT_OTHER)
 		return;
-	srv_buf_consume(&p->in, at);
+	util_buf_consume(&p->in, at);
 }
 
 void srv_tc_finish(srv_tcparse *p)
@@ -475,7 +453,7 @@ void srv_tc_finish(srv_tcparse *p)
 	if (p->mode == SRV_TC_FORCED) {
 		if (c) {
 			if (!c->args.len)
-				srv_buf_puts(&c->args, "{}");
+				util_buf_puts(&c->args, "{}");
 			c->done = 1;
 		}
 		return;
@@ -485,7 +463,7 @@ void srv_tc_finish(srv_tcparse *p)
 			/* cut short (max_tokens): what there is, closed as far as it
 			 * can be; a client sees the same through the stream */
 			if (!c->args.len)
-				srv_buf_puts(&c->args, "{}");
+				util_buf_puts(&c->args, "{}");
 			c->done = 1;
 		}
 		return;
@@ -503,16 +481,16 @@ void srv_tc_finish(srv_tcparse *p)
 			p->fmt = SRV_TC_FMT_OWN;
 			c = srv_tc_begin(p, s + i, n - i);
 			if (c)
-				srv_buf_puts(&c->args, "{");
+				util_buf_puts(&c->args, "{");
 		}
 	} else if (p->state == ST_VAL && c) {
 		if (p->val_string)
-			srv_buf_puts(&c->args, "\"");
+			util_buf_puts(&c->args, "\"");
 		else
 			add_typed(&c->args, p->tmp.p ? p->tmp.p : "", p->tmp.len);
 	}
 	end_call(p);
-	srv_buf_clear(&p->in);
+	util_buf_clear(&p->in);
 	p->state = ST_DONE;
 }
 
@@ -540,7 +518,7 @@ void srv_tc_adopt(srv_tcparse *p, const srv_tool_call *calls, int n)
 		srv_tc_call *c = srv_tc_begin(p, calls[i].name, strlen(calls[i].name));
 		if (!c)
 			break;
-		srv_buf_puts(&c->args, calls[i].arguments ? calls[i].arguments : "{}");
+		util_buf_puts(&c->args, calls[i].arguments ? calls[i].arguments : "{}");
 		c->done = 1;
 	}
 }

@@ -1,5 +1,5 @@
-/* server_util.c - small helpers of the HTTP layer: byte buffer, error
- * values, response ids, UTF-8 validation. */
+/* server_util.c - small helpers of the HTTP layer: error values, response
+ * ids, UTF-8 validation. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -17,85 +17,6 @@
 #include "server.h"
 #include "server_internal.h"
 #include "util_unicode.h"
-
-void srv_buf_free(srv_buf *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof *b);
-}
-
-void srv_buf_clear(srv_buf *b)
-{
-	b->len = 0;
-	if (b->p)
-		b->p[0] = '\0';
-}
-
-static int buf_reserve(srv_buf *b, size_t extra)
-{
-	if (b->oom)
-		return -ENOMEM;
-	if (b->len + extra + 1 <= b->cap)
-		return 0;
-	size_t cap = b->cap ? b->cap : 256;
-	while (cap < b->len + extra + 1) {
-		if (cap > SIZE_MAX / 2) {
-			b->oom = 1;
-			return -ENOMEM;
-		}
-		cap *= 2;
-	}
-	char *p = realloc(b->p, cap);
-	if (!p) {
-		b->oom = 1;
-		return -ENOMEM;
-	}
-	b->p = p;
-	b->cap = cap;
-	return 0;
-}
-
-int srv_buf_add(srv_buf *b, const char *s, size_t n)
-{
-	if (buf_reserve(b, n))
-		return -ENOMEM;
-	if (n)
-		memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return 0;
-}
-
-int srv_buf_puts(srv_buf *b, const char *s)
-{
-	return srv_buf_add(b, s, strlen(s));
-}
-
-int srv_buf_printf(srv_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || buf_reserve(b, (size_t)n))
-		return -ENOMEM;
-	va_start(ap, fmt);
-	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-	return 0;
-}
-
-void srv_buf_consume(srv_buf *b, size_t n)
-{
-	if (n >= b->len) {
-		srv_buf_clear(b);
-		return;
-	}
-	memmove(b->p, b->p + n, b->len - n);
-	b->len -= n;
-	b->p[b->len] = '\0';
-}
 
 int srv_fail(srv_error *e, int status, const char *type, const char *code, const char *param,
 	     const char *fmt, ...)

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "coli_err.h"
+#include "util_buf.h"
 
 typedef struct chat_jinja chat_jinja;
 
@@ -26,15 +27,6 @@ void chat_jinja_free(chat_jinja *t);
 int chat_jinja_render(const chat_jinja *t, json_t *vars, char **out, coli_err *err);
 
 /* ---- the interpreter's own parts (chat_jinja_*.c) ---- */
-
-/* growable byte buffer */
-typedef struct jj_buf {
-	char *p;
-	size_t n, cap;
-	int oom;
-} jj_buf;
-void jj_buf_add(jj_buf *b, const char *s, size_t n);
-void jj_buf_adds(jj_buf *b, const char *s);
 
 enum jj_tok {
 	JT_EOF, JT_TEXT, JT_VAR_BEGIN, JT_VAR_END, JT_BLOCK_BEGIN, JT_BLOCK_END,
@@ -103,7 +95,7 @@ typedef struct jv {
 
 /* An evaluation: every value made is kept until the render ends. */
 typedef struct jj_ctx {
-	jj_buf *out;
+	util_buf *out;
 	json_t *vars;
 	jj_scope *root;
 	json_t **keep;
@@ -125,14 +117,14 @@ jv jv_undef(const char *what);
 int jj_err(jj_ctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int jj_truthy(jv v);
 /* str(v) appended to b (Python's str: None, True, repr of lists) */
-int jj_str(jj_ctx *c, jv v, jj_buf *b);
+int jj_str(jj_ctx *c, jv v, util_buf *b);
 /* a new string value of str(v) */
 int jj_to_string(jj_ctx *c, jv v, jv *out);
 int jj_equal(jv a, jv b);
 /* HF's tojson: json.dumps(x, ensure_ascii, indent, separators, sort_keys) */
 int jj_tojson(jj_ctx *c, json_t *v, int ensure_ascii, int indent, const char *item_sep,
-	      const char *key_sep, int sort_keys, jj_buf *b);
-void jj_py_float(double d, jj_buf *b);
+	      const char *key_sep, int sort_keys, util_buf *b);
+void jj_py_float(double d, util_buf *b);
 /* code-point helpers */
 size_t jj_utf8_len(const char *s, size_t n);
 size_t jj_utf8_off(const char *s, size_t n, size_t cp);

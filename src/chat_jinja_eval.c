@@ -210,17 +210,17 @@ static int slice(jj_ctx *c, const jj_node *x, jj_scope *s, jv *out)
 		*(i == 0 ? &lo : &hi) = v;
 	}
 	json_t *res = str ? NULL : json_array();
-	jj_buf b = { 0 };
+	util_buf b = { 0 };
 	for (long long i = lo; step > 0 ? i < hi : i > hi; i += step) {
 		if (str) {
 			size_t a = jj_utf8_off(p, bytes, (size_t)i), e = jj_utf8_off(p, bytes, (size_t)i + 1);
-			jj_buf_add(&b, p + a, e - a);
+			util_buf_add(&b, p + a, e - a);
 		} else {
 			json_array_append(res, json_array_get(o.j, (size_t)i));
 		}
 	}
 	if (str) {
-		res = json_stringn(b.p ? b.p : "", b.n);
+		res = json_stringn(b.p ? b.p : "", b.len);
 		free(b.p);
 	}
 	return mk(c, res, out);
@@ -370,12 +370,12 @@ static int assign(jj_ctx *c, const jj_node *t, jj_scope *s, jv v)
 /* render a body into a string value */
 static int capture(jj_ctx *c, const jj_node *body, jj_scope *s, jv *out)
 {
-	jj_buf b = { 0 }, *saved = c->out;
+	util_buf b = { 0 }, *saved = c->out;
 	c->out = &b;
 	int rc = run(c, body, s);
 	c->out = saved;
 	if (rc >= 0)
-		rc = b.oom ? jj_err(c, 0, "out of memory") : mk(c, json_stringn(b.p ? b.p : "", b.n), out);
+		rc = b.oom ? jj_err(c, 0, "out of memory") : mk(c, json_stringn(b.p ? b.p : "", b.len), out);
 	free(b.p);
 	return rc < 0 ? -1 : 0;
 }
@@ -486,14 +486,14 @@ static int run(jj_ctx *c, const jj_node *x, jj_scope *s)
 				return rc;
 		return RUN_OK;
 	case JN_TEXT:
-		jj_buf_add(c->out, x->s, x->n);
-		if (c->out->n > JJ_MAX_OUTPUT)
+		util_buf_add(c->out, x->s, x->n);
+		if (c->out->len > JJ_MAX_OUTPUT)
 			return jj_err(c, x->line, "the rendering exceeds %d MiB", JJ_MAX_OUTPUT >> 20);
 		return RUN_OK;
 	case JN_OUT:
 		if (eval(c, x->a, s, &v) || jj_str(c, v, c->out))
 			return -1;
-		if (c->out->n > JJ_MAX_OUTPUT)
+		if (c->out->len > JJ_MAX_OUTPUT)
 			return jj_err(c, x->line, "the rendering exceeds %d MiB", JJ_MAX_OUTPUT >> 20);
 		return RUN_OK;
 	case JN_IF:
@@ -590,7 +590,7 @@ int chat_jinja_render(const chat_jinja *t, json_t *vars, char **out, coli_err *e
 	coli_err local = { 0 };
 	if (!err)
 		err = &local;
-	jj_buf b = { 0 };
+	util_buf b = { 0 };
 	jj_ctx c = { .out = &b, .vars = vars, .err = err };
 	*out = NULL;
 	int rc = -1;

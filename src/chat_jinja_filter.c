@@ -224,10 +224,10 @@ static int tojson(jj_ctx *c, jv v, jv *args, int na, char **kwn, jv *kw, int nk,
 		is = json_string_value(json_array_get(sep.j, 0));
 		ks = json_string_value(json_array_get(sep.j, 1));
 	}
-	jj_buf b = { 0 };
+	util_buf b = { 0 };
 	int rc = jj_tojson(c, v.j, jj_truthy(ea), indent, is, ks, jj_truthy(sk), &b);
 	if (!rc)
-		rc = keep(c, json_stringn(b.p ? b.p : "", b.n), out);
+		rc = keep(c, json_stringn(b.p ? b.p : "", b.len), out);
 	free(b.p);
 	return rc;
 }
@@ -328,11 +328,11 @@ int jj_filter(jj_ctx *c, const char *name, jv v, jv *args, int na, char **kwn, j
 			}
 		}
 		if (is_type(v, JSON_STRING) && name[0] == 'r') {
-			jj_buf b = { 0 };
+			util_buf b = { 0 };
 			for (size_t i = 0; i < json_array_size(l); i++)
-				jj_buf_adds(&b, json_string_value(json_array_get(l, i)));
+				util_buf_puts(&b, json_string_value(json_array_get(l, i)));
 			json_decref(l);
-			l = json_stringn(b.p ? b.p : "", b.n);
+			l = json_stringn(b.p ? b.p : "", b.len);
 			free(b.p);
 		}
 		return keep(c, l, out);
@@ -343,16 +343,16 @@ int jj_filter(jj_ctx *c, const char *name, jv v, jv *args, int na, char **kwn, j
 		jv attribute = jj_arg(args, na, kwn, kw, nk, 1, "attribute", &has);
 		if (jj_iter(c, v, &items, line))
 			return -1;
-		jj_buf b = { 0 };
+		util_buf b = { 0 };
 		for (size_t i = 0; i < json_array_size(items); i++) {
 			jv x = jv_json(json_array_get(items, i));
 			if (i && is_type(sep, JSON_STRING))
-				jj_buf_add(&b, json_string_value(sep.j), json_string_length(sep.j));
+				util_buf_add(&b, json_string_value(sep.j), json_string_length(sep.j));
 			if (has && is_type(attribute, JSON_STRING) && attr_path(c, x, json_string_value(attribute.j), &x))
 				return -1;
 			jj_str(c, x, &b);
 		}
-		int rc = keep(c, json_stringn(b.p ? b.p : "", b.n), out);
+		int rc = keep(c, json_stringn(b.p ? b.p : "", b.len), out);
 		free(b.p);
 		return rc;
 	}
@@ -436,20 +436,20 @@ int jj_filter(jj_ctx *c, const char *name, jv v, jv *args, int na, char **kwn, j
 			return -1;
 		int width = is_type(w, JSON_INTEGER) ? (int)json_integer_value(w.j) : 4;
 		const char *p = json_string_value(s.j);
-		jj_buf b = { 0 };
+		util_buf b = { 0 };
 		for (int line_no = 0; *p || line_no == 0; line_no++) {
 			const char *e = strchr(p, '\n');
 			size_t l = e ? (size_t)(e - p) : strlen(p);
 			if ((line_no > 0 || jj_truthy(first)) && l > 0)
 				for (int i = 0; i < width; i++)
-					jj_buf_adds(&b, " ");
-			jj_buf_add(&b, p, l);
+					util_buf_puts(&b, " ");
+			util_buf_add(&b, p, l);
 			if (!e)
 				break;
-			jj_buf_adds(&b, "\n");
+			util_buf_puts(&b, "\n");
 			p = e + 1;
 		}
-		int rc = keep(c, json_stringn(b.p ? b.p : "", b.n), out);
+		int rc = keep(c, json_stringn(b.p ? b.p : "", b.len), out);
 		free(b.p);
 		return rc;
 	}

@@ -15,33 +15,6 @@
 #include "chat_jinja.h"
 #include "util_unicode.h"
 
-void jj_buf_add(jj_buf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->n + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	if (n)
-		memcpy(b->p + b->n, s, n);
-	b->n += n;
-	b->p[b->n] = '\0';
-}
-
-void jj_buf_adds(jj_buf *b, const char *s)
-{
-	jj_buf_add(b, s, strlen(s));
-}
-
 /* Python's str.isspace() for the code point at s; its length in *len. */
 int jj_py_space(const char *s, size_t n, size_t *len)
 {
@@ -125,19 +98,19 @@ static int lines_in(const char *s, size_t n)
 static int lex_string(lexer *L)
 {
 	char q = L->s[L->pos++];
-	jj_buf b = { 0 };
+	util_buf b = { 0 };
 	while (L->pos < L->n && L->s[L->pos] != q) {
 		char c = L->s[L->pos++];
 		if (c != '\\' || L->pos >= L->n) {
 			L->line += c == '\n';
-			jj_buf_add(&b, &c, 1);
+			util_buf_add(&b, &c, 1);
 			continue;
 		}
 		c = L->s[L->pos++];
 		const char *simple = strchr("nrtabfv\\'\"", c);
 		if (simple && c) {
 			static const char out[] = "\n\r\t\a\b\f\v\\'\"";
-			jj_buf_add(&b, &out[simple - "nrtabfv\\'\""], 1);
+			util_buf_add(&b, &out[simple - "nrtabfv\\'\""], 1);
 		} else if (c == 'x' || c == 'u' || c == 'U') {
 			int w = c == 'x' ? 2 : c == 'u' ? 4 : 8;
 			uint32_t cp = 0;
@@ -153,7 +126,7 @@ static int lex_string(lexer *L)
 			}
 			uint8_t u[4];
 			int k = unicode_utf8_put(cp, u);
-			jj_buf_add(&b, (const char *)u, k > 0 ? (size_t)k : 0);
+			util_buf_add(&b, (const char *)u, k > 0 ? (size_t)k : 0);
 		} else if (c == '\n') {
 			L->line++;
 		} else if (c >= '0' && c <= '7') {
@@ -162,10 +135,10 @@ static int lex_string(lexer *L)
 				v = v * 8 + (unsigned)(L->s[L->pos++] - '0');
 			uint8_t u[4];
 			int k = unicode_utf8_put(v, u);
-			jj_buf_add(&b, (const char *)u, k > 0 ? (size_t)k : 0);
+			util_buf_add(&b, (const char *)u, k > 0 ? (size_t)k : 0);
 		} else {
-			jj_buf_add(&b, "\\", 1);
-			jj_buf_add(&b, &c, 1);
+			util_buf_add(&b, "\\", 1);
+			util_buf_add(&b, &c, 1);
 		}
 	}
 	if (L->pos >= L->n) {
@@ -173,7 +146,7 @@ static int lex_string(lexer *L)
 		return coli_err_set(L->err, -EINVAL, "template line %d: unterminated string", L->line);
 	}
 	L->pos++;
-	int rc = push(L, JT_STRING, b.p ? b.p : "", b.n);
+	int rc = push(L, JT_STRING, b.p ? b.p : "", b.len);
 	free(b.p);
 	return rc || b.oom ? (rc ? rc : coli_err_set(L->err, -ENOMEM, "out of memory")) : 0;
 }

@@ -151,13 +151,13 @@ static int case_map(jj_ctx *c, jv self, int mode, jv *out)
 {
 	const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)json_string_value(self.j);
 	utf8proc_ssize_t n = (utf8proc_ssize_t)json_string_length(self.j);
-	jj_buf b = { 0 };
+	util_buf b = { 0 };
 	int prev_cased = 0, first = 1;
 	for (utf8proc_ssize_t i = 0; i < n;) {
 		utf8proc_int32_t cp;
 		utf8proc_ssize_t l = utf8proc_iterate(p + i, n - i, &cp);
 		if (l <= 0) {
-			jj_buf_add(&b, (const char *)p + i, 1);
+			util_buf_add(&b, (const char *)p + i, 1);
 			i++;
 			continue;
 		}
@@ -174,12 +174,12 @@ static int case_map(jj_ctx *c, jv self, int mode, jv *out)
 			m = first ? utf8proc_totitle(cp) : utf8proc_tolower(cp);
 		utf8proc_uint8_t enc[4];
 		utf8proc_ssize_t k = utf8proc_encode_char(m, enc);
-		jj_buf_add(&b, (const char *)enc, (size_t)k);
+		util_buf_add(&b, (const char *)enc, (size_t)k);
 		prev_cased = cased;
 		first = 0;
 		i += l;
 	}
-	int rc = b.oom ? jj_err(c, 0, "out of memory") : str_out(c, b.p ? b.p : "", b.n, out);
+	int rc = b.oom ? jj_err(c, 0, "out of memory") : str_out(c, b.p ? b.p : "", b.len, out);
 	free(b.p);
 	return rc;
 }
@@ -219,25 +219,25 @@ int jj_str_method(jj_ctx *c, const char *name, jv self, jv *args, int na, jv *ou
 		long long count = na > 2 && args[2].k == JV_JSON && json_is_integer(args[2].j) ? json_integer_value(args[2].j) : -1;
 		const char *o = json_string_value(a0.j), *w = json_string_value(a1.j);
 		size_t on = json_string_length(a0.j), wn = json_string_length(a1.j);
-		jj_buf b = { 0 };
+		util_buf b = { 0 };
 		size_t i = 0;
 		for (long long k = 0; i <= n && (count < 0 || k < count); k++) {
 			const char *f = on ? find_in(p + i, n - i, o, on, 0) : (i <= n ? p + i : NULL);
 			if (!f)
 				break;
-			jj_buf_add(&b, p + i, (size_t)(f - p) - i);
-			jj_buf_add(&b, w, wn);
+			util_buf_add(&b, p + i, (size_t)(f - p) - i);
+			util_buf_add(&b, w, wn);
 			i = (size_t)(f - p) + on;
 			if (!on) {
 				if (i >= n)
 					break;
-				jj_buf_add(&b, p + i, 1);
+				util_buf_add(&b, p + i, 1);
 				i++;
 			}
 		}
 		if (i < n)
-			jj_buf_add(&b, p + i, n - i);
-		int rc = str_out(c, b.p ? b.p : "", b.n, out);
+			util_buf_add(&b, p + i, n - i);
+		int rc = str_out(c, b.p ? b.p : "", b.len, out);
 		free(b.p);
 		return rc;
 	}
@@ -266,7 +266,7 @@ int jj_str_method(jj_ctx *c, const char *name, jv self, jv *args, int na, jv *ou
 		json_t *items;
 		if (jj_iter(c, a0, &items, line))
 			return -1;
-		jj_buf b = { 0 };
+		util_buf b = { 0 };
 		for (size_t i = 0; i < json_array_size(items); i++) {
 			json_t *x = json_array_get(items, i);
 			if (!json_is_string(x)) {
@@ -274,10 +274,10 @@ int jj_str_method(jj_ctx *c, const char *name, jv self, jv *args, int na, jv *ou
 				return jj_err(c, line, "sequence item %zu: expected str instance", i);
 			}
 			if (i)
-				jj_buf_add(&b, p, n);
-			jj_buf_add(&b, json_string_value(x), json_string_length(x));
+				util_buf_add(&b, p, n);
+			util_buf_add(&b, json_string_value(x), json_string_length(x));
 		}
-		int rc = str_out(c, b.p ? b.p : "", b.n, out);
+		int rc = str_out(c, b.p ? b.p : "", b.len, out);
 		free(b.p);
 		return rc;
 	}
@@ -304,14 +304,14 @@ int jj_str_method(jj_ctx *c, const char *name, jv self, jv *args, int na, jv *ou
 		return 0;
 	}
 	if (!strcmp(name, "format")) {
-		jj_buf b = { 0 };
+		util_buf b = { 0 };
 		int auto_i = 0;
 		for (size_t i = 0; i < n; i++) {
 			if (p[i] == '{' && i + 1 < n && p[i + 1] == '{') {
-				jj_buf_adds(&b, "{");
+				util_buf_puts(&b, "{");
 				i++;
 			} else if (p[i] == '}' && i + 1 < n && p[i + 1] == '}') {
-				jj_buf_adds(&b, "}");
+				util_buf_puts(&b, "}");
 				i++;
 			} else if (p[i] == '{') {
 				const char *e = memchr(p + i, '}', n - i);
@@ -324,10 +324,10 @@ int jj_str_method(jj_ctx *c, const char *name, jv self, jv *args, int na, jv *ou
 					jj_str(c, args[idx], &b);
 				i = (size_t)(e - p);
 			} else {
-				jj_buf_add(&b, p + i, 1);
+				util_buf_add(&b, p + i, 1);
 			}
 		}
-		int rc = str_out(c, b.p ? b.p : "", b.n, out);
+		int rc = str_out(c, b.p ? b.p : "", b.len, out);
 		free(b.p);
 		return rc;
 	}
@@ -339,16 +339,16 @@ int jj_format_percent(jj_ctx *c, jv fmt, jv args, jv *out, int line)
 	const char *p = json_string_value(fmt.j);
 	size_t n = json_string_length(fmt.j), ai = 0;
 	int many = args.k == JV_JSON && json_is_array(args.j);
-	jj_buf b = { 0 };
+	util_buf b = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		if (p[i] != '%') {
-			jj_buf_add(&b, p + i, 1);
+			util_buf_add(&b, p + i, 1);
 			continue;
 		}
 		if (++i >= n)
 			break;
 		if (p[i] == '%') {
-			jj_buf_adds(&b, "%");
+			util_buf_puts(&b, "%");
 			continue;
 		}
 		jv a = many ? jv_json(json_array_get(args.j, ai)) : args;
@@ -360,12 +360,12 @@ int jj_format_percent(jj_ctx *c, jv fmt, jv args, jv *out, int line)
 		if ((p[i] == 'd' || p[i] == 'i') && a.k == JV_JSON && json_is_number(a.j)) {
 			char num[32];
 			snprintf(num, sizeof num, "%lld", (long long)json_number_value(a.j));
-			jj_buf_adds(&b, num);
+			util_buf_puts(&b, num);
 		} else {
 			jj_str(c, a, &b);
 		}
 	}
-	int rc = str_out(c, b.p ? b.p : "", b.n, out);
+	int rc = str_out(c, b.p ? b.p : "", b.len, out);
 	free(b.p);
 	return rc;
 }
@@ -455,7 +455,7 @@ int jj_call_global(jj_ctx *c, jv f, jv *args, int na, char **kwn, jv *kw, int nk
 		return 0;
 	}
 	if (!strcmp(name, "raise_exception")) {
-		jj_buf b = { 0 };
+		util_buf b = { 0 };
 		if (na > 0)
 			jj_str(c, args[0], &b);
 		jj_err(c, 0, "%s", b.p ? b.p : "raise_exception()");

@@ -45,10 +45,10 @@ static int repeat(jj_ctx *c, jv seq, long long k, jv *out)
 	if (k > 0 && unit && (unsigned long long)k > (64ULL << 20) / unit)
 		return jj_err(c, 0, "repetition too large");
 	if (jv_is_str(seq)) {
-		jj_buf b = { 0 };
+		util_buf b = { 0 };
 		for (long long i = 0; i < k; i++)
-			jj_buf_add(&b, json_string_value(seq.j), json_string_length(seq.j));
-		int rc = mk(c, json_stringn(b.p ? b.p : "", b.n), out);
+			util_buf_add(&b, json_string_value(seq.j), json_string_length(seq.j));
+		int rc = mk(c, json_stringn(b.p ? b.p : "", b.len), out);
 		free(b.p);
 		return rc;
 	}
@@ -61,9 +61,9 @@ static int repeat(jj_ctx *c, jv seq, long long k, jv *out)
 int jj_arith(jj_ctx *c, const char *op, jv a, jv b, jv *out, int line)
 {
 	if (op[0] == '~') {
-		jj_buf buf = { 0 };
+		util_buf buf = { 0 };
 		int rc = jj_str(c, a, &buf) || jj_str(c, b, &buf) ? -1
-			 : mk(c, json_stringn(buf.p ? buf.p : "", buf.n), out);
+			 : mk(c, json_stringn(buf.p ? buf.p : "", buf.len), out);
 		free(buf.p);
 		return rc;
 	}

@@ -179,12 +179,12 @@ jj_node *jjp_primary(parser *P)
 		return x;
 	}
 	if (k->type == JT_STRING) {
-		jj_buf b = { 0 };
+		util_buf b = { 0 };
 		while (jjp_cur(P)->type == JT_STRING) {
-			jj_buf_add(&b, jjp_cur(P)->s, jjp_cur(P)->n);
+			util_buf_add(&b, jjp_cur(P)->s, jjp_cur(P)->n);
 			P->i++;
 		}
-		x = jjp_constant(P, json_stringn(b.p ? b.p : "", b.n));
+		x = jjp_constant(P, json_stringn(b.p ? b.p : "", b.len));
 		free(b.p);
 		return x;
 	}
@@ -319,12 +319,12 @@ int jjp_dotted_name(parser *P, jj_node *x)
 		jjp_fail(P, "expected a filter or test name");
 		return -1;
 	}
-	jj_buf b = { 0 };
-	jj_buf_adds(&b, jjp_cur(P)->s);
+	util_buf b = { 0 };
+	util_buf_puts(&b, jjp_cur(P)->s);
 	P->i++;
 	while (jjp_is_op(P, ".") && P->k[P->i + 1].type == JT_NAME) {
-		jj_buf_adds(&b, ".");
-		jj_buf_adds(&b, P->k[P->i + 1].s);
+		util_buf_puts(&b, ".");
+		util_buf_puts(&b, P->k[P->i + 1].s);
 		P->i += 2;
 	}
 	x->s = b.p;

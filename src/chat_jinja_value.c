@@ -75,15 +75,15 @@ int jj_truthy(jv v)
 }
 
 /* repr(float): the shortest digits that read back, in Python's layout */
-void jj_py_float(double d, jj_buf *b)
+void jj_py_float(double d, util_buf *b)
 {
 	char buf[64], digits[32];
 	if (isnan(d)) {
-		jj_buf_adds(b, "nan");
+		util_buf_puts(b, "nan");
 		return;
 	}
 	if (isinf(d)) {
-		jj_buf_adds(b, d < 0 ? "-inf" : "inf");
+		util_buf_puts(b, d < 0 ? "-inf" : "inf");
 		return;
 	}
 	int prec;
@@ -106,59 +106,59 @@ void jj_py_float(double d, jj_buf *b)
 	digits[nd] = '\0';
 	int exp = atoi(p + 1);
 	if (neg)
-		jj_buf_adds(b, "-");
+		util_buf_puts(b, "-");
 	if (exp < -4 || exp >= 16) {
-		jj_buf_add(b, digits, 1);
+		util_buf_add(b, digits, 1);
 		if (nd > 1) {
-			jj_buf_adds(b, ".");
-			jj_buf_add(b, digits + 1, nd - 1);
+			util_buf_puts(b, ".");
+			util_buf_add(b, digits + 1, nd - 1);
 		}
 		snprintf(buf, sizeof buf, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
-		jj_buf_adds(b, buf);
+		util_buf_puts(b, buf);
 	} else if (exp < 0) {
-		jj_buf_adds(b, "0.");
+		util_buf_puts(b, "0.");
 		for (int i = 0; i < -exp - 1; i++)
-			jj_buf_adds(b, "0");
-		jj_buf_add(b, digits, nd);
+			util_buf_puts(b, "0");
+		util_buf_add(b, digits, nd);
 	} else {
 		size_t ip = (size_t)exp + 1;
 		for (size_t i = 0; i < ip; i++)
-			jj_buf_add(b, i < nd ? &digits[i] : "0", 1);
-		jj_buf_adds(b, ".");
+			util_buf_add(b, i < nd ? &digits[i] : "0", 1);
+		util_buf_puts(b, ".");
 		if (nd > ip)
-			jj_buf_add(b, digits + ip, nd - ip);
+			util_buf_add(b, digits + ip, nd - ip);
 		else
-			jj_buf_adds(b, "0");
+			util_buf_puts(b, "0");
 	}
 }
 
-static void py_repr_str(const char *s, size_t n, jj_buf *b)
+static void py_repr_str(const char *s, size_t n, util_buf *b)
 {
 	int sq = memchr(s, '\'', n) != NULL, dq = memchr(s, '"', n) != NULL;
 	char q = sq && !dq ? '"' : '\'';
-	jj_buf_add(b, &q, 1);
+	util_buf_add(b, &q, 1);
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		char esc[8];
 		if (c == (unsigned char)q || c == '\\') {
-			jj_buf_adds(b, c == '\\' ? "\\\\" : q == '\'' ? "\\'" : "\\\"");
+			util_buf_puts(b, c == '\\' ? "\\\\" : q == '\'' ? "\\'" : "\\\"");
 		} else if (c == '\n') {
-			jj_buf_adds(b, "\\n");
+			util_buf_puts(b, "\\n");
 		} else if (c == '\r') {
-			jj_buf_adds(b, "\\r");
+			util_buf_puts(b, "\\r");
 		} else if (c == '\t') {
-			jj_buf_adds(b, "\\t");
+			util_buf_puts(b, "\\t");
 		} else if (c < 0x20 || c == 0x7f) {
 			snprintf(esc, sizeof esc, "\\x%02x", c);
-			jj_buf_adds(b, esc);
+			util_buf_puts(b, esc);
 		} else {
-			jj_buf_add(b, (const char *)&c, 1);
+			util_buf_add(b, (const char *)&c, 1);
 		}
 	}
-	jj_buf_add(b, &q, 1);
+	util_buf_add(b, &q, 1);
 }
 
-static void py_repr(json_t *v, jj_buf *b)
+static void py_repr(json_t *v, util_buf *b)
 {
 	char num[32];
 	size_t i;
@@ -166,50 +166,50 @@ static void py_repr(json_t *v, jj_buf *b)
 	json_t *x;
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
-		jj_buf_adds(b, "{");
+		util_buf_puts(b, "{");
 		i = 0;
 		json_object_foreach(v, k, x) {
 			if (i++)
-				jj_buf_adds(b, ", ");
+				util_buf_puts(b, ", ");
 			py_repr_str(k, strlen(k), b);
-			jj_buf_adds(b, ": ");
+			util_buf_puts(b, ": ");
 			py_repr(x, b);
 		}
-		jj_buf_adds(b, "}");
+		util_buf_puts(b, "}");
 		break;
 	case JSON_ARRAY:
-		jj_buf_adds(b, "[");
+		util_buf_puts(b, "[");
 		json_array_foreach(v, i, x) {
 			if (i)
-				jj_buf_adds(b, ", ");
+				util_buf_puts(b, ", ");
 			py_repr(x, b);
 		}
-		jj_buf_adds(b, "]");
+		util_buf_puts(b, "]");
 		break;
 	case JSON_STRING: py_repr_str(json_string_value(v), json_string_length(v), b); break;
 	case JSON_INTEGER:
 		snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		jj_buf_adds(b, num);
+		util_buf_puts(b, num);
 		break;
 	case JSON_REAL: jj_py_float(json_real_value(v), b); break;
-	case JSON_TRUE: jj_buf_adds(b, "True"); break;
-	case JSON_FALSE: jj_buf_adds(b, "False"); break;
-	default: jj_buf_adds(b, "None");
+	case JSON_TRUE: util_buf_puts(b, "True"); break;
+	case JSON_FALSE: util_buf_puts(b, "False"); break;
+	default: util_buf_puts(b, "None");
 	}
 }
 
-int jj_str(jj_ctx *c, jv v, jj_buf *b)
+int jj_str(jj_ctx *c, jv v, util_buf *b)
 {
 	(void)c;
 	switch (v.k) {
 	case JV_UNDEF: return 0;
-	case JV_NS: jj_buf_adds(b, "<Namespace>"); return 0;
-	case JV_MACRO: jj_buf_adds(b, "<Macro>"); return 0;
+	case JV_NS: util_buf_puts(b, "<Namespace>"); return 0;
+	case JV_MACRO: util_buf_puts(b, "<Macro>"); return 0;
 	case JV_FUNC:
-	case JV_METHOD: jj_buf_adds(b, "<function>"); return 0;
+	case JV_METHOD: util_buf_puts(b, "<function>"); return 0;
 	}
 	if (json_is_string(v.j))
-		jj_buf_add(b, json_string_value(v.j), json_string_length(v.j));
+		util_buf_add(b, json_string_value(v.j), json_string_length(v.j));
 	else
 		py_repr(v.j, b);
 	return 0;
@@ -221,9 +221,9 @@ int jj_to_string(jj_ctx *c, jv v, jv *out)
 		*out = v;
 		return 0;
 	}
-	jj_buf b = { 0 };
+	util_buf b = { 0 };
 	jj_str(c, v, &b);
-	json_t *s = jj_keep(c, json_stringn(b.p ? b.p : "", b.n));
+	json_t *s = jj_keep(c, json_stringn(b.p ? b.p : "", b.len));
 	free(b.p);
 	if (!s)
 		return jj_err(c, 0, "out of memory");
@@ -275,22 +275,22 @@ int jj_equal(jv a, jv b)
 
 /* ---- tojson ---- */
 
-static void json_string_out(const char *s, size_t n, int ensure_ascii, jj_buf *b)
+static void json_string_out(const char *s, size_t n, int ensure_ascii, util_buf *b)
 {
-	jj_buf_adds(b, "\"");
+	util_buf_puts(b, "\"");
 	for (size_t i = 0; i < n;) {
 		unsigned char c = (unsigned char)s[i];
 		char esc[16];
 		if (c == '"' || c == '\\') {
-			jj_buf_adds(b, c == '"' ? "\\\"" : "\\\\");
+			util_buf_puts(b, c == '"' ? "\\\"" : "\\\\");
 		} else if (c < 0x20) {
 			const char *e = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\b' ? "\\b"
 					: c == '\f' ? "\\f" : NULL;
 			if (e) {
-				jj_buf_adds(b, e);
+				util_buf_puts(b, e);
 			} else {
 				snprintf(esc, sizeof esc, "\\u%04x", c);
-				jj_buf_adds(b, esc);
+				util_buf_puts(b, esc);
 			}
 		} else if (c >= 0x80 && ensure_ascii) {
 			uint32_t cp;
@@ -305,15 +305,15 @@ static void json_string_out(const char *s, size_t n, int ensure_ascii, jj_buf *b
 			} else {
 				snprintf(esc, sizeof esc, "\\u%04x", cp);
 			}
-			jj_buf_adds(b, esc);
+			util_buf_puts(b, esc);
 			i += (size_t)l;
 			continue;
 		} else {
-			jj_buf_add(b, (const char *)&c, 1);
+			util_buf_add(b, (const char *)&c, 1);
 		}
 		i++;
 	}
-	jj_buf_adds(b, "\"");
+	util_buf_puts(b, "\"");
 }
 
 typedef struct dump_opts {
@@ -321,13 +321,13 @@ typedef struct dump_opts {
 	const char *item_sep, *key_sep;
 } dump_opts;
 
-static void newline(const dump_opts *o, int depth, jj_buf *b)
+static void newline(const dump_opts *o, int depth, util_buf *b)
 {
 	if (o->indent < 0)
 		return;
-	jj_buf_adds(b, "\n");
+	util_buf_puts(b, "\n");
 	for (int i = 0; i < depth * o->indent; i++)
-		jj_buf_adds(b, " ");
+		util_buf_puts(b, " ");
 }
 
 static int cmp_keys(const void *a, const void *b)
@@ -335,7 +335,7 @@ static int cmp_keys(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int dump(jj_ctx *c, json_t *v, const dump_opts *o, int depth, jj_buf *b)
+static int dump(jj_ctx *c, json_t *v, const dump_opts *o, int depth, util_buf *b)
 {
 	char num[32];
 	size_t i, n;
@@ -344,7 +344,7 @@ static int dump(jj_ctx *c, json_t *v, const dump_opts *o, int depth, jj_buf *b)
 	case JSON_OBJECT: {
 		n = json_object_size(v);
 		if (!n) {
-			jj_buf_adds(b, "{}");
+			util_buf_puts(b, "{}");
 			return 0;
 		}
 		const char **keys = malloc(n * sizeof *keys);
@@ -356,13 +356,13 @@ static int dump(jj_ctx *c, json_t *v, const dump_opts *o, int depth, jj_buf *b)
 			keys[i++] = k;
 		if (o->sort_keys)
 			qsort(keys, n, sizeof *keys, cmp_keys);
-		jj_buf_adds(b, "{");
+		util_buf_puts(b, "{");
 		for (i = 0; i < n; i++) {
 			if (i)
-				jj_buf_adds(b, o->item_sep);
+				util_buf_puts(b, o->item_sep);
 			newline(o, depth + 1, b);
 			json_string_out(keys[i], strlen(keys[i]), o->ensure_ascii, b);
-			jj_buf_adds(b, o->key_sep);
+			util_buf_puts(b, o->key_sep);
 			if (dump(c, json_object_get(v, keys[i]), o, depth + 1, b)) {
 				free(keys);
 				return -1;
@@ -370,48 +370,48 @@ static int dump(jj_ctx *c, json_t *v, const dump_opts *o, int depth, jj_buf *b)
 		}
 		free(keys);
 		newline(o, depth, b);
-		jj_buf_adds(b, "}");
+		util_buf_puts(b, "}");
 		return 0;
 	}
 	case JSON_ARRAY:
 		if (!json_array_size(v)) {
-			jj_buf_adds(b, "[]");
+			util_buf_puts(b, "[]");
 			return 0;
 		}
-		jj_buf_adds(b, "[");
+		util_buf_puts(b, "[");
 		json_array_foreach(v, i, x) {
 			if (i)
-				jj_buf_adds(b, o->item_sep);
+				util_buf_puts(b, o->item_sep);
 			newline(o, depth + 1, b);
 			if (dump(c, x, o, depth + 1, b))
 				return -1;
 		}
 		newline(o, depth, b);
-		jj_buf_adds(b, "]");
+		util_buf_puts(b, "]");
 		return 0;
 	case JSON_STRING:
 		json_string_out(json_string_value(v), json_string_length(v), o->ensure_ascii, b);
 		return 0;
 	case JSON_INTEGER:
 		snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		jj_buf_adds(b, num);
+		util_buf_puts(b, num);
 		return 0;
 	case JSON_REAL: {
 		double d = json_real_value(v);
 		if (isnan(d) || isinf(d))
-			jj_buf_adds(b, isnan(d) ? "NaN" : d < 0 ? "-Infinity" : "Infinity");
+			util_buf_puts(b, isnan(d) ? "NaN" : d < 0 ? "-Infinity" : "Infinity");
 		else
 			jj_py_float(d, b);
 		return 0;
 	}
-	case JSON_TRUE: jj_buf_adds(b, "true"); return 0;
-	case JSON_FALSE: jj_buf_adds(b, "false"); return 0;
-	default: jj_buf_adds(b, "null"); return 0;
+	case JSON_TRUE: util_buf_puts(b, "true"); return 0;
+	case JSON_FALSE: util_buf_puts(b, "false"); return 0;
+	default: util_buf_puts(b, "null"); return 0;
 	}
 }
 
 int jj_tojson(jj_ctx *c, json_t *v, int ensure_ascii, int indent, const char *item_sep,
-	      const char *key_sep, int sort_keys, jj_buf *b)
+	      const char *key_sep, int sort_keys, util_buf *b)
 {
 	dump_opts o = { ensure_ascii, indent, sort_keys, item_sep, key_sep };
 	if (!o.item_sep)

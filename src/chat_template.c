@@ -19,38 +19,20 @@
 #include <string.h>
 
 #include "chat_template.h"
+#include "util_buf.h"
 #include "util_unicode.h"
 
-typedef struct sb {
-	char *p;
-	size_t n, cap;
-	int oom;
-} sb;
+/* the prompt being rendered; appends are checked once, at the end */
+typedef util_buf sb;
 
 static void sb_addn(sb *b, const char *s, size_t n)
 {
-	if (b->oom)
-		return;
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 1024;
-		while (cap < b->n + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->n, s, n);
-	b->n += n;
-	b->p[b->n] = '\0';
+	util_buf_add(b, s, n);
 }
 
 static void sb_add(sb *b, const char *s)
 {
-	sb_addn(b, s ? s : "", s ? strlen(s) : 0);
+	util_buf_puts(b, s ? s : "");
 }
 
 /* ---- Python string methods on byte ranges ---- */
@@ -152,26 +134,7 @@ static void split_think(str content, str *reasoning, str *answer)
 static void json_str(sb *b, const char *s, size_t n)
 {
 	sb_add(b, "\"");
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char esc[8];
-		switch (c) {
-		case '"': sb_add(b, "\\\""); break;
-		case '\\': sb_add(b, "\\\\"); break;
-		case '\n': sb_add(b, "\\n"); break;
-		case '\r': sb_add(b, "\\r"); break;
-		case '\t': sb_add(b, "\\t"); break;
-		case '\b': sb_add(b, "\\b"); break;
-		case '\f': sb_add(b, "\\f"); break;
-		default:
-			if (c < 0x20) {
-				snprintf(esc, sizeof esc, "\\u%04x", c);
-				sb_add(b, esc);
-			} else {
-				sb_addn(b, (const char *)&c, 1);
-			}
-		}
-	}
+	util_buf_json_escape(b, s, n);
 	sb_add(b, "\"");
 }
 
@@ -622,15 +585,12 @@ int coli_chat_render(const coli_chat_template *tpl, const coli_chat_msg *msgs, i
 	}
 	json_decref(tools);
 	coli_chat_fold_reasoning_free(folded, given, n);
-	if (rc == 0 && b.oom)
-		rc = coli_err_set(err, -ENOMEM, "out of memory");
-	if (rc == 0 && !b.p)
-		sb_add(&b, "");
-	if (rc < 0 || b.oom) {
-		free(b.p);
+	if (rc < 0) {
+		util_buf_free(&b);
 		return rc;
 	}
-	*out = b.p;
+	if (!(*out = util_buf_steal(&b, NULL)))
+		return coli_err_set(err, -ENOMEM, "out of memory");
 	return 0;
 }
 

@@ -17,9 +17,7 @@ void chat_think_init(chat_think *t, int open)
 
 void chat_think_free(chat_think *t)
 {
-	free(t->held);
-	t->held = NULL;
-	t->held_len = t->held_cap = 0;
+	util_buf_free(&t->held);
 }
 
 /* The longest tail of s[0..n) that is a proper prefix of m. */
@@ -46,32 +44,14 @@ static void emit(chat_think *t, int reasoning, const char *s, size_t n, chat_thi
 		fn(ctx, reasoning, s, n);
 }
 
-static int hold(chat_think *t, const char *s, size_t n)
-{
-	if (t->held_len + n > t->held_cap) {
-		size_t cap = t->held_cap ? t->held_cap : 32;
-		while (cap < t->held_len + n)
-			cap *= 2;
-		char *p = realloc(t->held, cap);
-		if (!p)
-			return -1;
-		t->held = p;
-		t->held_cap = cap;
-	}
-	memcpy(t->held + t->held_len, s, n);
-	t->held_len += n;
-	return 0;
-}
-
 static void consume(chat_think *t, size_t n)
 {
-	memmove(t->held, t->held + n, t->held_len - n);
-	t->held_len -= n;
+	util_buf_consume(&t->held, n);
 }
 
 void chat_think_push(chat_think *t, const char *text, size_t len, chat_think_sink fn, void *ctx)
 {
-	if (hold(t, text, len)) {
+	if (util_buf_add(&t->held, text, len)) {
 		/* out of memory: route what is held and this piece as they
 		 * are (a marker cut across pieces may then show as text) */
 		t->oom = 1;
@@ -80,11 +60,11 @@ void chat_think_push(chat_think *t, const char *text, size_t len, chat_think_sin
 		return;
 	}
 	for (;;) {
-		const char *h = t->held;
-		size_t n = t->held_len;
+		const char *h = t->held.p;
+		size_t n = t->held.len;
 		if (t->state == TH_OUT) {
 			emit(t, 0, h, n, fn, ctx);
-			t->held_len = 0;
+			util_buf_clear(&t->held);
 			return;
 		}
 		if (t->state == TH_START) {
@@ -128,8 +108,8 @@ void chat_think_push(chat_think *t, const char *text, size_t len, chat_think_sin
 
 void chat_think_flush(chat_think *t, chat_think_sink fn, void *ctx)
 {
-	emit(t, t->state == TH_IN, t->held ? t->held : "", t->held_len, fn, ctx);
-	t->held_len = 0;
+	emit(t, t->state == TH_IN, t->held.p ? t->held.p : "", t->held.len, fn, ctx);
+	util_buf_clear(&t->held);
 }
 
 int chat_think_inside(const chat_think *t)

@@ -17,6 +17,8 @@
 
 #include <stddef.h>
 
+#include "util_buf.h"
+
 /* Receives the routed text: reasoning != 0 for the thinking. */
 typedef void (*chat_think_sink)(void *ctx, int reasoning, const char *s, size_t n);
 
@@ -24,9 +26,8 @@ typedef struct chat_think {
 	int state;
 	int seen;                  /* a thinking block was open at some point */
 	int skip_nl;               /* drop newlines at the start of the next part */
-	int oom;                   /* sticky: holding text failed (it was routed unheld) */
-	char *held;                /* may be the start of a marker */
-	size_t held_len, held_cap;
+	int oom;                   /* sticky: holding text failed (since then text is routed unheld) */
+	util_buf held;             /* may be the start of a marker */
 } chat_think;
 
 /* open: the prompt left a thinking block open. */

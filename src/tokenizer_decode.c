@@ -12,32 +12,13 @@
 #include <string.h>
 
 #include "tokenizer_impl.h"
+#include "util_buf.h"
 #include "util_unicode.h"
-
-typedef struct buf {
-	char *p;
-	size_t n, cap;
-} buf;
-
-static int buf_reserve(buf *b, size_t more)
-{
-	if (b->n + more + 1 <= b->cap)
-		return 0;
-	size_t cap = b->cap ? b->cap : 256;
-	while (cap < b->n + more + 1)
-		cap *= 2;
-	char *p = realloc(b->p, cap);
-	if (!p)
-		return -ENOMEM;
-	b->p = p;
-	b->cap = cap;
-	return 0;
-}
 
 int coli_tokenizer_decode(const coli_tokenizer *t, const int *ids, size_t n, int skip_special,
 			  char **text, size_t *len, coli_err *err)
 {
-	buf out = { 0 }, run = { 0 };
+	util_buf out = { 0 }, run = { 0 };
 	int rc = 0;
 	*text = NULL;
 	*len = 0;
@@ -53,36 +34,31 @@ int coli_tokenizer_decode(const coli_tokenizer *t, const int *ids, size_t n, int
 			continue;
 		if (i == n || added) {
 			/* end of a byte run: decode it lossily */
-			if ((rc = buf_reserve(&out, run.n * 3)) < 0)
+			if ((rc = util_buf_reserve(&out, run.len * 3)) < 0)
 				goto oom;
-			out.n += unicode_utf8_lossy((const uint8_t *)run.p, run.n, 1,
-						    (uint8_t *)out.p + out.n, NULL);
-			run.n = 0;
+			out.len += unicode_utf8_lossy((const uint8_t *)run.p, run.len, 1,
+						      (uint8_t *)out.p + out.len, NULL);
+			out.p[out.len] = '\0';
+			util_buf_clear(&run);
 			if (i == n)
 				break;
-			if ((rc = buf_reserve(&out, t->text_len[id])) < 0)
+			if ((rc = util_buf_add(&out, t->text[id], t->text_len[id])) < 0)
 				goto oom;
-			memcpy(out.p + out.n, t->text[id], t->text_len[id]);
-			out.n += t->text_len[id];
 			continue;
 		}
-		if ((rc = buf_reserve(&run, t->text_len[id])) < 0)
+		if ((rc = util_buf_add(&run, t->text[id], t->text_len[id])) < 0)
 			goto oom;
-		memcpy(run.p + run.n, t->text[id], t->text_len[id]);
-		run.n += t->text_len[id];
 	}
-	if ((rc = buf_reserve(&out, 0)) < 0)
+	if (!(*text = util_buf_steal(&out, len))) {
+		rc = -ENOMEM;
 		goto oom;
-	out.p[out.n] = '\0';
-	*text = out.p;
-	*len = out.n;
-	out.p = NULL;
+	}
 	goto out;
 oom:
 	coli_err_set(err, rc, "out of memory");
 out:
-	free(out.p);
-	free(run.p);
+	util_buf_free(&out);
+	util_buf_free(&run);
 	return rc;
 }
 

@@ -1,7 +1,7 @@
 # src/util.mk: owned by its module; appends to the lists in Makefile.am.
 # The base every module uses: errors, logging, number and size parsing,
 # Unicode, CRC-32C, SHA-256, the seqlock, the monotonic clock,
-# atomic file replacement.
+# atomic file replacement, the growable byte string.
 libcoli_a_SOURCES += \
 	src/util_err.c src/coli_err.h \
 	src/util_log.c src/coli_log.h \
@@ -11,7 +11,8 @@ libcoli_a_SOURCES += \
 	src/util_crc32c.c src/util_crc32c.h \
 	src/util_sha256.c src/util_sha256.h \
 	src/util_seqlock.h src/util_time.h src/util_bits.h \
-	src/util_file.c src/util_file.h
+	src/util_file.c src/util_file.h \
+	src/util_buf.c src/util_buf.h
 
 # the seqlock under one writer and two readers (threaded: also in the TSan stage)
 check_PROGRAMS += tests/util_seqlock
@@ -24,3 +25,9 @@ check_PROGRAMS += tests/util_file
 TESTS += tests/util_file
 tests_util_file_SOURCES = tests/util_file.c tests/test_util.h
 tests_util_file_LDADD = libcoli.a $(COLI_LIBS)
+
+# the growable byte string: appends, consume, steal, the sticky -ENOMEM
+check_PROGRAMS += tests/util_buf
+TESTS += tests/util_buf
+tests_util_buf_SOURCES = tests/util_buf.c tests/test_util.h
+tests_util_buf_LDADD = libcoli.a $(COLI_LIBS)

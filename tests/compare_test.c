@@ -174,7 +174,7 @@ static void test_sse(void)
 	for (size_t chunk = 1; chunk <= 64; chunk *= 4) {
 		cmp_result r;
 		CHECK(sse_run(good, chunk, &r) == 0);
-		CHECK(r.text && !strcmp(r.text, "H\xc3\xa9llo"));
+		CHECK(r.text.p && !strcmp(r.text.p, "H\xc3\xa9llo"));
 		CHECK(r.usage_valid && r.prompt_tokens == 5 && r.completion_tokens == 2);
 		CHECK(r.ttft_s > 0);
 		cmp_result_free(&r);

@@ -67,7 +67,7 @@ static void test_openai(void)
 	free(s);
 
 	/* stream: role chunk, text chunk, finish chunk, usage chunk, DONE */
-	srv_buf b = { 0 };
+	util_buf b = { 0 };
 	r.calls = NULL;
 	r.n_calls = 0;
 	r.finish = SRV_FINISH_STOP;
@@ -102,7 +102,7 @@ static void test_openai(void)
 		json_decref(j);
 	}
 	CHECK(n == 5);
-	srv_buf_free(&b);
+	util_buf_free(&b);
 
 	/* completions chunk shape */
 	c.chat = 0;
@@ -110,7 +110,7 @@ static void test_openai(void)
 	j = json_loads(b.p + 6, JSON_DISABLE_EOF_CHECK, NULL);
 	CHECK(j && !strcmp(sget(j, "object"), "text_completion") && !strcmp(sget(j, "choices.0.text"), "z"));
 	json_decref(j);
-	srv_buf_free(&b);
+	util_buf_free(&b);
 
 	srv_error e;
 	srv_fail(&e, 400, "invalid_request_error", "invalid_value", "n", "only n=1");
@@ -152,7 +152,7 @@ static void test_anthropic(void)
 	json_decref(j);
 	free(s);
 
-	srv_buf b = { 0 };
+	util_buf b = { 0 };
 	srv_usage u = { .prompt = 10 };
 	srv_anthropic_ev_start(&b, &c, &u);
 	srv_anthropic_ev_block_start_text(&b, 0);
@@ -196,10 +196,10 @@ static void test_anthropic(void)
 		line = strtok_r(NULL, "\n", &save);
 	}
 	CHECK(n == 10);
-	srv_buf_free(&b);
+	util_buf_free(&b);
 }
 
-static void feed(srv_stopper *s, const char *const *pieces, srv_buf *out, int *hit)
+static void feed(srv_stopper *s, const char *const *pieces, util_buf *out, int *hit)
 {
 	*hit = 0;
 	for (; *pieces && !*hit; pieces++)
@@ -212,26 +212,26 @@ static void test_stop(void)
 {
 	const char *const stops[] = { "STOP", "\xc3\xa9nd", NULL };
 	srv_stopper s;
-	srv_buf out = { 0 };
+	util_buf out = { 0 };
 	int hit;
 	/* a stop split over pieces: nothing of it is released */
 	srv_stopper_init(&s, stops, 0);
 	feed(&s, (const char *const[]){ "abc S", "T", "OP tail", NULL }, &out, &hit);
 	CHECK(hit && s.hit == 0 && !strcmp(out.p, "abc "));
 	srv_stopper_free(&s);
-	srv_buf_free(&out);
+	util_buf_free(&out);
 	/* a false start is released in full */
 	srv_stopper_init(&s, stops, 0);
 	feed(&s, (const char *const[]){ "xST", "x", "\xc3\xa9", "n", NULL }, &out, &hit);
 	CHECK(!hit && !strcmp(out.p, "xSTx\xc3\xa9n"));
 	srv_stopper_free(&s);
-	srv_buf_free(&out);
+	util_buf_free(&out);
 	/* multibyte stop */
 	srv_stopper_init(&s, stops, 0);
 	feed(&s, (const char *const[]){ "w\xc3\xa9", "nd!", NULL }, &out, &hit);
 	CHECK(hit && s.hit == 1 && !strcmp(out.p, "w"));
 	srv_stopper_free(&s);
-	srv_buf_free(&out);
+	util_buf_free(&out);
 	/* tool markup is captured, not shown */
 	srv_stopper_init(&s, NULL, 1);
 	feed(&s, (const char *const[]){ "ok <tool", "_call>get\n<arg_key>city</arg_key>\n",
@@ -244,7 +244,7 @@ static void test_stop(void)
 	CHECK(!strncmp(calls[0].id, "call_", 5));
 	srv_tools_free(calls, n);
 	srv_stopper_free(&s);
-	srv_buf_free(&out);
+	util_buf_free(&out);
 }
 
 static void test_tools(void)

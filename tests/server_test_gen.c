@@ -115,7 +115,7 @@ static coli_event done_ev(int finish, int completion)
 }
 
 /* Run a script to the end; returns the shown text in out. */
-static int run(const coli_event *script, int n, srv_request *r, srv_gen *g, srv_buf *out)
+static int run(const coli_event *script, int n, srv_request *r, srv_gen *g, util_buf *out)
 {
 	memset(&the_req, 0, sizeof the_req);
 	the_req.script = script;
@@ -134,7 +134,7 @@ int main(void)
 {
 	srv_request r;
 	srv_gen g;
-	srv_buf out = { 0 };
+	util_buf out = { 0 };
 	srv_result res;
 	srv_error e = { 0 };
 	int ids5[5] = { 1, 2, 3, 4, 5 };
@@ -152,7 +152,7 @@ int main(void)
 	CHECK(res.stop_seq && !strcmp(res.stop_seq, "END"));
 	CHECK(res.usage.prompt == 5 && res.usage.completion == 3);
 	srv_gen_free(&g);
-	srv_buf_free(&out);
+	util_buf_free(&out);
 
 	/* a partial stop at the end is released */
 	coli_event s2[] = { text_ev(10, "abc E"), done_ev(COLI_FINISH_LENGTH, 1) };
@@ -160,7 +160,7 @@ int main(void)
 	CHECK(out.p && !strcmp(out.p, "abc E") && g.finish == SRV_FINISH_LENGTH);
 	CHECK(g.usage.cached == 2 && g.usage.completion == 1);
 	srv_gen_free(&g);
-	srv_buf_free(&out);
+	util_buf_free(&out);
 
 	/* tool-call markup from special tokens becomes a call; EOS never shows */
 	memset(&r, 0, sizeof r);
@@ -175,7 +175,7 @@ int main(void)
 	if (g.n_calls == 1)
 		CHECK(!strcmp(g.calls[0].name, "get") && !strcmp(g.calls[0].arguments, "{\"a\":1}"));
 	srv_gen_free(&g);
-	srv_buf_free(&out);
+	util_buf_free(&out);
 
 	/* the same typed by the tool's schema (a string stays a string), its
 	 * arguments growing while generated, for the Anthropic API (toolu_
@@ -201,7 +201,7 @@ int main(void)
 		CHECK(!strcmp(g.calls[0].arguments, "{\"a\":\" 12 \"}") && !strncmp(g.calls[0].id, "toolu_", 6),
 		      "%s %s", g.calls[0].id, g.calls[0].arguments);
 	srv_gen_free(&g);
-	srv_buf_free(&out);
+	util_buf_free(&out);
 
 	/* without tools, special tokens stay invisible */
 	memset(&r, 0, sizeof r);
@@ -209,7 +209,7 @@ int main(void)
 	CHECK(out.p && !strcmp(out.p, "ok get\n<arg_key>a</arg_key><arg_value>1</arg_value>"));
 	CHECK(g.finish == SRV_FINISH_STOP && g.n_calls == 0);
 	srv_gen_free(&g);
-	srv_buf_free(&out);
+	util_buf_free(&out);
 
 	/* engine error */
 	coli_event s4[2] = { text_ev(10, "x") };
@@ -218,7 +218,7 @@ int main(void)
 	CHECK(run(s4, 2, &r, &g, &out) == 0);
 	CHECK(g.finish == SRV_FINISH_ERROR && !strcmp(g.errmsg, "disk on fire"));
 	srv_gen_free(&g);
-	srv_buf_free(&out);
+	util_buf_free(&out);
 
 	/* a quiet engine makes the stream send keepalives, then carries on */
 	memset(&r, 0, sizeof r);
@@ -236,7 +236,7 @@ int main(void)
 	CHECK(srv_gen_next(&g, &out) == 1 && !g.idle && !strcmp(out.p, "ab"));
 	CHECK(srv_gen_next(&g, &out) == 0 && g.finish == SRV_FINISH_STOP);
 	srv_gen_free(&g);
-	srv_buf_free(&out);
+	util_buf_free(&out);
 
 	/* the client leaves while the engine has tokens ready every time: the
 	 * socket is looked at before each token is taken, so the request is
@@ -254,7 +254,7 @@ int main(void)
 	close(sv[1]);
 	CHECK(srv_gen_next(&g, &out) == -1 && the_req.cancelled && the_req.at == 1);
 	srv_gen_free(&g);
-	srv_buf_free(&out);
+	util_buf_free(&out);
 	close(sv[0]);
 
 	/* the server stops: the request is cancelled and read to its end, so
@@ -268,7 +268,7 @@ int main(void)
 	atomic_store(&stopping, 1);
 	CHECK(srv_gen_next(&g, &out) == 0 && g.finish == SRV_FINISH_SHUTDOWN && the_req.cancelled);
 	srv_gen_free(&g);
-	srv_buf_free(&out);
+	util_buf_free(&out);
 
 	/* refusals map to HTTP statuses */
 	int ids[1] = { 1 };

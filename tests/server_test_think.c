@@ -13,7 +13,7 @@
 static void run(const char *text, int open, size_t piece, const char *want_r, const char *want_a, int want_seen)
 {
 	srv_think t;
-	srv_buf r = { 0 }, a = { 0 };
+	util_buf r = { 0 }, a = { 0 };
 	srv_think_init(&t, open);
 	size_t n = strlen(text);
 	for (size_t i = 0; i < n; i += piece)
@@ -24,8 +24,8 @@ static void run(const char *text, int open, size_t piece, const char *want_r, co
 		"%s (open %d, pieces of %zu): reasoning \"%s\" answer \"%s\" seen %d", text,
 			open, piece, gr, ga, t.seen);
 	srv_think_free(&t);
-	srv_buf_free(&r);
-	srv_buf_free(&a);
+	util_buf_free(&r);
+	util_buf_free(&a);
 }
 
 static void all_pieces(const char *text, int open, const char *want_r, const char *want_a, int want_seen)

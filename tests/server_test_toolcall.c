@@ -46,10 +46,10 @@ static char *run(int mode, const char *forced, int max_calls, const char *text, 
 	srv_tc_finish(&p);
 	srv_tool_call *calls;
 	int nc = srv_tc_take(&p, &calls);
-	srv_buf out = { 0 };
+	util_buf out = { 0 };
 	for (int c = 0; c < nc; c++) {
 		CHECK(!strncmp(calls[c].id, "toolu_", 6), "id %s", calls[c].id);
-		srv_buf_printf(&out, "%s %s;", calls[c].name, calls[c].arguments);
+		util_buf_printf(&out, "%s %s;", calls[c].name, calls[c].arguments);
 		/* the whole text is what was streamed (announced args, then more) */
 		if (c < 8 && prev[c])
 			CHECK(!strncmp(calls[c].arguments, prev[c], strlen(prev[c])), "final args not an extension");
@@ -72,7 +72,7 @@ static void expect(int mode, const char *forced, int max_calls, const char *text
 
 /* srv_tc_stream's sink: what a stream sends, as "[NAME:" args deltas "]" */
 typedef struct sent {
-	srv_buf out;
+	util_buf out;
 	int starts, ends;
 } sent;
 
@@ -80,7 +80,7 @@ static int sink_start(void *ctx, int i, srv_tc_call *c)
 {
 	sent *k = ctx;
 	k->starts++;
-	srv_buf_printf(&k->out, "[%s:", c->name);
+	util_buf_printf(&k->out, "[%s:", c->name);
 	return 10 + i;   /* the stream's own tag, kept in c->announced */
 }
 
@@ -88,7 +88,7 @@ static void sink_args(void *ctx, int i, srv_tc_call *c, const char *p, size_t n)
 {
 	sent *k = ctx;
 	CHECK(c->announced == 10 + i, "args of call %d before its start", i);
-	srv_buf_add(&k->out, p, n);
+	util_buf_add(&k->out, p, n);
 }
 
 static void sink_end(void *ctx, int i, srv_tc_call *c)
@@ -97,7 +97,7 @@ static void sink_end(void *ctx, int i, srv_tc_call *c)
 	(void)i;
 	CHECK(c->done, "a call ended before it is whole");
 	k->ends++;
-	srv_buf_puts(&k->out, "]");
+	util_buf_puts(&k->out, "]");
 }
 
 /* The calls streamed as the markup arrives in pieces of `step` bytes:
@@ -124,7 +124,7 @@ static void expect_stream(const char *text, size_t step, const char *want, int n
 	      step, k.out.p ? k.out.p : "", want);
 	CHECK(k.starts == n_calls && k.ends == n_calls, "%d starts, %d ends", k.starts, k.ends);
 	CHECK(step > 4 || sends > 2, "the arguments went out in %zu sends", sends);
-	srv_buf_free(&k.out);
+	util_buf_free(&k.out);
 	srv_tc_free(&p);
 }
 

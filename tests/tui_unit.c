@@ -433,9 +433,9 @@ static void test_chat_transcript(void)
 	CHECK(tui_chat_open(&c, dir, "s1", 5, &err) == 0);
 	CHECK(c.n == 3 && c.kv_tokens == 5 && c.last_finish == COLI_FINISH_LENGTH);
 	if (c.n == 3) {
-		CHECK(c.msgs[0].role == TUI_MSG_USER && !strcmp(c.msgs[0].text, "hello \xe4\xb8\xad"));
-		CHECK(c.msgs[1].role == TUI_MSG_ASSISTANT && !strcmp(c.msgs[1].text, "line one\nline two"));
-		CHECK(c.msgs[2].role == TUI_MSG_ERROR && !strcmp(c.msgs[2].text, "oops 42"));
+		CHECK(c.msgs[0].role == TUI_MSG_USER && !strcmp(c.msgs[0].text.p, "hello \xe4\xb8\xad"));
+		CHECK(c.msgs[1].role == TUI_MSG_ASSISTANT && !strcmp(c.msgs[1].text.p, "line one\nline two"));
+		CHECK(c.msgs[2].role == TUI_MSG_ERROR && !strcmp(c.msgs[2].text.p, "oops 42"));
 	}
 	tui_chat_close(&c);
 	char name[64];
@@ -476,9 +476,9 @@ static void test_chat_transcript_thinking(void)
 	CHECK(c.n == 4);
 	if (c.n == 4) {
 		CHECK(!c.msgs[0].has_think && !c.msgs[2].has_think);
-		CHECK(c.msgs[1].has_think && c.msgs[1].think_tokens == 312 && !strcmp(c.msgs[1].text, "because"));
+		CHECK(c.msgs[1].has_think && c.msgs[1].think_tokens == 312 && !strcmp(c.msgs[1].text.p, "because"));
 		CHECK(c.msgs[1].think.p && !strcmp(c.msgs[1].think.p, "Let me see.\n\xe6\x80\x9d\xe8\x80\x83"));
-		CHECK(c.msgs[3].has_think && c.msgs[3].think_tokens == 24 && c.msgs[3].len == 0);
+		CHECK(c.msgs[3].has_think && c.msgs[3].think_tokens == 24 && c.msgs[3].text.len == 0);
 	}
 	tui_chat_close(&c);
 
@@ -498,11 +498,11 @@ static void test_chat_transcript_thinking(void)
 	CHECK(c.n == 4 && c.last_finish == COLI_FINISH_STOP);
 	if (c.n == 4) {
 		/* a user's text is never split */
-		CHECK(!c.msgs[0].has_think && !strcmp(c.msgs[0].text, "a </think> b"));
+		CHECK(!c.msgs[0].has_think && !strcmp(c.msgs[0].text.p, "a </think> b"));
 		CHECK(c.msgs[1].has_think && c.msgs[1].think_tokens == 0 && !strcmp(c.msgs[1].think.p, "hmm\n") &&
-		      !strcmp(c.msgs[1].text, "ok"));
-		CHECK(c.msgs[2].has_think && !strcmp(c.msgs[2].think.p, "r1") && !strcmp(c.msgs[2].text, "a1"));
-		CHECK(!c.msgs[3].has_think && !strcmp(c.msgs[3].text, "plain"));
+		      !strcmp(c.msgs[1].text.p, "ok"));
+		CHECK(c.msgs[2].has_think && !strcmp(c.msgs[2].think.p, "r1") && !strcmp(c.msgs[2].text.p, "a1"));
+		CHECK(!c.msgs[3].has_think && !strcmp(c.msgs[3].text.p, "plain"));
 	}
 	tui_chat_close(&c);
 	/* saved again: the thinking is now stored beside the answer */

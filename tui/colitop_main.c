@@ -64,6 +64,7 @@ typedef struct args {
 	long port, max_tokens;
 	double temperature, grace;
 	int no_server, ignore_eos;
+	int version;   /* -V / --version */
 } args;
 
 static int parse_env(args *a, coli_err *err)
@@ -83,53 +84,53 @@ static int parse_env(args *a, coli_err *err)
 	return 0;
 }
 
+/* colitop's own flags (coli_cmd_flag_fn). -V prints the version and ends
+ * the argument list: the rest is not read, as with --help. */
+static int colitop_flag(void *ctx, int argc, char **argv, int *i, coli_err *err)
+{
+	args *a = ctx;
+	const char *s = argv[*i];
+	int has = *i + 1 < argc, rc = 0;
+	if (!strcmp(s, "-V") || !strcmp(s, "--version")) {
+		a->version = 1;
+		*i = argc;
+	} else if (!strcmp(s, "--model") && has) {
+		a->model = argv[++*i];
+	} else if (!strcmp(s, "--port") && has) {
+		rc = util_parse_int(argv[++*i], s, 0, 65535, &a->port, err);
+		a->no_server = 0;
+	} else if (!strcmp(s, "--ignore-eos")) {
+		a->ignore_eos = 1;
+	} else if (!strcmp(s, "--no-server")) {
+		a->no_server = 1;
+	} else if (!strcmp(s, "--host") && has) {
+		a->host = argv[++*i];
+	} else if (!strcmp(s, "--api-key-env") && has) {
+		a->key_env = argv[++*i];
+	} else if (!strcmp(s, "--session") && has) {
+		a->session = argv[++*i];
+	} else if (!strcmp(s, "--max-tokens") && has) {
+		rc = util_parse_int(argv[++*i], s, 1, 1 << 24, &a->max_tokens, err);
+	} else if (!strcmp(s, "--shutdown-grace") && has) {
+		rc = util_parse_float(argv[++*i], s, 0, 86400, &a->grace, err);
+	} else if (!strcmp(s, "--temperature") && has) {
+		rc = util_parse_float(argv[++*i], s, 0.0, 10.0, &a->temperature, err);
+	} else {
+		return 0;
+	}
+	return rc < 0 ? rc : 1;
+}
+
 static int parse_args(int argc, char **argv, args *a, coli_engine_flags *fl, int *done, coli_err *err)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i];
-		int rr = coli_engine_flags_parse(fl, argc, argv, &i, err);
-		if (rr < 0)
-			return rr;
-		if (rr)
-			continue;
-		int has = i + 1 < argc;
-		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-			usage(stdout);
-			*done = 1;
-			return 0;
-		} else if (!strcmp(s, "-V") || !strcmp(s, "--version")) {
-			printf("colitop %s\n", PACKAGE_VERSION);
-			*done = 1;
-			return 0;
-		} else if (!strcmp(s, "--model") && has) {
-			a->model = argv[++i];
-		} else if (!strcmp(s, "--port") && has) {
-			if (util_parse_int(argv[++i], s, 0, 65535, &a->port, err))
-				return -EINVAL;
-			a->no_server = 0;
-		} else if (!strcmp(s, "--ignore-eos")) {
-			a->ignore_eos = 1;
-		} else if (!strcmp(s, "--no-server")) {
-			a->no_server = 1;
-		} else if (!strcmp(s, "--host") && has) {
-			a->host = argv[++i];
-		} else if (!strcmp(s, "--api-key-env") && has) {
-			a->key_env = argv[++i];
-		} else if (!strcmp(s, "--session") && has) {
-			a->session = argv[++i];
-		} else if (!strcmp(s, "--max-tokens") && has) {
-			if (util_parse_int(argv[++i], s, 1, 1 << 24, &a->max_tokens, err))
-				return -EINVAL;
-		} else if (!strcmp(s, "--shutdown-grace") && has) {
-			if (util_parse_float(argv[++i], s, 0, 86400, &a->grace, err))
-				return -EINVAL;
-		} else if (!strcmp(s, "--temperature") && has) {
-			if (util_parse_float(argv[++i], s, 0.0, 10.0, &a->temperature, err))
-				return -EINVAL;
-		} else {
-			return coli_err_set(err, -EINVAL, "unexpected argument '%s' (see --help)", s);
-		}
-	}
+	int rr = coli_engine_flags_parse_args(fl, NULL, argc, argv, colitop_flag, a, NULL, err);
+	if (rr < 0)
+		return rr;
+	if (rr == COLI_ARGS_HELP)
+		usage(stdout);
+	else if (a->version)
+		printf("colitop %s\n", PACKAGE_VERSION);
+	*done = rr == COLI_ARGS_HELP || a->version;
 	return 0;
 }
 

@@ -16,42 +16,6 @@
 
 static const char *const role_names[] = { "user", "assistant", "note", "error" };
 
-static int msg_append(tui_msg *m, const char *s, size_t n)
-{
-	if (m->len + n + 1 > m->cap) {
-		size_t cap = m->cap ? m->cap : 64;
-		while (cap < m->len + n + 1)
-			cap *= 2;
-		char *t = realloc(m->text, cap);
-		if (!t)
-			return -ENOMEM;
-		m->text = t;
-		m->cap = cap;
-	}
-	memcpy(m->text + m->len, s, n);
-	m->len += n;
-	m->text[m->len] = 0;
-	return 0;
-}
-
-static int str_append(tui_str *s, const char *p, size_t n)
-{
-	if (s->len + n + 1 > s->cap) {
-		size_t cap = s->cap ? s->cap : 64;
-		while (cap < s->len + n + 1)
-			cap *= 2;
-		char *t = realloc(s->p, cap);
-		if (!t)
-			return -ENOMEM;
-		s->p = t;
-		s->cap = cap;
-	}
-	memcpy(s->p + s->len, p, n);
-	s->len += n;
-	s->p[s->len] = 0;
-	return 0;
-}
-
 static tui_msg *msg_add(tui_chat *c, int role, const char *s, size_t n)
 {
 	if (c->n == c->cap) {
@@ -65,7 +29,7 @@ static tui_msg *msg_add(tui_chat *c, int role, const char *s, size_t n)
 	tui_msg *m = &c->msgs[c->n];
 	memset(m, 0, sizeof *m);
 	m->role = role;
-	if (msg_append(m, s, n))
+	if (util_buf_add(&m->text, s, n))
 		return NULL;
 	c->n++;
 	c->version++;
@@ -106,7 +70,7 @@ static int load_sidecar(tui_chat *c, coli_err *err)
 		if (m && t.reasoning[i]) {
 			m->has_think = 1;
 			m->think_tokens = t.reasoning_tokens[i];
-			str_append(&m->think, t.reasoning[i], strlen(t.reasoning[i]));
+			util_buf_add(&m->think, t.reasoning[i], strlen(t.reasoning[i]));
 		}
 	}
 	chat_transcript_free(&t);
@@ -146,8 +110,8 @@ void tui_chat_close(tui_chat *c)
 	if ((c->n || c->kv_tokens) && tui_chat_save(c, &err))
 		coli_warn("%s", err.msg);
 	for (int i = 0; i < c->n; i++) {
-		free(c->msgs[i].text);
-		free(c->msgs[i].think.p);
+		util_buf_free(&c->msgs[i].text);
+		util_buf_free(&c->msgs[i].think);
 	}
 	free(c->msgs);
 	chat_think_free(&c->think);
@@ -162,7 +126,7 @@ int tui_chat_save(const tui_chat *c, coli_err *err)
 	t.last_finish = c->last_finish;
 	for (int i = 0; i < c->n; i++) {
 		const tui_msg *m = &c->msgs[i];
-		if (chat_transcript_add(&t, role_names[m->role & 3], m->text, m->len) ||
+		if (chat_transcript_add(&t, role_names[m->role & 3], m->text.p, m->text.len) ||
 		    (m->has_think && chat_transcript_set_reasoning(&t, t.n - 1, m->think.p ? m->think.p : "",
 								    m->think.len, m->think_tokens))) {
 			chat_transcript_free(&t);
@@ -222,9 +186,9 @@ static void think_sink(void *ctx, int reasoning, const char *s, size_t n)
 		return;
 	if (reasoning) {
 		m->has_think = 1;
-		str_append(&m->think, s, n);
+		util_buf_add(&m->think, s, n);
 	} else {
-		msg_append(m, s, n);
+		util_buf_add(&m->text, s, n);
 	}
 }
 

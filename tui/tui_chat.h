@@ -20,23 +20,18 @@
 #include "coli_err.h"
 #include "engine.h"
 #include "kv_file.h"
+#include "util_buf.h"
 
 enum tui_role_kind { TUI_MSG_USER = 0, TUI_MSG_ASSISTANT, TUI_MSG_NOTE, TUI_MSG_ERROR };
 
 /* A string that grows as the answer streams. */
-typedef struct tui_str {
-	char *p;             /* UTF-8, NUL-terminated (NULL while empty) */
-	size_t len, cap;
-} tui_str;
-
 typedef struct tui_msg {
 	int role;            /* enum tui_role_kind */
-	char *text;          /* UTF-8, NUL-terminated: the answer */
-	size_t len, cap;
+	util_buf text;       /* UTF-8, NUL-terminated: the answer */
 	/* An answer's thinking (a thinking model's "<think>" block, split
 	 * out as it streams; shown collapsed to one line unless expanded). */
 	int has_think;       /* the answer opened a thinking block */
-	tui_str think;
+	util_buf think;      /* UTF-8, NUL-terminated (p NULL while empty) */
 	int think_tokens;    /* tokens generated inside the block (0: not known) */
 } tui_msg;
 

@@ -88,7 +88,7 @@ static int msg_lines(const tui_app *a, int i, int tw, chat_line *out)
 	int k = 0;
 	/* a block closed at once (no thinking text) shows nothing, unless
 	 * the model is still in it */
-	int live = tui_chat_busy(&a->chat) && i == a->chat.n - 1 && !m->len;
+	int live = tui_chat_busy(&a->chat) && i == a->chat.n - 1 && !m->text.len;
 	if (m->has_think && (m->think.len || live)) {
 		if (out)
 			out[k] = (chat_line){ i, PART_THINK_HEAD, { 0, 0, 0 } };
@@ -99,10 +99,10 @@ static int msg_lines(const tui_app *a, int i, int tw, chat_line *out)
 				return -1;
 			k += n;
 		}
-		if (!m->len)
+		if (!m->text.len)
 			return k;
 	}
-	int n = wrap_part(a, m->text, m->len, tw, i, PART_TEXT, out ? out + k : NULL);
+	int n = wrap_part(a, m->text.p, m->text.len, tw, i, PART_TEXT, out ? out + k : NULL);
 	return n < 0 ? -1 : k + n;
 }
 
@@ -281,7 +281,7 @@ void tui_draw_chat(tui_app *a, WINDOW *w)
 			continue;
 		const tui_msg *m = &c->msgs[L->msg];
 		if (L->part == PART_THINK_HEAD) {
-			int live = tui_chat_busy(c) && L->msg == c->n - 1 && !m->len;
+			int live = tui_chat_busy(c) && L->msg == c->n - 1 && !m->text.len;
 			think_head(a, m, live, tw, buf, sizeof buf);
 			tui_draw_text(a, w, 1 + y, 3, tw, buf, dim);
 			continue;
@@ -296,7 +296,7 @@ void tui_draw_chat(tui_app *a, WINDOW *w)
 		const char *mark = m->role == TUI_MSG_USER ? ">" : m->role == TUI_MSG_ERROR ? "!" : " ";
 		if (is_first)
 			tui_draw_text(a, w, 1 + y, 1, 2, mark, attr | A_BOLD);
-		tui_text_fit(m->text + L->ln.off, L->ln.len, tw, a->ascii, buf, sizeof buf);
+		tui_text_fit(m->text.p + L->ln.off, L->ln.len, tw, a->ascii, buf, sizeof buf);
 		wattrset(w, attr);
 		mvwaddstr(w, 1 + y, 3, buf);
 		wattrset(w, A_NORMAL);
