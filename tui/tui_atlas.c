@@ -55,17 +55,22 @@ void tui_atlas_pick(const atlas_cmp *c, int n, int n_layers, int top, tui_spec *
 	}
 }
 
-/* (mtime ns, size) of path; (0, -1) when absent. */
-static void stamp_of(const char *path, long long out[2])
+/* (mtime ns, size, inode) of path; (0, -1, 0) when absent. The inode
+ * because profiles are replaced by rename: two writes within one tick of
+ * the file system's clock have the same mtime and, same shape, the same
+ * size, but never the same inode while the old file is still there. */
+static void stamp_of(const char *path, long long out[3])
 {
 	struct stat st;
 	if (stat(path, &st)) {
 		out[0] = 0;
 		out[1] = -1;
+		out[2] = 0;
 		return;
 	}
 	out[0] = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
 	out[1] = (long long)st.st_size;
+	out[2] = (long long)st.st_ino;
 }
 
 /* path -> grid of this model's shape: 0, or -1 with why in msg */
@@ -99,7 +104,7 @@ int tui_atlas_conv_refresh(tui_atlas *t, const char *session)
 	if (!t->n_layers)
 		return 0;
 	char path[2][4400];
-	long long now[2][2];
+	long long now[2][3];
 	int bad = kv_store_path(t->kv_dir, session, "prof", path[0], sizeof path[0], NULL) < 0;
 	snprintf(path[1], sizeof path[1], "%s/%s.prof", t->prof_dir, COLI_PROFILE_ALL);
 	for (int i = 0; i < 2; i++)

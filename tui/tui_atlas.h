@@ -45,7 +45,7 @@ typedef struct tui_atlas {
 	char kv_dir[4200], prof_dir[4200];
 	/* the conversation view (TUI thread) */
 	char session[KV_NAME_MAX + 1];
-	long long stamp[2][2];       /* (mtime ns, size) of NAME.prof, _all.prof */
+	long long stamp[2][3];       /* (mtime ns, size, inode) of NAME.prof, _all.prof */
 	int conv_ok;                 /* both read: spec is valid */
 	double conv_tokens, base_tokens;
 	tui_spec *spec;              /* (n_layers, TUI_ATLAS_TOP) */
