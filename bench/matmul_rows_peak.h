@@ -49,17 +49,23 @@ __attribute__((target("avx512f,avx512vnni"))) static double peak_vpdpbusd_run(lo
 	return (double)iters * 12 * 64 * 2 / t;
 }
 
+/* The best of 3 runs of 2e7 passes. */
+static double peak_best(double (*run)(long))
+{
+	double best = 0;
+	for (int r = 0; r < 3; r++) {
+		double v = run(20L * 1000 * 1000);
+		best = v > best ? v : best;
+	}
+	return best;
+}
+
 static double bench_peak_vpdpbusd(void)
 {
 	__builtin_cpu_init();
 	if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512vnni"))
 		return 0;
-	double best = 0;
-	for (int r = 0; r < 3; r++) {
-		double v = peak_vpdpbusd_run(20L * 1000 * 1000);
-		best = v > best ? v : best;
-	}
-	return best;
+	return peak_best(peak_vpdpbusd_run);
 }
 
 __attribute__((target("avx2"))) static double peak_vpmaddubsw_run(long iters)
@@ -97,12 +103,7 @@ static double bench_peak_vpmaddubsw(void)
 	__builtin_cpu_init();
 	if (!__builtin_cpu_supports("avx2"))
 		return 0;
-	double best = 0;
-	for (int r = 0; r < 3; r++) {
-		double v = peak_vpmaddubsw_run(20L * 1000 * 1000);
-		best = v > best ? v : best;
-	}
-	return best;
+	return peak_best(peak_vpmaddubsw_run);
 }
 
 struct peak_tilecfg {

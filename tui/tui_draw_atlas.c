@@ -37,11 +37,7 @@ void tui_draw_conv(tui_app *a, WINDOW *w)
 			 t->base_tokens);
 	tui_draw_text(a, w, 1, 2, inner, line, tui_attr(TUI_R_DIM));
 	int rows = h - 3;
-	int max_scroll = n_moe > rows ? n_moe - rows : 0;
-	if (a->experts_scroll > max_scroll)
-		a->experts_scroll = max_scroll;
-	if (a->experts_scroll < 0)
-		a->experts_scroll = 0;
+	tui_clamp_scroll(&a->experts_scroll, n_moe, rows);
 	int lg = 1;
 	for (int n = a->n_layers - 1; n >= 10; n /= 10)
 		lg++;

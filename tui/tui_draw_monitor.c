@@ -48,11 +48,7 @@ void tui_draw_routing(tui_app *a, WINDOW *w)
 		return;
 	}
 	int rows = h - 2, inner = wd - 2;
-	int max_scroll = n_moe > rows ? n_moe - rows : 0;
-	if (a->routing_scroll > max_scroll)
-		a->routing_scroll = max_scroll;
-	if (a->routing_scroll < 0)
-		a->routing_scroll = 0;
+	tui_clamp_scroll(&a->routing_scroll, n_moe, rows);
 	const int dg = digits(a->n_experts - 1), lg = digits(a->n_layers - 1);
 	char buf[1024], bar[256];
 	for (int y = 0; y < rows && a->first_moe + a->routing_scroll + y < a->n_layers; y++) {
@@ -174,11 +170,7 @@ void tui_draw_experts(tui_app *a, WINDOW *w)
 	if (wd - 1 - x >= 14)
 		tui_draw_text(a, w, 1, x, wd - 1 - x, "reverse=routed", tui_attr(TUI_R_DIM));
 	int rows = h - 3;
-	int max_scroll = n_moe > rows ? n_moe - rows : 0;
-	if (a->experts_scroll > max_scroll)
-		a->experts_scroll = max_scroll;
-	if (a->experts_scroll < 0)
-		a->experts_scroll = 0;
+	tui_clamp_scroll(&a->experts_scroll, n_moe, rows);
 	char buf[32];
 	for (int y = 0; y < rows && a->first_moe + a->experts_scroll + y < a->n_layers; y++) {
 		int l = a->first_moe + a->experts_scroll + y;

@@ -44,4 +44,14 @@ int tui_layout_hit(const tui_layout *l, int y, int x);
 /* Pane title ("Chat", "Routing", ...). */
 const char *tui_pane_name(int id);
 
+/* *scroll kept within [0, n - rows] (0 when n lines fit in rows). */
+static inline void tui_clamp_scroll(int *scroll, int n, int rows)
+{
+	const int max = n > rows ? n - rows : 0;
+	if (*scroll > max)
+		*scroll = max;
+	if (*scroll < 0)
+		*scroll = 0;
+}
+
 #endif
