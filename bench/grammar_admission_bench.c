@@ -35,17 +35,11 @@
 
 #include "engine.h"
 #include "bench_stats.h"
+#include "util_time.h"
 
 #define MAX_ROUNDS 32
 #define B_TOKENS 400
 #define AT 100
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* An agent-tool-like schema: 48 properties of every kind the subset has
  * (patterns, formats, enums, bounded numbers, arrays of objects). */
@@ -112,10 +106,10 @@ static void *run_a(void *arg)
 	p.json_schema = a->schema;
 	coli_request *r = NULL;
 	coli_err err = { 0 };
-	const double t0 = now_s();
+	const double t0 = coli_now_s();
 	a->t0 = t0;
 	a->rc = coli_engine_submit(a->e, pa, 4, &p, &r, &err);
-	a->submit_s = now_s() - t0;
+	a->submit_s = coli_now_s() - t0;
 	if (a->rc) {
 		fprintf(stderr, "grammar_admission_bench: A: %s\n", err.msg);
 		return NULL;
@@ -123,7 +117,7 @@ static void *run_a(void *arg)
 	coli_event ev;
 	while (coli_request_next(r, &ev, 300 * 1000) && ev.kind == COLI_EV_TEXT)
 		if (!a->t_first)
-			a->t_first = now_s();
+			a->t_first = coli_now_s();
 	if (ev.kind != COLI_EV_DONE) {
 		fprintf(stderr, "grammar_admission_bench: A: %s\n", ev.message);
 		a->rc = -1;
@@ -162,7 +156,7 @@ static int one(const coli_engine_opts *o, const char *schema, double *max_gap, d
 	coli_event ev;
 	while (coli_request_next(b, &ev, 300 * 1000) && ev.kind == COLI_EV_TEXT) {
 		if (n <= B_TOKENS)
-			t[n] = now_s();
+			t[n] = coli_now_s();
 		if (++n == AT && !started) {
 			if (pthread_create(&th, NULL, run_a, &a))
 				goto out;

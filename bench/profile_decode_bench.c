@@ -24,16 +24,10 @@
 
 #include "engine.h"
 #include "bench_stats.h"
+#include "util_time.h"
 
 #define MAX_ROUNDS 64
 #define MAX_TOKENS 4096
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* One request of `tokens` decoded by a fresh engine: the median gap
  * between its tokens in ms, or -1. */
@@ -75,7 +69,7 @@ static double run(const char *model, const char *cache, int no_profiles, int tok
 		if (ev.kind != COLI_EV_TEXT)
 			break;
 		if (n <= MAX_TOKENS)
-			t[n++] = now_s();
+			t[n++] = coli_now_s();
 	}
 	if (ev.kind == COLI_EV_DONE && n > 2) {
 		for (int i = 1; i < n; i++)

@@ -28,16 +28,10 @@
 
 #include "engine.h"
 #include "bench_stats.h"
+#include "util_time.h"
 
 #define MAX_ROUNDS 32
 #define B_TOKENS 600
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct {
 	coli_engine *e;
@@ -112,7 +106,7 @@ static int run_b(coli_engine *e, const char *session, double *max_gap, double *p
 			rc = ev.kind == COLI_EV_DONE ? 0 : -1;
 			break;
 		}
-		double t_now = now_s();
+		double t_now = coli_now_s();
 		if (last > 0.0 && n < B_TOKENS)
 			gaps[n++] = t_now - last;
 		last = t_now;
