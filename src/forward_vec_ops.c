@@ -70,21 +70,32 @@ VEC_INLINE v16f v16f_load(const float *p)
 	return v;
 }
 
+VEC_INLINE v8f v8f_load(const float *p)
+{
+	v8f v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+VEC_INLINE void v8f_store(float *p, v8f v)
+{
+	memcpy(p, &v, sizeof v);
+}
+
 VEC_INLINE void v16f_store(float *p, v16f v)
 {
 	memcpy(p, &v, sizeof v);
 }
 
-/* coli_vec_dot's lane partials s, finished its way: the 16 lanes reduced
- * pairwise (8+8, 4+4, 2+2, 1+1), then the tail terms i..n-1. */
-VEC_INLINE float dot_finish(v16f s, const float *a, const float *b, int i, int n)
+/* coli_vec_dot's lane partials, lanes 0..7 in lo and 8..15 in hi,
+ * finished its way: the 16 lanes reduced pairwise (8+8, 4+4, 2+2, 1+1),
+ * then the tail terms i..n-1. */
+VEC_INLINE float dot_finish(v8f lo, v8f hi, const float *a, const float *b, int i, int n)
 {
 	/* the same adds as the scalar tree, two levels as vectors */
-	v8f h8[2];
+	const v8f h8 = lo + hi;
 	v4f h4[2];
-	memcpy(h8, &s, sizeof h8);
-	h8[0] += h8[1];
-	memcpy(h4, &h8[0], sizeof h4);
+	memcpy(h4, &h8, sizeof h4);
 	h4[0] += h4[1];
 	float acc[4];
 	memcpy(acc, &h4[0], sizeof acc);
@@ -103,27 +114,33 @@ VEC_INLINE const float *row_at(const float *x, size_t x_stride, const float *con
 	return rows ? rows[p] : x + (size_t)p * x_stride;
 }
 
+/* Four rows at a time: four independent chains of coli_vec_dot's 16
+ * lanes, each as two v8f (a register of the AVX2 and AVX-512 clones: as
+ * v16f, the AVX2 clone kept them on the stack) */
 VEC_INLINE void dot_rows(const float *a, const float *x, size_t x_stride, const float *const *rows, int np, int n,
 			 float *out)
 {
 	int p = 0;
-	/* four rows at a time: four independent accumulator chains */
 	for (; p + 4 <= np; p += 4) {
 		const float *x0 = row_at(x, x_stride, rows, p), *x1 = row_at(x, x_stride, rows, p + 1);
 		const float *x2 = row_at(x, x_stride, rows, p + 2), *x3 = row_at(x, x_stride, rows, p + 3);
-		v16f s0 = { 0 }, s1 = { 0 }, s2 = { 0 }, s3 = { 0 };
+		v8f l0 = { 0 }, h0 = { 0 }, l1 = { 0 }, h1 = { 0 }, l2 = { 0 }, h2 = { 0 }, l3 = { 0 }, h3 = { 0 };
 		int i = 0;
 		for (; i + COLI_VEC_LANES <= n; i += COLI_VEC_LANES) {
-			const v16f av = v16f_load(a + i);
-			s0 += av * v16f_load(x0 + i);
-			s1 += av * v16f_load(x1 + i);
-			s2 += av * v16f_load(x2 + i);
-			s3 += av * v16f_load(x3 + i);
+			const v8f al = v8f_load(a + i), ah = v8f_load(a + i + 8);
+			l0 += al * v8f_load(x0 + i);
+			h0 += ah * v8f_load(x0 + i + 8);
+			l1 += al * v8f_load(x1 + i);
+			h1 += ah * v8f_load(x1 + i + 8);
+			l2 += al * v8f_load(x2 + i);
+			h2 += ah * v8f_load(x2 + i + 8);
+			l3 += al * v8f_load(x3 + i);
+			h3 += ah * v8f_load(x3 + i + 8);
 		}
-		out[p] = dot_finish(s0, a, x0, i, n);
-		out[p + 1] = dot_finish(s1, a, x1, i, n);
-		out[p + 2] = dot_finish(s2, a, x2, i, n);
-		out[p + 3] = dot_finish(s3, a, x3, i, n);
+		out[p] = dot_finish(l0, h0, a, x0, i, n);
+		out[p + 1] = dot_finish(l1, h1, a, x1, i, n);
+		out[p + 2] = dot_finish(l2, h2, a, x2, i, n);
+		out[p + 3] = dot_finish(l3, h3, a, x3, i, n);
 	}
 	for (; p < np; p++)
 		out[p] = coli_vec_dot(a, row_at(x, x_stride, rows, p), n);
@@ -141,36 +158,48 @@ void coli_vec_dot_gather(const float *a, const float *const *rows, int np, int n
 	dot_rows(a, NULL, 0, rows, np, n, out);
 }
 
-/* Columns [c, c + 64 * wide) of coli_vec_wsum, wide = 1 or 2: 4 * wide
- * independent accumulator chains held in registers (the constant trip
- * counts unroll fully after inlining). */
+/* Columns [c, c + 64) of coli_vec_wsum: eight independent accumulator
+ * chains of 8 lanes (one ymm each in the AVX2 and AVX-512 clones, two xmm
+ * in the baseline), written out as locals. As v16f, which AVX2 has no
+ * register for, and as an array, the AVX2 clone kept them on the stack
+ * and moved them through it in pieces on every position: most of a
+ * prefill's attention time. Each column is still its own chain in
+ * ascending p, so the width changes no bit. */
 VEC_INLINE void wsum_cols(float *y, const float *w, const float *x, size_t x_stride, const float *const *rows,
-			  int np, int c, const int wide)
+			  int np, int c)
 {
-	v16f a[8];
-#pragma GCC unroll 8
-	for (int k = 0; k < 4 * wide; k++)
-		a[k] = v16f_load(y + c + 16 * k);
+	float *yc = y + c;
+	v8f a0 = v8f_load(yc), a1 = v8f_load(yc + 8), a2 = v8f_load(yc + 16), a3 = v8f_load(yc + 24);
+	v8f a4 = v8f_load(yc + 32), a5 = v8f_load(yc + 40), a6 = v8f_load(yc + 48), a7 = v8f_load(yc + 56);
 	for (int p = 0; p < np; p++) {
 		const float *xp = row_at(x, x_stride, rows, p) + c;
-		const float wp = w[p];
-#pragma GCC unroll 8
-		for (int k = 0; k < 4 * wide; k++)
-			a[k] += wp * v16f_load(xp + 16 * k);
+		const float s = w[p];
+		const v8f wp = { s, s, s, s, s, s, s, s };
+		a0 += wp * v8f_load(xp);
+		a1 += wp * v8f_load(xp + 8);
+		a2 += wp * v8f_load(xp + 16);
+		a3 += wp * v8f_load(xp + 24);
+		a4 += wp * v8f_load(xp + 32);
+		a5 += wp * v8f_load(xp + 40);
+		a6 += wp * v8f_load(xp + 48);
+		a7 += wp * v8f_load(xp + 56);
 	}
-#pragma GCC unroll 8
-	for (int k = 0; k < 4 * wide; k++)
-		v16f_store(y + c + 16 * k, a[k]);
+	v8f_store(yc, a0);
+	v8f_store(yc + 8, a1);
+	v8f_store(yc + 16, a2);
+	v8f_store(yc + 24, a3);
+	v8f_store(yc + 32, a4);
+	v8f_store(yc + 40, a5);
+	v8f_store(yc + 48, a6);
+	v8f_store(yc + 56, a7);
 }
 
 VEC_INLINE void wsum(float *y, const float *w, const float *x, size_t x_stride, const float *const *rows, int np,
 		      int n)
 {
 	int c = 0;
-	for (; c + 2 * G <= n; c += 2 * G)
-		wsum_cols(y, w, x, x_stride, rows, np, c, 2);
 	for (; c + G <= n; c += G)
-		wsum_cols(y, w, x, x_stride, rows, np, c, 1);
+		wsum_cols(y, w, x, x_stride, rows, np, c);
 	for (; c < n; c++)
 		for (int p = 0; p < np; p++)
 			y[c] += w[p] * row_at(x, x_stride, rows, p)[c];
