@@ -115,6 +115,19 @@ static int log_file_open(util_log_ring **lf, const char *path, coli_err *err)
 	return 0;
 }
 
+/* Without --log-file the log goes to stderr, through a ring as well: a
+ * stderr piped into a reader that stalls must not stall the engine. The
+ * lines are the default sink's ("coli: warning: ..."). */
+static const char *const stderr_levels[4] = { "debug", "info", "warning", "error" };
+
+static int log_stderr_open(util_log_ring **lf, coli_err *err)
+{
+	if (util_log_ring_new_stream(stderr, "coli: ", stderr_levels, 0, lf, err))
+		return -1;
+	coli_log_set_sink(log_file_sink, *lf);
+	return 0;
+}
+
 /* After the sink is gone: every line logged is written, then closed. */
 static void log_file_close(util_log_ring *lf)
 {
@@ -206,7 +219,7 @@ int cmd_serve(int argc, char **argv)
 			  "address can use the model (set --api-key-env)", a.host);
 	if (a.verbose)
 		coli_log_set_level(COLI_LOG_DEBUG);
-	if (a.log_file && log_file_open(&lf, a.log_file, &err))
+	if (a.log_file ? log_file_open(&lf, a.log_file, &err) : log_stderr_open(&lf, &err))
 		goto usage_err;
 
 	/* Block the signals in every thread we start; main waits for them. */
@@ -260,6 +273,8 @@ usage_err:
 	status = COLI_EXIT_USAGE;
 	goto out;
 fail:
+	if (lf)
+		util_log_ring_sync(lf);   /* the log's lines before the error */
 	cli_errorf("serve", "%s", err.msg);
 out:
 	coli_server_stop(srv);

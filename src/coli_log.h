@@ -2,7 +2,7 @@
  *
  * The sink is chosen once by main(): stderr for `coli`, a log file plus an
  * in-memory ring for `colitop` (which must never write to the terminal it
- * owns), the --log-file of `coli serve`. This sink is the one piece of
+ * owns), the --log-file (or a stderr ring) of `coli serve`. This sink is the one piece of
  * process-wide state besides the statistics block. Thread-safe.
  *
  * Any thread logs, the engine's included, so logging never waits for I/O:

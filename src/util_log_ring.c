@@ -35,7 +35,8 @@ struct util_log_ring {
 	uint64_t reported;           /* dropped lines whose notice has been written */
 	int reopen, stop;
 	const char *const *names;
-	char *path;
+	const char *prefix;          /* a stream ring's "PREFIXNAME: " lines; NULL: stamped */
+	char *path;                  /* NULL for a stream ring */
 	pthread_t thread;
 	FILE *f;                     /* writer's: the file, or stderr after a failed reopen */
 	char *batch;                 /* writer's: BATCH_MAX bytes */
@@ -58,7 +59,8 @@ static int clamp_level(int level)
  * returns its length. */
 static size_t format_line(const util_log_ring *r, const char *stamp, int level, const char *msg, char *out)
 {
-	int n = snprintf(out, LINE_MAX_BYTES - 1, "%s %s ", stamp, r->names[clamp_level(level)]);
+	int n = r->prefix ? snprintf(out, LINE_MAX_BYTES - 1, "%s%s: ", r->prefix, r->names[clamp_level(level)])
+			  : snprintf(out, LINE_MAX_BYTES - 1, "%s %s ", stamp, r->names[clamp_level(level)]);
 	size_t k = n > 0 ? (size_t)n : 0;
 	for (const char *p = msg; *p && k < LINE_MAX_BYTES - 1; p++)
 		out[k++] = *p == '\n' || *p == '\r' ? ' ' : *p;
@@ -79,13 +81,15 @@ static void ring_put(util_log_ring *r, const char *s, size_t n)
 
 int util_log_ring_append(util_log_ring *r, int level, const char *msg)
 {
-	char line[LINE_MAX_BYTES], mark[128], stamp[24];
+	char line[LINE_MAX_BYTES], mark[LINE_MAX_BYTES], stamp[24];
 	stamp_now(stamp);
 	size_t n = format_line(r, stamp, level, msg, line), m = 0;
 	pthread_mutex_lock(&r->lock);
-	if (r->pending)
-		m = (size_t)snprintf(mark, sizeof mark, "%s %s %llu log lines dropped\n", stamp,
-				     r->names[COLI_LOG_WARN], (unsigned long long)r->pending);
+	if (r->pending) {
+		char what[40];
+		snprintf(what, sizeof what, "%llu log lines dropped", (unsigned long long)r->pending);
+		m = format_line(r, stamp, COLI_LOG_WARN, what, mark);
+	}
 	if (r->len + m + n > r->cap) {
 		r->pending++;
 		r->dropped++;
@@ -156,9 +160,11 @@ static void *writer_main(void *arg)
 			pthread_cond_wait(&r->wake, &r->lock);
 		if (r->reopen) {
 			r->reopen = 0;
-			pthread_mutex_unlock(&r->lock);
-			writer_reopen(r);
-			pthread_mutex_lock(&r->lock);
+			if (r->path) {
+				pthread_mutex_unlock(&r->lock);
+				writer_reopen(r);
+				pthread_mutex_lock(&r->lock);
+			}
 		} else if (r->len) {
 			size_t n = ring_take(r);
 			pthread_mutex_unlock(&r->lock);
@@ -190,56 +196,84 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-int util_log_ring_new(const char *path, const char *const level_names[4], size_t cap, util_log_ring **out,
-		      coli_err *err)
+static void ring_release(util_log_ring *r)
 {
-	*out = NULL;
+	free(r->buf);
+	free(r->batch);
+	free(r->path);
+	free(r);
+}
+
+/* The buffers, then (once r->f is set by the caller) the writer. */
+static util_log_ring *ring_alloc(const char *const level_names[4], size_t cap)
+{
 	if (!cap)
 		cap = UTIL_LOG_RING_BYTES;
 	if (cap < 4096)
 		cap = 4096;
 	util_log_ring *r = calloc(1, sizeof *r);
 	if (!r)
-		return coli_err_set(err, -ENOMEM, "out of memory");
+		return NULL;
 	r->cap = cap;
 	r->batch_cap = cap < BATCH_MAX ? cap : BATCH_MAX;
 	r->names = level_names;
 	r->buf = malloc(cap);
 	r->batch = malloc(r->batch_cap);
-	r->path = strdup(path);
-	if (!r->buf || !r->batch || !r->path) {
-		free(r->buf);
-		free(r->batch);
-		free(r->path);
-		free(r);
-		return coli_err_set(err, -ENOMEM, "out of memory");
+	if (!r->buf || !r->batch) {
+		ring_release(r);
+		return NULL;
 	}
-	r->f = fopen(path, "a");
-	if (!r->f) {
-		int rc = coli_err_set(err, -errno, "log file %s: %s", path, strerror(errno));
-		free(r->buf);
-		free(r->batch);
-		free(r->path);
-		free(r);
-		return rc;
-	}
+	return r;
+}
+
+static int ring_start(util_log_ring *r, util_log_ring **out, coli_err *err)
+{
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->wake, NULL);
 	pthread_cond_init(&r->done, NULL);
 	int rc = pthread_create(&r->thread, NULL, writer_main, r);
 	if (rc) {
-		fclose(r->f);
+		if (r->f != stderr && r->path)
+			fclose(r->f);
 		pthread_mutex_destroy(&r->lock);
 		pthread_cond_destroy(&r->wake);
 		pthread_cond_destroy(&r->done);
-		free(r->buf);
-		free(r->batch);
-		free(r->path);
-		free(r);
-		return coli_err_set(err, -rc, "log file %s: cannot start its writer: %s", path, strerror(rc));
+		ring_release(r);
+		return coli_err_set(err, -rc, "the log's writer thread: %s", strerror(rc));
 	}
 	*out = r;
 	return 0;
+}
+
+int util_log_ring_new(const char *path, const char *const level_names[4], size_t cap, util_log_ring **out,
+		      coli_err *err)
+{
+	*out = NULL;
+	util_log_ring *r = ring_alloc(level_names, cap);
+	if (!r || !(r->path = strdup(path))) {
+		if (r)
+			ring_release(r);
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	}
+	r->f = fopen(path, "a");
+	if (!r->f) {
+		int rc = coli_err_set(err, -errno, "log file %s: %s", path, strerror(errno));
+		ring_release(r);
+		return rc;
+	}
+	return ring_start(r, out, err);
+}
+
+int util_log_ring_new_stream(FILE *f, const char *prefix, const char *const level_names[4], size_t cap,
+			     util_log_ring **out, coli_err *err)
+{
+	*out = NULL;
+	util_log_ring *r = ring_alloc(level_names, cap);
+	if (!r)
+		return coli_err_set(err, -ENOMEM, "out of memory");
+	r->f = f;
+	r->prefix = prefix;
+	return ring_start(r, out, err);
 }
 
 void util_log_ring_reopen(util_log_ring *r)
@@ -276,13 +310,10 @@ void util_log_ring_free(util_log_ring *r)
 	pthread_cond_signal(&r->wake);
 	pthread_mutex_unlock(&r->lock);
 	pthread_join(r->thread, NULL);
-	if (r->f && r->f != stderr)
-		fclose(r->f);
+	if (r->path && r->f != stderr)
+		fclose(r->f);   /* a stream ring's stream is its owner's */
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->wake);
 	pthread_cond_destroy(&r->done);
-	free(r->buf);
-	free(r->batch);
-	free(r->path);
-	free(r);
+	ring_release(r);
 }

@@ -19,7 +19,9 @@
  *
  * Lines are "YYYY-MM-DDTHH:MM:SSZ NAME message" (UTC), NAME from the
  * owner's table of level names; a message's newlines become spaces (one
- * record, one line).
+ * record, one line). A ring on a stream (util_log_ring_new_stream: `coli
+ * serve`'s stderr) writes "PREFIXNAME: message" instead, the way the
+ * default sink does, and has no path to reopen.
  *
  * Reopen (log rotation, SIGHUP): util_log_ring_reopen only asks; the
  * writer closes the file and opens the path again between two batches, and
@@ -34,6 +36,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "coli_err.h"
 
@@ -49,6 +52,12 @@ typedef struct util_log_ring util_log_ring;
  * at least 4096). */
 int util_log_ring_new(const char *path, const char *const level_names[4], size_t cap, util_log_ring **out,
 		      coli_err *err);
+
+/* The same on an open stream (stderr), never closed by the ring: lines
+ * "PREFIXNAME: message" without a time stamp (prefix e.g. "coli: ", kept
+ * by reference). Reopen does nothing. */
+int util_log_ring_new_stream(FILE *f, const char *prefix, const char *const level_names[4], size_t cap,
+			     util_log_ring **out, coli_err *err);
 
 /* Append one line (any thread; never blocks on I/O). level outside
  * COLI_LOG_DEBUG..COLI_LOG_ERROR is clamped. Returns 0, or 1 when the line

@@ -9,7 +9,9 @@
  *  - clean shutdown: util_log_ring_free writes every line appended;
  *  - reopen: after a rename and util_log_ring_reopen, the new file gets
  *    the writer's "reopened" line and what follows, the old one keeps
- *    what came before.
+ *    what came before;
+ *  - a stream ring (coli serve's stderr) writes the default sink's lines
+ *    and leaves its stream open.
  * The checks use sync points (joins, util_log_ring_sync, EOF), never time.
  * Run under ThreadSanitizer too (tools/test.sh). */
 #include "config.h"
@@ -235,6 +237,28 @@ static void test_reopen(const char *dir)
 	CHECK(util_log_ring_new(path, names, 0, &r, &err) == -ENOENT && !r);
 }
 
+/* A ring on a stream: "coli: warning: ..." lines, the stream left open. */
+static void test_stream(const char *dir)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/stream.log", dir);
+	FILE *f = fopen(path, "w");
+	REQUIRE(f != NULL);
+	util_log_ring *r = NULL;
+	coli_err err = { 0 };
+	static const char *const words[4] = { "debug", "info", "warning", "error" };
+	REQUIRE(util_log_ring_new_stream(f, "coli: ", words, 0, &r, &err) == 0, "%s", err.msg);
+	util_log_ring_append(r, COLI_LOG_WARN, "two\nparts");
+	util_log_ring_reopen(r);   /* nothing to reopen: ignored */
+	util_log_ring_append(r, COLI_LOG_ERROR, "last");
+	util_log_ring_free(r);
+	CHECK(fputs("after\n", f) >= 0 && fclose(f) == 0, "the ring closed its stream");
+	char *text = slurp(path);
+	CHECK_STR(text, "coli: warning: two parts\ncoli: error: last\nafter\n");
+	free(text);
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -244,6 +268,7 @@ int main(int argc, char **argv)
 	test_blocked_writer(dir);
 	test_drain(dir);
 	test_reopen(dir);
+	test_stream(dir);
 	rmdir(dir);
 	return test_summary(argv[0]);
 }
