@@ -92,7 +92,6 @@ static int any_busy(const coli_engine *e)
 	return 0;
 }
 
-/* Whether a slot can step: serving, and not waiting for the writer. */
 /* A slot can step: serving, not waiting for its session's writer, and
  * not paused by its reader (engine_request.h). */
 static int any_runnable(coli_engine *e)

@@ -86,19 +86,18 @@ typedef struct coli_gen_params {
 	                            * common prefix with it (the Responses API's
 	                            * previous_response_id) */
 	int ignore_eos;
-	int cancel_when_stalled;   /* the engine never waits for a reader: when
-	                            * the request's buffer is full its slot is
-	                            * paused while the others step. 1 = that
-	                            * ends it, cancelled (a network client, who
-	                            * may be gone and holds a slot), 0 = it stays
-	                            * paused until the reader takes events or
-	                            * cancels (an in-process reader: a CLI
-	                            * writing into a paused pipe, colitop) */
+	int cancel_when_stalled;   /* the engine never waits for a reader; when
+	                            * the request's buffer is full: 1 = it is
+	                            * cancelled (a network client, who may be
+	                            * gone and holds a slot), 0 = its slot pauses
+	                            * while the others step, until the reader
+	                            * takes events or cancels (an in-process
+	                            * reader: a CLI writing into a paused pipe,
+	                            * colitop) */
 	int every_token;           /* 1: one TEXT event per token, never merged
-	                            * (merged events keep all the text but only
-	                            * the last token id; the reader rule leaves
-	                            * room for every token, so a merge is only
-	                            * a fallback) */
+	                            * when a network reader falls behind (merged
+	                            * events keep all the text but only the last
+	                            * token id) */
 	/* OpenAI logit_bias: bias[i] is added to the logit of token bias_ids[i]
 	 * before every sampling step (greedy included); copied at submit. */
 	const int *bias_ids;

@@ -128,11 +128,12 @@ void engine_request_push_token(coli_request *r, int token, const char *text, siz
 		}
 		r->count++;
 	} else {
-		/* never reached while engine_request_room is asked before each
-		 * step; if it were, the engine still would not wait: the text
-		 * merges into the newest event (not a token with log-
-		 * probabilities, nor for a reader of token ids), or the request
-		 * ends as overflowed */
+		/* only a network reader (cancel_when_stalled) gets here; an
+		 * in-process one was paused first (engine_request_room). The
+		 * text merges into the newest event (not a token with log-
+		 * probabilities, nor for a reader of token ids); when that is
+		 * full too the reader has stopped, and the request ends as
+		 * overflowed, its slot freed for the others */
 		coli_event *tail = &r->ring[(r->head + r->count - 1) % COLI_REQ_RING];
 		if (!lp && !r->params.every_token && tail->text_len + len < sizeof tail->text) {
 			memcpy(tail->text + tail->text_len, text, len);
@@ -152,16 +153,11 @@ int engine_request_room(coli_request *r, coli_engine *e, int need)
 {
 	int ok = 1;
 	pthread_mutex_lock(&r->lock);
-	if (COLI_REQ_RING - r->count < need) {
-		if (r->params.cancel_when_stalled) {
-			/* a network reader that stopped: end it, free its slot */
-			atomic_store(&r->overflowed, 1);
-			atomic_store(&r->cancelled, 1);
-		} else {
-			r->paused = 1;
-			r->wake = e;
-			ok = 0;
-		}
+	/* a network reader is never paused: its push merges, then ends it */
+	if (!r->params.cancel_when_stalled && COLI_REQ_RING - r->count < need) {
+		r->paused = 1;
+		r->wake = e;
+		ok = 0;
 	}
 	pthread_mutex_unlock(&r->lock);
 	return ok;

@@ -5,23 +5,23 @@
  *
  * The reader rule, the same for every consumer (HTTP connections,
  * colitop's chat, coli generate/chat/batch): the engine thread never waits
- * for a reader. Before a slot steps, engine_request_room asks whether its
- * ring has room for everything one step can push (ENGINE_STEP_EVENTS: a
- * draft's accepted tokens and the end's flush); a slot without it is
- * paused, skipped by the step as a slot whose session is being saved is,
- * keeping its KV and its state, while the other slots step. The reader's
- * next pop wakes the engine (engine_wake_for_reader) and the slot steps
- * again, so a paused request's tokens are exactly those of an unpaused
- * one. What a pause means is the consumer's choice, made at submit:
- * params.cancel_when_stalled (a network client, which may have gone for
- * good and holds a slot others queue for) ends the request at the pause,
- * cancelled with `overflowed` set; an in-process reader (a pager, a
- * terminal on Ctrl-S, a batch output pipe) only lags, and its request
- * waits, paused, until it reads or cancels.
+ * for a reader; a reader that falls behind costs only its own request.
+ * What it costs is the submitter's choice (params.cancel_when_stalled):
  *
- * So a push always finds room; if it did not (a bug), text would merge
- * into the newest unread TEXT event or, failing that, the request would
- * be cancelled as overflowed: never waited for. */
+ *  - a network reader (cancel_when_stalled: HTTP), which may have gone
+ *    for good and holds a slot others queue for: when its ring is full,
+ *    text merges into the newest unread TEXT event; when that is full too
+ *    (about COLI_REQ_RING events plus one event's text unread) the
+ *    request is cancelled, `overflowed` set;
+ *  - an in-process reader (colitop's chat, coli generate/chat/batch: a
+ *    pager, a terminal on Ctrl-S, a batch output pipe), which only lags:
+ *    before its slot steps, engine_request_room asks whether its ring has
+ *    room for all one step can push (ENGINE_STEP_EVENTS: a draft's tokens
+ *    and the end's flush); without it the slot is paused, skipped by the
+ *    step as a slot whose session is being saved is, keeping its KV and
+ *    state while the others step. The reader's next pop wakes the engine
+ *    (engine_wake_for_reader) and the slot goes on with the tokens it
+ *    would have had unpaused. */
 #ifndef COLI_ENGINE_REQUEST_H
 #define COLI_ENGINE_REQUEST_H
 
@@ -77,9 +77,9 @@ void engine_request_push_token(coli_request *r, int token, const char *text, siz
 			       const coli_logprob *lp);
 void engine_request_finish(coli_request *r, const coli_event *ev);
 /* Engine side, before a slot steps: the reader rule above. Returns 1 when
- * the slot may step (room for `need` events, or the request was just
- * cancelled as overflowed and the step will end it), 0 when it is paused
- * (its reader's next pop wakes e). */
+ * the slot may step (room for `need` events, or a network reader, whose
+ * push merges or cancels), 0 when it is paused (its reader's next pop
+ * wakes e). */
 int engine_request_room(coli_request *r, struct coli_engine *e, int need);
 /* The slot lets the request go: no pop wakes the engine any more. */
 void engine_request_detach(coli_request *r);

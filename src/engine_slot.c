@@ -365,9 +365,8 @@ int engine_slot_ready(coli_engine *e, engine_slot *sl, int n)
 	 * waits (its cancellation too); the others step */
 	if (engine_session_busy(e, sl))
 		return 0;
-	/* a slot whose reader is behind is paused (or, for a network reader,
-	 * cancelled just now): the engine never waits for a reader
-	 * (engine_request.h) */
+	/* a slot whose in-process reader is behind pauses: the engine never
+	 * waits for a reader (engine_request.h) */
 	if (!engine_request_room(sl->req, e, ENGINE_STEP_EVENTS))
 		return 0;
 	if (atomic_load(&sl->req->cancelled)) {
