@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "util_args.h"
@@ -20,6 +19,7 @@
 #include "engine.h"
 #include "engine_flags.h"
 #include "server.h"
+#include "util_log_ring.h"
 #include "util_size_parse.h"
 
 static void usage(FILE *f)
@@ -93,61 +93,48 @@ static int serve_env(struct serve_args *a, coli_err *err)
 	return 0;
 }
 
-/* --log-file: the log sink appends timestamped lines; SIGHUP reopens the
- * path so a rotated file is let go (the daemon convention). */
-typedef struct log_file {
-	pthread_mutex_t lock;
-	FILE *f;
-	const char *path;
-} log_file;
-
-static const char *const level_names[] = { "debug", "info", "warn", "error" };
+/* --log-file: the sink appends timestamped lines to a util_log_ring, whose
+ * writer thread writes the file: no logging thread (the engine's included)
+ * waits for the disk, and a full ring drops lines and says how many.
+ * SIGHUP asks the writer to reopen the path, so a rotated file is let go
+ * (the daemon convention); a path that cannot be reopened sends the log to
+ * stderr until the next SIGHUP. */
+static const char *const log_file_levels[4] = { "debug", "info", "warn", "error" };
 
 static void log_file_sink(void *opaque, int level, const char *line)
 {
-	log_file *lf = opaque;
-	char ts[32];
-	time_t t = time(NULL);
-	struct tm tm;
-	strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-	pthread_mutex_lock(&lf->lock);
-	FILE *f = lf->f ? lf->f : stderr;
-	fprintf(f, "%s %s %s\n", ts, level >= 0 && level <= 3 ? level_names[level] : "?", line);
-	fflush(f);
-	pthread_mutex_unlock(&lf->lock);
+	util_log_ring_append(opaque, level, line);
 }
 
-static int log_file_open(log_file *lf, const char *path, coli_err *err)
+static int log_file_open(util_log_ring **lf, const char *path, coli_err *err)
 {
-	FILE *f = fopen(path, "a");
-	if (!f)
-		return coli_err_set(err, -errno, "--log-file %s: %s", path, strerror(errno));
-	lf->f = f;
-	lf->path = path;
-	coli_log_set_sink(log_file_sink, lf);
+	int rc = util_log_ring_new(path, log_file_levels, 0, lf, err);
+	if (rc)
+		return coli_err_set(err, rc, "--log-file %s: %s", path, strerror(-rc));
+	coli_log_set_sink(log_file_sink, *lf);
 	return 0;
 }
 
-static int log_file_reopen(log_file *lf, coli_err *err)
+/* Without --log-file the log goes to stderr, through a ring as well: a
+ * stderr piped into a reader that stalls must not stall the engine. The
+ * lines are the default sink's ("coli: warning: ..."). */
+static const char *const stderr_levels[4] = { "debug", "info", "warning", "error" };
+
+static int log_stderr_open(util_log_ring **lf, coli_err *err)
 {
-	FILE *f = fopen(lf->path, "a");
-	int e = errno;
-	pthread_mutex_lock(&lf->lock);
-	if (lf->f)
-		fclose(lf->f);
-	lf->f = f;   /* NULL: the sink falls back to stderr */
-	pthread_mutex_unlock(&lf->lock);
-	return f ? 0 : coli_err_set(err, -e, "--log-file %s: %s", lf->path, strerror(e));
+	if (util_log_ring_new_stream(stderr, "coli: ", stderr_levels, 0, lf, err))
+		return -1;
+	coli_log_set_sink(log_file_sink, *lf);
+	return 0;
 }
 
-static void log_file_close(log_file *lf)
+/* After the sink is gone: every line logged is written, then closed. */
+static void log_file_close(util_log_ring *lf)
 {
-	if (!lf->path)
+	if (!lf)
 		return;
 	coli_log_set_sink(NULL, NULL);
-	if (lf->f)
-		fclose(lf->f);
-	lf->f = NULL;
+	util_log_ring_free(lf);
 }
 
 /* serve's own flags (coli_cmd_flag_fn). */
@@ -198,7 +185,7 @@ int cmd_serve(int argc, char **argv)
 				.timeout = 30, .max_conn = 64, .max_body = 4 << 20, .grace = 5, .req_timeout = 30 };
 	coli_engine *e = NULL;
 	coli_server *srv = NULL;
-	log_file lf = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	util_log_ring *lf = NULL;
 	int status = COLI_EXIT_FAIL;
 	if (coli_engine_flags_init(&fl, &err)) {
 		cli_errorf("serve", "%s", err.msg);
@@ -232,7 +219,7 @@ int cmd_serve(int argc, char **argv)
 			  "address can use the model (set --api-key-env)", a.host);
 	if (a.verbose)
 		coli_log_set_level(COLI_LOG_DEBUG);
-	if (a.log_file && log_file_open(&lf, a.log_file, &err))
+	if (a.log_file ? log_file_open(&lf, a.log_file, &err) : log_stderr_open(&lf, &err))
 		goto usage_err;
 
 	/* Block the signals in every thread we start; main waits for them. */
@@ -273,10 +260,9 @@ int cmd_serve(int argc, char **argv)
 			coli_info("serve: SIGHUP received; no --log-file to reopen");
 			continue;
 		}
-		if (log_file_reopen(&lf, &err))
-			coli_error("serve: SIGHUP: %s (logging to stderr)", err.msg);
-		else
-			coli_info("serve: SIGHUP received; reopened %s", a.log_file);
+		/* the writer reopens it and says so in the new file */
+		coli_info("serve: SIGHUP received; reopening %s", a.log_file);
+		util_log_ring_reopen(lf);
 	}
 	coli_info("serve: %s received, draining (grace %.1f s)", sig == SIGINT ? "SIGINT" : "SIGTERM",
 		  a.grace);
@@ -287,6 +273,8 @@ usage_err:
 	status = COLI_EXIT_USAGE;
 	goto out;
 fail:
+	if (lf)
+		util_log_ring_sync(lf);   /* the log's lines before the error */
 	cli_errorf("serve", "%s", err.msg);
 out:
 	coli_server_stop(srv);
@@ -294,6 +282,6 @@ out:
 	coli_engine_flags_free(&fl);
 	if (status == COLI_EXIT_OK && srv)
 		coli_info("serve: stopped");
-	log_file_close(&lf);
+	log_file_close(lf);
 	return status;
 }

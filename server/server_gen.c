@@ -44,8 +44,9 @@ int srv_gen_start(srv_gen *g, coli_engine *eng, const int *ids, int n_ids,
 	coli_gen_params p;
 	coli_gen_params_default(&p);
 	p.max_tokens = r->max_tokens;
-	/* a client that stops reading its stream is cancelled, never waited
-	 * for; an in-process reader (coli batch) only lags, never stops */
+	/* the engine waits for no reader (engine_request.h): a client that
+	 * stops reading its stream is cancelled; an in-process reader (coli
+	 * batch) only lags, and its slot pauses until it reads */
 	p.cancel_when_stalled = !r->in_process;
 	p.temperature = (float)r->temperature;
 	p.top_p = (float)r->top_p;

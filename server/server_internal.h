@@ -81,8 +81,9 @@ typedef struct srv_request {
 	float *bias;               /* ... and their biases, -100..100 */
 	int n_bias;
 	int in_process;            /* not from the body: set by coli_server_answer,
-	                            * whose own thread reads every event, so the
-	                            * engine waits for it rather than cancelling */
+	                            * whose own thread reads every event, so a
+	                            * full ring pauses its slot rather than
+	                            * cancelling it (engine_request.h) */
 	char *json_schema;         /* constrain the answer to this schema (JSON text) */
 	struct coli_grammar *grammar; /* ... compiled once while parsing (a
 	                            * reference, grammar.h): the engine gets

@@ -2,8 +2,15 @@
  *
  * The sink is chosen once by main(): stderr for `coli`, a log file plus an
  * in-memory ring for `colitop` (which must never write to the terminal it
- * owns). This sink is the one piece of process-wide state besides the
- * statistics block. Thread-safe. */
+ * owns), the --log-file (or a stderr ring) of `coli serve`. This sink is the one piece of
+ * process-wide state besides the statistics block. Thread-safe.
+ *
+ * Any thread logs, the engine's included, so logging never waits for I/O:
+ * the level is checked before the message is formatted, and a sink that
+ * writes a file only appends to a util_log_ring (util_log_ring.h) whose
+ * own writer thread does the writing. A sink runs under the logging lock
+ * (coli_log_set_sink returning means nobody is still in the old one), so
+ * it must not block. */
 #ifndef COLI_LOG_H
 #define COLI_LOG_H
 

@@ -92,13 +92,25 @@ static int any_busy(const coli_engine *e)
 	return 0;
 }
 
-/* Whether a slot can step: serving, and not waiting for the writer. */
-static int any_runnable(const coli_engine *e)
+/* A slot can step: serving, not waiting for its session's writer, and
+ * not paused by its reader (engine_request.h). */
+static int any_runnable(coli_engine *e)
 {
-	for (int i = 0; i < e->n_slots; i++)
-		if (e->slots[i].phase != SLOT_IDLE && !engine_session_busy(e, &e->slots[i]))
+	for (int i = 0; i < e->n_slots; i++) {
+		engine_slot *sl = &e->slots[i];
+		if (sl->phase != SLOT_IDLE && !engine_session_busy(e, sl) &&
+		    engine_request_room(sl->req, e, ENGINE_STEP_EVENTS))
 			return 1;
+	}
 	return 0;
+}
+
+void engine_wake_for_reader(coli_engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+	e->reader_wakes++;
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
 }
 
 /* Move admissible queued requests into idle slots (engine thread), in
@@ -160,17 +172,20 @@ static int admit(coli_engine *e)
 static void *engine_main(void *arg)
 {
 	coli_engine *e = arg;
-	int stalled = 0, q_seen = 0, acks_seen = 0, stop_seen = 0;
+	int stalled = 0, q_seen = 0, acks_seen = 0, stop_seen = 0, wakes_seen = 0;
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		/* the last round moved nothing: every serving slot waits for the
-		 * session writer and no queued request could be admitted; sleep
-		 * until the writer, a submit or stop changes that */
-		while (stalled && e->q_len == q_seen && e->sw_acks == acks_seen && e->stop == stop_seen)
+		 * session writer or for its reader, and no queued request could
+		 * be admitted; sleep until the writer, a reader, a submit or stop
+		 * changes that */
+		while (stalled && e->q_len == q_seen && e->sw_acks == acks_seen && e->stop == stop_seen &&
+		       e->reader_wakes == wakes_seen)
 			pthread_cond_wait(&e->cond, &e->lock);
 		q_seen = e->q_len;
 		acks_seen = e->sw_acks;
 		stop_seen = e->stop;
+		wakes_seen = e->reader_wakes;
 		while (!e->stop && e->q_len == 0 && e->active == 0) {
 			/* idle with expert reads still in flight (the warm start,
 			 * a last prefetch): take their completions as they land,
@@ -191,12 +206,17 @@ static void *engine_main(void *arg)
 		int stopping = e->stop;
 		pthread_mutex_unlock(&e->lock);
 		if (stopping) {
-			/* refuse what is queued; let the slots finish their work */
-			pthread_mutex_lock(&e->lock);
-			while (e->q_len) {
+			/* refuse what is queued (each ended outside the lock: a
+			 * request's lock is never taken under the engine's); let
+			 * the slots finish their work */
+			for (;;) {
+				pthread_mutex_lock(&e->lock);
+				if (!e->q_len)
+					break;
 				coli_request *r = e->queue[e->q_head];
 				e->q_head = (e->q_head + 1) % e->q_cap;
 				e->q_len--;
+				pthread_mutex_unlock(&e->lock);
 				coli_event ev;
 				memset(&ev, 0, sizeof ev);
 				ev.kind = COLI_EV_ERROR;

@@ -5,7 +5,9 @@
  * threads, the CLI) submits requests; events come back through a
  * per-request channel read with coli_request_next. A full queue refuses at
  * once (-EBUSY) so callers answer 503 instead of growing without bound.
- * A cancelled request (client gone, Esc in the TUI) stops within one step. */
+ * A cancelled request (client gone, Esc in the TUI) stops within one step.
+ * A reader that falls behind never stalls the engine: its slot pauses
+ * (gen params' cancel_when_stalled; engine_request.h's reader rule). */
 #ifndef COLI_ENGINE_H
 #define COLI_ENGINE_H
 
@@ -87,15 +89,18 @@ typedef struct coli_gen_params {
 	                            * common prefix with it (the Responses API's
 	                            * previous_response_id) */
 	int ignore_eos;
-	int cancel_when_stalled;   /* when the reader stops taking events and the
-	                            * request's buffer is full: 1 = cancel it (a
-	                            * network client; other slots keep going),
-	                            * 0 = the engine waits (the only reader, e.g.
-	                            * a CLI writing into a paused pipe) */
+	int cancel_when_stalled;   /* the engine never waits for a reader; when
+	                            * the request's buffer is full: 1 = it is
+	                            * cancelled (a network client, who may be
+	                            * gone and holds a slot), 0 = its slot pauses
+	                            * while the others step, until the reader
+	                            * takes events or cancels (an in-process
+	                            * reader: a CLI writing into a paused pipe,
+	                            * colitop) */
 	int every_token;           /* 1: one TEXT event per token, never merged
-	                            * when the reader falls behind (merged events
-	                            * keep all the text but only the last token
-	                            * id): the engine waits instead */
+	                            * when a network reader falls behind (merged
+	                            * events keep all the text but only the last
+	                            * token id) */
 	/* OpenAI logit_bias: bias[i] is added to the logit of token bias_ids[i]
 	 * before every sampling step (greedy included); copied at submit. */
 	const int *bias_ids;

@@ -136,7 +136,14 @@ struct coli_engine {
 	 * finished saves in sw_acks (under lock) and signals cond */
 	struct engine_session_writer *sw;
 	int sw_acks;
+	/* pops that unpaused a slot (engine_request.h's reader rule), under
+	 * lock: a stalled engine wakes on them */
+	int reader_wakes;
 };
+
+/* A reader made room in a paused request's ring (any thread, holding the
+ * request's lock: the lock order is request, then engine). */
+void engine_wake_for_reader(coli_engine *e);
 
 /* engine_profile_writer.c: routing profiles summed into files by their
  * own thread (engine_profile.h). open allocates every snapshot; submit

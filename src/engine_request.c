@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine_internal.h"
 #include "engine_request.h"
 #include "grammar.h"
 #include "util_time.h"
@@ -111,57 +112,62 @@ void engine_request_push_token(coli_request *r, int token, const char *text, siz
 			       const coli_logprob *lp)
 {
 	pthread_mutex_lock(&r->lock);
-	for (;;) {
-		/* a token with log-probabilities keeps its own event, and so
-		 * does every token for a reader of token ids */
-		if (r->count > 0 && !lp && !r->params.every_token) {
-			coli_event *tail = &r->ring[(r->head + r->count - 1) % COLI_REQ_RING];
-			if (r->count == COLI_REQ_RING && tail->text_len + len < sizeof tail->text) {
-				memcpy(tail->text + tail->text_len, text, len);
-				tail->text_len += len;
-				tail->text[tail->text_len] = '\0';
-				tail->token = token;
-				break;
-			}
+	if (r->count < COLI_REQ_RING) {
+		coli_event *ev = &r->ring[(r->head + r->count) % COLI_REQ_RING];
+		memset(ev, 0, sizeof *ev);
+		ev->kind = COLI_EV_TEXT;
+		ev->token = token;
+		if (len >= sizeof ev->text)
+			len = sizeof ev->text - 1;
+		memcpy(ev->text, text, len);
+		ev->text[len] = '\0';
+		ev->text_len = len;
+		if (lp) {
+			ev->has_logprob = 1;
+			ev->lp = *lp;
 		}
-		if (r->count < COLI_REQ_RING) {
-			coli_event *ev = &r->ring[(r->head + r->count) % COLI_REQ_RING];
-			memset(ev, 0, sizeof *ev);
-			ev->kind = COLI_EV_TEXT;
-			ev->token = token;
-			if (len >= sizeof ev->text)
-				len = sizeof ev->text - 1;
-			memcpy(ev->text, text, len);
-			ev->text[len] = '\0';
-			ev->text_len = len;
-			if (lp) {
-				ev->has_logprob = 1;
-				ev->lp = *lp;
-			}
-			r->count++;
-			break;
-		}
-		if (r->params.cancel_when_stalled) {
-			/* The reader stopped: waiting would stall every slot, so
-			 * the request is cancelled and the text dropped; the
-			 * engine ends it at its next step. */
+		r->count++;
+	} else {
+		/* only a network reader (cancel_when_stalled) gets here; an
+		 * in-process one was paused first (engine_request_room). The
+		 * text merges into the newest event (not a token with log-
+		 * probabilities, nor for a reader of token ids); when that is
+		 * full too the reader has stopped, and the request ends as
+		 * overflowed, its slot freed for the others */
+		coli_event *tail = &r->ring[(r->head + r->count - 1) % COLI_REQ_RING];
+		if (!lp && !r->params.every_token && tail->text_len + len < sizeof tail->text) {
+			memcpy(tail->text + tail->text_len, text, len);
+			tail->text_len += len;
+			tail->text[tail->text_len] = '\0';
+			tail->token = token;
+		} else {
 			atomic_store(&r->overflowed, 1);
 			atomic_store(&r->cancelled, 1);
-			break;
 		}
-		if (atomic_load(&r->cancelled))
-			break;
-		/* the only reader is behind: wait for it (or for cancellation) */
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50 * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
 	}
 	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+int engine_request_room(coli_request *r, coli_engine *e, int need)
+{
+	int ok = 1;
+	pthread_mutex_lock(&r->lock);
+	/* a network reader is never paused: its push merges, then ends it */
+	if (!r->params.cancel_when_stalled && COLI_REQ_RING - r->count < need) {
+		r->paused = 1;
+		r->wake = e;
+		ok = 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return ok;
+}
+
+void engine_request_detach(coli_request *r)
+{
+	pthread_mutex_lock(&r->lock);
+	r->paused = 0;
+	r->wake = NULL;
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -170,6 +176,8 @@ void engine_request_finish(coli_request *r, const coli_event *ev)
 	pthread_mutex_lock(&r->lock);
 	r->last = *ev;
 	r->finished = 1;
+	r->paused = 0;
+	r->wake = NULL;
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->lock);
 }
@@ -195,6 +203,14 @@ int coli_request_next(coli_request *r, coli_event *ev, int timeout_ms)
 			r->count--;
 			got = 1;
 			pthread_cond_broadcast(&r->cond);
+			if (r->paused && COLI_REQ_RING - r->count >= ENGINE_STEP_EVENTS) {
+				/* the slot can step again. The engine is alive: its
+				 * slot still holds r (detach clears wake under this
+				 * lock), and the engine never takes a request's lock
+				 * while holding its own */
+				r->paused = 0;
+				engine_wake_for_reader(r->wake);
+			}
 			break;
 		}
 		if (r->finished) {

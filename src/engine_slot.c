@@ -129,6 +129,7 @@ static int slot_eval(coli_engine *e, engine_slot *sl, const int *toks, int n, fl
 void engine_slot_finish(coli_engine *e, engine_slot *sl, int kind, int reason, int code, const char *msg)
 {
 	coli_request *r = sl->req;
+	engine_request_detach(r);
 	if (reason == COLI_FINISH_CANCELLED && atomic_load(&r->overflowed))
 		coli_warn("request cancelled after %d tokens: its reader stopped taking them", sl->produced);
 	if (sl->sess) {
@@ -363,6 +364,10 @@ int engine_slot_ready(coli_engine *e, engine_slot *sl, int n)
 	/* a slot whose rows the session writer is saving before a spill
 	 * waits (its cancellation too); the others step */
 	if (engine_session_busy(e, sl))
+		return 0;
+	/* a slot whose in-process reader is behind pauses: the engine never
+	 * waits for a reader (engine_request.h) */
+	if (!engine_request_room(sl->req, e, ENGINE_STEP_EVENTS))
 		return 0;
 	if (atomic_load(&sl->req->cancelled)) {
 		engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_CANCELLED, 0, NULL);

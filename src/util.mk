@@ -1,10 +1,12 @@
 # src/util.mk: owned by its module; appends to the lists in Makefile.am.
 # The base every module uses: errors, logging, number and size parsing,
-# Unicode, CRC-32C, SHA-256, the seqlock, the monotonic clock,
-# atomic file replacement, the growable byte string.
+# the log file ring and its writer thread, Unicode, CRC-32C, SHA-256,
+# the seqlock, the monotonic clock, atomic file replacement, the growable
+# byte string.
 libcoli_a_SOURCES += \
 	src/util_err.c src/coli_err.h \
 	src/util_log.c src/coli_log.h \
+	src/util_log_ring.c src/util_log_ring.h \
 	src/util_args.c src/util_args.h \
 	src/util_size_parse.c src/util_size_parse.h \
 	src/util_unicode.c src/util_unicode.h \
@@ -31,3 +33,11 @@ check_PROGRAMS += tests/util_buf
 TESTS += tests/util_buf
 tests_util_buf_SOURCES = tests/util_buf.c tests/test_util.h
 tests_util_buf_LDADD = libcoli.a $(COLI_LIBS)
+
+# the log ring: appends never wait for a blocked writer, drops are counted
+# and said, every kept line arrives in order, a clean stop drains it
+# (threaded: also in the TSan stage)
+check_PROGRAMS += tests/util_log_ring
+TESTS += tests/util_log_ring
+tests_util_log_ring_SOURCES = tests/util_log_ring.c tests/test_util.h
+tests_util_log_ring_LDADD = libcoli.a $(COLI_LIBS)

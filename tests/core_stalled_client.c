@@ -1,8 +1,16 @@
-/* A reader that stops taking its events never stalls the engine: with two
- * slots, request A (cancel_when_stalled, never read) and request B (read
- * to the end) are decoded together; B completes with every token it asked
- * for and the same text it gets alone, A ends cancelled once its buffer is
- * full (the model must give tokens with text and a context of 2048).
+/* A reader that stops taking its events never stalls the engine, whoever
+ * it is (engine_request.h's reader rule). With two slots, request A (not
+ * read while B runs) and request B (read to the end) are decoded
+ * together; B completes with every token it asked for and the same text
+ * it gets alone. Then what the pause means for A:
+ *  - A a network reader (cancel_when_stalled): it ends cancelled once its
+ *    buffer is full;
+ *  - A an in-process reader (colitop's chat, coli generate/chat/batch:
+ *    cancel_when_stalled 0): it was only paused; read afterwards it
+ *    completes with every token and the text it gets alone.
+ * Without the rule (the engine waiting for A's reader) B never ends and
+ * the test fails at its drain. The model must give tokens with text and a
+ * context of 2048.
  * Usage: core_stalled_client MODEL_DIR CACHE_DIR */
 #include "config.h"
 
@@ -85,8 +93,31 @@ int main(int argc, char **argv)
 	      "stalled A: kind %d finish %d, %d tokens", last.kind, last.finish, last.completion_tokens);
 	coli_request_free(a);
 	coli_request_free(b);
+
+	/* an in-process reader that stops: paused, never cancelled */
+	static char a_alone[1 << 16], a_late[1 << 16];
+	p.cancel_when_stalled = 0;
+	p.max_tokens = 600;
+	CHECK(coli_engine_submit(e, pa, 4, &p, &a, &err) == 0, "submit A alone: %s", err.msg);
+	CHECK(a && drain(a, a_alone, sizeof a_alone, &last) == 0, "A alone never ended");
+	CHECK(last.kind == COLI_EV_DONE && last.completion_tokens == 600, "A alone: %d tokens", last.completion_tokens);
+	coli_request_free(a);
+	CHECK(coli_engine_submit(e, pa, 4, &p, &a, &err) == 0, "submit in-process A: %s", err.msg);
+	p.max_tokens = 900;
+	CHECK(coli_engine_submit(e, pb, 3, &p, &b, &err) == 0, "submit B: %s", err.msg);
+	CHECK(b && drain(b, together, sizeof together, &last) == 0, "B never ended beside a paused A");
+	CHECK(last.kind == COLI_EV_DONE && last.finish == COLI_FINISH_LENGTH && last.completion_tokens == 900,
+	      "B beside a paused A: kind %d finish %d, %d tokens", last.kind, last.finish, last.completion_tokens);
+	CHECK(!strcmp(alone, together), "B's text beside a paused A differs from B alone");
+	CHECK(a && drain(a, a_late, sizeof a_late, &last) == 0, "the paused A never ended once read");
+	CHECK(last.kind == COLI_EV_DONE && last.finish == COLI_FINISH_LENGTH && last.completion_tokens == 600,
+	      "paused A: kind %d finish %d, %d tokens", last.kind, last.finish, last.completion_tokens);
+	CHECK(!strcmp(a_alone, a_late), "the paused A's text differs from A alone");
+	coli_request_free(a);
+	coli_request_free(b);
 	coli_engine_free(e);
 	if (!test_failures)
-		printf("a stalled reader is cancelled; the other slot completed with the same text\n");
+		printf("a stalled network reader is cancelled, an in-process one paused; the other slot "
+		       "completed with the same text\n");
 	return test_summary(__FILE__);
 }

@@ -74,7 +74,8 @@ stage check-claims $rc
 [ $rc = 0 ] || status=1
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	COLI_TEST_SANITIZED=1 run_build asan --enable-werror --enable-sanitizers --enable-fault-injection || status=1
-# ThreadSanitizer over the threaded code: the seqlock, the compute pool,
+# ThreadSanitizer over the threaded code: the seqlock, the log ring and
+# its writer, the compute pool,
 # the heat writer, the store's telemetry, the prefix index and its
 # watcher, the engine's slots (batched decode, a stalled reader, grammars
 # shared between submitters and the engine), the session writer (two
@@ -85,11 +86,11 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 # COLI_TEST_TSAN=1, the prefix index, stalled reader and batched decode
 # 64 s, the rest 12 s or less each). A report fails the stage even where
 # the test itself passed (they are collected from TSAN_OPTIONS' log_path).
-TSAN_PROGS="coli tests/util_seqlock tests/quant_pool_test tests/store_heat tests/store_stats
+TSAN_PROGS="coli tests/util_seqlock tests/util_log_ring tests/quant_pool_test tests/store_heat tests/store_stats
 	tests/kv_prefix_watch tests/core_prefix_index tests/core_batch_test tests/core_stalled_client
 	tests/core_session_writer tests/engine_grammar_submit tests/engine_profile_sessions
 	tests/tui_atlas_test"
-TSAN_TESTS="tests/util_seqlock tests/quant_pool_test tests/store_heat tests/store_stats
+TSAN_TESTS="tests/util_seqlock tests/util_log_ring tests/quant_pool_test tests/store_heat tests/store_stats
 	tests/kv_prefix_watch tests/core_prefix_index.sh tests/core_stalled_client.sh tests/core_batch.sh
 	tests/core_parallel.sh tests/server_hardening.sh tests/server_slowloris.sh tests/batch_run.sh
 	tests/core_session_writer.sh tests/core_long_context.sh tests/engine_grammar_submit.sh

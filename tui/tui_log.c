@@ -10,6 +10,9 @@
 #include "coli_log.h"
 #include "tui_log.h"
 
+/* the file's level names: one letter, as in the Log pane */
+static const char *const file_levels[4] = { "D", "I", "W", "E" };
+
 int tui_log_init(tui_log *l, const char *path)
 {
 	memset(l, 0, sizeof *l);
@@ -21,40 +24,27 @@ int tui_log_init(tui_log *l, const char *path)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&l->lock, NULL);
-	if (path) {
-		l->file = fopen(path, "a");
-		if (!l->file)
-			tui_log_add(l, COLI_LOG_WARN, "log file %s: %s (logging to the Log pane only)", path,
-				    strerror(errno));
-	}
+	if (path)
+		tui_log_open_file(l, path);
 	return 0;
-}
-
-static void iso_now(char *out, size_t cap)
-{
-	time_t now = time(NULL);
-	struct tm g;
-	gmtime_r(&now, &g);
-	strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &g);
 }
 
 void tui_log_open_file(tui_log *l, const char *path)
 {
-	FILE *f = fopen(path, "a");
-	if (!f) {
-		tui_log_add(l, COLI_LOG_WARN, "log file %s: %s (logging to the Log pane only)", path,
-			    strerror(errno));
+	coli_err err = { 0 };
+	util_log_ring *f = NULL;
+	if (util_log_ring_new(path, file_levels, 0, &f, &err)) {
+		tui_log_add(l, COLI_LOG_WARN, "%s (logging to the Log pane only)", err.msg);
 		return;
 	}
-	char iso[32];
-	iso_now(iso, sizeof iso);
 	pthread_mutex_lock(&l->lock);
-	/* ring lines are "HH:MM:SS L message": the file has ISO stamps */
+	/* ring lines are "HH:MM:SS L message": the file gets the message,
+	 * stamped now */
 	for (int i = 0; i < l->n; i++) {
-		const char *line = l->lines[(l->head + i) % TUI_LOG_LINES];
-		fprintf(f, "%s %s\n", iso, strlen(line) > 9 ? line + 9 : line);
+		const int slot = (l->head + i) % TUI_LOG_LINES;
+		const char *line = l->lines[slot];
+		util_log_ring_append(f, l->levels[slot], strlen(line) > 11 ? line + 11 : line);
 	}
-	fflush(f);
 	l->file = f;
 	pthread_mutex_unlock(&l->lock);
 }
@@ -63,8 +53,7 @@ void tui_log_free(tui_log *l)
 {
 	if (!l->lines)
 		return;
-	if (l->file)
-		fclose(l->file);
+	util_log_ring_free(l->file);   /* drains: nothing logged is lost */
 	pthread_mutex_destroy(&l->lock);
 	free(l->lines);
 	free(l->levels);
@@ -96,12 +85,8 @@ static void record(tui_log *l, int level, const char *msg)
 		l->n++;
 	snprintf(l->lines[slot], TUI_LOG_WIDTH, "%.10s %c %.280s", stamp, level_letter[level], flat);
 	l->levels[slot] = (unsigned char)level;
-	if (l->file) {
-		char iso[32];
-		iso_now(iso, sizeof iso);
-		fprintf(l->file, "%s %c %s\n", iso, level_letter[level], flat);
-		fflush(l->file);
-	}
+	if (l->file)   /* a copy into its ring: the writer thread writes */
+		util_log_ring_append(l->file, level, flat);
 	pthread_mutex_unlock(&l->lock);
 	atomic_fetch_add_explicit(&l->version, 1, memory_order_release);
 }

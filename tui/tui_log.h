@@ -3,15 +3,20 @@
  * in-memory ring the Log pane shows. After the screen is released the last
  * lines are replayed on stderr.
  *
- * Threads: the sink runs on whichever thread logs (engine, HTTP, TUI); the
- * ring is guarded by a mutex; `version` (atomic) tells the TUI thread that
- * something new arrived without taking the lock. */
+ * Threads: the sink runs on whichever thread logs (engine, HTTP, TUI) and
+ * never waits for the disk: the pane's ring is guarded by a mutex held for
+ * a copy, and the file is a util_log_ring whose own writer thread writes
+ * it (a full ring drops lines and says how many, util_log_ring.h);
+ * `version` (atomic) tells the TUI thread that something new arrived
+ * without taking the lock. */
 #ifndef COLI_TUI_LOG_H
 #define COLI_TUI_LOG_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+
+#include "util_log_ring.h"
 
 #define TUI_LOG_LINES 1000
 #define TUI_LOG_WIDTH 300
@@ -21,16 +26,18 @@ typedef struct tui_log {
 	char (*lines)[TUI_LOG_WIDTH];   /* ring of TUI_LOG_LINES */
 	unsigned char *levels;
 	int head, n;                    /* oldest at head */
-	FILE *file;                     /* NULL when the log file could not be opened */
+	util_log_ring *file;            /* NULL when the log file could not be opened */
 	_Atomic unsigned version;
 } tui_log;
 
 /* path may be NULL (ring only). A file that cannot be opened is not an
  * error: the ring still works and a line in it says why. */
 int tui_log_init(tui_log *l, const char *path);
+/* Writes every line logged so far to the file, then stops its writer. */
 void tui_log_free(tui_log *l);
 /* Start appending to the file at path, beginning with the lines already in
- * the ring (colitop creates its log file only once the model is open). */
+ * the ring (colitop creates its log file only once the model is open).
+ * Starts the file's writer thread. */
 void tui_log_open_file(tui_log *l, const char *path);
 /* A coli_log_sink (opaque = the tui_log). */
 void tui_log_sink(void *opaque, int level, const char *line);
