@@ -43,32 +43,26 @@ float coli_vec_dot(const float *a, const float *b, int n)
 	return s;
 }
 
-/* 64 floats as four 16-lane vectors (GCC/clang vector extensions): the
- * accumulators of one column group stay in registers in every clone (one
- * zmm, two ymm or four xmm each). Arithmetic on them is lane-wise IEEE
- * multiply then add, the same as the scalar code it replaces. */
-typedef float v16f __attribute__((vector_size(64)));
-/* The helpers below pass v16f by value; they are static and inlined, so
- * GCC's note that such a call's ABI differs between clones concerns no
- * call that exists. */
+/* 8-lane vectors (GCC/clang vector extensions): one ymm in the AVX2 and
+ * AVX-512 clones, two xmm in the baseline. Arithmetic on them is
+ * lane-wise IEEE multiply then add, the same as the scalar code it
+ * replaces. Not 16 lanes: AVX2 has no register that size, and GCC kept
+ * such vectors in memory in the AVX2 clone, moving them through the
+ * stack in pieces on every use (10x slower there). */
 #if defined(__GNUC__) && !defined(__clang__)
+/* the helpers pass vectors by value; they are static and inlined, so
+ * GCC's note that such a call's ABI differs between clones concerns no
+ * call that exists */
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 typedef float v8f __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
-typedef uint8_t v16u8 __attribute__((vector_size(16)));
-typedef int8_t v16i8 __attribute__((vector_size(16)));
-typedef int32_t v16i32 __attribute__((vector_size(64)));
+typedef uint8_t v8u8 __attribute__((vector_size(8)));
+typedef int8_t v8i8 __attribute__((vector_size(8)));
+typedef int32_t v8i32 __attribute__((vector_size(32)));
 /* bytes -> floats through int32 (vpmovzxbd/vpmovsxbd + vcvtdq2ps): GCC
  * scalarizes a direct byte -> float conversion. */
-#define BYTES_TO_V16F(v) __builtin_convertvector(__builtin_convertvector((v), v16i32), v16f)
-
-VEC_INLINE v16f v16f_load(const float *p)
-{
-	v16f v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
+#define BYTES_TO_V8F(v) __builtin_convertvector(__builtin_convertvector((v), v8i32), v8f)
 
 VEC_INLINE v8f v8f_load(const float *p)
 {
@@ -78,11 +72,6 @@ VEC_INLINE v8f v8f_load(const float *p)
 }
 
 VEC_INLINE void v8f_store(float *p, v8f v)
-{
-	memcpy(p, &v, sizeof v);
-}
-
-VEC_INLINE void v16f_store(float *p, v16f v)
 {
 	memcpy(p, &v, sizeof v);
 }
@@ -115,8 +104,7 @@ VEC_INLINE const float *row_at(const float *x, size_t x_stride, const float *con
 }
 
 /* Four rows at a time: four independent chains of coli_vec_dot's 16
- * lanes, each as two v8f (a register of the AVX2 and AVX-512 clones: as
- * v16f, the AVX2 clone kept them on the stack) */
+ * lanes, each as two v8f */
 VEC_INLINE void dot_rows(const float *a, const float *x, size_t x_stride, const float *const *rows, int np, int n,
 			 float *out)
 {
@@ -159,12 +147,10 @@ void coli_vec_dot_gather(const float *a, const float *const *rows, int np, int n
 }
 
 /* Columns [c, c + 64) of coli_vec_wsum: eight independent accumulator
- * chains of 8 lanes (one ymm each in the AVX2 and AVX-512 clones, two xmm
- * in the baseline), written out as locals. As v16f, which AVX2 has no
- * register for, and as an array, the AVX2 clone kept them on the stack
- * and moved them through it in pieces on every position: most of a
- * prefill's attention time. Each column is still its own chain in
- * ascending p, so the width changes no bit. */
+ * chains of 8 lanes, written out as locals (as 16-lane vectors in an
+ * array they lived on the AVX2 clone's stack: most of a prefill's
+ * attention time). Each column is still its own chain in ascending p,
+ * so the width changes no bit. */
 VEC_INLINE void wsum_cols(float *y, const float *w, const float *x, size_t x_stride, const float *const *rows,
 			  int np, int c)
 {
@@ -223,28 +209,26 @@ void coli_vec_wsum_gather(float *y, const float *w, const float *const *rows, in
  * loop: sum_i a_i (d_i q_ik + m_i) = sum_i (a_i d_i) q_ik + sum_i a_i m_i.
  * Written out (no arrays or loops over the four vectors) so they stay in
  * registers. */
-VEC_INLINE void group_q(int qtype, const char *row, int g, v16f *q0, v16f *q1, v16f *q2, v16f *q3)
+VEC_INLINE void group_q(int qtype, const char *row, int g, v8f q[8])
 {
 	if (qtype == COLI_Q_INT8) {
 		const coli_block_q8 *b = (const coli_block_q8 *)row + g;
-		v16i8 v0, v1, v2, v3;
-		memcpy(&v0, b->q, sizeof v0);
-		memcpy(&v1, b->q + 16, sizeof v1);
-		memcpy(&v2, b->q + 32, sizeof v2);
-		memcpy(&v3, b->q + 48, sizeof v3);
-		*q0 = BYTES_TO_V16F(v0);
-		*q1 = BYTES_TO_V16F(v1);
-		*q2 = BYTES_TO_V16F(v2);
-		*q3 = BYTES_TO_V16F(v3);
+#pragma GCC unroll 8
+		for (int k = 0; k < 8; k++) {
+			v8i8 v;
+			memcpy(&v, b->q + 8 * k, sizeof v);
+			q[k] = BYTES_TO_V8F(v);
+		}
 	} else {
 		const coli_block_q4 *b = (const coli_block_q4 *)row + g;
-		v16u8 v0, v1;
-		memcpy(&v0, b->q, sizeof v0);
-		memcpy(&v1, b->q + 16, sizeof v1);
-		*q0 = BYTES_TO_V16F(v0 & 15);
-		*q1 = BYTES_TO_V16F(v1 & 15);
-		*q2 = BYTES_TO_V16F(v0 >> 4);
-		*q3 = BYTES_TO_V16F(v1 >> 4);
+		/* byte j holds element j (low nibble) and element 32 + j (high) */
+#pragma GCC unroll 4
+		for (int k = 0; k < 4; k++) {
+			v8u8 v;
+			memcpy(&v, b->q + 8 * k, sizeof v);
+			q[k] = BYTES_TO_V8F(v & 15);
+			q[4 + k] = BYTES_TO_V8F(v >> 4);
+		}
 	}
 }
 
@@ -281,11 +265,7 @@ VEC_INLINE float group_scale(int qtype, const char *row, int g, float *min)
 VEC_INLINE void tmul_group(const coli_qmat *w, const char *rows, size_t rb, int g, int i0, int i1,
 			   const float *a, const float *tile, float *acc_io, float *bias_io)
 {
-	/* eight 8-lane accumulators: 64-byte vectors carried across the loop
-	 * go through the stack in the AVX2 clone (GCC lowers them in halves
-	 * via memory), which made this loop 10x slower there; 8 lanes are
-	 * native in every clone but the baseline and the lanes' operations
-	 * are the same */
+	/* eight 8-lane accumulators (see v8f) */
 	v8f acc[8];
 #pragma GCC unroll 8
 	for (int k = 0; k < 8; k++)
@@ -303,16 +283,12 @@ VEC_INLINE void tmul_group(const coli_qmat *w, const char *rows, size_t rb, int 
 			for (int k = 0; k < 8; k++)
 				memcpy(&q[k], t + 8 * k, sizeof q[k]);
 		} else {
-			v16f q0, q1, q2, q3;
-			group_q(w->qtype, row, g, &q0, &q1, &q2, &q3);
-			memcpy(&q[0], &q0, sizeof q0);
-			memcpy(&q[2], &q1, sizeof q1);
-			memcpy(&q[4], &q2, sizeof q2);
-			memcpy(&q[6], &q3, sizeof q3);
+			group_q(w->qtype, row, g, q);
 		}
+		const v8f cv = { c, c, c, c, c, c, c, c };
 #pragma GCC unroll 8
 		for (int k = 0; k < 8; k++)
-			acc[k] += c * q[k];
+			acc[k] += cv * q[k];
 	}
 #pragma GCC unroll 8
 	for (int k = 0; k < 8; k++)
@@ -372,13 +348,12 @@ void coli_qrows_tmul(const coli_qmat *w, int r0, int nrows, const float *a, size
 	for (int g = 0; g < groups; g++) {
 		/* unpack the group once for all n inputs */
 		for (int i = 0; i < nrows; i++) {
-			v16f q0, q1, q2, q3;
+			v8f q[8];
 			float *t = tile + (size_t)i * G;
-			group_q(w->qtype, rows + (size_t)i * rb, g, &q0, &q1, &q2, &q3);
-			v16f_store(t, q0);
-			v16f_store(t + 16, q1);
-			v16f_store(t + 32, q2);
-			v16f_store(t + 48, q3);
+			group_q(w->qtype, rows + (size_t)i * rb, g, q);
+#pragma GCC unroll 8
+			for (int k = 0; k < 8; k++)
+				v8f_store(t + 8 * k, q[k]);
 		}
 		for (int b = 0; b < n; b++) {
 			float *yg = y + (size_t)b * y_stride + (size_t)g * G;
