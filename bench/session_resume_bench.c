@@ -7,7 +7,8 @@
  *   resuming  A's turns alternate between two saved sessions of LONG
  *             tokens (default 4000): each turn binds the other one, so it
  *             opens the file and reads all its rows (the session writer's
- *             since issue 28; before, the engine thread's)
+ *             since issue 28; before, the engine thread's); its prompt is
+ *             the whole conversation, so the file stays that long
  *   plain     A's turns are the same without a session
  *
  * B's gaps are measured between its TEXT events as its reader gets them
@@ -43,14 +44,18 @@ typedef struct {
 	int failed;
 } a_loop;
 
-/* One turn: 0, or -1 when it failed. */
-static int turn(coli_engine *e, const char *session, const int *prompt, int n, int max)
+static int long_prompt[MAX_LONG + 1], n_long = 4000;
+
+/* One turn: 0, or -1 when it failed. whole: the prompt is the whole
+ * conversation (the session stays n_long + 2 tokens long). */
+static int turn(coli_engine *e, const char *session, const int *prompt, int n, int max, int whole)
 {
 	coli_gen_params p;
 	coli_gen_params_default(&p);
 	p.ignore_eos = 1;
 	p.max_tokens = max;
 	p.session = session;
+	p.session_whole = whole;
 	coli_request *r = NULL;
 	coli_err err = { 0 };
 	if (coli_engine_submit(e, prompt, n, &p, &r, &err)) {
@@ -71,13 +76,16 @@ static int turn(coli_engine *e, const char *session, const int *prompt, int n, i
 	return ok ? 0 : -1;
 }
 
-/* A: one-token turns, alternating sessions L0 and L1 (or none). */
+/* A: one-token turns, alternating sessions L0 and L1 (or none): the
+ * long prompt and one token, all but the last token reused. */
 static void *a_main(void *arg)
 {
 	a_loop *a = arg;
-	const int prompt[] = { 3 };
+	const int one[] = { 3 };
 	while (!atomic_load(&a->stop)) {
-		if (turn(a->e, a->sessions ? (a->turns % 2 ? "L1" : "L0") : NULL, prompt, 1, 1)) {
+		int rc = a->sessions ? turn(a->e, a->turns % 2 ? "L1" : "L0", long_prompt, n_long + 1, 1, 1)
+				     : turn(a->e, NULL, one, 1, 1, 0);
+		if (rc) {
 			a->failed = 1;
 			return NULL;
 		}
@@ -143,7 +151,7 @@ int main(int argc, char **argv)
 	int rounds = argc > 3 ? atoi(argv[3]) : 3;
 	if (rounds < 1 || rounds > MAX_ROUNDS)
 		rounds = 3;
-	int n_long = argc > 5 ? atoi(argv[5]) : 4000;
+	n_long = argc > 5 ? atoi(argv[5]) : 4000;
 	if (n_long < 1 || n_long > MAX_LONG)
 		n_long = 4000;
 	coli_engine_opts o;
@@ -160,10 +168,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* the two long sessions, saved once */
-	static int prompt[MAX_LONG];
 	for (int i = 0; i < n_long; i++)
-		prompt[i] = 2 + i % 97;
-	if (turn(e, "L0", prompt, n_long, 1) || turn(e, "L1", prompt, n_long, 1)) {
+		long_prompt[i] = 2 + i % 97;
+	long_prompt[n_long] = 3;
+	if (turn(e, "L0", long_prompt, n_long, 1, 0) || turn(e, "L1", long_prompt, n_long, 1, 0)) {
 		coli_engine_free(e);
 		return 1;
 	}
