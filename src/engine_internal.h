@@ -219,7 +219,11 @@ void engine_step_draft(coli_engine *e);
 int engine_slot_alloc(coli_engine *e, engine_slot *sl, int rows, coli_err *err);
 void engine_slot_free(engine_slot *sl);
 /* Take a request: sessions, prefix reuse, sampler setup. 0 or an error
- * already reported to the request. */
+ * already reported to the request. A session the session writer binds
+ * leaves the slot prefilling but busy (sl->resuming): the first
+ * engine_slot_ready or engine_slot_prefill that finds it clear finishes
+ * the start (engine_session_bound, then the prompt and the draft state)
+ * and skips that round. */
 int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r);
 /* Whether the slot can go on this step: 0 while its session's writer
  * holds it, or when it is finished (cancelled, or its KV cannot make

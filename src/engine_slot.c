@@ -302,7 +302,7 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 	if (r->session) {
 		/* a session request continues the session: its prompt follows
 		 * the stored history, which the session writer may read first
-		 * (the slot waits, busy; then engine_slot_resumed) */
+		 * (the slot waits, busy; then slot_resumed) */
 		int rc = engine_session_bind(e, sl, r->session, &err);
 		if (rc < 0) {
 			engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
