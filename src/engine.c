@@ -64,7 +64,9 @@ static engine_slot *pick_slot(coli_engine *e, const coli_request *r)
 	int best_k = -1;
 	for (int i = 0; i < e->n_slots; i++) {
 		engine_slot *sl = &e->slots[i];
-		int bound = r->session && sl->sess && !strcmp(kv_session_name(sl->sess), r->session);
+		/* a slot the session writer binds to it counts as bound */
+		int bound = r->session && ((sl->sess && !strcmp(kv_session_name(sl->sess), r->session)) ||
+					   (sl->resuming && !strcmp(sl->resume, r->session)));
 		if (bound)
 			return sl->phase == SLOT_IDLE && !engine_session_busy(e, sl) ? sl : NULL;
 	}
@@ -157,7 +159,7 @@ static int admit(coli_engine *e)
 			/* the slot takes the request, then the decode strategy
 			 * its per-request state */
 			coli_err err = { 0 };
-			if (!engine_slot_start(e, sl, r) && engine_draft_slot_start(e, sl, &err))
+			if (!engine_slot_start(e, sl, r) && !sl->resuming && engine_draft_slot_start(e, sl, &err))
 				engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 			continue;
 		}

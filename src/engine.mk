@@ -49,6 +49,11 @@ TESTS += tests/core_session_writer.sh
 EXTRA_DIST += tests/core_session_writer.sh
 tests_core_session_writer_SOURCES = tests/core_session_writer.c tests/test_util.h
 tests_core_session_writer_LDADD = libcoli.a $(COLI_LIBS)
+check_PROGRAMS += tests/core_session_bind
+TESTS += tests/core_session_bind.sh
+EXTRA_DIST += tests/core_session_bind.sh
+tests_core_session_bind_SOURCES = tests/core_session_bind.c tests/test_util.h
+tests_core_session_bind_LDADD = libcoli.a $(COLI_LIBS)
 # prompt caching from saved sessions with the kept prefix index
 check_PROGRAMS += tests/core_prefix_index
 TESTS += tests/core_prefix_index.sh
@@ -66,7 +71,8 @@ EXTRA_DIST += tests/core_draft.sh tests/core_session_resume.sh tests/core_batch.
 	tests/engine_no_heat.sh tests/engine_cache_dir.sh
 # a stalled reader vs the other slots' decode rate, and admission beside
 # 10..1,000 saved sessions (bench/README.md); built, never run by make check
-noinst_PROGRAMS += bench/stalled_client_bench bench/session_admission_bench bench/session_save_bench
+noinst_PROGRAMS += bench/stalled_client_bench bench/session_admission_bench bench/session_save_bench \
+	bench/session_resume_bench
 bench_stalled_client_bench_SOURCES = bench/stalled_client_bench.c
 bench_stalled_client_bench_LDADD = libcoli.a $(COLI_LIBS)
 bench_session_admission_bench_SOURCES = bench/session_admission_bench.c
@@ -74,11 +80,14 @@ bench_session_admission_bench_LDADD = libcoli.a $(COLI_LIBS)
 # a running slot's largest token gap beside another slot's session saves
 bench_session_save_bench_SOURCES = bench/session_save_bench.c
 bench_session_save_bench_LDADD = libcoli.a $(COLI_LIBS)
+bench_session_resume_bench_SOURCES = bench/session_resume_bench.c
+bench_session_resume_bench_LDADD = libcoli.a $(COLI_LIBS)
 # the decode step with routing profiles on and off (bench/README.md)
 noinst_PROGRAMS += bench/profile_decode_bench
 bench_profile_decode_bench_SOURCES = bench/profile_decode_bench.c
 bench_profile_decode_bench_LDADD = libcoli.a $(COLI_LIBS)
-EXTRA_DIST += bench/stalled_client.sh bench/session_admission.sh bench/session_save.sh bench/profile_decode.sh
+EXTRA_DIST += bench/stalled_client.sh bench/session_admission.sh bench/session_save.sh bench/session_resume.sh \
+	bench/profile_decode.sh
 # another slot's token gaps while a schema-constrained request is
 # admitted (bench/README.md); built, never run by make check
 noinst_PROGRAMS += bench/grammar_admission_bench

@@ -48,6 +48,9 @@ typedef struct engine_slot {
 	double last_used;        /* for choosing among idle slots */
 	/* persisted session bound to this slot (or NULL) */
 	kv_session *sess;
+	int resuming;            /* the session writer opens `resume` into
+	                          * this slot (engine_session_bind) */
+	char resume[KV_NAME_MAX + 1];
 	int sess_saved;          /* tokens of hist in the file, or handed to
 	                          * the session writer */
 	int sess_cut;            /* tokens to cut the file to before the next
@@ -168,6 +171,19 @@ typedef struct engine_save {
 	coli_event ev;
 } engine_save;
 
+/* One session bind handed to the session writer (engine_session_bind):
+ * the writer opens the session (or creates it), reads its token ids into
+ * the slot's hist and its RAM rows into the slot's KV; the engine thread,
+ * once the slot is no longer busy, finishes the bind without I/O. */
+typedef struct engine_load {
+	engine_slot *sl;
+	int rc;                  /* 0, or <0 with err */
+	coli_err err;
+	kv_session *sess;        /* the opened or created session */
+	int created;             /* a new, empty session */
+	int n, base;             /* tokens in hist; the first of them in RAM */
+} engine_load;
+
 /* engine_kv.c */
 /* The KV's share of `room` (the process's memory at start, -1 unknown)
  * for --parallel `parallel`: the cap the expert budget subtracts at most
@@ -203,7 +219,11 @@ void engine_step_draft(coli_engine *e);
 int engine_slot_alloc(coli_engine *e, engine_slot *sl, int rows, coli_err *err);
 void engine_slot_free(engine_slot *sl);
 /* Take a request: sessions, prefix reuse, sampler setup. 0 or an error
- * already reported to the request. */
+ * already reported to the request. A session the session writer binds
+ * leaves the slot prefilling but busy (sl->resuming): the first
+ * engine_slot_ready or engine_slot_prefill that finds it clear finishes
+ * the start (engine_session_bound, then the prompt and the draft state)
+ * and skips that round. */
 int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r);
 /* Whether the slot can go on this step: 0 while its session's writer
  * holds it, or when it is finished (cancelled, or its KV cannot make
@@ -270,8 +290,14 @@ void engine_slot_grammar_take(coli_engine *e, engine_slot *sl, int tok);
 /* engine_session.c */
 /* Bind the slot to session `name` (create it when absent): afterwards its
  * hist holds the session's tokens. Unbinds the session from any other idle
- * slot first. */
+ * slot first. 0 when bound now (it already was), 1 when the session
+ * writer opens it (the slot is busy, then engine_session_bound), <0. */
 int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_err *err);
+/* Session writer thread: open or create the session of l->sl. */
+void engine_session_load_run(coli_engine *e, engine_load *l);
+/* Engine thread, the slot no longer busy: finish its bind (window, spill)
+ * from the writer's result: 0, or <0 with the slot left unbound. */
+int engine_session_bound(coli_engine *e, engine_slot *sl, coli_err *err);
 /* End the slot's request r with ev once this turn is in the file: the
  * session writer appends, fsyncs, then ends r (a save error becomes the
  * DONE event's message). The slot stays busy until then. */
@@ -304,6 +330,9 @@ int engine_session_busy(const coli_engine *e, const engine_slot *sl);
 /* The slot's save record, to fill while not busy; then post it. */
 engine_save *engine_session_writer_job(coli_engine *e, const engine_slot *sl);
 void engine_session_writer_post(coli_engine *e, const engine_slot *sl);
+/* The slot's bind record, the same way (a slot holds one job at a time). */
+engine_load *engine_session_writer_load(coli_engine *e, const engine_slot *sl);
+void engine_session_writer_post_load(coli_engine *e, const engine_slot *sl);
 /* Do one save now on this thread: 0, or <0 with msg (cap bytes) set. */
 int engine_session_save_run(coli_engine *e, engine_save *j, char *msg, size_t cap);
 

@@ -4,7 +4,11 @@
  * A slot's KV rows are exactly what the session file stores (normalized
  * latent + roped key, float32), so restoring a session is a copy: no
  * prefill runs for stored tokens, and the continuation equals that of an
- * uninterrupted process. */
+ * uninterrupted process.
+ *
+ * Binding touches the disk (open, create, the rows): the session writer
+ * thread does it (engine_session_load_run) while the slot is busy, the
+ * engine thread only posts it and finishes it (engine_session_bound). */
 #include "config.h"
 
 #include <errno.h>
@@ -12,6 +16,8 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "kv_cache_dir.h"
 #include "coli_log.h"
@@ -81,68 +87,124 @@ int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_
 	int rc = kv_store_name_check(name, err);
 	if (rc)
 		return rc;
-	if ((rc = kv_mkdirs(e->kv_dir, err)))
-		return rc;
+	/* everything else touches the disk (the token ids, a create's fsyncs,
+	 * the rows): the session writer does it while the other slots step */
+	snprintf(sl->resume, sizeof sl->resume, "%s", name);
+	sl->resuming = 1;
+	engine_load *l = engine_session_writer_load(e, sl);
+	memset(l, 0, sizeof *l);
+	l->sl = sl;
+	engine_session_writer_post_load(e, sl);
+	return 1;
+}
+
+#ifdef COLI_FAULT_INJECTION
+/* Test builds: COLI_FAULT_KV_RESUME_WAIT=PATH holds a resume's row read
+ * until PATH exists; COLI_FAULT_KV_RESUME_EIO=1 fails it with EIO. */
+static int fault_resume(const char *name, coli_err *err)
+{
+	const char *path = getenv("COLI_FAULT_KV_RESUME_WAIT");
+	while (path && *path && access(path, F_OK) != 0)
+		nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000000L }, NULL);
+	const char *eio = getenv("COLI_FAULT_KV_RESUME_EIO");
+	if (eio && *eio == '1')
+		return coli_err_set(err, -EIO, "%s.kv: read rows: %s", name, strerror(EIO));
+	return 0;
+}
+#endif
+
+void engine_session_load_run(coli_engine *e, engine_load *l)
+{
+	engine_slot *sl = l->sl;
+	const char *name = sl->resume;
+	coli_err *err = &l->err;
 	const coli_config *c = &e->model->cfg;
 	const int L = c->num_hidden_layers, W = coli_config_kv_width(c), F = coli_config_index_layers(c);
-	const char *fp = e->model->container->fingerprint;
-	kv_loaded l;
-	memset(&l, 0, sizeof l);
-	/* token ids now; rows are read below, only the part that fits in RAM */
-	rc = session_open(e, name, KV_OPEN_NO_ROWS, &sl->sess, &l, err);
+	kv_loaded t;
+	memset(&t, 0, sizeof t);
+	if ((l->rc = kv_mkdirs(e->kv_dir, err)))
+		return;
+	/* token ids first; then only the rows that fit in RAM */
+	int rc = session_open(e, name, KV_OPEN_NO_ROWS, &l->sess, &t, err);
 	if (rc == -ENOENT) {
 		coli_err_clear(err);
-		rc = kv_session_create_indexed(e->kv_dir, name, fp, L, W, F, F ? c->index_head_dim : 0, 0,
-					       &sl->sess, err);
-		if (rc)
-			return coli_err_wrap(err, "session %s", name);
+		rc = kv_session_create_indexed(e->kv_dir, name, e->model->container->fingerprint, L, W, F,
+					       F ? c->index_head_dim : 0, 0, &l->sess, err);
+		l->created = !rc;
+		l->rc = rc ? coli_err_wrap(err, "session %s", name) : 0;
+		return;
+	}
+	if (rc) {
+		l->sess = NULL;
+		l->rc = coli_err_wrap(err, "session %s", name);
+		return;
+	}
+	if (t.n_tokens + 1 > e->ctx)
+		rc = coli_err_set(err, -E2BIG, "session %s holds %d tokens; the context is %d (use --ctx)", name,
+				  t.n_tokens, e->ctx);
+	/* the newest rows go to RAM; older ones stay in the file and are read
+	 * back on demand when the session is longer than --kv-ram */
+	const int n = t.n_tokens, cap = coli_seq_capacity(sl->seq);
+	const int in_ram = n < cap - e->prefill_batch ? n : cap - e->prefill_batch;
+	const int base = n - in_ram;
+#ifdef COLI_FAULT_INJECTION
+	if (!rc && (rc = fault_resume(name, err)))
+		rc = coli_err_wrap(err, "session %s", name);
+#endif
+	for (int k = 0; k < n_slots(c) && !rc; k++) {
+		int w;
+		float *dst = slot_rows(c, sl->seq, k, &w);
+		if (in_ram > 0 && (rc = kv_session_read_rows(l->sess, k, base, in_ram, dst, err)))
+			rc = coli_err_wrap(err, "session %s", name);
+	}
+	if (!rc) {
+		memcpy(sl->hist, t.tokens, sizeof(int) * (size_t)n);
+		l->n = n;
+		l->base = base;
+	} else {
+		kv_session_close(l->sess);
+		l->sess = NULL;
+	}
+	kv_loaded_free(&t);
+	l->rc = rc;
+}
+
+int engine_session_bound(coli_engine *e, engine_slot *sl, coli_err *err)
+{
+	engine_load *l = engine_session_writer_load(e, sl);
+	const char *name = sl->resume;
+	int rc = l->rc;
+	sl->resuming = 0;
+	sl->sess = l->sess;
+	l->sess = NULL;
+	sl->sess_cut = -1;
+	if (!rc && l->created) {
 		/* a new session starts from an empty context */
 		coli_seq_rewind(sl->seq, 0);
 		sl->n_hist = 0;
 		sl->sess_saved = 0;
-		sl->sess_cut = -1;
 		return 0;
 	}
-	if (rc)
-		return coli_err_wrap(err, "session %s", name);
-	if (l.n_tokens + 1 > e->ctx) {
-		rc = coli_err_set(err, -E2BIG, "session %s holds %d tokens; the context is %d (use --ctx)",
-				  name, l.n_tokens, e->ctx);
-		kv_loaded_free(&l);
-		kv_session_close(sl->sess);
-		sl->sess = NULL;
-		return rc;
-	}
-	/* the newest rows go to RAM; older ones stay in the file and are read
-	 * back on demand when the session is longer than --kv-ram */
-	const int n = l.n_tokens, cap = coli_seq_capacity(sl->seq);
-	const int in_ram = n < cap - e->prefill_batch ? n : cap - e->prefill_batch;
-	const int base = n - in_ram;
-	for (int k = 0; k < n_slots(c) && !rc; k++) {
-		int w;
-		float *dst = slot_rows(c, sl->seq, k, &w);
-		if (in_ram > 0)
-			rc = kv_session_read_rows(sl->sess, k, base, in_ram, dst, err);
-	}
 	if (!rc) {
-		coli_seq_set_spill(sl->seq, base > 0 ? engine_slot_spill_read : NULL, sl);
-		rc = coli_seq_set_window(sl->seq, base, n, err);
+		coli_seq_set_spill(sl->seq, l->base > 0 ? engine_slot_spill_read : NULL, sl);
+		rc = coli_seq_set_window(sl->seq, l->base, l->n, err);
+		if (rc)
+			coli_err_wrap(err, "session %s", name);
+	} else {
+		*err = l->err;
 	}
 	if (rc) {
-		kv_loaded_free(&l);
-		kv_session_close(sl->sess);
+		if (sl->sess)
+			kv_session_close(sl->sess);
 		sl->sess = NULL;
 		coli_seq_rewind(sl->seq, 0);
 		sl->n_hist = 0;
-		return coli_err_wrap(err, "session %s", name);
+		sl->sess_saved = 0;
+		return rc;
 	}
-	for (int t = 0; t < n; t++)
-		sl->hist[t] = l.tokens[t];
-	sl->n_hist = n;
-	sl->sess_saved = n;
-	sl->sess_cut = -1;
-	kv_loaded_free(&l);
-	coli_info("session %s: resumed %d tokens from disk (%d in RAM)", name, n, in_ram);
+	sl->n_hist = l->n;
+	sl->sess_saved = l->n;
+	coli_info("session %s: resumed %d tokens from disk (%d in RAM)", name, l->n, l->n - l->base);
 	return 0;
 }
 

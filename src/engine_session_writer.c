@@ -18,6 +18,15 @@
  * slots step. Everything is allocated at start: one record per slot and
  * a queue of slot indices (each slot posts at most once at a time).
  *
+ * Binding a slot to a session (a request naming one) is this thread's
+ * too: opening it (its token ids, a torn tail cut and fsynced) or creating
+ * it (file, fsync, directory fsync), then reading the rows that go to RAM
+ * - for GLM-5.2 ~760 MB for a 4k-token session - straight into the slot's
+ * KV (engine_load, engine_session_load_run). The slot is busy meanwhile,
+ * so skipped like a saving one; the engine thread finishes the bind once
+ * it sees it clear (engine_session_bound: window, spill; no I/O). Saves
+ * and binds share one queue, in posting order.
+ *
  * Threads: `busy` is written by the engine (1, before posting) and by the
  * writer (0, release, after its last access to the save), read with
  * acquire by the engine; the queue is under `lock`. The writer takes the
@@ -37,6 +46,8 @@
 
 typedef struct {
 	engine_save save;
+	engine_load load;
+	int is_load;             /* set before posting, read after the queue */
 	_Atomic int busy;
 } sw_job;
 
@@ -86,6 +97,15 @@ static void job_run(struct engine_session_writer *w, sw_job *job)
 {
 	coli_engine *e = w->e;
 	char msg[256];
+	if (job->is_load) {
+		engine_session_load_run(e, &job->load);
+		atomic_store_explicit(&job->busy, 0, memory_order_release);
+		pthread_mutex_lock(&e->lock);
+		e->sw_acks++;
+		pthread_cond_broadcast(&e->cond);
+		pthread_mutex_unlock(&e->lock);
+		return;
+	}
 	engine_session_save_run(e, &job->save, msg, sizeof msg);
 	/* the record may be reused once busy is clear: keep the request */
 	coli_request *r = job->save.req;
@@ -180,13 +200,29 @@ engine_save *engine_session_writer_job(coli_engine *e, const engine_slot *sl)
 	return &e->sw->jobs[sl->index].save;
 }
 
-void engine_session_writer_post(coli_engine *e, const engine_slot *sl)
+engine_load *engine_session_writer_load(coli_engine *e, const engine_slot *sl)
+{
+	return &e->sw->jobs[sl->index].load;
+}
+
+static void post(coli_engine *e, const engine_slot *sl, int is_load)
 {
 	struct engine_session_writer *w = e->sw;
+	w->jobs[sl->index].is_load = is_load;
 	atomic_store_explicit(&w->jobs[sl->index].busy, 1, memory_order_relaxed);
 	pthread_mutex_lock(&w->lock);
 	w->queue[(w->q_head + w->q_len) % ENGINE_MAX_SLOTS] = sl->index;
 	w->q_len++;
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
+}
+
+void engine_session_writer_post(coli_engine *e, const engine_slot *sl)
+{
+	post(e, sl, 0);
+}
+
+void engine_session_writer_post_load(coli_engine *e, const engine_slot *sl)
+{
+	post(e, sl, 1);
 }

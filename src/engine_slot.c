@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "coli_log.h"
+#include "engine_draft.h"
 #include "engine_internal.h"
 
 int engine_slot_alloc(coli_engine *e, engine_slot *sl, int rows, coli_err *err)
@@ -278,6 +279,9 @@ int engine_slot_take(coli_engine *e, engine_slot *sl)
 	return 1;
 }
 
+static int start_session(coli_engine *e, engine_slot *sl);
+static int start_prompt(coli_engine *e, engine_slot *sl);
+
 int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 {
 	coli_err err = { 0 };
@@ -297,23 +301,62 @@ int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 	coli_seq_count_routes(sl->seq, e->prof ? sl->route_counts : NULL);
 	if (r->session) {
 		/* a session request continues the session: its prompt follows
-		 * the stored history */
-		if (engine_session_bind(e, sl, r->session, &err)) {
+		 * the stored history, which the session writer may read first
+		 * (the slot waits, busy; then slot_resumed) */
+		int rc = engine_session_bind(e, sl, r->session, &err);
+		if (rc < 0) {
 			engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 			return -1;
 		}
-		/* whole: the prompt replaces the history past their common
-		 * prefix (the file is cut there below) */
-		const int before = r->params.session_whole ? 0 : sl->n_hist;
-		if (before + r->n_prompt + 1 > e->ctx) {
-			engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, -E2BIG,
-					   "the session and the prompt exceed the context length");
-			return -1;
+		if (rc > 0) {
+			sl->at = 0;
+			sl->phase = SLOT_PREFILL;
+			return 0;
 		}
-		memcpy(sl->prompt, sl->hist, sizeof(int) * (size_t)before);
-		memcpy(sl->prompt + before, r->prompt, sizeof(int) * (size_t)r->n_prompt);
-		sl->n_prompt = before + r->n_prompt;
-	} else {
+		return start_session(e, sl);
+	}
+	return start_prompt(e, sl);
+}
+
+/* A session request's prompt: the slot holds the session's history. */
+static int start_session(coli_engine *e, engine_slot *sl)
+{
+	coli_request *r = sl->req;
+	/* whole: the prompt replaces the history past their common prefix
+	 * (the file is cut there below) */
+	const int before = r->params.session_whole ? 0 : sl->n_hist;
+	if (before + r->n_prompt + 1 > e->ctx) {
+		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, -E2BIG,
+				   "the session and the prompt exceed the context length");
+		return -1;
+	}
+	memcpy(sl->prompt, sl->hist, sizeof(int) * (size_t)before);
+	memcpy(sl->prompt + before, r->prompt, sizeof(int) * (size_t)r->n_prompt);
+	sl->n_prompt = before + r->n_prompt;
+	return start_prompt(e, sl);
+}
+
+/* The session writer finished the slot's bind (its busy seen clear):
+ * finish it, then the request's start; the slot steps from the next
+ * round. */
+static void slot_resumed(coli_engine *e, engine_slot *sl)
+{
+	coli_err err = { 0 };
+	if (engine_session_bound(e, sl, &err)) {
+		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
+		return;
+	}
+	if (!start_session(e, sl) && engine_draft_slot_start(e, sl, &err))
+		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
+}
+
+/* Reuse what the slot holds of the prompt, set up the sampler: the
+ * request is ready to prefill. */
+static int start_prompt(coli_engine *e, engine_slot *sl)
+{
+	coli_request *r = sl->req;
+	coli_err err = { 0 };
+	if (!r->session) {
 		engine_session_unbind(e, sl);
 		/* A stateless request sees only what stateless requests left in
 		 * this slot: a session's text is visible to whoever names the
@@ -365,6 +408,10 @@ int engine_slot_ready(coli_engine *e, engine_slot *sl, int n)
 	 * waits (its cancellation too); the others step */
 	if (engine_session_busy(e, sl))
 		return 0;
+	if (sl->resuming) {
+		slot_resumed(e, sl);
+		return 0;
+	}
 	/* a slot whose in-process reader is behind pauses: the engine never
 	 * waits for a reader (engine_request.h) */
 	if (!engine_request_room(sl->req, e, ENGINE_STEP_EVENTS))
@@ -385,6 +432,10 @@ int engine_slot_prefill(coli_engine *e, engine_slot *sl)
 	coli_err err = { 0 };
 	if (engine_session_busy(e, sl))
 		return 0; /* waiting for its session's writer */
+	if (sl->resuming) {
+		slot_resumed(e, sl);
+		return 0;
+	}
 	if (atomic_load(&sl->req->cancelled)) {
 		engine_slot_finish(e, sl, COLI_EV_DONE, COLI_FINISH_CANCELLED, 0, NULL);
 		return 0;

@@ -125,7 +125,8 @@ void engine_step_draft(coli_engine *e)
 {
 	for (int k = 0; k < e->n_slots; k++) {
 		engine_slot *sl = &e->slots[(e->rr + k) % e->n_slots];
-		if (sl->phase != SLOT_PREFILL)
+		/* a slot the session writer holds does not take the turn */
+		if (sl->phase != SLOT_PREFILL || engine_session_busy(e, sl))
 			continue;
 		e->rr = (sl->index + 1) % e->n_slots;
 		const int first = sl->at;

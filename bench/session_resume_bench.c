@@ -1,0 +1,195 @@
+/* session_resume_bench.c - does resuming a long session stall a running
+ * slot? The largest gap between two tokens of request B (decoded and read
+ * to its end) while request A, in the other slot, runs one-token turns
+ * one after another, in two situations interleaved round by round in one
+ * engine with two slots:
+ *
+ *   resuming  A's turns alternate between two saved sessions of LONG
+ *             tokens (default 4000): each turn binds the other one, so it
+ *             opens the file and reads all its rows (the session writer's
+ *             since issue 28; before, the engine thread's); its prompt is
+ *             the whole conversation, so the file stays that long
+ *   plain     A's turns are the same without a session
+ *
+ * B's gaps are measured between its TEXT events as its reader gets them
+ * (every_token: one event per token). Prints one JSON line: per situation
+ * the median over rounds of B's largest gap and of its 99th percentile
+ * gap (ms), and how many of A's turns (resumes) ran beside B.
+ *
+ *   session_resume_bench MODEL_DIR CACHE_DIR [ROUNDS [THREADS [LONG]]]
+ *
+ * Figures, not assertions: never run by make check (bench/session_resume.sh
+ * drives it; tests/core_session_bind checks the behaviour). */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "bench_stats.h"
+#include "util_time.h"
+
+#define MAX_ROUNDS 32
+#define B_TOKENS 400
+#define MAX_LONG 8000
+
+typedef struct {
+	coli_engine *e;
+	int sessions;        /* 0: plain turns */
+	atomic_int stop;
+	int turns;
+	int failed;
+} a_loop;
+
+static int long_prompt[MAX_LONG + 1], n_long = 4000;
+
+/* One turn: 0, or -1 when it failed. whole: the prompt is the whole
+ * conversation (the session stays n_long + 2 tokens long). */
+static int turn(coli_engine *e, const char *session, const int *prompt, int n, int max, int whole)
+{
+	coli_gen_params p;
+	coli_gen_params_default(&p);
+	p.ignore_eos = 1;
+	p.max_tokens = max;
+	p.session = session;
+	p.session_whole = whole;
+	coli_request *r = NULL;
+	coli_err err = { 0 };
+	if (coli_engine_submit(e, prompt, n, &p, &r, &err)) {
+		fprintf(stderr, "session_resume_bench: %s\n", err.msg);
+		return -1;
+	}
+	coli_event ev;
+	for (;;) {
+		if (!coli_request_next(r, &ev, 300 * 1000))
+			break;
+		if (ev.kind != COLI_EV_TEXT)
+			break;
+	}
+	int ok = ev.kind == COLI_EV_DONE && !ev.message[0];
+	if (!ok)
+		fprintf(stderr, "session_resume_bench: turn: %s\n", ev.message);
+	coli_request_free(r);
+	return ok ? 0 : -1;
+}
+
+/* A: one-token turns, alternating sessions L0 and L1 (or none): the
+ * long prompt and one token, all but the last token reused. */
+static void *a_main(void *arg)
+{
+	a_loop *a = arg;
+	const int one[] = { 3 };
+	while (!atomic_load(&a->stop)) {
+		int rc = a->sessions ? turn(a->e, a->turns % 2 ? "L1" : "L0", long_prompt, n_long + 1, 1, 1)
+				     : turn(a->e, NULL, one, 1, 1, 0);
+		if (rc) {
+			a->failed = 1;
+			return NULL;
+		}
+		a->turns++;
+	}
+	return NULL;
+}
+
+/* One B beside A's turns: B's largest and 99th percentile gap (s). */
+static int run_b(coli_engine *e, int sessions, double *max_gap, double *p99, int *turns)
+{
+	static double gaps[B_TOKENS + 1];
+	a_loop a = { .e = e, .sessions = sessions };
+	atomic_init(&a.stop, 0);
+	pthread_t t;
+	if (pthread_create(&t, NULL, a_main, &a))
+		return -1;
+	const int prompt[] = { 1, 5, 9 };
+	coli_gen_params p;
+	coli_gen_params_default(&p);
+	p.ignore_eos = 1;
+	p.every_token = 1;
+	p.max_tokens = B_TOKENS;
+	coli_request *r = NULL;
+	coli_err err = { 0 };
+	int rc = coli_engine_submit(e, prompt, 3, &p, &r, &err), n = 0;
+	double last = 0.0;
+	coli_event ev;
+	while (!rc) {
+		if (!coli_request_next(r, &ev, 300 * 1000)) {
+			rc = -1;
+			break;
+		}
+		if (ev.kind != COLI_EV_TEXT) {
+			rc = ev.kind == COLI_EV_DONE ? 0 : -1;
+			break;
+		}
+		double t_now = coli_now_s();
+		if (last > 0.0 && n < B_TOKENS)
+			gaps[n++] = t_now - last;
+		last = t_now;
+	}
+	coli_request_free(r);
+	atomic_store(&a.stop, 1);
+	pthread_join(t, NULL);
+	if (rc || a.failed || n < 2) {
+		fprintf(stderr, "session_resume_bench: %s\n", rc ? "B failed" : "A failed");
+		return -1;
+	}
+	bench_sort(gaps, n);
+	*max_gap = gaps[n - 1];
+	*p99 = gaps[(n * 99) / 100];
+	*turns = a.turns;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3 || argc > 6) {
+		fprintf(stderr, "usage: %s MODEL_DIR CACHE_DIR [ROUNDS [THREADS [LONG]]]\n", argv[0]);
+		return 2;
+	}
+	int rounds = argc > 3 ? atoi(argv[3]) : 3;
+	if (rounds < 1 || rounds > MAX_ROUNDS)
+		rounds = 3;
+	n_long = argc > 5 ? atoi(argv[5]) : 4000;
+	if (n_long < 1 || n_long > MAX_LONG)
+		n_long = 4000;
+	coli_engine_opts o;
+	coli_engine_opts_default(&o);
+	o.model_dir = argv[1];
+	o.cache_dir = argv[2];
+	o.parallel = 2;
+	o.ctx = n_long + 512;
+	o.threads = argc > 4 ? atoi(argv[4]) : 2;
+	coli_err err = { 0 };
+	coli_engine *e = NULL;
+	if (coli_engine_new(&o, &e, &err)) {
+		fprintf(stderr, "session_resume_bench: %s\n", err.msg);
+		return 1;
+	}
+	/* the two long sessions, saved once */
+	for (int i = 0; i < n_long; i++)
+		long_prompt[i] = 2 + i % 97;
+	long_prompt[n_long] = 3;
+	if (turn(e, "L0", long_prompt, n_long, 1, 0) || turn(e, "L1", long_prompt, n_long, 1, 0)) {
+		coli_engine_free(e);
+		return 1;
+	}
+	double mx[2][MAX_ROUNDS], pc[2][MAX_ROUNDS];
+	int turns[2] = { 0, 0 };
+	for (int k = 0; k < rounds; k++)
+		for (int s = 0; s < 2; s++) {
+			int t = 0;
+			if (run_b(e, s == 0, &mx[s][k], &pc[s][k], &t)) {
+				coli_engine_free(e);
+				return 1;
+			}
+			turns[s] += t;
+		}
+	coli_engine_free(e);
+	printf("{\"rounds\":%d,\"b_tokens\":%d,\"long\":%d,\"resuming\":{\"max_gap_ms\":%.2f,\"p99_gap_ms\":%.2f,"
+	       "\"a_turns\":%d},\"plain\":{\"max_gap_ms\":%.2f,\"p99_gap_ms\":%.2f,\"a_turns\":%d}}\n",
+	       rounds, B_TOKENS, n_long, 1e3 * bench_median(mx[0], rounds), 1e3 * bench_median(pc[0], rounds),
+	       turns[0], 1e3 * bench_median(mx[1], rounds), 1e3 * bench_median(pc[1], rounds), turns[1]);
+	return 0;
+}
