@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "bench_cadence.h"
 #include "bench_stats.h"
 #include "util_time.h"
 
@@ -103,41 +104,13 @@ static int run_b(coli_engine *e, int sessions, double *max_gap, double *p99, int
 	pthread_t t;
 	if (pthread_create(&t, NULL, a_main, &a))
 		return -1;
-	const int prompt[] = { 1, 5, 9 };
-	coli_gen_params p;
-	coli_gen_params_default(&p);
-	p.ignore_eos = 1;
-	p.every_token = 1;
-	p.max_tokens = B_TOKENS;
-	coli_request *r = NULL;
-	coli_err err = { 0 };
-	int rc = coli_engine_submit(e, prompt, 3, &p, &r, &err), n = 0;
-	double last = 0.0;
-	coli_event ev;
-	while (!rc) {
-		if (!coli_request_next(r, &ev, 300 * 1000)) {
-			rc = -1;
-			break;
-		}
-		if (ev.kind != COLI_EV_TEXT) {
-			rc = ev.kind == COLI_EV_DONE ? 0 : -1;
-			break;
-		}
-		double t_now = coli_now_s();
-		if (last > 0.0 && n < B_TOKENS)
-			gaps[n++] = t_now - last;
-		last = t_now;
-	}
-	coli_request_free(r);
+	const int rc = bench_cadence(e, B_TOKENS, gaps, max_gap, p99);
 	atomic_store(&a.stop, 1);
 	pthread_join(t, NULL);
-	if (rc || a.failed || n < 2) {
+	if (rc || a.failed) {
 		fprintf(stderr, "session_resume_bench: %s\n", rc ? "B failed" : "A failed");
 		return -1;
 	}
-	bench_sort(gaps, n);
-	*max_gap = gaps[n - 1];
-	*p99 = gaps[(n * 99) / 100];
 	*turns = a.turns;
 	return 0;
 }
