@@ -76,6 +76,13 @@ VEC_INLINE void v8f_store(float *p, v8f v)
 	memcpy(p, &v, sizeof v);
 }
 
+/* v in every lane, built once: a float times a vector, written as such,
+ * was rebuilt lane by lane at each use in the AVX2 clone */
+VEC_INLINE v8f v8f_splat(float v)
+{
+	return (v8f){ v, v, v, v, v, v, v, v };
+}
+
 /* coli_vec_dot's lane partials, lanes 0..7 in lo and 8..15 in hi,
  * finished its way: the 16 lanes reduced pairwise (8+8, 4+4, 2+2, 1+1),
  * then the tail terms i..n-1. */
@@ -159,8 +166,7 @@ VEC_INLINE void wsum_cols(float *y, const float *w, const float *x, size_t x_str
 	v8f a4 = v8f_load(yc + 32), a5 = v8f_load(yc + 40), a6 = v8f_load(yc + 48), a7 = v8f_load(yc + 56);
 	for (int p = 0; p < np; p++) {
 		const float *xp = row_at(x, x_stride, rows, p) + c;
-		const float s = w[p];
-		const v8f wp = { s, s, s, s, s, s, s, s };
+		const v8f wp = v8f_splat(w[p]);
 		a0 += wp * v8f_load(xp);
 		a1 += wp * v8f_load(xp + 8);
 		a2 += wp * v8f_load(xp + 16);
@@ -285,7 +291,7 @@ VEC_INLINE void tmul_group(const coli_qmat *w, const char *rows, size_t rb, int 
 		} else {
 			group_q(w->qtype, row, g, q);
 		}
-		const v8f cv = { c, c, c, c, c, c, c, c };
+		const v8f cv = v8f_splat(c);
 #pragma GCC unroll 8
 		for (int k = 0; k < 8; k++)
 			acc[k] += cv * q[k];
