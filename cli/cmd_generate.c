@@ -214,6 +214,13 @@ int cmd_generate(int argc, char **argv)
 	if (g.stats)
 		fprintf(stderr, "prompt %d tokens (%d cached), generated %d, ttft %.1f ms, %.2f tok/s\n",
 			ev.prompt_tokens, ev.cached_tokens, ev.completion_tokens, ev.ttft_ms, ev.decode_tps);
+	if (g.stats) {
+		coli_step_stats st;
+		coli_engine_step_stats(e, &st);
+		if (st.spill_full_bytes > 0)
+			fprintf(stderr, "spilled KV read back: %lld bytes of %lld\n", st.spill_bytes,
+				st.spill_full_bytes);
+	}
 	if (g.stats || g.verbose) {
 		coli_draft_stats ds;
 		coli_engine_draft_stats(e, &ds);

@@ -256,6 +256,12 @@ char *srv_metrics_with_steps(char *text, const coli_step_stats *st)
 	util_buf_printf(&b, "# HELP coli_kv_bytes KV memory the slots hold, and the budget it stays within.\n"
 		       "# TYPE coli_kv_bytes gauge\ncoli_kv_bytes{kind=\"used\"} %lld\n"
 		       "coli_kv_bytes{kind=\"budget\"} %lld\n", st->kv_used, st->kv_budget);
+	counter(&b, "coli_kv_spill_read_bytes_total",
+		"Bytes of spilled KV rows and index keys read back from session files.",
+		(unsigned long long)st->spill_bytes);
+	counter(&b, "coli_kv_spill_full_bytes_total",
+		"What reading every spilled row back each time would have read (DSA reads the selected ones).",
+		(unsigned long long)st->spill_full_bytes);
 	if (b.oom) {
 		util_buf_free(&b);
 		return NULL;

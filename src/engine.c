@@ -349,8 +349,17 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 		goto fail;
 	if ((rc = engine_draft_new(e, &e->draft, err)))
 		goto fail;
-	for (int i = 0; i < e->n_slots; i++)
+	for (int i = 0; i < ENGINE_MAX_SLOTS; i++) {
 		e->slots[i].index = i;
+		e->slots[i].eng = e;
+	}
+	/* spilled rows are read back through a ring of their own (the
+	 * expert store's serves its reads); without io_uring, preads */
+	if (e->kv_ram < e->ctx) {
+		coli_err rerr = { 0 };
+		if (kv_reader_new(ENGINE_SPILL_DEPTH, &e->spill_reader, &rerr))
+			coli_warn("%s; spilled KV rows are read back with pread", rerr.msg);
+	}
 	/* the first slot is allocated now so an out-of-memory context is
 	 * reported at start, not at the first request */
 	if ((rc = engine_kv_reserve(e, &e->slots[0], e->kv_ram < ENGINE_KV_ROUND ? e->kv_ram : ENGINE_KV_ROUND, err)))
@@ -391,6 +400,7 @@ fail:
 	free(e->step_tokens);
 	free(e->queue);
 	engine_draft_free(e->draft);
+	kv_reader_free(e->spill_reader);
 	coli_state_free(e->state);
 	coli_tokenizer_free(e->tok);
 	coli_model_free(e->model);
@@ -428,6 +438,7 @@ void coli_engine_free(coli_engine *e)
 	grammar_vocab_free(e->gvocab);
 	free(e->queue);
 	engine_draft_free(e->draft);
+	kv_reader_free(e->spill_reader);
 	coli_state_free(e->state);
 	coli_tokenizer_free(e->tok);
 	coli_model_free(e->model);
@@ -457,6 +468,8 @@ void coli_engine_step_stats(const coli_engine *e, coli_step_stats *out)
 	out->waiting_kv = atomic_load_explicit(&m->st_waiting_kv, memory_order_relaxed);
 	out->kv_used = atomic_load_explicit(&m->kv_used, memory_order_relaxed);
 	out->kv_budget = m->kv_budget;
+	out->spill_bytes = atomic_load_explicit(&m->st_spill_bytes, memory_order_relaxed);
+	out->spill_full_bytes = atomic_load_explicit(&m->st_spill_full, memory_order_relaxed);
 	pthread_mutex_lock(&m->lock);
 	out->active = m->active;
 	out->queued = m->q_len;

@@ -219,6 +219,11 @@ typedef struct coli_step_stats {
 	int queued;                /* requests waiting for a slot */
 	int waiting_kv;            /* 1: the queue's head waits for KV room */
 	long long kv_used, kv_budget; /* bytes of KV held / allowed */
+	long long spill_bytes;     /* bytes of spilled KV rows and index keys
+	                            * read back from session files */
+	long long spill_full_bytes; /* what reading every spilled row back
+	                            * each time would have read (with the DSA
+	                            * indexer only the selected rows are) */
 } coli_step_stats;
 void coli_engine_step_stats(const coli_engine *e, coli_step_stats *out);
 

@@ -21,7 +21,7 @@ check_PROGRAMS += tests/core_stop_match_test tests/core_batch_test tests/core_dr
 SLOW_TESTS += tests/core_draft.sh
 TESTS += tests/core_stop_match_test tests/core_draft_auto_test tests/core_session_resume.sh \
 	tests/core_batch.sh tests/core_parallel.sh tests/core_long_context.sh tests/core_dsa.sh \
-	tests/core_stalled_client.sh tests/engine_no_heat.sh tests/engine_cache_dir.sh
+	tests/core_dsa_spill.sh tests/core_stalled_client.sh tests/engine_no_heat.sh tests/engine_cache_dir.sh
 tests_core_stop_match_test_SOURCES = tests/core_stop_match_test.c
 tests_core_stop_match_test_LDADD = libcoli.a $(COLI_LIBS)
 tests_core_batch_test_SOURCES = tests/core_batch_test.c
@@ -67,7 +67,7 @@ EXTRA_DIST += tests/engine_grammar_submit.sh
 tests_engine_grammar_submit_SOURCES = tests/engine_grammar_submit.c tests/test_util.h
 tests_engine_grammar_submit_LDADD = libcoli.a $(COLI_LIBS)
 EXTRA_DIST += tests/core_draft.sh tests/core_session_resume.sh tests/core_batch.sh tests/core_parallel.sh \
-	tests/core_long_context.sh tests/core_dsa.sh tests/core_stalled_client.sh \
+	tests/core_long_context.sh tests/core_dsa.sh tests/core_dsa_spill.sh tests/core_stalled_client.sh \
 	tests/engine_no_heat.sh tests/engine_cache_dir.sh
 # a stalled reader vs the other slots' decode rate, and admission beside
 # 10..1,000 saved sessions (bench/README.md); built, never run by make check

@@ -13,6 +13,7 @@
 #include "grammar.h"
 #include "grammar_mask.h"
 #include "kv_file.h"
+#include "kv_reader.h"
 #include "model.h"
 #include "sampler.h"
 #include "engine_stop_match.h"
@@ -27,6 +28,9 @@
  * decoding slot plus prompt chunks, so the step state is sized for
  * n_slots + prefill_batch rows. */
 #define ENGINE_MAX_SLOTS COLI_MAX_PARALLEL
+/* io_uring entries for reading spilled rows back: a layer's runs in one
+ * or a few submissions */
+#define ENGINE_SPILL_DEPTH 128
 /* A slot's KV grows at admission in steps of this many rows, up to
  * kv_ram: a short request holds the KV it can use, not a whole context. */
 #define ENGINE_KV_ROUND 64
@@ -37,6 +41,7 @@ enum slot_phase { SLOT_IDLE = 0, SLOT_PREFILL, SLOT_DECODE };
  * request, so the next request that shares a prefix reuses them. */
 typedef struct engine_slot {
 	int index;
+	struct coli_engine *eng; /* the engine (engine_slot_spill_read's figures) */
 	int phase;               /* enum slot_phase */
 	coli_request *req;       /* NULL when idle */
 	coli_seq *seq;           /* allocated on first use */
@@ -116,6 +121,10 @@ struct coli_engine {
 	 * thread, read anywhere: relaxed atomics, each exact alone) */
 	_Atomic long long st_steps, st_rows, st_prompt_rows;
 	_Atomic int st_last_rows, st_waiting_kv;
+	/* spilled rows read back (engine_slot_spill_read): bytes read, and
+	 * the bytes every spilled row of those slots would have been */
+	_Atomic long long st_spill_bytes, st_spill_full;
+	kv_reader *spill_reader; /* io_uring for them (NULL: pread; no spills) */
 	/* token bytes for grammar masks: built by the first submitter of a
 	 * constrained request (under gvocab_lock), before it queues it, so
 	 * the engine thread reads it only after the queue's lock */
@@ -252,7 +261,7 @@ void engine_slot_decoded(coli_engine *e, engine_slot *sl);
  * may be half written: forgotten). */
 void engine_slots_fail(coli_engine *e, engine_slot **who, int n, const coli_err *err);
 /* coli_seq_spill_fn reading a slot's rows back from its session file. */
-int engine_slot_spill_read(void *ctx, int layer, int first, int n, float *out);
+int engine_slot_spill_read(void *ctx, int slot, const int *runs, int n_runs, float *out);
 /* Show a decoded token to the client (it becomes `pending`) and check the
  * stop conditions: 0 to go on, else the enum coli_finish reason; then
  * engine_slot_end finishes the slot (the caller first rewinds the

@@ -67,16 +67,25 @@ static int is_eos(const coli_engine *e, int tok)
 	return e->tok && tok == coli_tokenizer_eos_id(e->tok);
 }
 
-int engine_slot_spill_read(void *ctx, int layer, int first, int n, float *out)
+int engine_slot_spill_read(void *ctx, int slot, const int *runs, int n_runs, float *out)
 {
 	engine_slot *sl = ctx;
+	coli_engine *e = sl->eng;
 	coli_err err = { 0 };
 	if (!sl->sess)
 		return -ENOENT;
-	int rc = kv_session_read_rows(sl->sess, layer, first, n, out, &err);
-	if (rc)
+	uint64_t got = 0;
+	int rc = kv_session_read_runs(sl->sess, e->spill_reader, slot, runs, n_runs, out, &got, &err);
+	if (rc) {
 		coli_error("session %s: %s", kv_session_name(sl->sess), err.msg);
-	return rc;
+		return rc;
+	}
+	const int L = kv_session_n_layers(sl->sess);
+	const long long width = slot < L ? kv_session_width(sl->sess) : kv_session_index_width(sl->sess);
+	atomic_fetch_add_explicit(&e->st_spill_bytes, (long long)got, memory_order_relaxed);
+	atomic_fetch_add_explicit(&e->st_spill_full, (long long)coli_seq_base(sl->seq) * width * 4,
+				  memory_order_relaxed);
+	return 0;
 }
 
 /* Make room in RAM for n more KV rows: spill the oldest rows to the

@@ -408,18 +408,16 @@ int forward_attention(const coli_model *m, coli_state *s, int l, int n, coli_err
 		fwd_rope(dst + L, R, t, m->rope_inv_freq, m->rope_mscale, c->rope_interleave);
 	}
 	/* spilled rows of this layer (only a sequence alone in its chunk
-	 * may have them; coli_forward_seq* check) */
+	 * may have them; coli_forward_seq* check): the index keys first (all
+	 * of them: the indexer scores every key), then of the attention rows
+	 * only those the selection takes (indexer_spill_runs) */
 	const coli_seq *q0 = s->row_seq[0];
-	if (q0->base > 0) {
-		int rc = q0->spill_read(q0->spill_ctx, l, 0, q0->base, s->old_kv);
+	if (q0->base > 0 && w->has_indexer && s->old_ikv) {
+		const int all[2] = { 0, q0->base };
+		int rc = q0->spill_read(q0->spill_ctx, coli_config_index_slot(c, l), all, 1, s->old_ikv);
 		if (rc < 0)
-			return coli_err_set(err, rc, "reading %d spilled KV rows of layer %d back failed", q0->base, l);
-		if (w->has_indexer && s->old_ikv) {
-			rc = q0->spill_read(q0->spill_ctx, coli_config_index_slot(c, l), 0, q0->base, s->old_ikv);
-			if (rc < 0)
-				return coli_err_set(err, rc, "reading %d spilled index keys of layer %d back failed",
-						    q0->base, l);
-		}
+			return coli_err_set(err, rc, "reading %d spilled index keys of layer %d back failed", q0->base,
+					    l);
 	}
 	/* the keys each row attends to: this layer's own indexer, or the
 	 * selection of the nearest earlier full layer (already in s->isel) */
@@ -429,6 +427,13 @@ int forward_attention(const coli_model *m, coli_state *s, int l, int n, coli_err
 		indexer_select(m, s, l, n);
 		s->timing.indexer += coli_now_s() - ti;
 		idx_cpu += coli_cpu_s() - ci;
+	}
+	if (q0->base > 0) {
+		int all[2] = { 0, q0->base }, *runs = all;
+		const int nr = indexer_spill_runs(s, n, q0->base, &runs);
+		int rc = q0->spill_read(q0->spill_ctx, l, runs, nr, s->old_kv);
+		if (rc < 0)
+			return coli_err_set(err, rc, "reading %d spilled KV rows of layer %d back failed", q0->base, l);
 	}
 	if (coli_config_has_indexer(c))
 		indexer_note(m, s, l, n);

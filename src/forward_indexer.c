@@ -197,6 +197,38 @@ int indexer_select(const coli_model *m, coli_state *s, int l, int n)
 	return 0;
 }
 
+int indexer_spill_runs(coli_state *s, int n, int base, int **runs)
+{
+	if (!s->isel_n || !s->spill_runs)
+		return 1;
+	for (int b = 0; b < n; b++)
+		if (s->isel_n[b] < 0)
+			return 1; /* a dense row reads every key */
+	/* mark the selected spilled positions, then walk them into runs:
+	 * each selection is ascending, the union is not */
+	unsigned char *mark = s->idx_mark;
+	memset(mark, 0, (size_t)(unsigned)base);
+	for (int b = 0; b < n; b++) {
+		const int *sel = s->isel + (size_t)b * s->isel_cap;
+		for (int i = 0; i < s->isel_n[b] && sel[i] < base; i++)
+			mark[sel[i]] = 1;
+	}
+	int nr = 0, *out = s->spill_runs;
+	for (int p = 0; p < base; p++) {
+		if (!mark[p])
+			continue;
+		if (nr > 0 && out[2 * nr - 2] + out[2 * nr - 1] == p) {
+			out[2 * nr - 1]++;
+		} else {
+			out[2 * nr] = p;
+			out[2 * nr + 1] = 1;
+			nr++;
+		}
+	}
+	*runs = out;
+	return nr;
+}
+
 void indexer_note(const coli_model *m, coli_state *s, int l, int n)
 {
 	if (n <= 0 || !s->idx_kept)

@@ -16,6 +16,12 @@ void indexer_keys(const coli_model *m, coli_state *s, const coli_layer_weights *
  * a sequence with spilled rows read their keys from s->old_ikv (read back
  * for layer l already). */
 int indexer_select(const coli_model *m, coli_state *s, int l, int n);
+/* The spilled rows (positions before base) the chunk's n rows attend
+ * to, as runs (first, length) of consecutive positions: with every row
+ * sparse (s->isel in force, isel_n >= 0) the union of their selections,
+ * set in s->spill_runs (*runs points there); else every spilled row, the
+ * one run *runs holds already ({0, base}). Returns the number of runs. */
+int indexer_spill_runs(coli_state *s, int n, int base, int **runs);
 /* Record the last row's kept / context counts for layer l (statistics). */
 void indexer_note(const coli_model *m, coli_state *s, int l, int n);
 

@@ -257,6 +257,8 @@ int coli_state_new(const coli_model *m, int max_ctx, int max_batch, coli_state *
 		s->old_ikv = zalloc((size_t)max_ctx * ID, sizeof(float), &al);
 		s->idx_order = zalloc((size_t)max_ctx, sizeof(int), &al);
 		s->idx_mark = zalloc((size_t)max_ctx, 1, &al);
+		/* runs of selected spilled rows: at most (base + 1) / 2 */
+		s->spill_runs = zalloc((size_t)max_ctx + 2, sizeof(int), &al);
 		s->isel = zalloc(B * (size_t)s->isel_cap, sizeof(int), &al);
 		s->isel_n = zalloc(B, sizeof(int), &al);
 		s->idx_kept = zalloc((size_t)s->n_layers, sizeof(int), &al);
@@ -337,7 +339,7 @@ void coli_state_free(coli_state *s)
 			 s->tok_slot, s->exp_in, s->exp_a, s->exp_b, s->exp_out, (void *)s->recs,
 			 s->predict, s->pred_scores, s->route_tmp, s->route_taken, s->expert_rows, s->pred_w, s->logits_h, s->mtp_cat, s->routing.experts,
 			 s->routing.weights, s->idx_q, s->idx_k, s->idx_w, s->idx_scores, s->idx_order, s->idx_mark,
-			 s->isel, s->isel_n, s->idx_kept, s->idx_context, s->old_ikv, s->task_time,
+			 s->isel, s->isel_n, s->idx_kept, s->idx_context, s->old_ikv, s->task_time, s->spill_runs,
 			 s->idx_trace, s->idx_trace_n };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);

@@ -72,6 +72,8 @@ struct coli_state {
 	float *idx_scores;      /* (cap) one row's score of every key */
 	int *idx_order;         /* (cap) positions being selected */
 	unsigned char *idx_mark; /* (cap) selected flags */
+	int *spill_runs;        /* (cap + 2) runs of selected spilled rows
+	                         * to read back (indexer_spill_runs) */
 	int isel_cap;           /* min(index_topk, cap) */
 	int *isel;              /* (B, isel_cap) selected positions, ascending,
 	                         * in force for the current and following

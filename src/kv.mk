@@ -4,11 +4,12 @@
 libcoli_a_SOURCES += \
 	src/kv_file.c src/kv_file.h src/kv_format.h \
 	src/kv_session.c src/kv_session_int.h src/kv_session_live.c \
+	src/kv_reader.c src/kv_reader.h \
 	src/kv_store.c src/kv_store.h \
 	src/kv_prefix_index.c src/kv_prefix_index.h \
 	src/kv_cache_dir.c src/kv_cache_dir.h
 
-KV_TESTS = tests/kv_crc32c tests/kv_file tests/kv_store tests/kv_prefix_watch
+KV_TESTS = tests/kv_crc32c tests/kv_file tests/kv_reader tests/kv_store tests/kv_prefix_watch
 # kv_bench prints the file-format figures and bench/kv_resume.sh the engine's
 # resume-vs-re-prefill figure (bench/README.md); built, never run by make check.
 check_PROGRAMS += $(KV_TESTS) tests/kv_writer tests/kv_bench
@@ -19,6 +20,8 @@ tests_kv_crc32c_SOURCES = tests/kv_crc32c.c
 tests_kv_crc32c_LDADD = libcoli.a $(COLI_LIBS)
 tests_kv_file_SOURCES = tests/kv_file.c tests/kv_test.h
 tests_kv_file_LDADD = libcoli.a $(COLI_LIBS)
+tests_kv_reader_SOURCES = tests/kv_reader.c tests/kv_test.h
+tests_kv_reader_LDADD = libcoli.a $(COLI_LIBS)
 tests_kv_store_SOURCES = tests/kv_store.c tests/kv_test.h
 tests_kv_store_LDADD = libcoli.a $(COLI_LIBS)
 tests_kv_prefix_watch_SOURCES = tests/kv_prefix_watch.c tests/kv_test.h

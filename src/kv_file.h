@@ -136,6 +136,15 @@ int kv_session_compact(kv_session *s, coli_err *err);
  * table). out: n * width (index_width) floats. */
 int kv_session_read_rows(kv_session *s, int layer, int first_token, int n, float *out,
 			 coli_err *err);
+/* The same for runs of rows of one slot: runs[2i] the first position of
+ * run i, runs[2i + 1] its length; each row lands at its position, out +
+ * pos * width (index_width). With a reader (kv_reader.h) the reads of
+ * every run (one per run and record it spans) are submitted together
+ * through its io_uring ring and waited for; without one they are preads.
+ * Adds the bytes read to *bytes (when not NULL) on success. */
+typedef struct kv_reader kv_reader;
+int kv_session_read_runs(kv_session *s, kv_reader *rd, int slot, const int *runs, int n_runs, float *out,
+			 uint64_t *bytes, coli_err *err);
 
 int kv_session_n_tokens(const kv_session *s);
 /* 0 once a write failed: the file holds a valid prefix, nothing newer. */

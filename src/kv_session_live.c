@@ -16,6 +16,7 @@
 #include "coli_log.h"
 #include "util_crc32c.h"
 #include "kv_format.h"
+#include "kv_reader.h"
 #include "kv_session_int.h"
 #include "util_file.h"
 
@@ -67,6 +68,57 @@ int kv_session_read_rows(kv_session *s, int layer, int first_token, int n, float
 		pos += take;
 	}
 	return 0;
+}
+
+int kv_session_read_runs(kv_session *s, kv_reader *rd, int slot, const int *runs, int n_runs, float *out,
+			 uint64_t *bytes, coli_err *err)
+{
+	if (slot < 0 || (uint32_t)slot >= kv_geom_slots(session_geom(s)))
+		return coli_err_set(err, -EINVAL, "%s: no slot %d", s->path, slot);
+	const uint32_t sw = kv_geom_slot_width(session_geom(s), (uint32_t)slot);
+	uint64_t total = 0;
+	int rc = 0;
+	for (int i = 0; i < n_runs && !rc; i++) {
+		const int first = runs[2 * i], n = runs[2 * i + 1];
+		if (first < 0 || n < 0 || (int64_t)first + n > s->n_tokens) {
+			rc = coli_err_set(err, -EINVAL, "%s: rows %d+%d of slot %d out of range (%d tokens)", s->path,
+					  first, n, slot, s->n_tokens);
+			break;
+		}
+		/* a run is one read per record it spans: a record holds a
+		 * slot's rows of consecutive positions back to back */
+		uint32_t pos = (uint32_t)first, stop = pos + (uint32_t)n;
+		while (pos < stop) {
+			const kv_rec *r = live_find(s, pos);
+			if (!r) {
+				rc = coli_err_set(err, -EIO, "%s: no record holds token %u", s->path, pos);
+				break;
+			}
+			uint32_t take = r->first + r->live - pos;
+			if (take > stop - pos)
+				take = stop - pos;
+			const size_t len = (size_t)take * sw * 4u;
+			float *dst = out + (size_t)pos * sw;
+			const uint64_t off = rows_offset(s, r, (uint32_t)slot, pos);
+			rc = rd ? kv_reader_add(rd, s->fd, dst, len, off) : kv_fmt_pread_full(s->fd, dst, len, off);
+			if (rc < 0) {
+				rc = coli_err_set(err, rc, "%s: read rows: %s", s->path, strerror(-rc));
+				break;
+			}
+			total += len;
+			pos += take;
+		}
+	}
+	if (rd) {
+		/* every queued read finishes before the buffer is used or the
+		 * call returns, also after an error */
+		int wrc = kv_reader_wait(rd);
+		if (wrc < 0 && !rc)
+			rc = coli_err_set(err, wrc, "%s: read rows: %s", s->path, strerror(-wrc));
+	}
+	if (bytes)
+		*bytes += rc ? 0 : total;
+	return rc;
 }
 
 /* Copy [off, off+len) of the session file to dst at *doff, extending crc. */

@@ -203,10 +203,13 @@ int coli_config_index_slot(const coli_config *c, int layer);
 
 /* Long contexts beyond RAM: positions before `base` live elsewhere (the
  * session file) and are read back on demand, one layer at a time, by
- * spill_read(ctx, slot, first, n, out) -> 0 or a negative errno; slot is
- * the layer for its attention rows, coli_config_index_slot(layer) for its
- * index keys. */
-typedef int (*coli_seq_spill_fn)(void *ctx, int layer, int first, int n, float *out);
+ * spill_read(ctx, slot, runs, n_runs, out) -> 0 or a negative errno; slot
+ * is the layer for its attention rows, coli_config_index_slot(layer) for
+ * its index keys; runs[2i], runs[2i + 1]: the first position and length of
+ * run i (ascending, disjoint, before base); each row lands at its
+ * position (out + pos * the slot's width). With the DSA indexer only the
+ * rows the chunk's selection takes are asked for. */
+typedef int (*coli_seq_spill_fn)(void *ctx, int slot, const int *runs, int n_runs, float *out);
 void coli_seq_set_spill(coli_seq *q, coli_seq_spill_fn fn, void *ctx);
 int coli_seq_base(const coli_seq *q);
 /* Count each routed expert the sequence's rows choose into
