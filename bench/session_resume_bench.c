@@ -22,11 +22,8 @@
  * drives it; tests/core_session_bind checks the behaviour). */
 #include "config.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "engine.h"
 #include "bench_cadence.h"
@@ -37,82 +34,24 @@
 #define B_TOKENS 400
 #define MAX_LONG 8000
 
-typedef struct {
-	coli_engine *e;
-	int sessions;        /* 0: plain turns */
-	atomic_int stop;
-	int turns;
-	int failed;
-} a_loop;
-
 static int long_prompt[MAX_LONG + 1], n_long = 4000;
 
-/* One turn: 0, or -1 when it failed. whole: the prompt is the whole
- * conversation (the session stays n_long + 2 tokens long). */
-static int turn(coli_engine *e, const char *session, const int *prompt, int n, int max, int whole)
+/* A: one-token turns, alternating sessions L0 and L1 (ctx non-NULL) or
+ * none: the long prompt and one token, all but the last token reused. */
+static int a_turn(coli_engine *e, void *ctx, int i)
 {
-	coli_gen_params p;
-	coli_gen_params_default(&p);
-	p.ignore_eos = 1;
-	p.max_tokens = max;
-	p.session = session;
-	p.session_whole = whole;
-	coli_request *r = NULL;
-	coli_err err = { 0 };
-	if (coli_engine_submit(e, prompt, n, &p, &r, &err)) {
-		fprintf(stderr, "session_resume_bench: %s\n", err.msg);
-		return -1;
-	}
-	coli_event ev;
-	for (;;) {
-		if (!coli_request_next(r, &ev, 300 * 1000))
-			break;
-		if (ev.kind != COLI_EV_TEXT)
-			break;
-	}
-	int ok = ev.kind == COLI_EV_DONE && !ev.message[0];
-	if (!ok)
-		fprintf(stderr, "session_resume_bench: turn: %s\n", ev.message);
-	coli_request_free(r);
-	return ok ? 0 : -1;
-}
-
-/* A: one-token turns, alternating sessions L0 and L1 (or none): the
- * long prompt and one token, all but the last token reused. */
-static void *a_main(void *arg)
-{
-	a_loop *a = arg;
-	const int one[] = { 3 };
-	while (!atomic_load(&a->stop)) {
-		int rc = a->sessions ? turn(a->e, a->turns % 2 ? "L1" : "L0", long_prompt, n_long + 1, 1, 1)
-				     : turn(a->e, NULL, one, 1, 1, 0);
-		if (rc) {
-			a->failed = 1;
-			return NULL;
-		}
-		a->turns++;
-	}
-	return NULL;
+	static const int one[] = { 3 };
+	return ctx ? bench_turn("session_resume_bench", e, i % 2 ? "L1" : "L0", long_prompt, n_long + 1, 1, 1)
+		   : bench_turn("session_resume_bench", e, NULL, one, 1, 1, 0);
 }
 
 /* One B beside A's turns: B's largest and 99th percentile gap (s). */
 static int run_b(coli_engine *e, int sessions, double *max_gap, double *p99, int *turns)
 {
 	static double gaps[B_TOKENS + 1];
-	a_loop a = { .e = e, .sessions = sessions };
-	atomic_init(&a.stop, 0);
-	pthread_t t;
-	if (pthread_create(&t, NULL, a_main, &a))
-		return -1;
-	const int rc = bench_cadence(e, B_TOKENS, gaps, max_gap, p99);
-	atomic_store(&a.stop, 1);
-	pthread_join(t, NULL);
-	if (rc || a.failed) {
-		fprintf(stderr, "session_resume_bench: %s\n", rc ? "B failed" : "A failed");
-		return -1;
-	}
-	*turns = a.turns;
-	return 0;
+	static int on = 1;
+	return bench_cadence_beside("session_resume_bench", e, B_TOKENS, gaps, a_turn, sessions ? &on : NULL,
+				    max_gap, p99, turns);
 }
 
 int main(int argc, char **argv)
@@ -127,24 +66,16 @@ int main(int argc, char **argv)
 	n_long = argc > 5 ? atoi(argv[5]) : 4000;
 	if (n_long < 1 || n_long > MAX_LONG)
 		n_long = 4000;
-	coli_engine_opts o;
-	coli_engine_opts_default(&o);
-	o.model_dir = argv[1];
-	o.cache_dir = argv[2];
-	o.parallel = 2;
-	o.ctx = n_long + 512;
-	o.threads = argc > 4 ? atoi(argv[4]) : 2;
-	coli_err err = { 0 };
-	coli_engine *e = NULL;
-	if (coli_engine_new(&o, &e, &err)) {
-		fprintf(stderr, "session_resume_bench: %s\n", err.msg);
+	coli_engine *e = bench_engine_open("session_resume_bench", argv[1], argv[2], n_long + 512,
+					   argc > 4 ? atoi(argv[4]) : 2);
+	if (!e)
 		return 1;
-	}
 	/* the two long sessions, saved once */
 	for (int i = 0; i < n_long; i++)
 		long_prompt[i] = 2 + i % 97;
 	long_prompt[n_long] = 3;
-	if (turn(e, "L0", long_prompt, n_long, 1, 0) || turn(e, "L1", long_prompt, n_long, 1, 0)) {
+	if (bench_turn("session_resume_bench", e, "L0", long_prompt, n_long, 1, 0) ||
+	    bench_turn("session_resume_bench", e, "L1", long_prompt, n_long, 1, 0)) {
 		coli_engine_free(e);
 		return 1;
 	}

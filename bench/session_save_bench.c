@@ -19,12 +19,8 @@
  * drives it; tests/core_session_writer checks the behaviour). */
 #include "config.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include "engine.h"
 #include "bench_cadence.h"
@@ -34,68 +30,21 @@
 #define MAX_ROUNDS 32
 #define B_TOKENS 600
 
-typedef struct {
-	coli_engine *e;
-	const char *session; /* NULL: plain turns */
-	atomic_int stop;
-	int turns;
-	int failed;
-} a_loop;
-
-/* A: short turns one after another until told to stop. */
-static void *a_main(void *arg)
+/* A: short turns one after another on `ctx` (a session name, or NULL
+ * for plain turns) until told to stop. */
+static int a_turn(coli_engine *e, void *ctx, int i)
 {
-	a_loop *a = arg;
-	const int prompt[] = { 3, 4, 5 };
-	coli_gen_params p;
-	coli_gen_params_default(&p);
-	p.ignore_eos = 1;
-	p.max_tokens = 8;
-	p.session = a->session;
-	while (!atomic_load(&a->stop)) {
-		coli_request *r = NULL;
-		coli_err err = { 0 };
-		if (coli_engine_submit(a->e, prompt, 3, &p, &r, &err)) {
-			a->failed = 1;
-			return NULL;
-		}
-		coli_event ev;
-		for (;;) {
-			if (!coli_request_next(r, &ev, 300 * 1000)) {
-				a->failed = 1;
-				break;
-			}
-			if (ev.kind != COLI_EV_TEXT)
-				break;
-		}
-		if (ev.kind != COLI_EV_DONE || ev.message[0])
-			a->failed = 1;
-		coli_request_free(r);
-		if (a->failed)
-			return NULL;
-		a->turns++;
-	}
-	return NULL;
+	static const int prompt[] = { 3, 4, 5 };
+	(void)i;
+	return bench_turn("session_save_bench", e, ctx, prompt, 3, 8, 0);
 }
 
 /* One B beside A's turns: B's largest and 99th percentile gap (s). */
 static int run_b(coli_engine *e, const char *session, double *max_gap, double *p99, int *turns)
 {
 	static double gaps[B_TOKENS + 1];
-	a_loop a = { .e = e, .session = session };
-	atomic_init(&a.stop, 0);
-	pthread_t t;
-	if (pthread_create(&t, NULL, a_main, &a))
-		return -1;
-	const int rc = bench_cadence(e, B_TOKENS, gaps, max_gap, p99);
-	atomic_store(&a.stop, 1);
-	pthread_join(t, NULL);
-	if (rc || a.failed) {
-		fprintf(stderr, "session_save_bench: %s\n", rc ? "B failed" : "A failed");
-		return -1;
-	}
-	*turns = a.turns;
-	return 0;
+	return bench_cadence_beside("session_save_bench", e, B_TOKENS, gaps, a_turn, (void *)session, max_gap, p99,
+				    turns);
 }
 
 int main(int argc, char **argv)
@@ -107,19 +56,9 @@ int main(int argc, char **argv)
 	int rounds = argc > 3 ? atoi(argv[3]) : 5;
 	if (rounds < 1 || rounds > MAX_ROUNDS)
 		rounds = 5;
-	coli_engine_opts o;
-	coli_engine_opts_default(&o);
-	o.model_dir = argv[1];
-	o.cache_dir = argv[2];
-	o.parallel = 2;
-	o.ctx = 4096;
-	o.threads = argc > 4 ? atoi(argv[4]) : 2;
-	coli_err err = { 0 };
-	coli_engine *e = NULL;
-	if (coli_engine_new(&o, &e, &err)) {
-		fprintf(stderr, "session_save_bench: %s\n", err.msg);
+	coli_engine *e = bench_engine_open("session_save_bench", argv[1], argv[2], 4096, argc > 4 ? atoi(argv[4]) : 2);
+	if (!e)
 		return 1;
-	}
 	double mx[2][MAX_ROUNDS], pc[2][MAX_ROUNDS];
 	int turns[2] = { 0, 0 };
 	for (int k = 0; k < rounds; k++)

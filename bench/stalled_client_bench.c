@@ -29,6 +29,7 @@
 
 #include "engine.h"
 #include "util_time.h"
+#include "bench_cadence.h"
 #include "bench_stats.h"
 
 #define MAX_ROUNDS 32
@@ -133,21 +134,13 @@ int main(int argc, char **argv)
 	int rounds = argc > 3 ? atoi(argv[3]) : 5;
 	if (rounds < 1 || rounds > MAX_ROUNDS)
 		rounds = 5;
-	coli_engine_opts o;
-	coli_engine_opts_default(&o);
-	o.model_dir = argv[1];
-	o.cache_dir = argv[2];
-	o.parallel = 2;
-	o.ctx = 2048;
-	o.threads = argc > 4 ? atoi(argv[4]) : 2;
-	coli_err err = { 0 };
-	coli_engine *e = NULL;
-	if (coli_engine_new(&o, &e, &err)) {
-		fprintf(stderr, "stalled_client_bench: %s\n", err.msg);
+	const int threads = argc > 4 ? atoi(argv[4]) : 2;
+	coli_engine *e = bench_engine_open("stalled_client_bench", argv[1], argv[2], 2048, threads);
+	if (!e)
 		return 1;
-	}
 	double rate[N_MODES][MAX_ROUNDS];
 	int a_stalled[MAX_ROUNDS], a_read = 0, rc = 0;
+	coli_err err = { 0 };
 	for (int r = 0; r < rounds && !rc; r++) {
 		/* the order turns each round: no situation always runs first */
 		for (int k = 0; k < N_MODES && !rc; k++) {
@@ -178,7 +171,7 @@ int main(int argc, char **argv)
 	       "\"b_tps_alone\":%.2f,\"b_tps_beside_reading\":%.2f,\"b_tps_beside_stalled\":%.2f,"
 	       "\"ratio_stalled_to_reading\":%.3f,\"ratio_stalled_to_alone\":%.3f,"
 	       "\"a_tokens_read_beside_b\":%d,\"a_tokens_before_cancel\":[%d,%d]}\n",
-	       rounds, o.threads, med[ALONE], med[READING], med[STALLED], med[STALLED] / med[READING],
+	       rounds, threads, med[ALONE], med[READING], med[STALLED], med[STALLED] / med[READING],
 	       med[STALLED] / med[ALONE], a_read, amin, amax);
 	return 0;
 }
