@@ -6,7 +6,7 @@
 # and auto, on a GLM-5-shaped slice with a third of the experts cached.
 #
 #   bench/batch_parallel.sh [--work DIR] [--reuse] [--requests N] [--gen N]
-#                           [--prompt-words N] [--parallel "1 16 64 256 auto"]
+#                           [--prompt-words N] [--parallel "1 16 64 64@384 256 auto"]
 #                           [--threads N] [--extra "ENGINE OPTIONS"]
 #                           [--no-cgroup] [--coli PATH]
 #
@@ -19,7 +19,9 @@
 #      (--prompt-words, default 24), max_tokens --gen (default 32),
 #      temperature 0: P requests at --parallel P (at least 4; --requests N
 #      fixes the count; auto answers 256), the first of one list, so
-#      every run's answers can be compared with the others';
+#      every run's answers can be compared with the others'; an entry
+#      P@N of --parallel runs P with --prefill-batch N (more prompt rows
+#      a step: fewer steps, so fewer expert reads, for more step memory);
 #   3. per --parallel P: drop the page cache (root), then coli batch with
 #      --expert-cache = 1/3 of the experts inside a memory cgroup (v1)
 #      limited to dense + 1/3 of the experts + 1 GiB (KV, the step state
@@ -36,7 +38,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=/var/tmp/coli-glm5-slice
-reuse=0 requests=0 gen=32 words=24 parallel="1 16 64 256 auto" threads=0 cgroup=1 extra=""
+reuse=0 requests=0 gen=32 words=24 parallel="1 16 64 64@384 256 auto" threads=0 cgroup=1 extra=""
 coli=${COLI:-}
 . "$top/bench/bench_args.sh"
 bench_args batch_parallel.sh 2,36 '--work=work --reuse:reuse=1 --requests=requests --gen=gen
@@ -89,9 +91,10 @@ EOF
 targs=""
 [ "$threads" -gt 0 ] && targs="--threads $threads"
 for p in $parallel; do
-	n=$requests
+	n=$requests pp=${p%@*} pb=""
+	case $p in *@*) pb="--prefill-batch ${p#*@}" ;; esac
 	if [ "$n" -le 0 ]; then
-		case $p in auto) n=256 ;; *) n=$((p < 4 ? 4 : p)) ;; esac
+		case $pp in auto) n=256 ;; *) n=$((pp < 4 ? 4 : pp)) ;; esac
 	fi
 	head -n "$n" "$res/in.jsonl" >"$res/in-$p.jsonl"
 	rm -f "$res/out-$p.jsonl" "$res/p$p.cgroup"
@@ -102,7 +105,7 @@ for p in $parallel; do
 	else
 		echo "batch_parallel.sh: not root: the page cache is not dropped between runs" >&2
 	fi
-	cmd="$coli batch $model $res/in-$p.jsonl $res/out-$p.jsonl --parallel $p --expert-cache $third --ctx 512 --cache-dir $res/cache-$p -q $targs $extra"
+	cmd="$coli batch $model $res/in-$p.jsonl $res/out-$p.jsonl --parallel $pp --expert-cache $third --ctx 512 --cache-dir $res/cache-$p -q $targs $extra $pb"
 	echo "run: $cmd" >&2
 	if [ "$cgroup" = 1 ] && [ -w /sys/fs/cgroup/memory ]; then
 		mkdir -p "$cg"
