@@ -105,28 +105,24 @@ static int grammar_node_add(coli_grammar *g, int kind)
 
 static int lits_add(gnode *n, const char *text)
 {
-	char **l = realloc(n->lits, sizeof *l * (size_t)(n->n_lits + 1));
-	if (!l)
+	/* an enum may list thousands of values: double, do not add one */
+	int cap_l = n->cap_lits, cap_ll = n->cap_lits;
+	if (util_array_grow(&n->lits, &cap_l, n->n_lits + 1, 4) ||
+	    util_array_grow(&n->lit_len, &cap_ll, n->n_lits + 1, 4))
 		return -ENOMEM;
-	n->lits = l;
-	uint32_t *ll = realloc(n->lit_len, sizeof *ll * (size_t)(n->n_lits + 1));
-	if (!ll)
+	n->cap_lits = cap_ll;
+	if (!(n->lits[n->n_lits] = strdup(text)))
 		return -ENOMEM;
-	n->lit_len = ll;
-	if (!(l[n->n_lits] = strdup(text)))
-		return -ENOMEM;
-	ll[n->n_lits++] = (uint32_t)strlen(text);
+	n->lit_len[n->n_lits++] = (uint32_t)strlen(text);
 	return 0;
 }
 
 static int alts_add(coli_grammar *g, int node, int alt)
 {
 	gnode *n = &g->nodes[node];
-	int *a = realloc(n->alts, sizeof *a * (size_t)(n->n_alts + 1));
-	if (!a)
+	if (util_array_grow(&n->alts, &n->cap_alts, n->n_alts + 1, 4))
 		return -ENOMEM;
-	n->alts = a;
-	a[n->n_alts++] = alt;
+	n->alts[n->n_alts++] = alt;
 	return 0;
 }
 
