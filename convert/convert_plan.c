@@ -376,18 +376,15 @@ static int plan_tokenizer(convert_plan *p, const char *src, coli_err *err)
 	if (!d)
 		return coli_err_set(err, -errno, "%s: %s", src, strerror(errno));
 	char **names = NULL;
-	int n = 0, rc = 0;
+	int n = 0, cap = 0, rc = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.' || !convert_is_tokenizer_file(de->d_name))
 			continue;
-		char **nn = realloc(names, (size_t)(n + 1) * sizeof *nn);
-		if (!nn || !(nn[n] = strdup(de->d_name))) {
-			names = nn ? nn : names;
+		if (util_array_grow(&names, &cap, n + 1, 8) || !(names[n] = strdup(de->d_name))) {
 			rc = coli_err_set(err, -ENOMEM, "out of memory");
 			goto out;
 		}
-		names = nn;
 		n++;
 	}
 	qsort(names, (size_t)n, sizeof *names, cmp_str);
