@@ -22,6 +22,7 @@
 #include "expert_store.h"
 #include "kv_cache_dir.h"
 #include "model_dir.h"
+#include "util_array.h"
 
 #define CMD "atlas"
 
@@ -134,14 +135,9 @@ int atlas_labels(const atlas_opts *o, char ***names, int *n, coli_err *err)
 		snprintf(lab, sizeof lab, "%.*s", (int)(len - 5), de->d_name);
 		if (!coli_profile_label_valid(lab))
 			continue; /* _all and temporary files */
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 16;
-			char **nn = realloc(*names, sizeof *nn * (size_t)cap);
-			if (!nn) {
-				rc = coli_err_set(err, -ENOMEM, "out of memory");
-				break;
-			}
-			*names = nn;
+		if (util_array_grow(names, &cap, *n + 1, 16)) {
+			rc = coli_err_set(err, -ENOMEM, "out of memory");
+			break;
 		}
 		if (!((*names)[*n] = strdup(lab))) {
 			rc = coli_err_set(err, -ENOMEM, "out of memory");

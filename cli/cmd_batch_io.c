@@ -16,6 +16,7 @@
 
 #include "cmd_batch_io.h"
 #include "server_internal.h"
+#include "util_array.h"
 
 static void item_free(batch_item *it)
 {
@@ -192,15 +193,9 @@ int batch_input_read(const char *path, const char *label_field, batch_input *out
 			line[--n] = '\0';
 		if (strspn(line, " \t") == (size_t)n)
 			continue;
-		if (out->n == alloc) {
-			int na = alloc ? alloc * 2 : 64;
-			batch_item *ni = realloc(out->items, (size_t)na * sizeof *ni);
-			if (!ni) {
-				rc = coli_err_set(err, -ENOMEM, "%s: out of memory", path);
-				break;
-			}
-			out->items = ni;
-			alloc = na;
+		if (util_array_grow(&out->items, &alloc, out->n + 1, 64)) {
+			rc = coli_err_set(err, -ENOMEM, "%s: out of memory", path);
+			break;
 		}
 		batch_item *it = &out->items[out->n];
 		memset(it, 0, sizeof *it);

@@ -13,6 +13,7 @@
 #include "cli_print.h"
 #include "model_dir.h"
 #include "tokenizer.h"
+#include "util_array.h"
 #include "util_buf.h"
 
 static const char usage_text[] =
@@ -95,12 +96,8 @@ static int parse_ids(const char *s, int **ids, size_t *n)
 		if (end == s || errno || v < 0 || v > 0x7FFFFFFF || (*end && *end != ',' && *end != ' ' &&
 								    *end != '\t' && *end != '\n'))
 			return -EINVAL;
-		if (*n == cap) {
-			int *q = realloc(*ids, (cap *= 2) * sizeof *q);
-			if (!q)
-				return -ENOMEM;
-			*ids = q;
-		}
+		if (util_array_grow(ids, &cap, *n + 1, 16))
+			return -ENOMEM;
 		(*ids)[(*n)++] = (int)v;
 		s = end;
 	}

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "compare.h"
+#include "util_array.h"
 
 #define MAX_COLS 16
 
@@ -29,16 +30,12 @@ typedef struct tbl {
 
 static void tbl_add(tbl *t, char **row)
 {
-	if (t->nrows == t->cap) {
-		int nc = t->cap ? t->cap * 2 : 16;
-		char **n = realloc(t->cells, (size_t)nc * (size_t)t->ncols * sizeof *n);
-		if (!n) {
-			for (int i = 0; i < t->ncols; i++)
-				free(row[i]);
-			return;
-		}
-		t->cells = n;
-		t->cap = nc;
+	/* capacity in rows, one element a row of ncols cells */
+	if (util_array_grow_int(&t->cells, &t->cap, (size_t)t->nrows + 1, (size_t)t->ncols * sizeof *t->cells,
+				16)) {
+		for (int i = 0; i < t->ncols; i++)
+			free(row[i]);
+		return;
 	}
 	memcpy(t->cells + (size_t)t->nrows * (size_t)t->ncols, row, (size_t)t->ncols * sizeof *row);
 	t->nrows++;

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "compare.h"
+#include "util_array.h"
 
 static json_t *parse_span(const char *s, size_t n)
 {
@@ -94,15 +95,9 @@ static char *dump(json_t *v)
 
 static void add(diff_ctx *c, const char *path, int kind, json_t *l, json_t *r)
 {
-	if (c->n == c->cap) {
-		int nc = c->cap ? c->cap * 2 : 16;
-		cmp_diff *nd = realloc(c->d, (size_t)nc * sizeof *nd);
-		if (!nd) {
-			c->oom = 1;
-			return;
-		}
-		c->d = nd;
-		c->cap = nc;
+	if (util_array_grow(&c->d, &c->cap, c->n + 1, 16)) {
+		c->oom = 1;
+		return;
 	}
 	cmp_diff *e = &c->d[c->n++];
 	e->path = strdup(path);
@@ -228,14 +223,8 @@ void cmp_fields_note(void *arg, const char *path, int equal)
 			fs->f[i].agree += equal != 0;
 			return;
 		}
-	if (fs->n == fs->cap) {
-		int nc = fs->cap ? fs->cap * 2 : 32;
-		cmp_field *nf = realloc(fs->f, (size_t)nc * sizeof *nf);
-		if (!nf)
-			return;
-		fs->f = nf;
-		fs->cap = nc;
-	}
+	if (util_array_grow(&fs->f, &fs->cap, fs->n + 1, 32))
+		return;
 	char *p = strdup(path);
 	if (!p)
 		return;

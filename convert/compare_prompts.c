@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "compare.h"
+#include "util_array.h"
 
 void cmp_prompts_free(cmp_prompts *ps)
 {
@@ -97,19 +98,12 @@ int cmp_prompts_read(const char *path, cmp_prompts *out, coli_err *err)
 			line[--len] = '\0';
 		if (strspn(line, " \t") == (size_t)len)
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			char **nl = realloc(lines, (size_t)cap * sizeof *nl);
-			int *nn = realloc(nums, (size_t)cap * sizeof *nn);
-			if (nl)
-				lines = nl;
-			if (nn)
-				nums = nn;
-			if (!nl || !nn) {
-				rc = coli_err_set(err, -ENOMEM, "%s: out of memory", path);
-				goto out;
-			}
+		int cap_l = cap, cap_n = cap;   /* two arrays, one capacity */
+		if (util_array_grow(&lines, &cap_l, n + 1, 16) || util_array_grow(&nums, &cap_n, n + 1, 16)) {
+			rc = coli_err_set(err, -ENOMEM, "%s: out of memory", path);
+			goto out;
 		}
+		cap = cap_n;
 		if (!(lines[n] = strdup(line))) {
 			rc = coli_err_set(err, -ENOMEM, "%s: out of memory", path);
 			goto out;

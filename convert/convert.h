@@ -108,7 +108,7 @@ typedef struct convert_file {
 	int kind;
 	int layer;                 /* -1 when not a layer file */
 	convert_tensor *t;         /* TENSORS */
-	int n_t;
+	int n_t, cap_t;
 	const st_tensor **experts; /* EXPERTS: [n_experts][3] gate, up, down */
 	char *copy_src;            /* COPY: absolute/relative source path */
 	uint64_t size;             /* expected size */
@@ -124,7 +124,7 @@ typedef struct convert_plan {
 	char config_sha256[65];    /* of the source config.json */
 	st_checkpoint *ck;
 	convert_file *files;
-	int n_files;
+	int n_files, cap_files;
 	int n_tensors;             /* resident */
 	int n_experts;
 	int expert_qtype;

@@ -23,6 +23,7 @@
 #include "coli_log.h"
 #include "model_hf_config.h"
 #include "quant.h"
+#include "util_array.h"
 #include "util_sha256.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
@@ -49,11 +50,9 @@ static convert_file *file_add(convert_plan *p, int kind, int layer, const char *
 
 static convert_file *file_add(convert_plan *p, int kind, int layer, const char *fmt, ...)
 {
-	convert_file *f = realloc(p->files, (size_t)(p->n_files + 1) * sizeof *f);
-	if (!f)
+	if (util_array_grow(&p->files, &p->cap_files, p->n_files + 1, 16))
 		return NULL;
-	p->files = f;
-	f = &p->files[p->n_files++];
+	convert_file *f = &p->files[p->n_files++];
 	memset(f, 0, sizeof *f);
 	f->kind = kind;
 	f->layer = layer;
@@ -163,11 +162,9 @@ static int add_tensor(plan_ctx *c, convert_file *f, const st_tensor *t, int rows
 	int is_vector = cols == 0;
 	if (is_vector)
 		cols = 1;
-	convert_tensor *nt = realloc(f->t, (size_t)(f->n_t + 1) * sizeof *nt);
-	if (!nt)
+	if (util_array_grow(&f->t, &f->cap_t, f->n_t + 1, 16))
 		return coli_err_set(err, -ENOMEM, "out of memory");
-	f->t = nt;
-	nt = &f->t[f->n_t++];
+	convert_tensor *nt = &f->t[f->n_t++];
 	memset(nt, 0, sizeof *nt);
 	nt->src = t;
 	nt->cls = is_vector ? CONVERT_CLS_NORMS : cls;
@@ -379,18 +376,15 @@ static int plan_tokenizer(convert_plan *p, const char *src, coli_err *err)
 	if (!d)
 		return coli_err_set(err, -errno, "%s: %s", src, strerror(errno));
 	char **names = NULL;
-	int n = 0, rc = 0;
+	int n = 0, cap = 0, rc = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.' || !convert_is_tokenizer_file(de->d_name))
 			continue;
-		char **nn = realloc(names, (size_t)(n + 1) * sizeof *nn);
-		if (!nn || !(nn[n] = strdup(de->d_name))) {
-			names = nn ? nn : names;
+		if (util_array_grow(&names, &cap, n + 1, 8) || !(names[n] = strdup(de->d_name))) {
 			rc = coli_err_set(err, -ENOMEM, "out of memory");
 			goto out;
 		}
-		names = nn;
 		n++;
 	}
 	qsort(names, (size_t)n, sizeof *names, cmp_str);

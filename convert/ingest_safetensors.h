@@ -47,6 +47,7 @@ typedef struct st_checkpoint {
 	 * be read from several threads at once. */
 	int *fds;
 	uint64_t *file_sizes;
+	int cap_files;             /* of files, fds and file_sizes */
 } st_checkpoint;
 
 /* Largest header accepted (the format's own reference limit). */

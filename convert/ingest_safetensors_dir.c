@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "ingest_safetensors.h"
+#include "util_array.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -74,19 +75,14 @@ static int add_file(st_checkpoint *ck, char *path, coli_err *err)
 {
 	int idx = ck->n_files, rc = 0;
 	uint8_t *hdr = NULL;
-	char **files = realloc(ck->files, (size_t)(idx + 1) * sizeof *files);
-	if (files)
-		ck->files = files;
-	int *fds = realloc(ck->fds, (size_t)(idx + 1) * sizeof *fds);
-	if (fds)
-		ck->fds = fds;
-	uint64_t *sizes = realloc(ck->file_sizes, (size_t)(idx + 1) * sizeof *sizes);
-	if (sizes)
-		ck->file_sizes = sizes;
-	if (!files || !fds || !sizes) {
+	/* three parallel arrays, one capacity */
+	int cap_f = ck->cap_files, cap_fd = ck->cap_files, cap_s = ck->cap_files;
+	if (util_array_grow(&ck->files, &cap_f, idx + 1, 8) || util_array_grow(&ck->fds, &cap_fd, idx + 1, 8) ||
+	    util_array_grow(&ck->file_sizes, &cap_s, idx + 1, 8)) {
 		free(path);
 		return coli_err_set(err, -ENOMEM, "out of memory opening a checkpoint");
 	}
+	ck->cap_files = cap_s;
 	ck->files[idx] = path;
 	ck->fds[idx] = open(path, O_RDONLY | O_CLOEXEC);
 	ck->file_sizes[idx] = 0;

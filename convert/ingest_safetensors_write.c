@@ -24,6 +24,7 @@
 
 #include "ingest_dtype.h"
 #include "ingest_safetensors_write.h"
+#include "util_array.h"
 #include "util_file.h"
 
 struct stw_tensor {
@@ -184,14 +185,8 @@ int st_writer_declare(st_writer *w, const char *name, int dtype, int ndim,
 	size_t slot = stw_hash_find(w, name);
 	if (w->hash[slot])
 		return coli_err_set(err, -EEXIST, "safetensors: tensor '%s' declared twice", name);
-	if (w->n == w->cap) {
-		int cap = w->cap ? 2 * w->cap : 256;
-		struct stw_tensor *nt = realloc(w->t, (size_t)cap * sizeof(*nt));
-		if (!nt)
-			return coli_err_set(err, -ENOMEM, "safetensors: out of memory");
-		w->t = nt;
-		w->cap = cap;
-	}
+	if (util_array_grow(&w->t, &w->cap, w->n + 1, 256))
+		return coli_err_set(err, -ENOMEM, "safetensors: out of memory");
 	struct stw_tensor *t = &w->t[w->n];
 	memset(t, 0, sizeof(*t));
 	uint64_t numel = 1;

@@ -25,6 +25,7 @@
 #include "ingest_safetensors.h"
 #include "ingest_safetensors_write.h"
 #include "synth_impl.h"
+#include "util_array.h"
 
 enum synth_kind {
 	SK_LINEAR,   /* N(0, 1/fan_in) */
@@ -105,15 +106,9 @@ static synth_tensor *synth_push(synth_list *L, int kind, int dtype, int ndim, in
 {
 	if (L->oom)
 		return NULL;
-	if (L->n == L->cap) {
-		int cap = L->cap ? 2 * L->cap : 512;
-		synth_tensor *nt = realloc(L->t, (size_t)cap * sizeof(*nt));
-		if (!nt) {
-			L->oom = 1;
-			return NULL;
-		}
-		L->t = nt;
-		L->cap = cap;
+	if (util_array_grow(&L->t, &L->cap, L->n + 1, 512)) {
+		L->oom = 1;
+		return NULL;
 	}
 	synth_tensor *t = &L->t[L->n++];
 	memset(t, 0, sizeof(*t));

@@ -18,6 +18,7 @@
 
 #include "coli_log.h"
 #include "server_internal.h"
+#include "util_array.h"
 
 #define WAIT_MS 50
 #define SHUTDOWN_WAIT_MS 5000
@@ -233,17 +234,12 @@ int srv_gen_next(srv_gen *g, util_buf *out)
 	case COLI_EV_TEXT: {
 		g->n_out++;
 		if (g->want_lp && ev.has_logprob && ev.token >= 0) {
-			if (g->n_lp == g->cap_lp) {
-				int cap = g->cap_lp ? g->cap_lp * 2 : 64;
-				coli_logprob *l = realloc(g->lp, sizeof *l * (size_t)cap);
-				int *t = l ? realloc(g->lp_tok, sizeof *t * (size_t)cap) : NULL;
-				if (l)
-					g->lp = l;
-				if (t) {
-					g->lp_tok = t;
-					g->cap_lp = cap;
-				}
-			}
+			/* two parallel arrays, one capacity; out of memory
+			 * drops the entry */
+			int cap_l = g->cap_lp, cap_t = g->cap_lp;
+			if (!util_array_grow(&g->lp, &cap_l, g->n_lp + 1, 64) &&
+			    !util_array_grow(&g->lp_tok, &cap_t, g->n_lp + 1, 64))
+				g->cap_lp = cap_t;
 			if (g->n_lp < g->cap_lp) {
 				g->lp[g->n_lp] = ev.lp;
 				g->lp_tok[g->n_lp++] = ev.token;

@@ -17,6 +17,7 @@
 
 #include "coli_log.h"
 #include "server_responses.h"
+#include "util_array.h"
 
 void srv_resp_free(srv_resp *q)
 {
@@ -37,15 +38,9 @@ static int parts_text(json_t *c, const char *param, char **out, srv_error *e)
 static int push_msg(srv_request *r, int *cap, const char *role, char *content, char *calls, char *call_id,
 		    char *name, srv_error *e)
 {
-	if (r->n_msgs == *cap) {
-		int nc = *cap ? *cap * 2 : 8;
-		coli_chat_msg *m = realloc(r->msgs, sizeof *m * (size_t)nc);
-		if (!m) {
-			free(content), free(calls), free(call_id), free(name);
-			return srv_oom(e);
-		}
-		r->msgs = m;
-		*cap = nc;
+	if (util_array_grow(&r->msgs, cap, r->n_msgs + 1, 8)) {
+		free(content), free(calls), free(call_id), free(name);
+		return srv_oom(e);
 	}
 	coli_chat_msg *m = &r->msgs[r->n_msgs++];
 	memset(m, 0, sizeof *m);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "chat_jinja.h"
+#include "util_array.h"
 
 struct jj_scope {
 	jj_scope *parent;
@@ -28,15 +29,9 @@ json_t *jj_keep(jj_ctx *c, json_t *j)
 {
 	if (!j)
 		return NULL;
-	if (c->n_keep == c->cap_keep) {
-		size_t cap = c->cap_keep ? c->cap_keep * 2 : 256;
-		json_t **k = realloc(c->keep, cap * sizeof *k);
-		if (!k) {
-			json_decref(j);
-			return NULL;
-		}
-		c->keep = k;
-		c->cap_keep = cap;
+	if (util_array_grow(&c->keep, &c->cap_keep, c->n_keep + 1, 256)) {
+		json_decref(j);
+		return NULL;
 	}
 	c->keep[c->n_keep++] = j;
 	return j;
@@ -68,14 +63,8 @@ int jj_err(jj_ctx *c, int line, const char *fmt, ...)
 
 static jj_scope *scope_new(jj_ctx *c, jj_scope *parent)
 {
-	if (c->n_scopes == c->cap_scopes) {
-		size_t cap = c->cap_scopes ? c->cap_scopes * 2 : 64;
-		jj_scope **v = realloc(c->scopes, cap * sizeof *v);
-		if (!v)
-			return NULL;
-		c->scopes = v;
-		c->cap_scopes = cap;
-	}
+	if (util_array_grow(&c->scopes, &c->cap_scopes, c->n_scopes + 1, 64))
+		return NULL;
 	jj_scope *s = calloc(1, sizeof *s);
 	if (!s)
 		return NULL;
@@ -91,17 +80,11 @@ static int scope_set(jj_ctx *c, jj_scope *s, const char *name, jv v)
 			s->vals[i] = v;
 			return 0;
 		}
-	if (s->n == s->cap) {
-		int cap = s->cap ? s->cap * 2 : 8;
-		char **n = realloc(s->names, (size_t)cap * sizeof *n);
-		if (n)
-			s->names = n;
-		jv *v2 = n ? realloc(s->vals, (size_t)cap * sizeof *v2) : NULL;
-		if (!v2)
-			return jj_err(c, 0, "out of memory");
-		s->vals = v2;
-		s->cap = cap;
-	}
+	int cap_names = s->cap, cap_vals = s->cap;   /* two arrays, one capacity */
+	if (util_array_grow(&s->names, &cap_names, s->n + 1, 8) ||
+	    util_array_grow(&s->vals, &cap_vals, s->n + 1, 8))
+		return jj_err(c, 0, "out of memory");
+	s->cap = cap_vals;
 	s->names[s->n] = (char *)name;   /* names live in the tree or the vars */
 	s->vals[s->n++] = v;
 	return 0;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "chat_jinja.h"
+#include "util_array.h"
 #include "util_unicode.h"
 
 /* Python's str.isspace() for the code point at s; its length in *len. */
@@ -65,14 +66,8 @@ typedef struct lexer {
 
 static int push(lexer *L, int type, const char *s, size_t n)
 {
-	if (L->nt == L->cap) {
-		size_t cap = L->cap ? L->cap * 2 : 256;
-		jj_token *t = realloc(L->t, cap * sizeof *t);
-		if (!t)
-			return coli_err_set(L->err, -ENOMEM, "out of memory");
-		L->t = t;
-		L->cap = cap;
-	}
+	if (util_array_grow(&L->t, &L->cap, L->nt + 1, 256))
+		return coli_err_set(L->err, -ENOMEM, "out of memory");
 	jj_token *k = &L->t[L->nt++];
 	memset(k, 0, sizeof *k);
 	k->type = type;

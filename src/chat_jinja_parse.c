@@ -10,19 +10,14 @@
 
 #include "chat_jinja.h"
 #include "chat_jinja_parser.h"
+#include "util_array.h"
 
 
 jj_node *jjp_node(parser *P, int kind)
 {
 	chat_jinja *t = P->t;
-	if (t->n_nodes == t->cap_nodes) {
-		size_t cap = t->cap_nodes ? t->cap_nodes * 2 : 256;
-		jj_node **v = realloc(t->nodes, cap * sizeof *v);
-		if (!v)
-			return NULL;
-		t->nodes = v;
-		t->cap_nodes = cap;
-	}
+	if (util_array_grow(&t->nodes, &t->cap_nodes, t->n_nodes + 1, 256))
+		return NULL;
 	jj_node *x = calloc(1, sizeof *x);
 	if (!x)
 		return NULL;
@@ -34,14 +29,8 @@ jj_node *jjp_node(parser *P, int kind)
 
 int jjp_list_add(jj_list *l, jj_node *x)
 {
-	if (l->n == l->cap) {
-		int cap = l->cap ? l->cap * 2 : 4;
-		jj_node **v = realloc(l->v, (size_t)cap * sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (util_array_grow(&l->v, &l->cap, l->n + 1, 4))
+		return -ENOMEM;
 	l->v[l->n++] = x;
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "kv_store.h"
 #include "model_manifest.h"
+#include "util_array.h"
 
 static const char *const finish_names[] = { "", "stop", "length", "cancelled", "error" };
 
@@ -32,22 +33,13 @@ static int chat_finish_parse(const char *name)
 
 int chat_transcript_add(chat_transcript *t, const char *role, const char *text, size_t len)
 {
-	if (t->n == t->cap) {
-		int cap = t->cap ? t->cap * 2 : 16;
-		coli_chat_msg *m = realloc(t->msgs, sizeof *m * (size_t)cap);
-		if (!m)
-			return -ENOMEM;
-		t->msgs = m;
-		char **r = realloc(t->reasoning, sizeof *r * (size_t)cap);
-		if (!r)
-			return -ENOMEM;
-		t->reasoning = r;
-		int *rt = realloc(t->reasoning_tokens, sizeof *rt * (size_t)cap);
-		if (!rt)
-			return -ENOMEM;
-		t->reasoning_tokens = rt;
-		t->cap = cap;
-	}
+	/* three parallel arrays, one capacity */
+	int cap_m = t->cap, cap_r = t->cap, cap_rt = t->cap;
+	if (util_array_grow(&t->msgs, &cap_m, t->n + 1, 16) ||
+	    util_array_grow(&t->reasoning, &cap_r, t->n + 1, 16) ||
+	    util_array_grow(&t->reasoning_tokens, &cap_rt, t->n + 1, 16))
+		return -ENOMEM;
+	t->cap = cap_rt;
 	char *r = strdup(role), *c = malloc(len + 1);
 	if (!r || !c) {
 		free(r);

@@ -97,11 +97,11 @@ typedef struct gnode {
 	int num_bounded;
 	gnum num_lo, num_hi;
 	/* GN_LITS: compact JSON texts of the allowed values */
-	int n_lits;
+	int n_lits, cap_lits;         /* cap_lits: of both arrays */
 	char **lits;
 	uint32_t *lit_len;
 	/* GN_ANYOF */
-	int n_alts;
+	int n_alts, cap_alts;
 	int *alts;
 } gnode;
 

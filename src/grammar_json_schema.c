@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "grammar_impl.h"
+#include "util_array.h"
 
 typedef struct memo {
 	const json_t *schema;
@@ -83,16 +84,11 @@ static coli_grammar *grammar_alloc(void)
 /* Add a node (zeroed, given kind); returns its index or -ENOMEM. */
 static int grammar_node_add(coli_grammar *g, int kind)
 {
-	if (g->n_nodes == g->cap) {
-		int cap = g->cap ? g->cap * 2 : 16;
-		if (cap > 65535)
-			return -E2BIG;
-		gnode *n = realloc(g->nodes, sizeof *n * (size_t)cap);
-		if (!n)
-			return -ENOMEM;
-		g->nodes = n;
-		g->cap = cap;
-	}
+	/* at most 65535 nodes: the doubling past 32768 is refused */
+	if (g->n_nodes == g->cap && g->cap > 65535 / 2)
+		return -E2BIG;
+	if (util_array_grow(&g->nodes, &g->cap, g->n_nodes + 1, 16))
+		return -ENOMEM;
 	gnode *n = &g->nodes[g->n_nodes];
 	memset(n, 0, sizeof *n);
 	n->kind = kind;
@@ -109,28 +105,24 @@ static int grammar_node_add(coli_grammar *g, int kind)
 
 static int lits_add(gnode *n, const char *text)
 {
-	char **l = realloc(n->lits, sizeof *l * (size_t)(n->n_lits + 1));
-	if (!l)
+	/* an enum may list thousands of values: double, do not add one */
+	int cap_l = n->cap_lits, cap_ll = n->cap_lits;
+	if (util_array_grow(&n->lits, &cap_l, n->n_lits + 1, 4) ||
+	    util_array_grow(&n->lit_len, &cap_ll, n->n_lits + 1, 4))
 		return -ENOMEM;
-	n->lits = l;
-	uint32_t *ll = realloc(n->lit_len, sizeof *ll * (size_t)(n->n_lits + 1));
-	if (!ll)
+	n->cap_lits = cap_ll;
+	if (!(n->lits[n->n_lits] = strdup(text)))
 		return -ENOMEM;
-	n->lit_len = ll;
-	if (!(l[n->n_lits] = strdup(text)))
-		return -ENOMEM;
-	ll[n->n_lits++] = (uint32_t)strlen(text);
+	n->lit_len[n->n_lits++] = (uint32_t)strlen(text);
 	return 0;
 }
 
 static int alts_add(coli_grammar *g, int node, int alt)
 {
 	gnode *n = &g->nodes[node];
-	int *a = realloc(n->alts, sizeof *a * (size_t)(n->n_alts + 1));
-	if (!a)
+	if (util_array_grow(&n->alts, &n->cap_alts, n->n_alts + 1, 4))
 		return -ENOMEM;
-	n->alts = a;
-	a[n->n_alts++] = alt;
+	n->alts[n->n_alts++] = alt;
 	return 0;
 }
 
@@ -417,14 +409,8 @@ static int compile_string(cctx *c, json_t *s, const char *path, int node)
 	if (!re)
 		return 0;
 	coli_grammar *g = c->g;
-	if (g->n_res == g->cap_res) {
-		int cap = g->cap_res ? g->cap_res * 2 : 4;
-		gregex *r = realloc(g->res, sizeof *r * (size_t)cap);
-		if (!r)
-			return oom(c);
-		g->res = r;
-		g->cap_res = cap;
-	}
+	if (util_array_grow(&g->res, &g->cap_res, g->n_res + 1, 4))
+		return oom(c);
 	int rc = gregex_compile(re, &g->res[g->n_res], sub, c->err);
 	if (rc)
 		return rc;
@@ -585,14 +571,8 @@ static int compile(cctx *c, json_t *s, const char *path)
 	int self = grammar_node_add(c->g, GN_ANYOF);
 	if (self < 0)
 		return self == -ENOMEM ? oom(c) : coli_err_set(c->err, self, "%s: schema too large", path);
-	if (c->n_memo == c->cap_memo) {
-		int cap = c->cap_memo ? c->cap_memo * 2 : 16;
-		memo *m = realloc(c->memo, sizeof *m * (size_t)cap);
-		if (!m)
-			return oom(c);
-		c->memo = m;
-		c->cap_memo = cap;
-	}
+	if (util_array_grow(&c->memo, &c->cap_memo, c->n_memo + 1, 16))
+		return oom(c);
 	c->memo[c->n_memo++] = (memo){ s, self };
 	int rc = compile_body(c, s, path, self);
 	c->depth--;

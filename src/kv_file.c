@@ -68,6 +68,7 @@
 #include <unistd.h>
 
 #include "coli_log.h"
+#include "util_array.h"
 #include "util_crc32c.h"
 #include "kv_format.h"
 #include "kv_store.h"
@@ -213,14 +214,8 @@ int kv_fmt_header_read(int fd, const char *path, uint64_t size, kv_header *h, co
 
 static int kv_fmt_rec_push(kv_rec **recs, int *n, int *cap, kv_rec r)
 {
-	if (*n == *cap) {
-		int nc = *cap ? *cap * 2 : 64;
-		kv_rec *p = realloc(*recs, (size_t)nc * sizeof *p);
-		if (!p)
-			return -ENOMEM;
-		*recs = p;
-		*cap = nc;
-	}
+	if (util_array_grow(recs, cap, *n + 1, 64))
+		return -ENOMEM;
 	(*recs)[(*n)++] = r;
 	return 0;
 }

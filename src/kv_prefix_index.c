@@ -34,6 +34,7 @@
 #include "coli_log.h"
 #include "kv_format.h"
 #include "kv_store.h"
+#include "util_array.h"
 
 /* Without inotify (or before the directory exists): a pass this often. */
 #define IX_POLL_MS 1000
@@ -176,14 +177,8 @@ static ix_entry *ix_get(kv_prefix_index *ix, const char *name)
 	uint32_t h = ix_probe(ix, name);
 	if (ix->slot[h])
 		return &ix->e[ix->slot[h] - 1];
-	if (ix->n == ix->cap) {
-		int nc = ix->cap ? ix->cap * 2 : 16;
-		ix_entry *p = realloc(ix->e, (size_t)nc * sizeof *p);
-		if (!p)
-			return NULL;
-		ix->e = p;
-		ix->cap = nc;
-	}
+	if (util_array_grow(&ix->e, &ix->cap, ix->n + 1, 16))
+		return NULL;
 	ix_entry *e = &ix->e[ix->n++];
 	memset(e, 0, sizeof *e);
 	snprintf(e->name, sizeof e->name, "%s", name);
@@ -271,18 +266,14 @@ static int ix_update(ix_entry *e, const char *path, const struct stat *st)
 		} else {
 			if (first != e->len || (uint64_t)e->len + n > INT_MAX)
 				break;
-			if (e->len + n > e->cap) {
-				uint32_t nc = e->cap ? e->cap : 256;
-				while (nc < e->len + n)
-					nc *= 2;
-				int32_t *p = realloc(e->hist, (size_t)nc * sizeof *p);
-				if (!p) {
-					rc = -ENOMEM;
-					break;
-				}
-				e->hist = p;
-				e->cap = nc;
+			/* e->len + n is at most INT_MAX (above), so the
+			 * capacity stays a uint32_t */
+			size_t nc = e->cap;
+			if (util_array_grow(&e->hist, &nc, (size_t)e->len + n, 256)) {
+				rc = -ENOMEM;
+				break;
 			}
+			e->cap = (uint32_t)nc;
 			if ((rc = kv_fmt_pread_full(fd, e->hist + e->len, 4u * (size_t)n, e->end + KV_REC_HEAD)) < 0)
 				break;
 			e->len += n;

@@ -20,6 +20,7 @@
 
 #include "kv_cache_dir.h"
 #include "coli_log.h"
+#include "util_array.h"
 #include "util_crc32c.h"
 #include "kv_format.h"
 #include "kv_store.h"
@@ -68,14 +69,8 @@ static void session_free(kv_session *s)
 
 static int live_push(kv_session *s, int idx)
 {
-	if (s->n_live == s->cap_live) {
-		int nc = s->cap_live ? s->cap_live * 2 : 64;
-		int *p = realloc(s->live, (size_t)nc * sizeof *p);
-		if (!p)
-			return -ENOMEM;
-		s->live = p;
-		s->cap_live = nc;
-	}
+	if (util_array_grow(&s->live, &s->cap_live, s->n_live + 1, 64))
+		return -ENOMEM;
 	s->live[s->n_live++] = idx;
 	return 0;
 }
@@ -348,22 +343,9 @@ static int write_failed(kv_session *s, int rc, const char *what, coli_err *err)
  * a record on disk is always in the tables too. */
 static int reserve(kv_session *s, coli_err *err)
 {
-	if (s->n_recs == s->cap_recs) {
-		int nc = s->cap_recs ? s->cap_recs * 2 : 64;
-		kv_rec *p = realloc(s->recs, (size_t)nc * sizeof *p);
-		if (!p)
-			return coli_err_set(err, -ENOMEM, "out of memory");
-		s->recs = p;
-		s->cap_recs = nc;
-	}
-	if (s->n_live == s->cap_live) {
-		int nc = s->cap_live ? s->cap_live * 2 : 64;
-		int *p = realloc(s->live, (size_t)nc * sizeof *p);
-		if (!p)
-			return coli_err_set(err, -ENOMEM, "out of memory");
-		s->live = p;
-		s->cap_live = nc;
-	}
+	if (util_array_grow(&s->recs, &s->cap_recs, s->n_recs + 1, 64) ||
+	    util_array_grow(&s->live, &s->cap_live, s->n_live + 1, 64))
+		return coli_err_set(err, -ENOMEM, "out of memory");
 	return 0;
 }
 

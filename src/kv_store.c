@@ -24,6 +24,7 @@
 
 #include "coli_log.h"
 #include "kv_format.h"
+#include "util_array.h"
 #include "util_file.h"
 
 int kv_store_name_check(const char *name, coli_err *err)
@@ -166,15 +167,9 @@ int kv_store_list(const char *dir, kv_store_entry **out, int *n, coli_err *err)
 		struct stat st;
 		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
 			continue; /* removed meanwhile */
-		if (cnt == cap) {
-			int nc = cap ? cap * 2 : 16;
-			kv_store_entry *p = realloc(v, (size_t)nc * sizeof *p);
-			if (!p) {
-				rc = coli_err_set(err, -ENOMEM, "out of memory");
-				goto out;
-			}
-			v = p;
-			cap = nc;
+		if (util_array_grow(&v, &cap, cnt + 1, 16)) {
+			rc = coli_err_set(err, -ENOMEM, "out of memory");
+			goto out;
 		}
 		kv_store_entry *e = &v[cnt++];
 		memset(e, 0, sizeof *e);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tokenizer_impl.h"
+#include "util_array.h"
 #include "util_unicode.h"
 
 /* Whitespace as JavaScript's String.prototype.trim sees it (the reference
@@ -63,14 +64,8 @@ typedef struct sections {
 
 static int sec_push(sections *ss, size_t off, size_t len, int added)
 {
-	if (ss->n == ss->cap) {
-		size_t cap = ss->cap ? ss->cap * 2 : 16;
-		section *v = realloc(ss->v, cap * sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		ss->v = v;
-		ss->cap = cap;
-	}
+	if (util_array_grow(&ss->v, &ss->cap, ss->n + 1, 16))
+		return -ENOMEM;
 	ss->v[ss->n++] = (section){ off, len, added };
 	return 0;
 }

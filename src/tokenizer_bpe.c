@@ -12,20 +12,15 @@
 #include <string.h>
 
 #include "tokenizer_impl.h"
+#include "util_array.h"
 
 #define CACHE_MAX_WORD 256
 #define CACHE_SLOTS 32768u
 
 int tok_ids_push(tok_ids *a, int id)
 {
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 64;
-		int *v = realloc(a->v, cap * sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		a->v = v;
-		a->cap = cap;
-	}
+	if (util_array_grow(&a->v, &a->cap, a->n + 1, 64))
+		return -ENOMEM;
 	a->v[a->n++] = id;
 	return 0;
 }

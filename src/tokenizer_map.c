@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tokenizer_impl.h"
+#include "util_array.h"
 
 uint64_t tok_hash_bytes(const void *p, size_t n)
 {
@@ -184,14 +185,8 @@ int tok_merges_get(const tok_merges *m, int left, int right, int *result)
 
 static int trie_node(tok_trie *t, uint8_t byte)
 {
-	if (t->n == t->cap) {
-		int cap = t->cap ? t->cap * 2 : 256;
-		tok_trie_node *nn = realloc(t->nodes, sizeof *nn * (size_t)cap);
-		if (!nn)
-			return -ENOMEM;
-		t->nodes = nn;
-		t->cap = cap;
-	}
+	if (util_array_grow(&t->nodes, &t->cap, t->n + 1, 256))
+		return -ENOMEM;
 	tok_trie_node *n = &t->nodes[t->n];
 	n->child = n->sibling = n->token = -1;
 	n->byte = byte;

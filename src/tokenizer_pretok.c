@@ -14,6 +14,7 @@
 #include <utf8proc.h>
 
 #include "tokenizer_impl.h"
+#include "util_array.h"
 
 pcre2_code *tok_regex_compile(const char *pattern, int literal, coli_err *err)
 {
@@ -92,14 +93,8 @@ int tok_normalize(const coli_tokenizer *t, const char *s, size_t n, char **out, 
 
 static int spans_push(tok_spans *sp, size_t off, size_t len)
 {
-	if (sp->n + 2 > sp->cap) {
-		size_t cap = sp->cap ? sp->cap * 2 : 64;
-		size_t *v = realloc(sp->v, cap * sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		sp->v = v;
-		sp->cap = cap;
-	}
+	if (util_array_grow(&sp->v, &sp->cap, sp->n + 2, 64))
+		return -ENOMEM;
 	sp->v[sp->n++] = off;
 	sp->v[sp->n++] = len;
 	return 0;

@@ -2,7 +2,7 @@
 # The base every module uses: errors, logging, number and size parsing,
 # the log file ring and its writer thread, Unicode, CRC-32C, SHA-256,
 # the seqlock, the monotonic clock, atomic file replacement, the growable
-# byte string.
+# byte string, growing an array by doubling.
 libcoli_a_SOURCES += \
 	src/util_err.c src/coli_err.h \
 	src/util_log.c src/coli_log.h \
@@ -14,7 +14,8 @@ libcoli_a_SOURCES += \
 	src/util_sha256.c src/util_sha256.h \
 	src/util_seqlock.h src/util_time.h src/util_bits.h \
 	src/util_file.c src/util_file.h \
-	src/util_buf.c src/util_buf.h
+	src/util_buf.c src/util_buf.h \
+	src/util_array.c src/util_array.h
 
 # the seqlock under one writer and two readers (threaded: also in the TSan stage)
 check_PROGRAMS += tests/util_seqlock
@@ -33,6 +34,13 @@ check_PROGRAMS += tests/util_buf
 TESTS += tests/util_buf
 tests_util_buf_SOURCES = tests/util_buf.c tests/test_util.h
 tests_util_buf_LDADD = libcoli.a $(COLI_LIBS)
+
+# growing an array by doubling: the capacities, the contents kept, and
+# -ENOMEM with the old block kept on overflow and on a failed allocation
+check_PROGRAMS += tests/util_array
+TESTS += tests/util_array
+tests_util_array_SOURCES = tests/util_array.c tests/test_util.h
+tests_util_array_LDADD = libcoli.a $(COLI_LIBS)
 
 # the log ring: appends never wait for a blocked writer, drops are counted
 # and said, every kept line arrives in order, a clean stop drains it

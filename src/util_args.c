@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util_args.h"
+#include "util_array.h"
 
 int util_parse_ids(const char *s, int **ids, int *n, coli_err *err)
 {
@@ -27,13 +28,9 @@ int util_parse_ids(const char *s, int **ids, int *n, coli_err *err)
 			free(v);
 			return coli_err_set(err, -EINVAL, "bad token id near '%.20s'", p);
 		}
-		if (len == cap) {
-			int *nv = realloc(v, (cap *= 2) * sizeof *v);
-			if (!nv) {
-				free(v);
-				return coli_err_set(err, -ENOMEM, "out of memory");
-			}
-			v = nv;
+		if (util_array_grow(&v, &cap, len + 1, 16)) {
+			free(v);
+			return coli_err_set(err, -ENOMEM, "out of memory");
 		}
 		v[len++] = (int)x;
 		p = end;

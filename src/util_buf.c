@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util_array.h"
 #include "util_buf.h"
 
 #define UTIL_BUF_MIN_CAP 64
@@ -15,27 +16,11 @@ int util_buf_reserve(util_buf *b, size_t extra)
 {
 	if (b->oom)
 		return -ENOMEM;
-	if (extra < SIZE_MAX - b->len && b->len + extra + 1 <= b->cap)
-		return 0;
-	if (extra >= SIZE_MAX - b->len) {
+	if (extra >= SIZE_MAX - b->len ||
+	    util_array_grow(&b->p, &b->cap, b->len + extra + 1, UTIL_BUF_MIN_CAP)) {
 		b->oom = 1;
 		return -ENOMEM;
 	}
-	size_t need = b->len + extra + 1, cap = b->cap ? b->cap : UTIL_BUF_MIN_CAP;
-	while (cap < need) {
-		if (cap > SIZE_MAX / 2) {
-			cap = need;
-			break;
-		}
-		cap *= 2;
-	}
-	char *p = realloc(b->p, cap);
-	if (!p) {
-		b->oom = 1;
-		return -ENOMEM;
-	}
-	b->p = p;
-	b->cap = cap;
 	return 0;
 }
 

@@ -12,20 +12,15 @@
 #include "coli_log.h"
 #include "kv_store.h"
 #include "tui_chat.h"
+#include "util_array.h"
 #include "util_time.h"
 
 static const char *const role_names[] = { "user", "assistant", "note", "error" };
 
 static tui_msg *msg_add(tui_chat *c, int role, const char *s, size_t n)
 {
-	if (c->n == c->cap) {
-		int cap = c->cap ? c->cap * 2 : 16;
-		tui_msg *t = realloc(c->msgs, sizeof *t * (size_t)cap);
-		if (!t)
-			return NULL;
-		c->msgs = t;
-		c->cap = cap;
-	}
+	if (util_array_grow(&c->msgs, &c->cap, c->n + 1, 16))
+		return NULL;
 	tui_msg *m = &c->msgs[c->n];
 	memset(m, 0, sizeof *m);
 	m->role = role;

@@ -8,6 +8,7 @@
 
 #include "tui_edit.h"
 #include "tui_text.h"
+#include "util_array.h"
 
 void tui_edit_init(tui_edit *e, size_t max)
 {
@@ -85,15 +86,11 @@ static int gap_reserve(tui_edit *e, size_t n)
 {
 	if (e->gap_end - e->gap >= n + 1)
 		return 0;
-	size_t cap = e->cap ? e->cap : 256;
-	while (cap - e->len < n + 1)
-		cap *= 2;
-	char *b = realloc(e->buf, cap);
-	if (!b)
+	size_t cap = e->cap;
+	if (util_array_grow(&e->buf, &cap, e->len + n + 1, 256))
 		return -ENOMEM;
 	size_t tail = e->cap - e->gap_end;
-	memmove(b + cap - tail, b + e->gap_end, tail);
-	e->buf = b;
+	memmove(e->buf + cap - tail, e->buf + e->gap_end, tail);
 	e->gap_end = cap - tail;
 	e->cap = cap;
 	return 0;
