@@ -372,8 +372,9 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 		rc = coli_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	coli_info("engine: %d slot(s) of %d tokens (%d KV rows in RAM each), KV budget %lld MiB, %d rows a step",
-		  e->n_slots, e->ctx, e->kv_ram, e->kv_budget >> 20, e->step_rows);
+	coli_info("engine: %d slot(s) of %d tokens (%d KV rows in RAM each), KV budget %lld MiB, %d rows a step "
+		  "(step state %zu MiB)",
+		  e->n_slots, e->ctx, e->kv_ram, e->kv_budget >> 20, e->step_rows, coli_state_scratch_bytes(e->state) >> 20);
 	if (e->opts.share_session_prefixes && (rc = engine_prefix_index_open(e, err)))
 		goto fail;
 	if ((rc = engine_profile_open(e, err)) || (rc = engine_session_writer_start(e, err)))
