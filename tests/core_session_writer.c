@@ -14,37 +14,10 @@
 
 #include "engine.h"
 #include "kv_file.h"
+#include "engine_test.h"
 #include "test_util.h"
 
-#define MAX_TOK 256
-
-typedef struct {
-	const char *session;
-	coli_request *r;
-	int tok[MAX_TOK];
-	int n;
-	coli_event last;
-} turn;
-
-/* Read a turn to its end, keeping its token ids. -1 when it never ends
- * (minutes without an event is a broken engine, not a slow machine). */
-static int drain(turn *t)
-{
-	coli_event ev;
-	for (;;) {
-		if (!coli_request_next(t->r, &ev, 300 * 1000))
-			return -1;
-		if (ev.kind == COLI_EV_TEXT) {
-			if (t->n < MAX_TOK)
-				t->tok[t->n++] = ev.token;
-			continue;
-		}
-		t->last = ev;
-		coli_request_free(t->r);
-		t->r = NULL;
-		return 0;
-	}
-}
+typedef test_turn turn;
 
 /* Tokens the session file holds now (-1 when it cannot be read). */
 static int file_tokens(const char *cache, const char *name)
@@ -60,23 +33,6 @@ static int file_tokens(const char *cache, const char *name)
 	kv_loaded_free(&l);
 	kv_session_close(s);
 	return n;
-}
-
-static coli_engine *open_engine(const char *model, const char *cache, int parallel, int kv_ram)
-{
-	coli_engine_opts o;
-	coli_engine_opts_default(&o);
-	o.model_dir = model;
-	o.cache_dir = cache;
-	o.parallel = parallel;
-	o.ctx = 512;
-	o.kv_ram = kv_ram;
-	o.threads = 1;
-	coli_err err = { 0 };
-	coli_engine *e = NULL;
-	if (coli_engine_new(&o, &e, &err))
-		fprintf(stderr, "engine: %s\n", err.msg);
-	return e;
 }
 
 /* Two turns of sessions "a" and "b": together (both submitted before
@@ -103,12 +59,12 @@ static void run(coli_engine *e, const char *cache, int together, turn out[2][2])
 			CHECK(coli_engine_submit(e, k == 0 ? p1[s] : p2[s], k == 0 ? 100 : 3, &p, &t->r, &err) == 0,
 			      "submit %s turn %d: %s", names[s], k + 1, err.msg);
 			if (!together && t->r)
-				CHECK(drain(t) == 0, "%s turn %d never ended", names[s], k + 1);
+				CHECK(test_turn_drain(t, 0) == 0, "%s turn %d never ended", names[s], k + 1);
 		}
 		for (int s = 0; s < 2; s++) {
 			turn *t = &out[s][k];
 			if (together && t->r)
-				CHECK(drain(t) == 0, "%s turn %d never ended", names[s], k + 1);
+				CHECK(test_turn_drain(t, 0) == 0, "%s turn %d never ended", names[s], k + 1);
 			CHECK(t->last.kind == COLI_EV_DONE && !t->last.message[0], "%s turn %d: kind %d: %s", names[s],
 			      k + 1, t->last.kind, t->last.message);
 			/* DONE came after the writer's fsync: the file holds it all */
@@ -130,13 +86,13 @@ int main(int argc, char **argv)
 	snprintf(c1, sizeof c1, "%s/together", argv[2]);
 	snprintf(c2, sizeof c2, "%s/alone", argv[2]);
 	static turn together[2][2], alone[2][2];
-	coli_engine *e = open_engine(argv[1], c1, 2, 64);
+	coli_engine *e = test_engine_open(argv[1], c1, 2, 512, 64);
 	CHECK(e != NULL, "engine with two slots of 64 RAM rows");
 	if (e) {
 		run(e, c1, 1, together);
 		coli_engine_free(e);
 	}
-	e = open_engine(argv[1], c2, 1, 0);
+	e = test_engine_open(argv[1], c2, 1, 512, 0);
 	CHECK(e != NULL, "engine with everything in RAM");
 	if (e) {
 		run(e, c2, 0, alone);

@@ -19,29 +19,8 @@
 #include <string.h>
 
 #include "engine.h"
+#include "engine_test.h"
 #include "test_util.h"
-
-/* Read r to its end; the text into buf. -1 when it never ends (a hang:
- * minutes without an event is a broken engine, not a slow machine). */
-static int drain(coli_request *r, char *buf, size_t cap, coli_event *last)
-{
-	size_t n = 0;
-	coli_event ev;
-	for (;;) {
-		if (!coli_request_next(r, &ev, 300 * 1000))
-			return -1;
-		if (ev.kind == COLI_EV_TEXT) {
-			if (n + ev.text_len < cap) {
-				memcpy(buf + n, ev.text, ev.text_len);
-				n += ev.text_len;
-			}
-			continue;
-		}
-		buf[n] = '\0';
-		*last = ev;
-		return 0;
-	}
-}
 
 int main(int argc, char **argv)
 {
@@ -49,19 +28,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s MODEL_DIR CACHE_DIR\n", argv[0]);
 		return 2;
 	}
-	coli_engine_opts o;
-	coli_engine_opts_default(&o);
-	o.model_dir = argv[1];
-	o.cache_dir = argv[2];
-	o.parallel = 2;
-	o.ctx = 2048;
-	o.threads = 1;
 	coli_err err = { 0 };
-	coli_engine *e = NULL;
-	if (coli_engine_new(&o, &e, &err)) {
-		fprintf(stderr, "FAIL: %s\n", err.msg);
+	coli_engine *e = test_engine_open(argv[1], argv[2], 2, 2048, 0);
+	if (!e)
 		return 1;
-	}
 	static char alone[1 << 16], together[1 << 16], ignored[1 << 16];
 	const int pa[] = { 1, 17, 33, 49 }, pb[] = { 1, 5, 9 };
 	coli_gen_params p;
@@ -74,7 +44,7 @@ int main(int argc, char **argv)
 	/* B alone: the reference text */
 	p.max_tokens = 900;
 	CHECK(coli_engine_submit(e, pb, 3, &p, &b, &err) == 0, "submit B alone: %s", err.msg);
-	CHECK(b && drain(b, alone, sizeof alone, &last) == 0, "B alone never ended");
+	CHECK(b && test_drain_text(b, alone, sizeof alone, &last) == 0, "B alone never ended");
 	CHECK(last.kind == COLI_EV_DONE && last.completion_tokens == 900, "B alone: %d tokens", last.completion_tokens);
 	coli_request_free(b);
 
@@ -83,12 +53,12 @@ int main(int argc, char **argv)
 	CHECK(coli_engine_submit(e, pa, 4, &p, &a, &err) == 0, "submit A: %s", err.msg);
 	p.max_tokens = 900;
 	CHECK(coli_engine_submit(e, pb, 3, &p, &b, &err) == 0, "submit B: %s", err.msg);
-	CHECK(b && drain(b, together, sizeof together, &last) == 0, "B never ended beside a stalled A");
+	CHECK(b && test_drain_text(b, together, sizeof together, &last) == 0, "B never ended beside a stalled A");
 	CHECK(last.kind == COLI_EV_DONE && last.finish == COLI_FINISH_LENGTH && last.completion_tokens == 900,
 	      "B beside A: kind %d finish %d, %d tokens", last.kind, last.finish, last.completion_tokens);
 	CHECK(!strcmp(alone, together), "B's text beside A differs from B alone");
 	/* A was cancelled when its buffer filled, well before its 1800 tokens */
-	CHECK(a && drain(a, ignored, sizeof ignored, &last) == 0, "A never ended");
+	CHECK(a && test_drain_text(a, ignored, sizeof ignored, &last) == 0, "A never ended");
 	CHECK(last.kind == COLI_EV_DONE && last.finish == COLI_FINISH_CANCELLED && last.completion_tokens < 1800,
 	      "stalled A: kind %d finish %d, %d tokens", last.kind, last.finish, last.completion_tokens);
 	coli_request_free(a);
@@ -99,17 +69,17 @@ int main(int argc, char **argv)
 	p.cancel_when_stalled = 0;
 	p.max_tokens = 600;
 	CHECK(coli_engine_submit(e, pa, 4, &p, &a, &err) == 0, "submit A alone: %s", err.msg);
-	CHECK(a && drain(a, a_alone, sizeof a_alone, &last) == 0, "A alone never ended");
+	CHECK(a && test_drain_text(a, a_alone, sizeof a_alone, &last) == 0, "A alone never ended");
 	CHECK(last.kind == COLI_EV_DONE && last.completion_tokens == 600, "A alone: %d tokens", last.completion_tokens);
 	coli_request_free(a);
 	CHECK(coli_engine_submit(e, pa, 4, &p, &a, &err) == 0, "submit in-process A: %s", err.msg);
 	p.max_tokens = 900;
 	CHECK(coli_engine_submit(e, pb, 3, &p, &b, &err) == 0, "submit B: %s", err.msg);
-	CHECK(b && drain(b, together, sizeof together, &last) == 0, "B never ended beside a paused A");
+	CHECK(b && test_drain_text(b, together, sizeof together, &last) == 0, "B never ended beside a paused A");
 	CHECK(last.kind == COLI_EV_DONE && last.finish == COLI_FINISH_LENGTH && last.completion_tokens == 900,
 	      "B beside a paused A: kind %d finish %d, %d tokens", last.kind, last.finish, last.completion_tokens);
 	CHECK(!strcmp(alone, together), "B's text beside a paused A differs from B alone");
-	CHECK(a && drain(a, a_late, sizeof a_late, &last) == 0, "the paused A never ended once read");
+	CHECK(a && test_drain_text(a, a_late, sizeof a_late, &last) == 0, "the paused A never ended once read");
 	CHECK(last.kind == COLI_EV_DONE && last.finish == COLI_FINISH_LENGTH && last.completion_tokens == 600,
 	      "paused A: kind %d finish %d, %d tokens", last.kind, last.finish, last.completion_tokens);
 	CHECK(!strcmp(a_alone, a_late), "the paused A's text differs from A alone");

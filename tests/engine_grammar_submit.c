@@ -24,6 +24,7 @@
 
 #include "engine.h"
 #include "grammar.h"
+#include "engine_test.h"
 #include "test_util.h"
 
 static const char schema[] =
@@ -31,28 +32,6 @@ static const char schema[] =
 	"\"n\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9},"
 	"\"name\":{\"type\":\"string\",\"pattern\":\"^[a-z]{1,6}$\"}},"
 	"\"required\":[\"mood\",\"n\",\"name\"],\"additionalProperties\":false}";
-
-/* Read r to its end; the text into buf, the last event into *last. -1
- * when it never ends (minutes without an event: a hang, not a slow box). */
-static int drain(coli_request *r, char *buf, size_t cap, coli_event *last)
-{
-	size_t n = 0;
-	coli_event ev;
-	for (;;) {
-		if (!coli_request_next(r, &ev, 300 * 1000))
-			return -1;
-		if (ev.kind == COLI_EV_TEXT) {
-			if (n + ev.text_len < cap) {
-				memcpy(buf + n, ev.text, ev.text_len);
-				n += ev.text_len;
-			}
-			continue;
-		}
-		buf[n] = '\0';
-		*last = ev;
-		return 0;
-	}
-}
 
 static const int prompt[] = { 1, 17, 33, 49, 65 };
 
@@ -71,7 +50,7 @@ static int run(coli_engine *e, coli_gen_params *p, unsigned long compiled, char 
 	CHECK(at_submit - before == compiled, "%s: %lu compilations in submit, want %lu", what,
 	      at_submit - before, compiled);
 	coli_event last;
-	rc = drain(r, buf, cap, &last);
+	rc = test_drain_text(r, buf, cap, &last);
 	CHECK(rc == 0, "%s: the request never ended", what);
 	CHECK(last.kind == COLI_EV_DONE, "%s: ended with kind %d (%s)", what, last.kind, last.message);
 	CHECK(grammar_compile_count() == at_submit, "%s: %lu compilations after submit (the engine thread)", what,
@@ -114,7 +93,7 @@ int main(int argc, char **argv)
 		g = NULL;
 		CHECK(grammar_compile_count() == before, "a compiled grammar was compiled again at submit");
 		coli_event last;
-		CHECK(drain(r, a, sizeof a, &last) == 0 && last.kind == COLI_EV_DONE, "grammar: %s", last.message);
+		CHECK(test_drain_text(r, a, sizeof a, &last) == 0 && last.kind == COLI_EV_DONE, "grammar: %s", last.message);
 		CHECK(grammar_compile_count() == before, "the engine thread compiled a grammar");
 		coli_request_free(r);
 		p.grammar = NULL;
@@ -135,7 +114,7 @@ int main(int argc, char **argv)
 		free(text);
 		p.json_schema = NULL;
 		coli_event last;
-		CHECK(drain(r, b, sizeof b, &last) == 0 && last.kind == COLI_EV_DONE, "text: %s", last.message);
+		CHECK(test_drain_text(r, b, sizeof b, &last) == 0 && last.kind == COLI_EV_DONE, "text: %s", last.message);
 		CHECK(grammar_compile_count() == at_submit, "the engine thread compiled the schema");
 		coli_request_free(r);
 	}
@@ -157,8 +136,8 @@ int main(int argc, char **argv)
 		REQUIRE(coli_engine_submit(e, prompt, 5, &p, &r2, &err) == 0, "submit 2: %s", err.msg);
 		grammar_free(g);
 		coli_event l1, l2;
-		CHECK(drain(r1, s1, sizeof s1, &l1) == 0 && l1.kind == COLI_EV_DONE, "shared 1: %s", l1.message);
-		CHECK(drain(r2, s2, sizeof s2, &l2) == 0 && l2.kind == COLI_EV_DONE, "shared 2: %s", l2.message);
+		CHECK(test_drain_text(r1, s1, sizeof s1, &l1) == 0 && l1.kind == COLI_EV_DONE, "shared 1: %s", l1.message);
+		CHECK(test_drain_text(r2, s2, sizeof s2, &l2) == 0 && l2.kind == COLI_EV_DONE, "shared 2: %s", l2.message);
 		CHECK(grammar_compile_count() == before, "shared: %lu compilations", grammar_compile_count() - before);
 		coli_request_free(r1);
 		coli_request_free(r2);

@@ -1,0 +1,87 @@
+/* engine_test.h - what the C tests that drive a coli_engine share: a
+ * request read to its end (its text, or its token ids) and the small
+ * engine they open. Header-only, like test_util.h. */
+#ifndef COLI_ENGINE_TEST_H
+#define COLI_ENGINE_TEST_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "engine.h"
+
+/* Read r to its end; the text into buf (cut at cap), the last event into
+ * *last. -1 when it never ends: minutes without an event is a hang, not
+ * a slow machine. */
+static inline int test_drain_text(coli_request *r, char *buf, size_t cap, coli_event *last)
+{
+	size_t n = 0;
+	coli_event ev;
+	for (;;) {
+		if (!coli_request_next(r, &ev, 300 * 1000))
+			return -1;
+		if (ev.kind == COLI_EV_TEXT) {
+			if (n + ev.text_len < cap) {
+				memcpy(buf + n, ev.text, ev.text_len);
+				n += ev.text_len;
+			}
+			continue;
+		}
+		buf[n] = '\0';
+		*last = ev;
+		return 0;
+	}
+}
+
+#define TEST_TURN_MAX_TOK 256
+
+/* A request and the token ids read from it so far. */
+typedef struct {
+	const char *session;
+	coli_request *r;
+	int tok[TEST_TURN_MAX_TOK];
+	int n;
+	coli_event last;
+} test_turn;
+
+/* Read up to `upto` tokens (0: to the end, when the request is freed and
+ * t->r cleared). -1 when it stalls for minutes, as above. */
+static inline int test_turn_drain(test_turn *t, int upto)
+{
+	coli_event ev;
+	while (t->r) {
+		if (upto && t->n >= upto)
+			return 0;
+		if (!coli_request_next(t->r, &ev, 300 * 1000))
+			return -1;
+		if (ev.kind == COLI_EV_TEXT) {
+			if (t->n < TEST_TURN_MAX_TOK)
+				t->tok[t->n++] = ev.token;
+			continue;
+		}
+		t->last = ev;
+		coli_request_free(t->r);
+		t->r = NULL;
+	}
+	return 0;
+}
+
+/* An engine of `parallel` slots of ctx tokens (kv_ram 0: all in RAM) on
+ * one thread; NULL after printing why. */
+static inline coli_engine *test_engine_open(const char *model, const char *cache, int parallel, int ctx, int kv_ram)
+{
+	coli_engine_opts o;
+	coli_engine_opts_default(&o);
+	o.model_dir = model;
+	o.cache_dir = cache;
+	o.parallel = parallel;
+	o.ctx = ctx;
+	o.kv_ram = kv_ram;
+	o.threads = 1;
+	coli_err err = { 0 };
+	coli_engine *e = NULL;
+	if (coli_engine_new(&o, &e, &err))
+		fprintf(stderr, "engine: %s\n", err.msg);
+	return e;
+}
+
+#endif
