@@ -141,6 +141,11 @@ static int admit(coli_engine *e)
 			atomic_store_explicit(&e->st_waiting_kv, 0, memory_order_relaxed);
 			return taken;
 		}
+		/* the slot gives up the session it must (and another slot this
+		 * one): a save still to write is the session writer's, and the
+		 * request waits for it, woken by its ack */
+		if (engine_session_release(e, sl, r->session))
+			return taken;
 		/* frees idle slots' KV (engine thread, outside the lock) */
 		const int rows = engine_kv_need_rows(e, r);
 		const int fits = engine_kv_fit(e, sl, rows);
@@ -415,7 +420,7 @@ void coli_engine_free(coli_engine *e)
 	/* the saves still queued are written, and their requests ended */
 	engine_session_writer_stop(e);
 	for (int i = 0; i < e->n_slots; i++) {
-		engine_session_unbind(e, &e->slots[i]);
+		(void)engine_session_unbind(e, &e->slots[i]); /* no writer: saves here */
 		engine_slot_free(&e->slots[i]);
 	}
 	engine_profile_close(e);

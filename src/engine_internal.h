@@ -203,8 +203,10 @@ int engine_kv_need_rows(const coli_engine *e, const coli_request *r);
 int engine_kv_fit(coli_engine *e, engine_slot *sl, int rows);
 /* Grow (never shrink) the slot's KV to `rows`, keeping its rows. */
 int engine_kv_reserve(coli_engine *e, engine_slot *sl, int rows, coli_err *err);
-/* Free an idle slot's KV (and unbind its session). */
-void engine_kv_drop(coli_engine *e, engine_slot *sl);
+/* Free an idle slot's KV (and unbind its session): 0, or 1 when the
+ * session writer first saves what the slot holds beyond its file (the
+ * slot is busy meanwhile and keeps its KV). */
+int engine_kv_drop(coli_engine *e, engine_slot *sl);
 
 /* engine_step.c: the engine chooses the decode strategy. Without an MTP
  * module, engine_step: one step over every active slot, a row per
@@ -314,8 +316,16 @@ int engine_session_keep_rows(const coli_engine *e, const engine_slot *sl, int n)
 int engine_session_eval_last(coli_engine *e, engine_slot *sl, coli_err *err);
 /* The prompt parts from the file after k tokens: the next save cuts it. */
 void engine_session_cut(engine_slot *sl, int k);
-/* Close the bound session (saving first); the KV stays as it is. */
-void engine_session_unbind(coli_engine *e, engine_slot *sl);
+/* Close the bound session; the KV stays as it is. What hist holds beyond
+ * the file is saved first, by the session writer: 1 while it writes it
+ * (the slot stays bound and busy; unbind again once it is clear), 0 when
+ * closed. Without a writer (shutdown) the save runs on this thread. */
+int engine_session_unbind(coli_engine *e, engine_slot *sl);
+/* Before sl takes a request for `session` (NULL: stateless): unbind the
+ * session it must give up, and that session from any other idle slot. 0
+ * when done, 1 while the session writer saves one of them first (the
+ * request waits for it). */
+int engine_session_release(coli_engine *e, engine_slot *sl, const char *session);
 /* For a stateless request: if a stored session shares a longer prefix
  * with the prompt than the slot holds, load it into the slot. */
 void engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, const int *prompt, int n);

@@ -8,7 +8,10 @@
  *
  * Binding touches the disk (open, create, the rows): the session writer
  * thread does it (engine_session_load_run) while the slot is busy, the
- * engine thread only posts it and finishes it (engine_session_bound). */
+ * engine thread only posts it and finishes it (engine_session_bound).
+ * Nor does unbinding write on the engine thread: what a slot holds beyond
+ * its file is handed to the writer, and the slot keeps it, bound and
+ * busy, until it is on disk. */
 #include "config.h"
 
 #include <errno.h>
@@ -77,13 +80,12 @@ int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_
 {
 	if (sl->sess && !strcmp(kv_session_name(sl->sess), name))
 		return 0;
-	engine_session_unbind(e, sl);
+	/* admission released the slot's other session, and this one from any
+	 * other slot (engine_session_release): nothing is left to save */
+	if (engine_session_release(e, sl, name))
+		return coli_err_set(err, -EBUSY, "session %s: the slot's last save is still being written", name);
 	/* from here on the slot's history is the session's */
 	sl->hist_private = 1;
-	/* the session may be open in another (idle) slot: hand it over */
-	for (int i = 0; i < e->n_slots; i++)
-		if (e->slots[i].sess && !strcmp(kv_session_name(e->slots[i].sess), name))
-			engine_session_unbind(e, &e->slots[i]);
 	int rc = kv_store_name_check(name, err);
 	if (rc)
 		return rc;
@@ -208,13 +210,12 @@ int engine_session_bound(coli_engine *e, engine_slot *sl, coli_err *err)
 	return 0;
 }
 
-/* Describe the save of what hist holds beyond the file into the slot's
- * writer record (engine thread, the slot not busy): pointers into its own
- * KV and hist, which stay as they are while the writer has them. */
-static engine_save *save_fill(coli_engine *e, engine_slot *sl)
+/* Describe the save of what hist holds beyond the file into j (j->rows
+ * sized for every part; the slot not busy): pointers into its own KV and
+ * hist, which stay as they are while the writer has them. */
+static engine_save *save_describe(coli_engine *e, engine_slot *sl, engine_save *j)
 {
 	const coli_config *c = &e->model->cfg;
-	engine_save *j = engine_session_writer_job(e, sl);
 	const int base = coli_seq_base(sl->seq);
 	j->sess = sl->sess;
 	j->trunc = sl->sess_cut;
@@ -238,15 +239,26 @@ static engine_save *save_fill(coli_engine *e, engine_slot *sl)
 	return j;
 }
 
-/* Save on this thread: only where nothing waits on the engine (unbinding
- * at admission finds the turn already saved; at shutdown the writer has
- * stopped), and only when there is something to write. */
+/* The same into the slot's writer record (engine thread). */
+static engine_save *save_fill(coli_engine *e, engine_slot *sl)
+{
+	return save_describe(e, sl, engine_session_writer_job(e, sl));
+}
+
+/* Save on this thread: only at shutdown, once the writer has stopped,
+ * and only when there is something to write. */
 static void save_now(coli_engine *e, engine_slot *sl)
 {
-	if (sl->sess_saved == sl->n_hist && sl->sess_cut < 0)
-		return;
 	char msg[256];
-	engine_session_save_run(e, save_fill(e, sl), msg, sizeof msg);
+	engine_save j;
+	memset(&j, 0, sizeof j);
+	j.rows = calloc((size_t)n_slots(&e->model->cfg), sizeof *j.rows);
+	if (!j.rows) {
+		coli_warn("session %s: not saved: out of memory", kv_session_name(sl->sess));
+		return;
+	}
+	engine_session_save_run(e, save_describe(e, sl, &j), msg, sizeof msg);
+	free(j.rows);
 }
 
 void engine_session_finish(coli_engine *e, engine_slot *sl, coli_request *r, const coli_event *ev)
@@ -317,11 +329,25 @@ void engine_session_cut(engine_slot *sl, int k)
 	sl->sess_saved = k;
 }
 
-void engine_session_unbind(coli_engine *e, engine_slot *sl)
+int engine_session_unbind(coli_engine *e, engine_slot *sl)
 {
 	if (!sl->sess)
-		return;
-	save_now(e, sl);
+		return 0;
+	if (engine_session_busy(e, sl))
+		return 1;
+	if (sl->sess_saved != sl->n_hist || sl->sess_cut >= 0) {
+		/* rows not yet in the file (a turn ended while its save was
+		 * being written, a cut): never lost, never an fsync on the
+		 * engine thread - the writer saves them while the slot, bound
+		 * and busy, keeps them */
+		if (!e->sw) {
+			save_now(e, sl);
+		} else {
+			save_fill(e, sl);
+			engine_session_writer_post(e, sl);
+			return 1;
+		}
+	}
 	kv_session_close(sl->sess);
 	sl->sess = NULL;
 	sl->sess_saved = 0;
@@ -332,6 +358,21 @@ void engine_session_unbind(coli_engine *e, engine_slot *sl)
 		coli_seq_set_spill(sl->seq, NULL, NULL);
 		sl->n_hist = 0;
 	}
+	return 0;
+}
+
+int engine_session_release(coli_engine *e, engine_slot *sl, const char *session)
+{
+	int wait = 0;
+	if (sl->sess && (!session || strcmp(kv_session_name(sl->sess), session)))
+		wait |= engine_session_unbind(e, sl);
+	/* the session may be open in another (idle) slot: hand it over */
+	for (int i = 0; session && i < e->n_slots; i++) {
+		engine_slot *o = &e->slots[i];
+		if (o != sl && o->sess && !strcmp(kv_session_name(o->sess), session))
+			wait |= engine_session_unbind(e, o);
+	}
+	return wait;
 }
 
 void engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, const int *prompt, int n)

@@ -357,7 +357,12 @@ static int start_prompt(coli_engine *e, engine_slot *sl)
 	coli_request *r = sl->req;
 	coli_err err = { 0 };
 	if (!r->session) {
-		engine_session_unbind(e, sl);
+		/* admission released the slot's session: nothing to save */
+		if (engine_session_release(e, sl, NULL)) {
+			engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, -EBUSY,
+					   "the slot's last session save is still being written");
+			return -1;
+		}
 		/* A stateless request sees only what stateless requests left in
 		 * this slot: a session's text is visible to whoever names the
 		 * session, and to others only when the operator opted in. */
