@@ -66,7 +66,7 @@ static engine_slot *pick_slot(coli_engine *e, const coli_request *r)
 		engine_slot *sl = &e->slots[i];
 		/* a slot the session writer binds to it counts as bound */
 		int bound = r->session && ((sl->sess && !strcmp(kv_session_name(sl->sess), r->session)) ||
-					   (sl->resuming && !strcmp(sl->resume, r->session)));
+					   (sl->resuming == SLOT_RESUME_SESSION && !strcmp(sl->resume, r->session)));
 		if (bound)
 			return sl->phase == SLOT_IDLE && !engine_session_busy(e, sl) ? sl : NULL;
 	}
