@@ -141,16 +141,16 @@ static int admit(coli_engine *e)
 			atomic_store_explicit(&e->st_waiting_kv, 0, memory_order_relaxed);
 			return taken;
 		}
-		/* the slot gives up the session it must (and another slot this
-		 * one): a save still to write is the session writer's, and the
-		 * request waits for it, woken by its ack */
-		if (engine_session_release(e, sl, r->session))
-			return taken;
 		/* frees idle slots' KV (engine thread, outside the lock) */
 		const int rows = engine_kv_need_rows(e, r);
 		const int fits = engine_kv_fit(e, sl, rows);
 		atomic_store_explicit(&e->st_waiting_kv, !fits, memory_order_relaxed);
 		if (!fits && (active > 0 || any_busy(e)))
+			return taken;
+		/* the slot gives up the session it must (and another slot this
+		 * one): a save still to write is the session writer's, and the
+		 * request waits for it, woken by its ack */
+		if (fits && engine_session_release(e, sl, r->session))
 			return taken;
 		/* only the engine thread takes requests out: index `at` holds */
 		pthread_mutex_lock(&e->lock);
