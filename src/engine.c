@@ -66,7 +66,7 @@ static engine_slot *pick_slot(coli_engine *e, const coli_request *r)
 		engine_slot *sl = &e->slots[i];
 		/* a slot the session writer binds to it counts as bound */
 		int bound = r->session && ((sl->sess && !strcmp(kv_session_name(sl->sess), r->session)) ||
-					   (sl->resuming && !strcmp(sl->resume, r->session)));
+					   (sl->resuming == SLOT_RESUME_SESSION && !strcmp(sl->resume, r->session)));
 		if (bound)
 			return sl->phase == SLOT_IDLE && !engine_session_busy(e, sl) ? sl : NULL;
 	}
@@ -146,6 +146,11 @@ static int admit(coli_engine *e)
 		const int fits = engine_kv_fit(e, sl, rows);
 		atomic_store_explicit(&e->st_waiting_kv, !fits, memory_order_relaxed);
 		if (!fits && (active > 0 || any_busy(e)))
+			return taken;
+		/* the slot gives up the session it must (and another slot this
+		 * one): a save still to write is the session writer's, and the
+		 * request waits for it, woken by its ack */
+		if (fits && engine_session_release(e, sl, r->session))
 			return taken;
 		/* only the engine thread takes requests out: index `at` holds */
 		pthread_mutex_lock(&e->lock);
@@ -426,7 +431,7 @@ void coli_engine_free(coli_engine *e)
 	/* the saves still queued are written, and their requests ended */
 	engine_session_writer_stop(e);
 	for (int i = 0; i < e->n_slots; i++) {
-		engine_session_unbind(e, &e->slots[i]);
+		(void)engine_session_unbind(e, &e->slots[i]); /* no writer: saves here */
 		engine_slot_free(&e->slots[i]);
 	}
 	engine_profile_close(e);

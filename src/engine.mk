@@ -60,6 +60,12 @@ TESTS += tests/core_prefix_index.sh
 EXTRA_DIST += tests/core_prefix_index.sh
 tests_core_prefix_index_SOURCES = tests/core_prefix_index.c tests/test_util.h
 tests_core_prefix_index_LDADD = libcoli.a $(COLI_LIBS)
+# prefix reuse from a saved session read by the session writer thread
+check_PROGRAMS += tests/core_prefix_adopt
+TESTS += tests/core_prefix_adopt.sh
+EXTRA_DIST += tests/core_prefix_adopt.sh
+tests_core_prefix_adopt_SOURCES = tests/core_prefix_adopt.c tests/test_util.h
+tests_core_prefix_adopt_LDADD = libcoli.a $(COLI_LIBS)
 # structured output compiled by the submitter, never the engine thread
 check_PROGRAMS += tests/engine_grammar_submit
 TESTS += tests/engine_grammar_submit.sh

@@ -36,6 +36,9 @@
 #define ENGINE_KV_ROUND 64
 
 enum slot_phase { SLOT_IDLE = 0, SLOT_PREFILL, SLOT_DECODE };
+/* What the session writer does for a slot before its request can go on
+ * (engine_slot.resuming). */
+enum slot_resume { SLOT_RESUME_NONE = 0, SLOT_RESUME_SESSION, SLOT_RESUME_PREFIX };
 
 /* One sequence being served. Its KV cache and token history outlive the
  * request, so the next request that shares a prefix reuses them. */
@@ -53,8 +56,11 @@ typedef struct engine_slot {
 	double last_used;        /* for choosing among idle slots */
 	/* persisted session bound to this slot (or NULL) */
 	kv_session *sess;
-	int resuming;            /* the session writer opens `resume` into
-	                          * this slot (engine_session_bind) */
+	int resuming;            /* enum slot_resume: the session writer
+	                          * opens `resume` into this slot
+	                          * (engine_session_bind), or reads a saved
+	                          * prompt prefix into it
+	                          * (engine_session_adopt_prefix) */
 	char resume[KV_NAME_MAX + 1];
 	int sess_saved;          /* tokens of hist in the file, or handed to
 	                          * the session writer */
@@ -183,14 +189,21 @@ typedef struct engine_save {
 /* One session bind handed to the session writer (engine_session_bind):
  * the writer opens the session (or creates it), reads its token ids into
  * the slot's hist and its RAM rows into the slot's KV; the engine thread,
- * once the slot is no longer busy, finishes the bind without I/O. */
+ * once the slot is no longer busy, finishes the bind without I/O.
+ * The same record reads a saved prompt prefix (adopt, from
+ * engine_session_adopt_prefix): the writer opens session `name` read-only,
+ * checks that its tokens still start with the slot's prompt and reads the
+ * rows of its first n tokens into the slot's KV. */
 typedef struct engine_load {
 	engine_slot *sl;
-	int rc;                  /* 0, or <0 with err */
+	int rc;                  /* 0, or <0 with err; adopt: 1 skipped, the
+	                          * slot untouched */
 	coli_err err;
 	kv_session *sess;        /* the opened or created session */
 	int created;             /* a new, empty session */
 	int n, base;             /* tokens in hist; the first of them in RAM */
+	int adopt;               /* a prefix of n tokens from session name */
+	char name[KV_NAME_MAX + 1];
 } engine_load;
 
 /* engine_kv.c */
@@ -212,8 +225,10 @@ int engine_kv_need_rows(const coli_engine *e, const coli_request *r);
 int engine_kv_fit(coli_engine *e, engine_slot *sl, int rows);
 /* Grow (never shrink) the slot's KV to `rows`, keeping its rows. */
 int engine_kv_reserve(coli_engine *e, engine_slot *sl, int rows, coli_err *err);
-/* Free an idle slot's KV (and unbind its session). */
-void engine_kv_drop(coli_engine *e, engine_slot *sl);
+/* Free an idle slot's KV (and unbind its session): 0, or 1 when the
+ * session writer first saves what the slot holds beyond its file (the
+ * slot is busy meanwhile and keeps its KV). */
+int engine_kv_drop(coli_engine *e, engine_slot *sl);
 
 /* engine_step.c: the engine chooses the decode strategy. Without an MTP
  * module, engine_step: one step over every active slot, a row per
@@ -228,8 +243,9 @@ void engine_step_draft(coli_engine *e);
 int engine_slot_alloc(coli_engine *e, engine_slot *sl, int rows, coli_err *err);
 void engine_slot_free(engine_slot *sl);
 /* Take a request: sessions, prefix reuse, sampler setup. 0 or an error
- * already reported to the request. A session the session writer binds
- * leaves the slot prefilling but busy (sl->resuming): the first
+ * already reported to the request. A session the session writer binds,
+ * or a saved prompt prefix it reads (--share-session-prefixes), leaves
+ * the slot prefilling but busy (sl->resuming): the first
  * engine_slot_ready or engine_slot_prefill that finds it clear finishes
  * the start (engine_session_bound, then the prompt and the draft state)
  * and skips that round. */
@@ -323,11 +339,27 @@ int engine_session_keep_rows(const coli_engine *e, const engine_slot *sl, int n)
 int engine_session_eval_last(coli_engine *e, engine_slot *sl, coli_err *err);
 /* The prompt parts from the file after k tokens: the next save cuts it. */
 void engine_session_cut(engine_slot *sl, int k);
-/* Close the bound session (saving first); the KV stays as it is. */
-void engine_session_unbind(coli_engine *e, engine_slot *sl);
+/* Close the bound session; the KV stays as it is. What hist holds beyond
+ * the file is saved first, by the session writer: 1 while it writes it
+ * (the slot stays bound and busy; unbind again once it is clear), 0 when
+ * closed. Without a writer (shutdown) the save runs on this thread. */
+int engine_session_unbind(coli_engine *e, engine_slot *sl);
+/* Before sl takes a request for `session` (NULL: stateless): unbind the
+ * session it must give up, and that session from any other idle slot. 0
+ * when done, 1 while the session writer saves one of them first (the
+ * request waits for it). */
+int engine_session_release(coli_engine *e, engine_slot *sl, const char *session);
 /* For a stateless request: if a stored session shares a longer prefix
- * with the prompt than the slot holds, load it into the slot. */
-void engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, const int *prompt, int n);
+ * with the prompt (sl->prompt, n tokens) than the slot holds, have the
+ * session writer read it into the slot: 1 when it does (the slot is busy,
+ * then engine_session_adopted), 0 when there is nothing to read. */
+int engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, int n);
+/* Session writer thread: read the prefix l->sl adopts (engine_load). */
+void engine_session_adopt_run(coli_engine *e, engine_load *l);
+/* Engine thread, the slot no longer busy: the adopted prefix becomes its
+ * history (no I/O); on a failure it keeps what it held, or nothing when
+ * the read had begun. */
+void engine_session_adopted(coli_engine *e, engine_slot *sl);
 
 /* engine_session_writer.c: saves off the engine thread */
 int engine_session_writer_start(coli_engine *e, coli_err *err);

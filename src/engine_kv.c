@@ -44,15 +44,19 @@ static long long seq_bytes_at(const coli_engine *e, int rows)
 	return (long long)rows * e->kv_row_bytes;
 }
 
-void engine_kv_drop(coli_engine *e, engine_slot *sl)
+int engine_kv_drop(coli_engine *e, engine_slot *sl)
 {
 	if (!sl->seq)
-		return;
-	engine_session_unbind(e, sl);
+		return 0;
+	/* rows not yet in the session file are written first: the slot
+	 * keeps its KV, busy, until the session writer is done */
+	if (engine_session_unbind(e, sl))
+		return 1;
 	atomic_fetch_sub_explicit(&e->kv_used, (long long)coli_seq_bytes(sl->seq), memory_order_relaxed);
 	engine_slot_free(sl);
 	sl->n_hist = 0;
 	sl->hist_private = 0;
+	return 0;
 }
 
 int engine_kv_fit(coli_engine *e, engine_slot *sl, int rows)
@@ -74,7 +78,7 @@ int engine_kv_fit(coli_engine *e, engine_slot *sl, int rows)
 		}
 		if (!victim)
 			return 0;
-		engine_kv_drop(e, victim);
+		engine_kv_drop(e, victim); /* or busy now: the next victim */
 	}
 }
 

@@ -8,7 +8,14 @@
  *
  * Binding touches the disk (open, create, the rows): the session writer
  * thread does it (engine_session_load_run) while the slot is busy, the
- * engine thread only posts it and finishes it (engine_session_bound). */
+ * engine thread only posts it and finishes it (engine_session_bound).
+ * Prompt-prefix reuse from another saved session is the same: the engine
+ * thread looks the prompt up in the prefix index (RAM), the writer opens
+ * that file and reads the rows (engine_session_adopt_run), the engine
+ * thread makes them the slot's history (engine_session_adopted). Nor does
+ * unbinding write on the engine thread: what a slot holds beyond its file
+ * is handed to the writer, and the slot keeps it, bound and busy, until
+ * it is on disk. */
 #include "config.h"
 
 #include <errno.h>
@@ -57,40 +64,23 @@ static int session_open(coli_engine *e, const char *name, int flags, kv_session 
 				       coli_config_kv_width(c), F, F ? c->index_head_dim : 0, flags, s, l, err);
 }
 
-/* Copy loaded rows into the slot and make them its history. */
-static void adopt(coli_engine *e, engine_slot *sl, const kv_loaded *l, int n)
-{
-	const coli_config *c = &e->model->cfg;
-	for (int k = 0; k < n_slots(c); k++) {
-		int W;
-		float *dst = slot_rows(c, sl->seq, k, &W);
-		memcpy(dst, l->rows[k], sizeof(float) * (size_t)n * W);
-	}
-	for (int t = 0; t < n; t++)
-		sl->hist[t] = l->tokens[t];
-	sl->n_hist = n;
-	sl->hist_private = 1;
-	coli_seq_set_window(sl->seq, 0, n, NULL);
-}
-
 int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_err *err)
 {
 	if (sl->sess && !strcmp(kv_session_name(sl->sess), name))
 		return 0;
-	engine_session_unbind(e, sl);
+	/* admission released the slot's other session, and this one from any
+	 * other slot (engine_session_release): nothing is left to save */
+	if (engine_session_release(e, sl, name))
+		return coli_err_set(err, -EBUSY, "session %s: the slot's last save is still being written", name);
 	/* from here on the slot's history is the session's */
 	sl->hist_private = 1;
-	/* the session may be open in another (idle) slot: hand it over */
-	for (int i = 0; i < e->n_slots; i++)
-		if (e->slots[i].sess && !strcmp(kv_session_name(e->slots[i].sess), name))
-			engine_session_unbind(e, &e->slots[i]);
 	int rc = kv_store_name_check(name, err);
 	if (rc)
 		return rc;
 	/* everything else touches the disk (the token ids, a create's fsyncs,
 	 * the rows): the session writer does it while the other slots step */
 	snprintf(sl->resume, sizeof sl->resume, "%s", name);
-	sl->resuming = 1;
+	sl->resuming = SLOT_RESUME_SESSION;
 	engine_load *l = engine_session_writer_load(e, sl);
 	memset(l, 0, sizeof *l);
 	l->sl = sl;
@@ -99,8 +89,9 @@ int engine_session_bind(coli_engine *e, engine_slot *sl, const char *name, coli_
 }
 
 #ifdef COLI_FAULT_INJECTION
-/* Test builds: COLI_FAULT_KV_RESUME_WAIT=PATH holds a resume's row read
- * until PATH exists; COLI_FAULT_KV_RESUME_EIO=1 fails it with EIO. */
+/* Test builds: COLI_FAULT_KV_RESUME_WAIT=PATH holds a resume's or a
+ * prefix adoption's row read until PATH exists; COLI_FAULT_KV_RESUME_EIO=1
+ * fails it with EIO. */
 static int fault_resume(const char *name, coli_err *err)
 {
 	const char *path = getenv("COLI_FAULT_KV_RESUME_WAIT");
@@ -174,7 +165,7 @@ int engine_session_bound(coli_engine *e, engine_slot *sl, coli_err *err)
 	engine_load *l = engine_session_writer_load(e, sl);
 	const char *name = sl->resume;
 	int rc = l->rc;
-	sl->resuming = 0;
+	sl->resuming = SLOT_RESUME_NONE;
 	sl->sess = l->sess;
 	l->sess = NULL;
 	sl->sess_cut = -1;
@@ -208,13 +199,12 @@ int engine_session_bound(coli_engine *e, engine_slot *sl, coli_err *err)
 	return 0;
 }
 
-/* Describe the save of what hist holds beyond the file into the slot's
- * writer record (engine thread, the slot not busy): pointers into its own
- * KV and hist, which stay as they are while the writer has them. */
-static engine_save *save_fill(coli_engine *e, engine_slot *sl)
+/* Describe the save of what hist holds beyond the file into j (j->rows
+ * sized for every part; the slot not busy): pointers into its own KV and
+ * hist, which stay as they are while the writer has them. */
+static engine_save *save_describe(coli_engine *e, engine_slot *sl, engine_save *j)
 {
 	const coli_config *c = &e->model->cfg;
-	engine_save *j = engine_session_writer_job(e, sl);
 	const int base = coli_seq_base(sl->seq);
 	j->sess = sl->sess;
 	j->trunc = sl->sess_cut;
@@ -238,15 +228,26 @@ static engine_save *save_fill(coli_engine *e, engine_slot *sl)
 	return j;
 }
 
-/* Save on this thread: only where nothing waits on the engine (unbinding
- * at admission finds the turn already saved; at shutdown the writer has
- * stopped), and only when there is something to write. */
+/* The same into the slot's writer record (engine thread). */
+static engine_save *save_fill(coli_engine *e, engine_slot *sl)
+{
+	return save_describe(e, sl, engine_session_writer_job(e, sl));
+}
+
+/* Save on this thread: only at shutdown, once the writer has stopped,
+ * and only when there is something to write. */
 static void save_now(coli_engine *e, engine_slot *sl)
 {
-	if (sl->sess_saved == sl->n_hist && sl->sess_cut < 0)
-		return;
 	char msg[256];
-	engine_session_save_run(e, save_fill(e, sl), msg, sizeof msg);
+	engine_save j;
+	memset(&j, 0, sizeof j);
+	j.rows = calloc((size_t)n_slots(&e->model->cfg), sizeof *j.rows);
+	if (!j.rows) {
+		coli_warn("session %s: not saved: out of memory", kv_session_name(sl->sess));
+		return;
+	}
+	engine_session_save_run(e, save_describe(e, sl, &j), msg, sizeof msg);
+	free(j.rows);
 }
 
 void engine_session_finish(coli_engine *e, engine_slot *sl, coli_request *r, const coli_event *ev)
@@ -317,11 +318,25 @@ void engine_session_cut(engine_slot *sl, int k)
 	sl->sess_saved = k;
 }
 
-void engine_session_unbind(coli_engine *e, engine_slot *sl)
+int engine_session_unbind(coli_engine *e, engine_slot *sl)
 {
 	if (!sl->sess)
-		return;
-	save_now(e, sl);
+		return 0;
+	if (engine_session_busy(e, sl))
+		return 1;
+	if (sl->sess_saved != sl->n_hist || sl->sess_cut >= 0) {
+		/* rows not yet in the file (a turn ended while its save was
+		 * being written, a cut): never lost, never an fsync on the
+		 * engine thread - the writer saves them while the slot, bound
+		 * and busy, keeps them */
+		if (!e->sw) {
+			save_now(e, sl);
+		} else {
+			save_fill(e, sl);
+			engine_session_writer_post(e, sl);
+			return 1;
+		}
+	}
 	kv_session_close(sl->sess);
 	sl->sess = NULL;
 	sl->sess_saved = 0;
@@ -332,52 +347,115 @@ void engine_session_unbind(coli_engine *e, engine_slot *sl)
 		coli_seq_set_spill(sl->seq, NULL, NULL);
 		sl->n_hist = 0;
 	}
+	return 0;
 }
 
-void engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, const int *prompt, int n)
+int engine_session_release(coli_engine *e, engine_slot *sl, const char *session)
 {
+	int wait = 0;
+	if (sl->sess && (!session || strcmp(kv_session_name(sl->sess), session)))
+		wait |= engine_session_unbind(e, sl);
+	/* the session may be open in another (idle) slot: hand it over */
+	for (int i = 0; session && i < e->n_slots; i++) {
+		engine_slot *o = &e->slots[i];
+		if (o != sl && o->sess && !strcmp(kv_session_name(o->sess), session))
+			wait |= engine_session_unbind(e, o);
+	}
+	return wait;
+}
+
+int engine_session_adopt_prefix(coli_engine *e, engine_slot *sl, int n)
+{
+	const int *prompt = sl->prompt;
 	int have = 0;
 	while (have < sl->n_hist && have < n && sl->hist[have] == prompt[have])
 		have++;
 	char name[KV_NAME_MAX + 1];
 	int match = 0;
-	coli_err err = { 0 };
 	/* a lookup in RAM: the refresher thread keeps the index current
-	 * (kv_prefix_index.h), admission touches no file unless it matches */
+	 * (kv_prefix_index.h); the file is the session writer's to read */
 	if (!e->prefix_ix)
-		return;
+		return 0;
 	kv_prefix_index_lookup(e->prefix_ix, e->model->container->fingerprint, prompt, n, name, sizeof name,
 			       &match);
 	if (match <= have)
-		return;
+		return 0;
 	/* at least one prompt token must still be evaluated for logits */
 	if (match >= n)
 		match = n - 1;
 	if (match > coli_seq_capacity(sl->seq) - e->prefill_batch)
 		match = coli_seq_capacity(sl->seq) - e->prefill_batch;
 	if (match <= have || match + 1 > e->ctx)
-		return;
+		return 0;
+	sl->resuming = SLOT_RESUME_PREFIX;
+	engine_load *l = engine_session_writer_load(e, sl);
+	memset(l, 0, sizeof *l);
+	l->sl = sl;
+	l->adopt = 1;
+	l->n = match;
+	snprintf(l->name, sizeof l->name, "%s", name);
+	engine_session_writer_post_load(e, sl);
+	return 1;
+}
+
+void engine_session_adopt_run(coli_engine *e, engine_load *l)
+{
+	engine_slot *sl = l->sl;
+	const coli_config *c = &e->model->cfg;
+	const char *name = l->name;
+	const int n = l->n;
+	coli_err *err = &l->err;
 	kv_session *s = NULL;
-	kv_loaded l;
-	memset(&l, 0, sizeof l);
-	if (session_open(e, name, KV_OPEN_READONLY, &s, &l, &err)) {
+	kv_loaded t;
+	memset(&t, 0, sizeof t);
+	/* token ids first: the rows go straight into the slot's KV, and only
+	 * once the file is known to still start with the prompt */
+	int rc = session_open(e, name, KV_OPEN_READONLY | KV_OPEN_NO_ROWS, &s, &t, err);
+	if (!rc) {
+		int ok = t.n_tokens >= n;
+		for (int i = 0; ok && i < n; i++)
+			ok = t.tokens[i] == sl->prompt[i];
+		if (!ok)
+			rc = coli_err_set(err, -ESTALE, "its file no longer starts with the prompt");
+	}
+#ifdef COLI_FAULT_INJECTION
+	if (!rc)
+		rc = fault_resume(name, err);
+#endif
+	/* 1: failed with the slot untouched; once a row is read, the slot's
+	 * KV is partly the file's and the engine forgets it */
+	l->rc = rc ? 1 : 0;
+	for (int k = 0; k < n_slots(c) && !rc; k++) {
+		int w;
+		float *dst = slot_rows(c, sl->seq, k, &w);
+		if ((rc = kv_session_read_rows(s, k, 0, n, dst, err)))
+			l->rc = rc;
+	}
+	if (rc) {
 		/* gone or changed behind the index: prefill instead */
-		coli_warn("prefix reuse from session %s skipped: %s", name, err.msg);
+		coli_warn("prefix reuse from session %s skipped: %s", name, err->msg);
 		kv_prefix_index_drop(e->prefix_ix, name);
+	} else {
+		coli_info("prompt prefix of %d tokens reused from session %s", n, name);
+	}
+	kv_loaded_free(&t);
+	kv_session_close(s);
+}
+
+void engine_session_adopted(coli_engine *e, engine_slot *sl)
+{
+	engine_load *l = engine_session_writer_load(e, sl);
+	sl->resuming = SLOT_RESUME_NONE;
+	if (l->rc > 0)
+		return; /* nothing read: the slot holds what it held */
+	if (l->rc < 0) {
+		coli_seq_rewind(sl->seq, 0);
+		sl->n_hist = 0;
 		return;
 	}
-	/* the file may have changed since the index read it: re-check */
-	int ok = l.n_tokens >= match;
-	for (int t = 0; ok && t < match; t++)
-		ok = l.tokens[t] == prompt[t];
-	if (ok) {
-		adopt(e, sl, &l, match);
-		coli_info("prompt prefix of %d tokens reused from session %s", match, name);
-	} else {
-		coli_warn("prefix reuse from session %s skipped: its file no longer starts with the prompt",
-			  name);
-		kv_prefix_index_drop(e->prefix_ix, name);
-	}
-	kv_loaded_free(&l);
-	kv_session_close(s);
+	/* the file's tokens are the prompt's (the writer checked) */
+	memcpy(sl->hist, sl->prompt, sizeof(int) * (size_t)l->n);
+	sl->n_hist = l->n;
+	sl->hist_private = 1;
+	coli_seq_set_window(sl->seq, 0, l->n, NULL);
 }

@@ -24,8 +24,11 @@
  * - for GLM-5.2 ~760 MB for a 4k-token session - straight into the slot's
  * KV (engine_load, engine_session_load_run). The slot is busy meanwhile,
  * so skipped like a saving one; the engine thread finishes the bind once
- * it sees it clear (engine_session_bound: window, spill; no I/O). Saves
- * and binds share one queue, in posting order.
+ * it sees it clear (engine_session_bound: window, spill; no I/O). A
+ * stateless request reusing a prompt prefix saved by another session
+ * (--share-session-prefixes) has that session's file opened and its rows
+ * read here the same way (engine_session_adopt_run). Saves and reads
+ * share one queue, in posting order.
  *
  * Threads: `busy` is written by the engine (1, before posting) and by the
  * writer (0, release, after its last access to the save), read with
@@ -98,7 +101,10 @@ static void job_run(struct engine_session_writer *w, sw_job *job)
 	coli_engine *e = w->e;
 	char msg[256];
 	if (job->is_load) {
-		engine_session_load_run(e, &job->load);
+		if (job->load.adopt)
+			engine_session_adopt_run(e, &job->load);
+		else
+			engine_session_load_run(e, &job->load);
 		atomic_store_explicit(&job->busy, 0, memory_order_release);
 		pthread_mutex_lock(&e->lock);
 		e->sw_acks++;

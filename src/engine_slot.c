@@ -290,6 +290,7 @@ int engine_slot_take(coli_engine *e, engine_slot *sl)
 
 static int start_session(coli_engine *e, engine_slot *sl);
 static int start_prompt(coli_engine *e, engine_slot *sl);
+static int start_reuse(coli_engine *e, engine_slot *sl);
 
 int engine_slot_start(coli_engine *e, engine_slot *sl, coli_request *r)
 {
@@ -345,28 +346,39 @@ static int start_session(coli_engine *e, engine_slot *sl)
 	return start_prompt(e, sl);
 }
 
-/* The session writer finished the slot's bind (its busy seen clear):
- * finish it, then the request's start; the slot steps from the next
- * round. */
+/* The session writer finished the slot's bind or its prefix read (its
+ * busy seen clear): finish it, then the request's start; the slot steps
+ * from the next round. */
 static void slot_resumed(coli_engine *e, engine_slot *sl)
 {
 	coli_err err = { 0 };
-	if (engine_session_bound(e, sl, &err)) {
+	int rc;
+	if (sl->resuming == SLOT_RESUME_PREFIX) {
+		engine_session_adopted(e, sl);
+		rc = start_reuse(e, sl);
+	} else if (engine_session_bound(e, sl, &err)) {
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 		return;
+	} else {
+		rc = start_session(e, sl);
 	}
-	if (!start_session(e, sl) && engine_draft_slot_start(e, sl, &err))
+	if (!rc && engine_draft_slot_start(e, sl, &err))
 		engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
 }
 
-/* Reuse what the slot holds of the prompt, set up the sampler: the
- * request is ready to prefill. */
+/* A stateless request's saved prefix may first be read by the session
+ * writer (the slot waits, prefilling but busy; then slot_resumed); then
+ * start_reuse. */
 static int start_prompt(coli_engine *e, engine_slot *sl)
 {
 	coli_request *r = sl->req;
-	coli_err err = { 0 };
 	if (!r->session) {
-		engine_session_unbind(e, sl);
+		/* admission released the slot's session: nothing to save */
+		if (engine_session_release(e, sl, NULL)) {
+			engine_slot_finish(e, sl, COLI_EV_ERROR, COLI_FINISH_ERROR, -EBUSY,
+					   "the slot's last session save is still being written");
+			return -1;
+		}
 		/* A stateless request sees only what stateless requests left in
 		 * this slot: a session's text is visible to whoever names the
 		 * session, and to others only when the operator opted in. */
@@ -376,9 +388,21 @@ static int start_prompt(coli_engine *e, engine_slot *sl)
 			sl->hist_private = 0;
 		}
 		memcpy(sl->prompt, r->prompt, sizeof(int) * (size_t)r->n_prompt);
-		if (e->opts.share_session_prefixes)
-			engine_session_adopt_prefix(e, sl, sl->prompt, sl->n_prompt);
+		if (e->opts.share_session_prefixes && engine_session_adopt_prefix(e, sl, sl->n_prompt)) {
+			sl->at = 0;
+			sl->phase = SLOT_PREFILL;
+			return 0;
+		}
 	}
+	return start_reuse(e, sl);
+}
+
+/* Reuse what the slot holds of the prompt, set up the sampler: the
+ * request is ready to prefill. */
+static int start_reuse(coli_engine *e, engine_slot *sl)
+{
+	coli_request *r = sl->req;
+	coli_err err = { 0 };
 	/* reuse the longest common prefix; at least one prompt token is
 	 * evaluated so there are logits to sample from */
 	int k = 0;

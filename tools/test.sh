@@ -88,12 +88,13 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 # the test itself passed (they are collected from TSAN_OPTIONS' log_path).
 TSAN_PROGS="coli tests/util_seqlock tests/util_log_ring tests/quant_pool_test tests/store_heat tests/store_stats
 	tests/kv_prefix_watch tests/core_prefix_index tests/core_batch_test tests/core_stalled_client
-	tests/core_session_writer tests/core_session_bind tests/engine_grammar_submit
+	tests/core_session_writer tests/core_session_bind tests/core_prefix_adopt tests/engine_grammar_submit
 	tests/engine_profile_sessions tests/tui_atlas_test"
 TSAN_TESTS="tests/util_seqlock tests/util_log_ring tests/quant_pool_test tests/store_heat tests/store_stats
 	tests/kv_prefix_watch tests/core_prefix_index.sh tests/core_stalled_client.sh tests/core_batch.sh
 	tests/core_parallel.sh tests/server_hardening.sh tests/server_slowloris.sh tests/batch_run.sh
-	tests/core_session_writer.sh tests/core_session_bind.sh tests/core_long_context.sh tests/engine_grammar_submit.sh
+	tests/core_session_writer.sh tests/core_session_bind.sh tests/core_prefix_adopt.sh tests/core_long_context.sh
+	tests/engine_grammar_submit.sh
 	tests/engine_profile_sessions.sh tests/tui_atlas_test"
 rm -rf build/tsan; mkdir -p build/tsan
 # shellcheck disable=SC2086
