@@ -17,11 +17,12 @@ EXTRA_DIST += bench/draft.sh bench/prefill_chunk.sh
 # engine and its auto rule), sessions, parallel slots, long context, DSA
 # through the engine, a stalled reader, heat and the cache directory.
 check_PROGRAMS += tests/core_stop_match_test tests/core_batch_test tests/core_draft_test tests/core_draft_auto_test \
-	tests/core_stalled_client
+	tests/core_stalled_client tests/core_kv_budget
 SLOW_TESTS += tests/core_draft.sh
 TESTS += tests/core_stop_match_test tests/core_draft_auto_test tests/core_session_resume.sh \
 	tests/core_batch.sh tests/core_parallel.sh tests/core_long_context.sh tests/core_dsa.sh \
-	tests/core_dsa_spill.sh tests/core_stalled_client.sh tests/engine_no_heat.sh tests/engine_cache_dir.sh
+	tests/core_dsa_spill.sh tests/core_stalled_client.sh tests/engine_no_heat.sh tests/engine_cache_dir.sh \
+	tests/core_kv_budget.sh
 tests_core_stop_match_test_SOURCES = tests/core_stop_match_test.c
 tests_core_stop_match_test_LDADD = libcoli.a $(COLI_LIBS)
 tests_core_batch_test_SOURCES = tests/core_batch_test.c
@@ -32,6 +33,8 @@ tests_core_draft_auto_test_SOURCES = tests/core_draft_auto_test.c tests/test_uti
 tests_core_draft_auto_test_LDADD = libcoli.a $(COLI_LIBS)
 tests_core_stalled_client_SOURCES = tests/core_stalled_client.c
 tests_core_stalled_client_LDADD = libcoli.a $(COLI_LIBS)
+tests_core_kv_budget_SOURCES = tests/core_kv_budget.c tests/engine_test.h tests/test_util.h
+tests_core_kv_budget_LDADD = libcoli.a $(COLI_LIBS)
 # the routing profile file (engine_profile.h)
 check_PROGRAMS += tests/engine_profile_test
 TESTS += tests/engine_profile_test
@@ -74,7 +77,7 @@ tests_engine_grammar_submit_SOURCES = tests/engine_grammar_submit.c tests/test_u
 tests_engine_grammar_submit_LDADD = libcoli.a $(COLI_LIBS)
 EXTRA_DIST += tests/core_draft.sh tests/core_session_resume.sh tests/core_batch.sh tests/core_parallel.sh \
 	tests/core_long_context.sh tests/core_dsa.sh tests/core_dsa_spill.sh tests/core_stalled_client.sh \
-	tests/engine_no_heat.sh tests/engine_cache_dir.sh
+	tests/engine_no_heat.sh tests/engine_cache_dir.sh tests/core_kv_budget.sh
 # a stalled reader vs the other slots' decode rate, and admission beside
 # 10..1,000 saved sessions (bench/README.md); built, never run by make check
 noinst_PROGRAMS += bench/stalled_client_bench bench/session_admission_bench bench/session_save_bench \

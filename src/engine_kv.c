@@ -44,6 +44,16 @@ static long long seq_bytes_at(const coli_engine *e, int rows)
 	return (long long)rows * e->kv_row_bytes;
 }
 
+/* What a slot's KV counts against the budget: its rows, as the budget's
+ * plan counts them (n_slots x kv_ram x row bytes). The sequence's own
+ * header and pointer tables are not counted: with them, slots holding a
+ * full window each overshot the plan by a few hundred bytes and never
+ * ran together. */
+static long long slot_kv_bytes(const coli_engine *e, const engine_slot *sl)
+{
+	return sl->seq ? seq_bytes_at(e, coli_seq_capacity(sl->seq)) : 0;
+}
+
 int engine_kv_drop(coli_engine *e, engine_slot *sl)
 {
 	if (!sl->seq)
@@ -52,7 +62,7 @@ int engine_kv_drop(coli_engine *e, engine_slot *sl)
 	 * keeps its KV, busy, until the session writer is done */
 	if (engine_session_unbind(e, sl))
 		return 1;
-	atomic_fetch_sub_explicit(&e->kv_used, (long long)coli_seq_bytes(sl->seq), memory_order_relaxed);
+	atomic_fetch_sub_explicit(&e->kv_used, slot_kv_bytes(e, sl), memory_order_relaxed);
 	engine_slot_free(sl);
 	sl->n_hist = 0;
 	sl->hist_private = 0;
@@ -61,7 +71,7 @@ int engine_kv_drop(coli_engine *e, engine_slot *sl)
 
 int engine_kv_fit(coli_engine *e, engine_slot *sl, int rows)
 {
-	const long long have = sl->seq ? (long long)coli_seq_bytes(sl->seq) : 0;
+	const long long have = slot_kv_bytes(e, sl);
 	const long long want = seq_bytes_at(e, rows);
 	for (;;) {
 		long long used = atomic_load_explicit(&e->kv_used, memory_order_relaxed);
@@ -88,12 +98,12 @@ int engine_kv_reserve(coli_engine *e, engine_slot *sl, int rows, coli_err *err)
 		int rc = engine_slot_alloc(e, sl, rows, err);
 		if (rc)
 			return rc;
-		atomic_fetch_add_explicit(&e->kv_used, (long long)coli_seq_bytes(sl->seq), memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->kv_used, slot_kv_bytes(e, sl), memory_order_relaxed);
 		return 0;
 	}
-	const long long before = (long long)coli_seq_bytes(sl->seq);
+	const long long before = slot_kv_bytes(e, sl);
 	int rc = coli_seq_reserve(sl->seq, rows, err);
-	atomic_fetch_add_explicit(&e->kv_used, (long long)coli_seq_bytes(sl->seq) - before, memory_order_relaxed);
+	atomic_fetch_add_explicit(&e->kv_used, slot_kv_bytes(e, sl) - before, memory_order_relaxed);
 	return rc;
 }
 
