@@ -387,11 +387,7 @@ void engine_draft_decode(coli_engine *e, engine_slot **who, int n)
 	coli_err err = { 0 };
 	const double w0 = disk_wait(e), t0 = engine_now();
 	if (coli_forward_rows(e->model, e->state, seqs, counts, n, d->toks, d->logits, &err)) {
-		for (int k = 0; k < n; k++) {
-			coli_seq_rewind(who[k]->seq, 0);
-			who[k]->n_hist = 0;
-			engine_slot_finish(e, who[k], COLI_EV_ERROR, COLI_FINISH_ERROR, err.code, err.msg);
-		}
+		engine_slots_fail(e, who, n, &err);
 		return;
 	}
 	draft_auto_note_step(&d->au, rows, n, engine_now() - t0 - (disk_wait(e) - w0));

@@ -344,6 +344,11 @@ void engine_session_cut(engine_slot *sl, int k);
  * (the slot stays bound and busy; unbind again once it is clear), 0 when
  * closed. Without a writer (shutdown) the save runs on this thread. */
 int engine_session_unbind(coli_engine *e, engine_slot *sl);
+/* A failed evaluation may have half written the slot's KV: forget the
+ * sequence, and close its session without saving, so the file keeps the
+ * turns it already holds (the failed turn is not one of them; the next
+ * turn on the session resumes from the file). */
+void engine_session_forget(engine_slot *sl);
 /* Before sl takes a request for `session` (NULL: stateless): unbind the
  * session it must give up, and that session from any other idle slot. 0
  * when done, 1 while the session writer saves one of them first (the

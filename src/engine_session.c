@@ -298,11 +298,12 @@ int engine_session_eval_last(coli_engine *e, engine_slot *sl, coli_err *err)
 	coli_seq *q = sl->seq;
 	if (coli_seq_pos(q) - coli_seq_base(q) + 1 > coli_seq_capacity(q))
 		return coli_err_set(err, -E2BIG, "no KV row left in RAM for the last token: not saved");
+	const int pos = coli_seq_pos(q);
 	int rc = coli_forward_seq(e->model, e->state, q, &sl->pending, 1, sl->logits, 0, err);
 	if (rc) {
-		/* a failed evaluation may be half written: forget the sequence */
-		coli_seq_rewind(q, 0);
-		sl->n_hist = 0;
+		/* only the last token's row may be half written: the turn is
+		 * saved without it */
+		coli_seq_rewind(q, pos);
 		return rc;
 	}
 	sl->hist[sl->n_hist++] = sl->pending;
@@ -316,6 +317,20 @@ void engine_session_cut(engine_slot *sl, int k)
 	if (sl->sess_cut < 0 || sl->sess_cut > k)
 		sl->sess_cut = k;
 	sl->sess_saved = k;
+}
+
+void engine_session_forget(engine_slot *sl)
+{
+	coli_seq_rewind(sl->seq, 0);
+	coli_seq_set_spill(sl->seq, NULL, NULL);
+	sl->n_hist = 0;
+	if (!sl->sess)
+		return;
+	/* saving now would cut the file to the forgotten history: nothing */
+	kv_session_close(sl->sess);
+	sl->sess = NULL;
+	sl->sess_saved = 0;
+	sl->sess_cut = -1;
 }
 
 int engine_session_unbind(coli_engine *e, engine_slot *sl)

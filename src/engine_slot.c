@@ -126,9 +126,8 @@ static int slot_eval(coli_engine *e, engine_slot *sl, const int *toks, int n, fl
 		return rc;
 	rc = coli_forward_seq(e->model, e->state, sl->seq, toks, n, logits, 0, err);
 	if (rc) {
-		/* a failed chunk may be half written: forget the sequence */
-		coli_seq_rewind(sl->seq, 0);
-		sl->n_hist = 0;
+		/* a failed chunk may be half written */
+		engine_session_forget(sl);
 		return rc;
 	}
 	memcpy(sl->hist + sl->n_hist, toks, sizeof(int) * (size_t)n);
@@ -509,8 +508,7 @@ void engine_slot_decoded(coli_engine *e, engine_slot *sl)
 void engine_slots_fail(coli_engine *e, engine_slot **who, int n, const coli_err *err)
 {
 	for (int k = 0; k < n; k++) {
-		coli_seq_rewind(who[k]->seq, 0);
-		who[k]->n_hist = 0;
+		engine_session_forget(who[k]);
 		engine_slot_finish(e, who[k], COLI_EV_ERROR, COLI_FINISH_ERROR, err->code, err->msg);
 	}
 }
