@@ -19,10 +19,10 @@
 
 #include "cmd_bench_draft.h"
 #include "quant_kernel_bench.h"
-#include "kv_cache_dir.h"
 #include "cli.h"
 #include "util_args.h"
 #include "engine_flags.h"
+#include "engine_model.h"
 #include "expert_store_stats.h"
 #include "store_iobench.h"
 #include "model.h"
@@ -271,28 +271,25 @@ int cmd_bench(int argc, char **argv)
 		goto usage_err;
 	if (coli_model_dir_resolve(dir_arg, dir, sizeof dir, &err))
 		goto fail;
-	coli_model_opts mo;
-	coli_engine_flags_model_opts(&fl, &mo);
-	if (b.cold && mo.store.direct < 0)
-		mo.store.direct = 1;
-	mo.mtp = b.mtp;
-	/* the automatic cache budget subtracts the KV this command allocates
-	 * (one sequence of prompt + gen, coli_state_new below), not the
-	 * engine's --ctx x slots */
-	mo.store.kv_ctx = (int)(b.n_prompt + b.n_gen + 1);
-	mo.store.kv_ram = 0;
-	mo.store.kv_parallel = 1;
-	/* and reserves the step state of its chunks (coli_state_new below) */
-	mo.store.state_batch = fl.opts.prefill_batch > 0 ? fl.opts.prefill_batch : 64;
-	if (b.cold)
+	if (b.cold) {
 		fl.opts.no_heat = 1; /* a cold run must not warm-start from history */
-	if (fl.opts.cache_dir && !fl.opts.no_heat) {
-		/* heat persistence, as the engine does it (engine.c) */
-		snprintf(heat_dir, sizeof heat_dir, "%s/hot-experts", fl.opts.cache_dir);
-		if (kv_mkdirs(heat_dir, &err))
-			goto fail;
-		mo.store.heat_dir = heat_dir;
+		if (fl.opts.store.direct < 0)
+			fl.opts.store.direct = 1; /* nor read through the page cache (here and in --draft's engine) */
 	}
+	/* heat persistence only where --cache-dir names a place for it */
+	if (fl.opts.cache_dir && !fl.opts.no_heat &&
+	    coli_engine_heat_dir(fl.opts.cache_dir, heat_dir, sizeof heat_dir, NULL, &err))
+		goto fail;
+	/* prompt positions per forward call: --prefill-batch, as the engine's
+	 * chunks (64 when not given, this command's figure so far) */
+	const int chunk = fl.opts.prefill_batch > 0 ? fl.opts.prefill_batch : 64;
+	/* the automatic cache budget subtracts what this command allocates
+	 * (one sequence of prompt + gen and the step state of its chunks,
+	 * coli_state_new below), not the engine's --ctx x slots */
+	const coli_model_plan plan = { .mtp = b.mtp, .ctx = (int)(b.n_prompt + b.n_gen + 1), .parallel = 1,
+				       .state_batch = chunk, .heat_dir = fl.opts.cache_dir ? heat_dir : NULL };
+	coli_model_opts mo;
+	coli_engine_model_opts(&fl.opts, &plan, &mo);
 	double t0 = coli_now_s();
 	if (coli_model_open(dir, &mo, &m, &err))
 		goto fail;
@@ -344,9 +341,6 @@ int cmd_bench(int argc, char **argv)
 		rng ^= rng << 17;
 		toks[i] = (int)(rng % (uint64_t)c->vocab_size);
 	}
-	/* prompt positions per forward call: --prefill-batch, as the engine's
-	 * chunks (64 when not given, this command's figure so far) */
-	const int chunk = fl.opts.prefill_batch > 0 ? fl.opts.prefill_batch : 64;
 	if (coli_state_new(m, (int)(b.n_prompt + b.n_gen + 1), chunk, &s, &err))
 		goto fail;
 	float *draft = b.mtp ? malloc(sizeof(float) * (size_t)c->vocab_size) : NULL;
@@ -564,9 +558,6 @@ int cmd_bench(int argc, char **argv)
 		s = NULL;
 		coli_model_free(m);
 		m = NULL;
-		/* --cold: the engine reads experts with O_DIRECT too */
-		if (b.cold && fl.opts.store.direct < 0)
-			fl.opts.store.direct = 1;
 		json_t *dj = bench_draft_run(&fl.opts, dir, (int)b.n_prompt, (int)b.n_gen, fl.opts.draft, (uint64_t)b.seed, &err);
 		if (!dj)
 			goto fail;
