@@ -20,6 +20,7 @@
 #include "cmd_bench_draft.h"
 #include "quant_kernel_bench.h"
 #include "cli.h"
+#include "cli_args.h"
 #include "util_args.h"
 #include "engine_flags.h"
 #include "engine_model.h"
@@ -257,18 +258,8 @@ int cmd_bench(int argc, char **argv)
 	int *toks = NULL;
 	expert_trace trace = { 0 };
 	json_t *out = NULL;
-	if (coli_engine_flags_init(&fl, &err)) {
-		cli_errorf("bench", "%s", err.msg);
-		return COLI_EXIT_USAGE;
-	}
-	int rr = coli_engine_flags_parse_args(&fl, NULL, argc, argv, bench_flag, &b, &dir_arg, &err);
-	if (rr == COLI_ARGS_HELP) {
-		usage(stdout);
-		status = COLI_EXIT_OK;
+	if (cli_engine_args("bench", &fl, NULL, argc, argv, bench_flag, &b, &dir_arg, usage, &status))
 		goto out;
-	}
-	if (rr < 0)
-		goto usage_err;
 	if (coli_model_dir_resolve(dir_arg, dir, sizeof dir, &err))
 		goto fail;
 	if (b.cold) {
@@ -586,10 +577,6 @@ int cmd_bench(int argc, char **argv)
 fail_mtp:
 	free(draft);
 	goto fail;
-usage_err:
-	cli_errorf("bench", "%s", err.msg);
-	status = COLI_EXIT_USAGE;
-	goto out;
 fail:
 	cli_errorf("bench", "%s", err.msg);
 out:
