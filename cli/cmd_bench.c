@@ -244,6 +244,124 @@ static json_t *time_split_json(const coli_timing *tm, const coli_timing *t0, dou
 	return split;
 }
 
+/* The expert store over the decode (its counters before and after it):
+ * "experts", the cache policies replayed on the decode's routing trace
+ * ("policy") and, with the --iobench measurement (io, else NULL), the
+ * disk ceiling ("io"), into out. */
+static void experts_json(json_t *out, const expert_stats_summary *before, const expert_stats_summary *after,
+			 const expert_trace *trace, long n_gen, double t_decode, const store_iobench_report *io)
+{
+	json_t *ex = json_object();
+	uint64_t bytes = after->bytes_read - before->bytes_read;
+	uint64_t hits = (after->hits_pinned + after->hits_cached + after->hits_prefetched) -
+			(before->hits_pinned + before->hits_cached + before->hits_prefetched);
+	uint64_t misses = after->misses - before->misses;
+	double bpt = (double)bytes / n_gen;
+	json_object_set_new(ex, "record_bytes", json_integer(after->record_size));
+	json_object_set_new(ex, "budget_pin", json_integer(after->budget_pin));
+	json_object_set_new(ex, "budget_cache", json_integer(after->budget_cache));
+	json_object_set_new(ex, "direct", json_boolean(after->direct));
+	json_object_set_new(ex, "bytes_read_per_token", json_real(bpt));
+	json_object_set_new(ex, "achieved_gbps", json_real(bytes / t_decode / 1e9));
+	/* while reads were in flight: how well the reads use the drive,
+	 * whether or not compute left it idle in between */
+	double busy = after->busy_seconds - before->busy_seconds;
+	json_object_set_new(ex, "io_busy_fraction", json_real(busy / t_decode));
+	json_object_set_new(ex, "busy_gbps", busy > 0 ? json_real(bytes / busy / 1e9) : json_null());
+	json_object_set_new(ex, "hit_rate", hits + misses ? json_real((double)hits / (hits + misses)) : json_null());
+	/* served from RAM without a read in this step's path: pinned or
+	 * cached (a prefetched record was still read from the disk) */
+	uint64_t ram_hits = (after->hits_pinned + after->hits_cached) - (before->hits_pinned + before->hits_cached);
+	json_object_set_new(ex, "cache_hit_rate",
+			    hits + misses ? json_real((double)ram_hits / (hits + misses)) : json_null());
+	json_object_set_new(ex, "hits_pinned", json_integer(after->hits_pinned - before->hits_pinned));
+	json_object_set_new(ex, "hits_cached", json_integer(after->hits_cached - before->hits_cached));
+	json_object_set_new(ex, "hits_prefetched", json_integer(after->hits_prefetched - before->hits_prefetched));
+	json_object_set_new(ex, "misses", json_integer(misses));
+	uint64_t issued = after->prefetch_issued - before->prefetch_issued;
+	uint64_t used = after->prefetch_used - before->prefetch_used;
+	uint64_t used_total = after->used_total - before->used_total;
+	uint64_t used_pf = after->used_prefetched - before->used_prefetched;
+	json_object_set_new(ex, "prefetch_precision", issued ? json_real((double)used / issued) : json_null());
+	json_object_set_new(ex, "prefetch_recall", used_total ? json_real((double)used_pf / used_total) : json_null());
+	/* the bytes the routing needed from the disk (records it used that
+	 * were not in RAM: misses, and prefetched records that were used)
+	 * apart from the bytes wasted on prefetched records never used */
+	uint64_t needed = (misses + (after->hits_prefetched - before->hits_prefetched)) * after->record_size;
+	uint64_t wasted = (issued > used ? issued - used : 0) * after->record_size;
+	double npt = (double)needed / n_gen;
+	json_object_set_new(ex, "needed_bytes_per_token", json_real(npt));
+	json_object_set_new(ex, "wasted_prefetch_bytes_per_token", json_real((double)wasted / n_gen));
+	/* step time against the slower of its two parts: 1.0 when reads
+	 * and compute overlap perfectly, 2.0 when they run one after the
+	 * other in equal shares */
+	double io_s = busy / n_gen, compute_s = (t_decode - (after->wait_seconds - before->wait_seconds)) / n_gen;
+	double slower = io_s > compute_s ? io_s : compute_s;
+	json_object_set_new(ex, "step_ms", json_real(t_decode / n_gen * 1e3));
+	json_object_set_new(ex, "io_busy_ms_per_token", json_real(io_s * 1e3));
+	json_object_set_new(ex, "compute_ms_per_token", json_real(compute_s * 1e3));
+	json_object_set_new(ex, "step_over_max_io_compute", slower > 0 ? json_real(t_decode / n_gen / slower)
+								       : json_null());
+	/* the per-drive byte counters over the decode (primary, mirrors) */
+	json_t *dv = json_array();
+	for (int d = 0; d < after->n_drives && d < EXPERT_STATS_MAX_DRIVES; d++)
+		json_array_append_new(dv, json_pack("{s:s,s:I}", "name", after->drives[d].name, "bytes",
+						    (json_int_t)(after->drives[d].bytes - before->drives[d].bytes)));
+	json_object_set_new(ex, "drives", dv);
+	json_object_set_new(out, "experts", ex);
+	int64_t cap = after->record_size > 0 ? (after->budget_pin + after->budget_cache) / after->record_size : 0;
+	json_object_set_new(out, "policy", policy_json(trace, cap));
+	if (io) {
+		json_t *ij = json_object();
+		double gbps = io->best_large_bps;
+		json_object_set_new(ij, "iobench_gbps_at_record_size", json_real(gbps / 1e9));
+		if (npt > 0) {
+			/* the ceiling counts only the bytes the misses need: a
+			 * wrong prefetch guess lowers the decode ratio, it does
+			 * not raise the ceiling */
+			double ceiling = gbps / npt;
+			json_object_set_new(ij, "ceiling_tokens_per_s", json_real(ceiling));
+			json_object_set_new(ij, "decode_ratio_to_ceiling", json_real((n_gen / t_decode) / ceiling));
+		}
+		if (bpt > 0) {
+			/* the read rate (needed and wasted bytes alike) over the
+			 * drive's rate: how busy the reads kept the drive, not
+			 * how close decode is to the limit */
+			json_object_set_new(ij, "read_ratio_to_iobench", json_real((bytes / t_decode) / gbps));
+			if (busy > 0)
+				json_object_set_new(ij, "busy_read_ratio_to_iobench",
+						    json_real((bytes / busy) / gbps));
+		}
+		json_object_set_new(out, "io", ij);
+	}
+}
+
+/* A point of the run: the expert store's counters (zero without a store),
+ * the forward pass's part times, CPU and wall seconds; two bound a phase.
+ * The clocks are read innermost: last at a phase's start, first at its
+ * end. */
+typedef struct bench_mark {
+	expert_stats_summary ex;
+	coli_timing tm;
+	double cpu, wall;
+} bench_mark;
+
+static void bench_mark_take(const expert_stats *st, const coli_state *s, int end, bench_mark *k)
+{
+	if (end) {
+		k->wall = coli_now_s();
+		k->cpu = cpu_s();
+	}
+	memset(&k->ex, 0, sizeof k->ex);
+	if (st)
+		expert_stats_snapshot(st, &k->ex);
+	k->tm = *coli_state_timing(s);
+	if (!end) {
+		k->cpu = cpu_s();
+		k->wall = coli_now_s();
+	}
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	coli_err err = { 0 };
@@ -352,14 +470,8 @@ int cmd_bench(int argc, char **argv)
 		coli_state_rewind(s, 0);
 	}
 	const expert_stats *st = m->store ? expert_store_stats(m->store) : NULL;
-	expert_stats_summary pf_before, pf_after;
-	memset(&pf_before, 0, sizeof pf_before);
-	memset(&pf_after, 0, sizeof pf_after);
-	if (st)
-		expert_stats_snapshot(st, &pf_before);
-	coli_timing tm_pf = *coli_state_timing(s);
-	double cpu_pf0 = cpu_s();
-	t0 = coli_now_s();
+	bench_mark p0, p1, d0, d1;
+	bench_mark_take(st, s, 0, &p0);
 	if (!b.mtp) {
 		if (coli_forward(m, s, toks, (int)b.n_prompt, logits, 0, &err))
 			goto fail;
@@ -376,19 +488,17 @@ int cmd_bench(int argc, char **argv)
 		}
 		draft_tok = coli_argmax(draft, c->vocab_size);
 	}
-	double t_prefill = coli_now_s() - t0;
-	double cpu_prefill = cpu_s() - cpu_pf0;
+	bench_mark_take(st, s, 1, &p1);
+	double t_prefill = p1.wall - p0.wall;
+	double cpu_prefill = p1.cpu - p0.cpu;
 	json_t *pf = json_object();
 	json_object_set_new(pf, "tokens", json_integer(b.n_prompt));
 	json_object_set_new(pf, "chunk", json_integer(b.mtp ? 1 : chunk));
 	json_object_set_new(pf, "seconds", json_real(t_prefill));
 	json_object_set_new(pf, "tokens_per_s", json_real(b.n_prompt / t_prefill));
 	json_object_set_new(pf, "cpu_ms_per_token", json_real(1000.0 * cpu_prefill / b.n_prompt));
-	if (st)
-		expert_stats_snapshot(st, &pf_after);
 	json_object_set_new(pf, "time_split",
-			    time_split_json(coli_state_timing(s), &tm_pf, pf_after.wait_seconds - pf_before.wait_seconds,
-					    b.n_prompt));
+			    time_split_json(&p1.tm, &p0.tm, p1.ex.wait_seconds - p0.ex.wait_seconds, b.n_prompt));
 	json_object_set_new(out, "prefill", pf);
 
 	/* decode, recording the routing trace */
@@ -401,14 +511,7 @@ int cmd_bench(int argc, char **argv)
 		coli_err_set(&err, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	expert_stats_summary before, after;
-	memset(&before, 0, sizeof before);
-	memset(&after, 0, sizeof after);
-	if (st)
-		expert_stats_snapshot(st, &before);
-	coli_timing tm_before = *coli_state_timing(s);
-	double cpu0 = cpu_s();
-	t0 = coli_now_s();
+	bench_mark_take(st, s, 0, &d0);
 	for (long g = 0; g < b.n_gen; g++) {
 		int tok = coli_argmax(logits, c->vocab_size);
 		if (coli_forward(m, s, &tok, 1, logits, 0, &err))
@@ -429,11 +532,9 @@ int cmd_bench(int argc, char **argv)
 					coli_config_layer_is_moe(c, l) ? r->experts[(size_t)l * K + k] : -1;
 		trace.n_tokens++;
 	}
-	double t_decode = coli_now_s() - t0;
-	double cpu_decode = cpu_s() - cpu0;
-	if (st)
-		expert_stats_snapshot(st, &after);
-	const coli_timing *tm = coli_state_timing(s);
+	bench_mark_take(st, s, 1, &d1);
+	double t_decode = d1.wall - d0.wall;
+	double cpu_decode = d1.cpu - d0.cpu;
 	json_t *dc = json_object();
 	json_object_set_new(dc, "tokens", json_integer(b.n_gen));
 	json_object_set_new(dc, "seconds", json_real(t_decode));
@@ -444,8 +545,8 @@ int cmd_bench(int argc, char **argv)
 	json_object_set_new(dc, "cpu_ms_per_token", json_real(1000.0 * cpu_decode / b.n_gen));
 	json_object_set_new(dc, "cpu_share", json_real(cpu_decode / t_decode / coli_pool_size(m->pool)));
 	json_object_set_new(dc, "time_split",
-			    time_split_json(tm, &tm_before, after.wait_seconds - before.wait_seconds, b.n_gen));
-	json_object_set_new(dc, "breakdown", breakdown_json(m, &tm_before, tm, b.n_gen, 1000.0 * cpu_decode / b.n_gen));
+			    time_split_json(&d1.tm, &d0.tm, d1.ex.wait_seconds - d0.ex.wait_seconds, b.n_gen));
+	json_object_set_new(dc, "breakdown", breakdown_json(m, &d0.tm, &d1.tm, b.n_gen, 1000.0 * cpu_decode / b.n_gen));
 	json_object_set_new(out, "decode", dc);
 	if (b.mtp) {
 		json_t *mj = json_object();
@@ -457,91 +558,8 @@ int cmd_bench(int argc, char **argv)
 	free(draft);
 	draft = NULL;
 
-	if (st) {
-		json_t *ex = json_object();
-		uint64_t bytes = after.bytes_read - before.bytes_read;
-		uint64_t hits = (after.hits_pinned + after.hits_cached + after.hits_prefetched) -
-				(before.hits_pinned + before.hits_cached + before.hits_prefetched);
-		uint64_t misses = after.misses - before.misses;
-		double bpt = (double)bytes / b.n_gen;
-		json_object_set_new(ex, "record_bytes", json_integer(after.record_size));
-		json_object_set_new(ex, "budget_pin", json_integer(after.budget_pin));
-		json_object_set_new(ex, "budget_cache", json_integer(after.budget_cache));
-		json_object_set_new(ex, "direct", json_boolean(after.direct));
-		json_object_set_new(ex, "bytes_read_per_token", json_real(bpt));
-		json_object_set_new(ex, "achieved_gbps", json_real(bytes / t_decode / 1e9));
-		/* while reads were in flight: how well the reads use the drive,
-		 * whether or not compute left it idle in between */
-		double busy = after.busy_seconds - before.busy_seconds;
-		json_object_set_new(ex, "io_busy_fraction", json_real(busy / t_decode));
-		json_object_set_new(ex, "busy_gbps", busy > 0 ? json_real(bytes / busy / 1e9) : json_null());
-		json_object_set_new(ex, "hit_rate", hits + misses ? json_real((double)hits / (hits + misses)) : json_null());
-		/* served from RAM without a read in this step's path: pinned or
-		 * cached (a prefetched record was still read from the disk) */
-		uint64_t ram_hits = (after.hits_pinned + after.hits_cached) - (before.hits_pinned + before.hits_cached);
-		json_object_set_new(ex, "cache_hit_rate",
-				    hits + misses ? json_real((double)ram_hits / (hits + misses)) : json_null());
-		json_object_set_new(ex, "hits_pinned", json_integer(after.hits_pinned - before.hits_pinned));
-		json_object_set_new(ex, "hits_cached", json_integer(after.hits_cached - before.hits_cached));
-		json_object_set_new(ex, "hits_prefetched", json_integer(after.hits_prefetched - before.hits_prefetched));
-		json_object_set_new(ex, "misses", json_integer(misses));
-		uint64_t issued = after.prefetch_issued - before.prefetch_issued;
-		uint64_t used = after.prefetch_used - before.prefetch_used;
-		uint64_t used_total = after.used_total - before.used_total;
-		uint64_t used_pf = after.used_prefetched - before.used_prefetched;
-		json_object_set_new(ex, "prefetch_precision", issued ? json_real((double)used / issued) : json_null());
-		json_object_set_new(ex, "prefetch_recall", used_total ? json_real((double)used_pf / used_total) : json_null());
-		/* the bytes the routing needed from the disk (records it used that
-		 * were not in RAM: misses, and prefetched records that were used)
-		 * apart from the bytes wasted on prefetched records never used */
-		uint64_t needed = (misses + (after.hits_prefetched - before.hits_prefetched)) * after.record_size;
-		uint64_t wasted = (issued > used ? issued - used : 0) * after.record_size;
-		double npt = (double)needed / b.n_gen;
-		json_object_set_new(ex, "needed_bytes_per_token", json_real(npt));
-		json_object_set_new(ex, "wasted_prefetch_bytes_per_token", json_real((double)wasted / b.n_gen));
-		/* step time against the slower of its two parts: 1.0 when reads
-		 * and compute overlap perfectly, 2.0 when they run one after the
-		 * other in equal shares */
-		double io_s = busy / b.n_gen, compute_s = (t_decode - (after.wait_seconds - before.wait_seconds)) / b.n_gen;
-		double slower = io_s > compute_s ? io_s : compute_s;
-		json_object_set_new(ex, "step_ms", json_real(t_decode / b.n_gen * 1e3));
-		json_object_set_new(ex, "io_busy_ms_per_token", json_real(io_s * 1e3));
-		json_object_set_new(ex, "compute_ms_per_token", json_real(compute_s * 1e3));
-		json_object_set_new(ex, "step_over_max_io_compute", slower > 0 ? json_real(t_decode / b.n_gen / slower)
-									       : json_null());
-		/* the per-drive byte counters over the decode (primary, mirrors) */
-		json_t *dv = json_array();
-		for (int d = 0; d < after.n_drives && d < EXPERT_STATS_MAX_DRIVES; d++)
-			json_array_append_new(dv, json_pack("{s:s,s:I}", "name", after.drives[d].name, "bytes",
-							    (json_int_t)(after.drives[d].bytes - before.drives[d].bytes)));
-		json_object_set_new(ex, "drives", dv);
-		json_object_set_new(out, "experts", ex);
-		int64_t cap = after.record_size > 0 ? (after.budget_pin + after.budget_cache) / after.record_size : 0;
-		json_object_set_new(out, "policy", policy_json(&trace, cap));
-		if (have_io) {
-			json_t *ij = json_object();
-			double gbps = io_rep.best_large_bps;
-			json_object_set_new(ij, "iobench_gbps_at_record_size", json_real(gbps / 1e9));
-			if (npt > 0) {
-				/* the ceiling counts only the bytes the misses need: a
-				 * wrong prefetch guess lowers the decode ratio, it does
-				 * not raise the ceiling */
-				double ceiling = gbps / npt;
-				json_object_set_new(ij, "ceiling_tokens_per_s", json_real(ceiling));
-				json_object_set_new(ij, "decode_ratio_to_ceiling", json_real((b.n_gen / t_decode) / ceiling));
-			}
-			if (bpt > 0) {
-				/* the read rate (needed and wasted bytes alike) over the
-				 * drive's rate: how busy the reads kept the drive, not
-				 * how close decode is to the limit */
-				json_object_set_new(ij, "read_ratio_to_iobench", json_real((bytes / t_decode) / gbps));
-				if (busy > 0)
-					json_object_set_new(ij, "busy_read_ratio_to_iobench",
-							    json_real((bytes / busy) / gbps));
-			}
-			json_object_set_new(out, "io", ij);
-		}
-	}
+	if (st)
+		experts_json(out, &d0.ex, &d1.ex, &trace, b.n_gen, t_decode, have_io ? &io_rep : NULL);
 	/* --draft MODE: drafting against none, through the engine (the
 	 * model opened above is freed first: the engine loads its own) */
 	if (fl.opts.draft != COLI_DRAFT_UNSET && fl.opts.draft != COLI_DRAFT_OFF) {
