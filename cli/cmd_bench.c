@@ -21,6 +21,7 @@
 #include "quant_kernel_bench.h"
 #include "cli.h"
 #include "cli_args.h"
+#include "cli_print.h"
 #include "util_args.h"
 #include "engine_flags.h"
 #include "engine_model.h"
@@ -372,7 +373,7 @@ int cmd_bench(int argc, char **argv)
 	char dir[4096], heat_dir[4200];
 	coli_model *m = NULL;
 	coli_state *s = NULL;
-	float *logits = NULL;
+	float *logits = NULL, *draft = NULL;
 	int *toks = NULL;
 	expert_trace trace = { 0 };
 	json_t *out = NULL;
@@ -439,7 +440,8 @@ int cmd_bench(int argc, char **argv)
 
 	toks = malloc(sizeof(int) * (size_t)(b.n_prompt + b.n_gen));
 	logits = malloc(sizeof(float) * (size_t)c->vocab_size);
-	if (!toks || !logits) {
+	draft = b.mtp ? malloc(sizeof(float) * (size_t)c->vocab_size) : NULL;
+	if (!toks || !logits || (b.mtp && !draft)) {
 		coli_err_set(&err, -ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -452,12 +454,10 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (coli_state_new(m, (int)(b.n_prompt + b.n_gen + 1), chunk, &s, &err))
 		goto fail;
-	float *draft = b.mtp ? malloc(sizeof(float) * (size_t)c->vocab_size) : NULL;
 	long drafted = 0, accepted = 0;
 	int draft_tok = -1;
 	if (b.mtp && !m->n_mtp) {
 		coli_err_set(&err, -ENOTSUP, "%s has no MTP module", dir);
-		free(draft);
 		goto fail;
 	}
 	if (b.warmup && !b.mtp) {
@@ -480,11 +480,11 @@ int cmd_bench(int argc, char **argv)
 		for (long i = 0; i < b.n_prompt; i++) {
 			int next = i + 1 < b.n_prompt ? toks[i + 1] : -1;
 			if (coli_forward(m, s, toks + i, 1, logits, 0, &err))
-				goto fail_mtp;
+				goto fail;
 			if (next < 0)
 				next = coli_argmax(logits, c->vocab_size);
 			if (coli_forward_mtp(m, s, coli_state_seq(s), coli_state_hidden(s, 0), &next, 1, draft, &err))
-				goto fail_mtp;
+				goto fail;
 		}
 		draft_tok = coli_argmax(draft, c->vocab_size);
 	}
@@ -515,14 +515,14 @@ int cmd_bench(int argc, char **argv)
 	for (long g = 0; g < b.n_gen; g++) {
 		int tok = coli_argmax(logits, c->vocab_size);
 		if (coli_forward(m, s, &tok, 1, logits, 0, &err))
-			goto fail_mtp;
+			goto fail;
 		if (b.mtp) {
 			/* the draft made one step ago predicted the token after tok */
 			int next = coli_argmax(logits, c->vocab_size);
 			drafted++;
 			accepted += draft_tok == next;
 			if (coli_forward_mtp(m, s, coli_state_seq(s), coli_state_hidden(s, 0), &next, 1, draft, &err))
-				goto fail_mtp;
+				goto fail;
 			draft_tok = coli_argmax(draft, c->vocab_size);
 		}
 		const coli_routing *r = coli_state_routing(s);
@@ -583,18 +583,14 @@ int cmd_bench(int argc, char **argv)
 		coli_pool_free(p);
 		json_object_set_new(out, "kernels", k ? k : json_null());
 	}
-	char *text = json_dumps(out, JSON_INDENT(2));
-	if (!text) {
+	int printed = cli_print_json(out, JSON_INDENT(2));
+	out = NULL; /* released by cli_print_json */
+	if (printed) {
 		coli_err_set(&err, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	puts(text);
-	free(text);
 	status = COLI_EXIT_OK;
 	goto out;
-fail_mtp:
-	free(draft);
-	goto fail;
 fail:
 	cli_errorf("bench", "%s", err.msg);
 out:
@@ -602,6 +598,7 @@ out:
 	free(trace.ids);
 	free(toks);
 	free(logits);
+	free(draft);
 	coli_state_free(s);
 	coli_model_free(m);
 	coli_engine_flags_free(&fl);
