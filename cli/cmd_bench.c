@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,16 +51,6 @@ static void usage(FILE *f)
 		"   from and saved to DIR/hot-experts, so a repeated run shows the learned\n"
 		"   pinned set)\n%s",
 		coli_engine_flags_help);
-}
-
-/* CPU seconds of this process so far (all threads, user + system). */
-static double cpu_s(void)
-{
-	struct rusage ru;
-	if (getrusage(RUSAGE_SELF, &ru))
-		return 0;
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
-	       ru.ru_stime.tv_usec * 1e-6;
 }
 
 /* Peak resident set of this process (VmHWM), in bytes; -1 if unknown. */
@@ -351,14 +340,14 @@ static void bench_mark_take(const expert_stats *st, const coli_state *s, int end
 {
 	if (end) {
 		k->wall = coli_now_s();
-		k->cpu = cpu_s();
+		k->cpu = coli_cpu_s();
 	}
 	memset(&k->ex, 0, sizeof k->ex);
 	if (st)
 		expert_stats_snapshot(st, &k->ex);
 	k->tm = *coli_state_timing(s);
 	if (!end) {
-		k->cpu = cpu_s();
+		k->cpu = coli_cpu_s();
 		k->wall = coli_now_s();
 	}
 }
@@ -446,12 +435,7 @@ int cmd_bench(int argc, char **argv)
 		goto fail;
 	}
 	uint64_t rng = (uint64_t)b.seed * 0x9e3779b97f4a7c15ULL + 1;
-	for (long i = 0; i < b.n_prompt; i++) {
-		rng ^= rng << 13;
-		rng ^= rng >> 7;
-		rng ^= rng << 17;
-		toks[i] = (int)(rng % (uint64_t)c->vocab_size);
-	}
+	bench_random_tokens(&rng, toks, b.n_prompt, c->vocab_size);
 	if (coli_state_new(m, (int)(b.n_prompt + b.n_gen + 1), chunk, &s, &err))
 		goto fail;
 	long drafted = 0, accepted = 0;
