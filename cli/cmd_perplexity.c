@@ -55,19 +55,13 @@ static void usage(FILE *f)
 
 static int read_file(const char *path, char **out, size_t *len, coli_err *err)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
-	util_buf b = { 0 };
-	int rc = util_buf_read(&b, f, 0);
-	fclose(f);
-	if (!rc && !(*out = util_buf_steal(&b, len)))
-		rc = -ENOMEM;
-	util_buf_free(&b);
+	int rc = util_buf_read_path(path, 0, out, len);
 	if (rc == -EIO)
 		return coli_err_set(err, rc, "%s: read error", path);
-	if (rc)
+	if (rc == -ENOMEM)
 		return coli_err_set(err, rc, "%s: out of memory", path);
+	if (rc)
+		return coli_err_set(err, rc, "%s: %s", path, strerror(-rc));
 	return 0;
 }
 
