@@ -6,6 +6,7 @@ bin_PROGRAMS += coli
 coli_SOURCES = \
 	cli/coli_main.c cli/cli.h cli/cli_json.c cli/cli_json.h \
 	cli/cli_print.c cli/cli_print.h \
+	cli/cli_args.c cli/cli_args.h \
 	cli/cli_convert_flags.c cli/cli_convert_flags.h \
 	cli/cmd_atlas.c cli/cmd_atlas.h cli/cmd_atlas_out.c \
 	cli/cmd_atlas_png.c \

@@ -9,14 +9,16 @@
 
 #include "convert.h"
 
-/* Their getopt_long entries, to put in a command's option table. */
+/* Their getopt_long entries and --help's (cli_convert_args answers it),
+ * to put in a command's option table. */
 #define CLI_CONVERT_LONGOPTS \
 	{ "quant", required_argument, NULL, 'q' }, \
 	{ "mtp-quant", required_argument, NULL, 'm' }, \
 	{ "embed-quant", required_argument, NULL, 'e' }, \
 	{ "indexer-quant", required_argument, NULL, 'I' }, \
 	{ "threads", required_argument, NULL, 't' }, \
-	{ "force", no_argument, NULL, 'f' }
+	{ "force", no_argument, NULL, 'f' }, \
+	{ "help", no_argument, NULL, 'h' }
 
 /* A command's own getopt codes: 1 when c is one of them, 0 when not, -1 on
  * a bad value (already printed). */

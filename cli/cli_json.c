@@ -16,21 +16,15 @@ const char cli_json_flags_help[] =
 
 static int read_all(const char *path, char **out, coli_err *err)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return coli_err_set(err, -errno, "--json-schema %s: cannot open", path);
-	util_buf b = { 0 };
-	int rc = util_buf_read(&b, f, 1u << 24);
-	fclose(f);
-	if (!rc && !(*out = util_buf_steal(&b, NULL)))
-		rc = -ENOMEM;
-	util_buf_free(&b);
+	int rc = util_buf_read_path(path, 1u << 24, out, NULL);
 	if (rc == -EFBIG)
 		return coli_err_set(err, rc, "--json-schema %s: larger than 16 MiB", path);
 	if (rc == -EIO)
 		return coli_err_set(err, rc, "--json-schema %s: read error", path);
-	if (rc)
+	if (rc == -ENOMEM)
 		return coli_err_set(err, rc, "out of memory");
+	if (rc)
+		return coli_err_set(err, rc, "--json-schema %s: cannot open", path);
 	return 0;
 }
 

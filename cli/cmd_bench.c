@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,10 +18,12 @@
 
 #include "cmd_bench_draft.h"
 #include "quant_kernel_bench.h"
-#include "kv_cache_dir.h"
 #include "cli.h"
+#include "cli_args.h"
+#include "cli_print.h"
 #include "util_args.h"
 #include "engine_flags.h"
+#include "engine_model.h"
 #include "expert_store_stats.h"
 #include "store_iobench.h"
 #include "model.h"
@@ -50,16 +51,6 @@ static void usage(FILE *f)
 		"   from and saved to DIR/hot-experts, so a repeated run shows the learned\n"
 		"   pinned set)\n%s",
 		coli_engine_flags_help);
-}
-
-/* CPU seconds of this process so far (all threads, user + system). */
-static double cpu_s(void)
-{
-	struct rusage ru;
-	if (getrusage(RUSAGE_SELF, &ru))
-		return 0;
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
-	       ru.ru_stime.tv_usec * 1e-6;
 }
 
 /* Peak resident set of this process (VmHWM), in bytes; -1 if unknown. */
@@ -243,6 +234,124 @@ static json_t *time_split_json(const coli_timing *tm, const coli_timing *t0, dou
 	return split;
 }
 
+/* The expert store over the decode (its counters before and after it):
+ * "experts", the cache policies replayed on the decode's routing trace
+ * ("policy") and, with the --iobench measurement (io, else NULL), the
+ * disk ceiling ("io"), into out. */
+static void experts_json(json_t *out, const expert_stats_summary *before, const expert_stats_summary *after,
+			 const expert_trace *trace, long n_gen, double t_decode, const store_iobench_report *io)
+{
+	json_t *ex = json_object();
+	uint64_t bytes = after->bytes_read - before->bytes_read;
+	uint64_t hits = (after->hits_pinned + after->hits_cached + after->hits_prefetched) -
+			(before->hits_pinned + before->hits_cached + before->hits_prefetched);
+	uint64_t misses = after->misses - before->misses;
+	double bpt = (double)bytes / n_gen;
+	json_object_set_new(ex, "record_bytes", json_integer(after->record_size));
+	json_object_set_new(ex, "budget_pin", json_integer(after->budget_pin));
+	json_object_set_new(ex, "budget_cache", json_integer(after->budget_cache));
+	json_object_set_new(ex, "direct", json_boolean(after->direct));
+	json_object_set_new(ex, "bytes_read_per_token", json_real(bpt));
+	json_object_set_new(ex, "achieved_gbps", json_real(bytes / t_decode / 1e9));
+	/* while reads were in flight: how well the reads use the drive,
+	 * whether or not compute left it idle in between */
+	double busy = after->busy_seconds - before->busy_seconds;
+	json_object_set_new(ex, "io_busy_fraction", json_real(busy / t_decode));
+	json_object_set_new(ex, "busy_gbps", busy > 0 ? json_real(bytes / busy / 1e9) : json_null());
+	json_object_set_new(ex, "hit_rate", hits + misses ? json_real((double)hits / (hits + misses)) : json_null());
+	/* served from RAM without a read in this step's path: pinned or
+	 * cached (a prefetched record was still read from the disk) */
+	uint64_t ram_hits = (after->hits_pinned + after->hits_cached) - (before->hits_pinned + before->hits_cached);
+	json_object_set_new(ex, "cache_hit_rate",
+			    hits + misses ? json_real((double)ram_hits / (hits + misses)) : json_null());
+	json_object_set_new(ex, "hits_pinned", json_integer(after->hits_pinned - before->hits_pinned));
+	json_object_set_new(ex, "hits_cached", json_integer(after->hits_cached - before->hits_cached));
+	json_object_set_new(ex, "hits_prefetched", json_integer(after->hits_prefetched - before->hits_prefetched));
+	json_object_set_new(ex, "misses", json_integer(misses));
+	uint64_t issued = after->prefetch_issued - before->prefetch_issued;
+	uint64_t used = after->prefetch_used - before->prefetch_used;
+	uint64_t used_total = after->used_total - before->used_total;
+	uint64_t used_pf = after->used_prefetched - before->used_prefetched;
+	json_object_set_new(ex, "prefetch_precision", issued ? json_real((double)used / issued) : json_null());
+	json_object_set_new(ex, "prefetch_recall", used_total ? json_real((double)used_pf / used_total) : json_null());
+	/* the bytes the routing needed from the disk (records it used that
+	 * were not in RAM: misses, and prefetched records that were used)
+	 * apart from the bytes wasted on prefetched records never used */
+	uint64_t needed = (misses + (after->hits_prefetched - before->hits_prefetched)) * after->record_size;
+	uint64_t wasted = (issued > used ? issued - used : 0) * after->record_size;
+	double npt = (double)needed / n_gen;
+	json_object_set_new(ex, "needed_bytes_per_token", json_real(npt));
+	json_object_set_new(ex, "wasted_prefetch_bytes_per_token", json_real((double)wasted / n_gen));
+	/* step time against the slower of its two parts: 1.0 when reads
+	 * and compute overlap perfectly, 2.0 when they run one after the
+	 * other in equal shares */
+	double io_s = busy / n_gen, compute_s = (t_decode - (after->wait_seconds - before->wait_seconds)) / n_gen;
+	double slower = io_s > compute_s ? io_s : compute_s;
+	json_object_set_new(ex, "step_ms", json_real(t_decode / n_gen * 1e3));
+	json_object_set_new(ex, "io_busy_ms_per_token", json_real(io_s * 1e3));
+	json_object_set_new(ex, "compute_ms_per_token", json_real(compute_s * 1e3));
+	json_object_set_new(ex, "step_over_max_io_compute", slower > 0 ? json_real(t_decode / n_gen / slower)
+								       : json_null());
+	/* the per-drive byte counters over the decode (primary, mirrors) */
+	json_t *dv = json_array();
+	for (int d = 0; d < after->n_drives && d < EXPERT_STATS_MAX_DRIVES; d++)
+		json_array_append_new(dv, json_pack("{s:s,s:I}", "name", after->drives[d].name, "bytes",
+						    (json_int_t)(after->drives[d].bytes - before->drives[d].bytes)));
+	json_object_set_new(ex, "drives", dv);
+	json_object_set_new(out, "experts", ex);
+	int64_t cap = after->record_size > 0 ? (after->budget_pin + after->budget_cache) / after->record_size : 0;
+	json_object_set_new(out, "policy", policy_json(trace, cap));
+	if (io) {
+		json_t *ij = json_object();
+		double gbps = io->best_large_bps;
+		json_object_set_new(ij, "iobench_gbps_at_record_size", json_real(gbps / 1e9));
+		if (npt > 0) {
+			/* the ceiling counts only the bytes the misses need: a
+			 * wrong prefetch guess lowers the decode ratio, it does
+			 * not raise the ceiling */
+			double ceiling = gbps / npt;
+			json_object_set_new(ij, "ceiling_tokens_per_s", json_real(ceiling));
+			json_object_set_new(ij, "decode_ratio_to_ceiling", json_real((n_gen / t_decode) / ceiling));
+		}
+		if (bpt > 0) {
+			/* the read rate (needed and wasted bytes alike) over the
+			 * drive's rate: how busy the reads kept the drive, not
+			 * how close decode is to the limit */
+			json_object_set_new(ij, "read_ratio_to_iobench", json_real((bytes / t_decode) / gbps));
+			if (busy > 0)
+				json_object_set_new(ij, "busy_read_ratio_to_iobench",
+						    json_real((bytes / busy) / gbps));
+		}
+		json_object_set_new(out, "io", ij);
+	}
+}
+
+/* A point of the run: the expert store's counters (zero without a store),
+ * the forward pass's part times, CPU and wall seconds; two bound a phase.
+ * The clocks are read innermost: last at a phase's start, first at its
+ * end. */
+typedef struct bench_mark {
+	expert_stats_summary ex;
+	coli_timing tm;
+	double cpu, wall;
+} bench_mark;
+
+static void bench_mark_take(const expert_stats *st, const coli_state *s, int end, bench_mark *k)
+{
+	if (end) {
+		k->wall = coli_now_s();
+		k->cpu = coli_cpu_s();
+	}
+	memset(&k->ex, 0, sizeof k->ex);
+	if (st)
+		expert_stats_snapshot(st, &k->ex);
+	k->tm = *coli_state_timing(s);
+	if (!end) {
+		k->cpu = coli_cpu_s();
+		k->wall = coli_now_s();
+	}
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	coli_err err = { 0 };
@@ -253,46 +362,33 @@ int cmd_bench(int argc, char **argv)
 	char dir[4096], heat_dir[4200];
 	coli_model *m = NULL;
 	coli_state *s = NULL;
-	float *logits = NULL;
+	float *logits = NULL, *draft = NULL;
 	int *toks = NULL;
 	expert_trace trace = { 0 };
 	json_t *out = NULL;
-	if (coli_engine_flags_init(&fl, &err)) {
-		cli_errorf("bench", "%s", err.msg);
-		return COLI_EXIT_USAGE;
-	}
-	int rr = coli_engine_flags_parse_args(&fl, NULL, argc, argv, bench_flag, &b, &dir_arg, &err);
-	if (rr == COLI_ARGS_HELP) {
-		usage(stdout);
-		status = COLI_EXIT_OK;
+	if (cli_engine_args("bench", &fl, NULL, argc, argv, bench_flag, &b, &dir_arg, usage, &status))
 		goto out;
-	}
-	if (rr < 0)
-		goto usage_err;
 	if (coli_model_dir_resolve(dir_arg, dir, sizeof dir, &err))
 		goto fail;
-	coli_model_opts mo;
-	coli_engine_flags_model_opts(&fl, &mo);
-	if (b.cold && mo.store.direct < 0)
-		mo.store.direct = 1;
-	mo.mtp = b.mtp;
-	/* the automatic cache budget subtracts the KV this command allocates
-	 * (one sequence of prompt + gen, coli_state_new below), not the
-	 * engine's --ctx x slots */
-	mo.store.kv_ctx = (int)(b.n_prompt + b.n_gen + 1);
-	mo.store.kv_ram = 0;
-	mo.store.kv_parallel = 1;
-	/* and reserves the step state of its chunks (coli_state_new below) */
-	mo.store.state_batch = fl.opts.prefill_batch > 0 ? fl.opts.prefill_batch : 64;
-	if (b.cold)
+	if (b.cold) {
 		fl.opts.no_heat = 1; /* a cold run must not warm-start from history */
-	if (fl.opts.cache_dir && !fl.opts.no_heat) {
-		/* heat persistence, as the engine does it (engine.c) */
-		snprintf(heat_dir, sizeof heat_dir, "%s/hot-experts", fl.opts.cache_dir);
-		if (kv_mkdirs(heat_dir, &err))
-			goto fail;
-		mo.store.heat_dir = heat_dir;
+		if (fl.opts.store.direct < 0)
+			fl.opts.store.direct = 1; /* nor read through the page cache (here and in --draft's engine) */
 	}
+	/* heat persistence only where --cache-dir names a place for it */
+	if (fl.opts.cache_dir && !fl.opts.no_heat &&
+	    coli_engine_heat_dir(fl.opts.cache_dir, heat_dir, sizeof heat_dir, NULL, &err))
+		goto fail;
+	/* prompt positions per forward call: --prefill-batch, as the engine's
+	 * chunks (64 when not given, this command's figure so far) */
+	const int chunk = fl.opts.prefill_batch > 0 ? fl.opts.prefill_batch : 64;
+	/* the automatic cache budget subtracts what this command allocates
+	 * (one sequence of prompt + gen and the step state of its chunks,
+	 * coli_state_new below), not the engine's --ctx x slots */
+	const coli_model_plan plan = { .mtp = b.mtp, .ctx = (int)(b.n_prompt + b.n_gen + 1), .parallel = 1,
+				       .state_batch = chunk, .heat_dir = fl.opts.cache_dir ? heat_dir : NULL };
+	coli_model_opts mo;
+	coli_engine_model_opts(&fl.opts, &plan, &mo);
 	double t0 = coli_now_s();
 	if (coli_model_open(dir, &mo, &m, &err))
 		goto fail;
@@ -333,28 +429,19 @@ int cmd_bench(int argc, char **argv)
 
 	toks = malloc(sizeof(int) * (size_t)(b.n_prompt + b.n_gen));
 	logits = malloc(sizeof(float) * (size_t)c->vocab_size);
-	if (!toks || !logits) {
+	draft = b.mtp ? malloc(sizeof(float) * (size_t)c->vocab_size) : NULL;
+	if (!toks || !logits || (b.mtp && !draft)) {
 		coli_err_set(&err, -ENOMEM, "out of memory");
 		goto fail;
 	}
 	uint64_t rng = (uint64_t)b.seed * 0x9e3779b97f4a7c15ULL + 1;
-	for (long i = 0; i < b.n_prompt; i++) {
-		rng ^= rng << 13;
-		rng ^= rng >> 7;
-		rng ^= rng << 17;
-		toks[i] = (int)(rng % (uint64_t)c->vocab_size);
-	}
-	/* prompt positions per forward call: --prefill-batch, as the engine's
-	 * chunks (64 when not given, this command's figure so far) */
-	const int chunk = fl.opts.prefill_batch > 0 ? fl.opts.prefill_batch : 64;
+	bench_random_tokens(&rng, toks, b.n_prompt, c->vocab_size);
 	if (coli_state_new(m, (int)(b.n_prompt + b.n_gen + 1), chunk, &s, &err))
 		goto fail;
-	float *draft = b.mtp ? malloc(sizeof(float) * (size_t)c->vocab_size) : NULL;
 	long drafted = 0, accepted = 0;
 	int draft_tok = -1;
 	if (b.mtp && !m->n_mtp) {
 		coli_err_set(&err, -ENOTSUP, "%s has no MTP module", dir);
-		free(draft);
 		goto fail;
 	}
 	if (b.warmup && !b.mtp) {
@@ -367,14 +454,8 @@ int cmd_bench(int argc, char **argv)
 		coli_state_rewind(s, 0);
 	}
 	const expert_stats *st = m->store ? expert_store_stats(m->store) : NULL;
-	expert_stats_summary pf_before, pf_after;
-	memset(&pf_before, 0, sizeof pf_before);
-	memset(&pf_after, 0, sizeof pf_after);
-	if (st)
-		expert_stats_snapshot(st, &pf_before);
-	coli_timing tm_pf = *coli_state_timing(s);
-	double cpu_pf0 = cpu_s();
-	t0 = coli_now_s();
+	bench_mark p0, p1, d0, d1;
+	bench_mark_take(st, s, 0, &p0);
 	if (!b.mtp) {
 		if (coli_forward(m, s, toks, (int)b.n_prompt, logits, 0, &err))
 			goto fail;
@@ -383,27 +464,25 @@ int cmd_bench(int argc, char **argv)
 		for (long i = 0; i < b.n_prompt; i++) {
 			int next = i + 1 < b.n_prompt ? toks[i + 1] : -1;
 			if (coli_forward(m, s, toks + i, 1, logits, 0, &err))
-				goto fail_mtp;
+				goto fail;
 			if (next < 0)
 				next = coli_argmax(logits, c->vocab_size);
 			if (coli_forward_mtp(m, s, coli_state_seq(s), coli_state_hidden(s, 0), &next, 1, draft, &err))
-				goto fail_mtp;
+				goto fail;
 		}
 		draft_tok = coli_argmax(draft, c->vocab_size);
 	}
-	double t_prefill = coli_now_s() - t0;
-	double cpu_prefill = cpu_s() - cpu_pf0;
+	bench_mark_take(st, s, 1, &p1);
+	double t_prefill = p1.wall - p0.wall;
+	double cpu_prefill = p1.cpu - p0.cpu;
 	json_t *pf = json_object();
 	json_object_set_new(pf, "tokens", json_integer(b.n_prompt));
 	json_object_set_new(pf, "chunk", json_integer(b.mtp ? 1 : chunk));
 	json_object_set_new(pf, "seconds", json_real(t_prefill));
 	json_object_set_new(pf, "tokens_per_s", json_real(b.n_prompt / t_prefill));
 	json_object_set_new(pf, "cpu_ms_per_token", json_real(1000.0 * cpu_prefill / b.n_prompt));
-	if (st)
-		expert_stats_snapshot(st, &pf_after);
 	json_object_set_new(pf, "time_split",
-			    time_split_json(coli_state_timing(s), &tm_pf, pf_after.wait_seconds - pf_before.wait_seconds,
-					    b.n_prompt));
+			    time_split_json(&p1.tm, &p0.tm, p1.ex.wait_seconds - p0.ex.wait_seconds, b.n_prompt));
 	json_object_set_new(out, "prefill", pf);
 
 	/* decode, recording the routing trace */
@@ -416,25 +495,18 @@ int cmd_bench(int argc, char **argv)
 		coli_err_set(&err, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	expert_stats_summary before, after;
-	memset(&before, 0, sizeof before);
-	memset(&after, 0, sizeof after);
-	if (st)
-		expert_stats_snapshot(st, &before);
-	coli_timing tm_before = *coli_state_timing(s);
-	double cpu0 = cpu_s();
-	t0 = coli_now_s();
+	bench_mark_take(st, s, 0, &d0);
 	for (long g = 0; g < b.n_gen; g++) {
 		int tok = coli_argmax(logits, c->vocab_size);
 		if (coli_forward(m, s, &tok, 1, logits, 0, &err))
-			goto fail_mtp;
+			goto fail;
 		if (b.mtp) {
 			/* the draft made one step ago predicted the token after tok */
 			int next = coli_argmax(logits, c->vocab_size);
 			drafted++;
 			accepted += draft_tok == next;
 			if (coli_forward_mtp(m, s, coli_state_seq(s), coli_state_hidden(s, 0), &next, 1, draft, &err))
-				goto fail_mtp;
+				goto fail;
 			draft_tok = coli_argmax(draft, c->vocab_size);
 		}
 		const coli_routing *r = coli_state_routing(s);
@@ -444,11 +516,9 @@ int cmd_bench(int argc, char **argv)
 					coli_config_layer_is_moe(c, l) ? r->experts[(size_t)l * K + k] : -1;
 		trace.n_tokens++;
 	}
-	double t_decode = coli_now_s() - t0;
-	double cpu_decode = cpu_s() - cpu0;
-	if (st)
-		expert_stats_snapshot(st, &after);
-	const coli_timing *tm = coli_state_timing(s);
+	bench_mark_take(st, s, 1, &d1);
+	double t_decode = d1.wall - d0.wall;
+	double cpu_decode = d1.cpu - d0.cpu;
 	json_t *dc = json_object();
 	json_object_set_new(dc, "tokens", json_integer(b.n_gen));
 	json_object_set_new(dc, "seconds", json_real(t_decode));
@@ -459,8 +529,8 @@ int cmd_bench(int argc, char **argv)
 	json_object_set_new(dc, "cpu_ms_per_token", json_real(1000.0 * cpu_decode / b.n_gen));
 	json_object_set_new(dc, "cpu_share", json_real(cpu_decode / t_decode / coli_pool_size(m->pool)));
 	json_object_set_new(dc, "time_split",
-			    time_split_json(tm, &tm_before, after.wait_seconds - before.wait_seconds, b.n_gen));
-	json_object_set_new(dc, "breakdown", breakdown_json(m, &tm_before, tm, b.n_gen, 1000.0 * cpu_decode / b.n_gen));
+			    time_split_json(&d1.tm, &d0.tm, d1.ex.wait_seconds - d0.ex.wait_seconds, b.n_gen));
+	json_object_set_new(dc, "breakdown", breakdown_json(m, &d0.tm, &d1.tm, b.n_gen, 1000.0 * cpu_decode / b.n_gen));
 	json_object_set_new(out, "decode", dc);
 	if (b.mtp) {
 		json_t *mj = json_object();
@@ -472,91 +542,8 @@ int cmd_bench(int argc, char **argv)
 	free(draft);
 	draft = NULL;
 
-	if (st) {
-		json_t *ex = json_object();
-		uint64_t bytes = after.bytes_read - before.bytes_read;
-		uint64_t hits = (after.hits_pinned + after.hits_cached + after.hits_prefetched) -
-				(before.hits_pinned + before.hits_cached + before.hits_prefetched);
-		uint64_t misses = after.misses - before.misses;
-		double bpt = (double)bytes / b.n_gen;
-		json_object_set_new(ex, "record_bytes", json_integer(after.record_size));
-		json_object_set_new(ex, "budget_pin", json_integer(after.budget_pin));
-		json_object_set_new(ex, "budget_cache", json_integer(after.budget_cache));
-		json_object_set_new(ex, "direct", json_boolean(after.direct));
-		json_object_set_new(ex, "bytes_read_per_token", json_real(bpt));
-		json_object_set_new(ex, "achieved_gbps", json_real(bytes / t_decode / 1e9));
-		/* while reads were in flight: how well the reads use the drive,
-		 * whether or not compute left it idle in between */
-		double busy = after.busy_seconds - before.busy_seconds;
-		json_object_set_new(ex, "io_busy_fraction", json_real(busy / t_decode));
-		json_object_set_new(ex, "busy_gbps", busy > 0 ? json_real(bytes / busy / 1e9) : json_null());
-		json_object_set_new(ex, "hit_rate", hits + misses ? json_real((double)hits / (hits + misses)) : json_null());
-		/* served from RAM without a read in this step's path: pinned or
-		 * cached (a prefetched record was still read from the disk) */
-		uint64_t ram_hits = (after.hits_pinned + after.hits_cached) - (before.hits_pinned + before.hits_cached);
-		json_object_set_new(ex, "cache_hit_rate",
-				    hits + misses ? json_real((double)ram_hits / (hits + misses)) : json_null());
-		json_object_set_new(ex, "hits_pinned", json_integer(after.hits_pinned - before.hits_pinned));
-		json_object_set_new(ex, "hits_cached", json_integer(after.hits_cached - before.hits_cached));
-		json_object_set_new(ex, "hits_prefetched", json_integer(after.hits_prefetched - before.hits_prefetched));
-		json_object_set_new(ex, "misses", json_integer(misses));
-		uint64_t issued = after.prefetch_issued - before.prefetch_issued;
-		uint64_t used = after.prefetch_used - before.prefetch_used;
-		uint64_t used_total = after.used_total - before.used_total;
-		uint64_t used_pf = after.used_prefetched - before.used_prefetched;
-		json_object_set_new(ex, "prefetch_precision", issued ? json_real((double)used / issued) : json_null());
-		json_object_set_new(ex, "prefetch_recall", used_total ? json_real((double)used_pf / used_total) : json_null());
-		/* the bytes the routing needed from the disk (records it used that
-		 * were not in RAM: misses, and prefetched records that were used)
-		 * apart from the bytes wasted on prefetched records never used */
-		uint64_t needed = (misses + (after.hits_prefetched - before.hits_prefetched)) * after.record_size;
-		uint64_t wasted = (issued > used ? issued - used : 0) * after.record_size;
-		double npt = (double)needed / b.n_gen;
-		json_object_set_new(ex, "needed_bytes_per_token", json_real(npt));
-		json_object_set_new(ex, "wasted_prefetch_bytes_per_token", json_real((double)wasted / b.n_gen));
-		/* step time against the slower of its two parts: 1.0 when reads
-		 * and compute overlap perfectly, 2.0 when they run one after the
-		 * other in equal shares */
-		double io_s = busy / b.n_gen, compute_s = (t_decode - (after.wait_seconds - before.wait_seconds)) / b.n_gen;
-		double slower = io_s > compute_s ? io_s : compute_s;
-		json_object_set_new(ex, "step_ms", json_real(t_decode / b.n_gen * 1e3));
-		json_object_set_new(ex, "io_busy_ms_per_token", json_real(io_s * 1e3));
-		json_object_set_new(ex, "compute_ms_per_token", json_real(compute_s * 1e3));
-		json_object_set_new(ex, "step_over_max_io_compute", slower > 0 ? json_real(t_decode / b.n_gen / slower)
-									       : json_null());
-		/* the per-drive byte counters over the decode (primary, mirrors) */
-		json_t *dv = json_array();
-		for (int d = 0; d < after.n_drives && d < EXPERT_STATS_MAX_DRIVES; d++)
-			json_array_append_new(dv, json_pack("{s:s,s:I}", "name", after.drives[d].name, "bytes",
-							    (json_int_t)(after.drives[d].bytes - before.drives[d].bytes)));
-		json_object_set_new(ex, "drives", dv);
-		json_object_set_new(out, "experts", ex);
-		int64_t cap = after.record_size > 0 ? (after.budget_pin + after.budget_cache) / after.record_size : 0;
-		json_object_set_new(out, "policy", policy_json(&trace, cap));
-		if (have_io) {
-			json_t *ij = json_object();
-			double gbps = io_rep.best_large_bps;
-			json_object_set_new(ij, "iobench_gbps_at_record_size", json_real(gbps / 1e9));
-			if (npt > 0) {
-				/* the ceiling counts only the bytes the misses need: a
-				 * wrong prefetch guess lowers the decode ratio, it does
-				 * not raise the ceiling */
-				double ceiling = gbps / npt;
-				json_object_set_new(ij, "ceiling_tokens_per_s", json_real(ceiling));
-				json_object_set_new(ij, "decode_ratio_to_ceiling", json_real((b.n_gen / t_decode) / ceiling));
-			}
-			if (bpt > 0) {
-				/* the read rate (needed and wasted bytes alike) over the
-				 * drive's rate: how busy the reads kept the drive, not
-				 * how close decode is to the limit */
-				json_object_set_new(ij, "read_ratio_to_iobench", json_real((bytes / t_decode) / gbps));
-				if (busy > 0)
-					json_object_set_new(ij, "busy_read_ratio_to_iobench",
-							    json_real((bytes / busy) / gbps));
-			}
-			json_object_set_new(out, "io", ij);
-		}
-	}
+	if (st)
+		experts_json(out, &d0.ex, &d1.ex, &trace, b.n_gen, t_decode, have_io ? &io_rep : NULL);
 	/* --draft MODE: drafting against none, through the engine (the
 	 * model opened above is freed first: the engine loads its own) */
 	if (fl.opts.draft != COLI_DRAFT_UNSET && fl.opts.draft != COLI_DRAFT_OFF) {
@@ -564,9 +551,6 @@ int cmd_bench(int argc, char **argv)
 		s = NULL;
 		coli_model_free(m);
 		m = NULL;
-		/* --cold: the engine reads experts with O_DIRECT too */
-		if (b.cold && fl.opts.store.direct < 0)
-			fl.opts.store.direct = 1;
 		json_t *dj = bench_draft_run(&fl.opts, dir, (int)b.n_prompt, (int)b.n_gen, fl.opts.draft, (uint64_t)b.seed, &err);
 		if (!dj)
 			goto fail;
@@ -583,21 +567,13 @@ int cmd_bench(int argc, char **argv)
 		coli_pool_free(p);
 		json_object_set_new(out, "kernels", k ? k : json_null());
 	}
-	char *text = json_dumps(out, JSON_INDENT(2));
-	if (!text) {
+	int printed = cli_print_json(out, JSON_INDENT(2));
+	out = NULL; /* released by cli_print_json */
+	if (printed) {
 		coli_err_set(&err, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	puts(text);
-	free(text);
 	status = COLI_EXIT_OK;
-	goto out;
-fail_mtp:
-	free(draft);
-	goto fail;
-usage_err:
-	cli_errorf("bench", "%s", err.msg);
-	status = COLI_EXIT_USAGE;
 	goto out;
 fail:
 	cli_errorf("bench", "%s", err.msg);
@@ -606,6 +582,7 @@ out:
 	free(trace.ids);
 	free(toks);
 	free(logits);
+	free(draft);
 	coli_state_free(s);
 	coli_model_free(m);
 	coli_engine_flags_free(&fl);

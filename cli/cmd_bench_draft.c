@@ -40,6 +40,18 @@ static int one(coli_engine *e, const int *toks, int n_prompt, int n_gen, int dra
 	return rc;
 }
 
+void bench_random_tokens(uint64_t *rng, int *toks, long n, int vocab)
+{
+	uint64_t x = *rng;
+	for (long i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		toks[i] = (int)(x % (uint64_t)vocab);
+	}
+	*rng = x;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -71,12 +83,7 @@ json_t *bench_draft_run(const coli_engine_opts *base, const char *dir, int n_pro
 	/* round -1 warms up (first touch of weights and experts), not counted */
 	for (int round = -1; round < BENCH_DRAFT_ROUNDS; round++) {
 		for (int mode = 0; mode < 2; mode++) {
-			for (int i = 0; i < n_prompt; i++) {
-				rng ^= rng << 13;
-				rng ^= rng >> 7;
-				rng ^= rng << 17;
-				toks[i] = (int)(rng % (uint64_t)V);
-			}
+			bench_random_tokens(&rng, toks, n_prompt, V);
 			coli_engine_draft_stats(e, &s0);
 			double tps = 0, c0 = coli_cpu_s();
 			if (one(e, toks, n_prompt, n_gen, mode ? draft : COLI_DRAFT_OFF, &tps, err))

@@ -25,6 +25,7 @@
 #include "chat_template.h"
 #include "chat_transcript.h"
 #include "cli.h"
+#include "cli_args.h"
 #include "cli_json.h"
 #include "util_args.h"
 #include "util_buf.h"
@@ -305,19 +306,9 @@ int cmd_chat(int argc, char **argv)
 	const char *dir = NULL;
 	int status = COLI_EXIT_FAIL;
 	cli_json_flags jf = { 0 };
-	if (coli_engine_flags_init(&fl, &err)) {
-		cli_errorf("chat", "%s", err.msg);
-		return COLI_EXIT_USAGE;
-	}
 	struct chat_flags cf = { &c, &jf };
-	int rr = coli_engine_flags_parse_args(&fl, &c.gp, argc, argv, chat_flag, &cf, &dir, &err);
-	if (rr == COLI_ARGS_HELP) {
-		usage(stdout);
-		status = COLI_EXIT_OK;
+	if (cli_engine_args("chat", &fl, &c.gp, argc, argv, chat_flag, &cf, &dir, usage, &status))
 		goto out;
-	}
-	if (rr < 0)
-		goto usage_err;
 	if (c.gp.session && kv_store_name_check(c.gp.session, &err))
 		goto usage_err;
 	c.tty_in = isatty(STDIN_FILENO);

@@ -66,7 +66,6 @@ int cmd_convert(int argc, char **argv)
 	static const struct option longopts[] = {
 		CLI_CONVERT_LONGOPTS,
 		{ "delete-source", no_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	convert_opts o;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_args.h"
 #include "cli_json.h"
 #include "util_args.h"
 #include "coli_log.h"
@@ -113,18 +114,8 @@ int cmd_generate(int argc, char **argv)
 	coli_request *r = NULL;
 	cli_json_flags jf = { 0 };
 	struct gen_args g = { .gp = &gp, .jf = &jf };
-	if (coli_engine_flags_init(&fl, &err)) {
-		cli_errorf("generate", "%s", err.msg);
-		return COLI_EXIT_USAGE;
-	}
-	int rr = coli_engine_flags_parse_args(&fl, &gp, argc, argv, generate_flag, &g, &dir, &err);
-	if (rr == COLI_ARGS_HELP) {
-		usage(stdout);
-		status = COLI_EXIT_OK;
+	if (cli_engine_args("generate", &fl, &gp, argc, argv, generate_flag, &g, &dir, usage, &status))
 		goto out;
-	}
-	if (rr < 0)
-		goto usage_err;
 	gp.stop = g.n_stops ? g.stops : NULL;
 	if (!g.prompt == !g.tokens_arg) {
 		coli_err_set(&err, -EINVAL, "give exactly one of -p TEXT or --tokens IDS");

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_args.h"
 #include "util_args.h"
 #include "engine_flags.h"
 #include "model.h"
@@ -56,21 +57,8 @@ int cmd_logits(int argc, char **argv)
 	coli_state *s = NULL;
 	float *logits = NULL;
 	char dir[4096];
-	if (coli_engine_flags_init(&fl, &err)) {
-		cli_errorf("logits", "%s", err.msg);
-		return COLI_EXIT_USAGE;
-	}
-	int rr = coli_engine_flags_parse_args(&fl, NULL, argc, argv, logits_flag, &la, &dir_arg, &err);
-	if (rr == COLI_ARGS_HELP) {
-		usage(stdout);
-		status = COLI_EXIT_OK;
+	if (cli_engine_args("logits", &fl, NULL, argc, argv, logits_flag, &la, &dir_arg, usage, &status))
 		goto out;
-	}
-	if (rr < 0) {
-		cli_errorf("logits", "%s", err.msg);
-		status = COLI_EXIT_USAGE;
-		goto out;
-	}
 	if (!la.tokens_arg) {
 		cli_errorf("logits", "--tokens is required");
 		status = COLI_EXIT_USAGE;

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "cli_args.h"
 #include "util_args.h"
 #include "engine_flags.h"
 #include "model.h"
@@ -54,19 +55,13 @@ static void usage(FILE *f)
 
 static int read_file(const char *path, char **out, size_t *len, coli_err *err)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return coli_err_set(err, -errno, "%s: %s", path, strerror(errno));
-	util_buf b = { 0 };
-	int rc = util_buf_read(&b, f, 0);
-	fclose(f);
-	if (!rc && !(*out = util_buf_steal(&b, len)))
-		rc = -ENOMEM;
-	util_buf_free(&b);
+	int rc = util_buf_read_path(path, 0, out, len);
 	if (rc == -EIO)
 		return coli_err_set(err, rc, "%s: read error", path);
-	if (rc)
+	if (rc == -ENOMEM)
 		return coli_err_set(err, rc, "%s: out of memory", path);
+	if (rc)
+		return coli_err_set(err, rc, "%s: %s", path, strerror(-rc));
 	return 0;
 }
 
@@ -223,19 +218,9 @@ int cmd_perplexity(int argc, char **argv)
 	coli_tokenizer *tok = NULL;
 	float *logits = NULL;
 	struct ppl_run r = { 0 };
-	if (coli_engine_flags_init(&fl, &err)) {
-		cli_errorf("perplexity", "%s", err.msg);
-		return COLI_EXIT_USAGE;
-	}
 	struct ppl_args pa = { .window = PPL_DEFAULT_WINDOW };
-	int rr = coli_engine_flags_parse_args(&fl, NULL, argc, argv, ppl_flag, &pa, NULL, &err);
-	if (rr < 0)
-		goto usage_err;
-	if (rr == COLI_ARGS_HELP) {
-		usage(stdout);
-		status = COLI_EXIT_OK;
+	if (cli_engine_args("perplexity", &fl, NULL, argc, argv, ppl_flag, &pa, NULL, usage, &status))
 		goto out;
-	}
 	const char **pos = pa.pos;
 	int npos = pa.npos, json = pa.json, routing = pa.routing;
 	long window = pa.window;

@@ -58,7 +58,6 @@ int cmd_pull(int argc, char **argv)
 		{ "connections", required_argument, NULL, 'c' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'Q' },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	pull_opts o;

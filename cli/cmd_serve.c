@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_args.h"
 #include "util_args.h"
 #include "coli_log.h"
 #include "engine.h"
@@ -187,20 +188,13 @@ int cmd_serve(int argc, char **argv)
 	coli_server *srv = NULL;
 	util_log_ring *lf = NULL;
 	int status = COLI_EXIT_FAIL;
-	if (coli_engine_flags_init(&fl, &err)) {
+	/* serve's own environment first: its flags override it */
+	if (serve_env(&a, &err)) {
 		cli_errorf("serve", "%s", err.msg);
 		return COLI_EXIT_USAGE;
 	}
-	if (serve_env(&a, &err))
-		goto usage_err;
-	int rr = coli_engine_flags_parse_args(&fl, NULL, argc, argv, serve_flag, &a, &a.dir, &err);
-	if (rr == COLI_ARGS_HELP) {
-		usage(stdout);
-		status = COLI_EXIT_OK;
+	if (cli_engine_args("serve", &fl, NULL, argc, argv, serve_flag, &a, &a.dir, usage, &status))
 		goto out;
-	}
-	if (rr < 0)
-		goto usage_err;
 	if (a.max_body < 1024) {
 		coli_err_set(&err, -EINVAL, "--max-body: at least 1K");
 		goto usage_err;

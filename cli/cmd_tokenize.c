@@ -25,20 +25,6 @@ static const char usage_text[] =
 	"                     [--model-type TYPE]\n"
 	"DIR defaults to $COLI_MODEL, then to the embedded default model.\n";
 
-static int read_file(const char *path, char **out, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -errno;
-	util_buf b = { 0 };
-	int rc = util_buf_read(&b, f, 0);
-	fclose(f);
-	if (!rc && !(*out = util_buf_steal(&b, len)))
-		rc = -ENOMEM;
-	util_buf_free(&b);
-	return rc;
-}
-
 /* ids as a JSON list; printf per id would dominate a large --file */
 static void put_ids(const int *ids, size_t n)
 {
@@ -132,7 +118,7 @@ static int encode_lines(const coli_tokenizer *t, const char *path)
 {
 	char *data;
 	size_t len;
-	int rc = read_file(path, &data, &len);
+	int rc = util_buf_read_path(path, 0, &data, &len);
 	if (rc < 0) {
 		cli_errorf("tokenize", "%s: %s", path, strerror(-rc));
 		return COLI_EXIT_FAIL;
@@ -301,7 +287,7 @@ int cmd_tokenize(int argc, char **argv)
 		}
 		free(ids);
 	} else {
-		if (file && (rc = read_file(file, &data, &len)) < 0) {
+		if (file && (rc = util_buf_read_path(file, 0, &data, &len)) < 0) {
 			cli_errorf("tokenize", "--file %s: %s", file, strerror(-rc));
 			status = COLI_EXIT_FAIL;
 		} else {

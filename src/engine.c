@@ -27,6 +27,7 @@
 #include "coli_log.h"
 #include "engine_draft.h"
 #include "engine_internal.h"
+#include "engine_model.h"
 #include "engine_profile.h"
 #include "expert_store_budget.h"
 #include "kv_store.h"
@@ -288,47 +289,44 @@ int coli_engine_new(const coli_engine_opts *o, coli_engine **out, coli_err *err)
 	e->opts.model_dir = e->model_dir;
 	const char *slash = strrchr(e->model_dir, '/');
 	snprintf(e->model_name, sizeof e->model_name, "%.255s", slash && slash[1] ? slash + 1 : e->model_dir);
-	coli_model_opts mo;
-	coli_model_opts_default(&mo);
-	mo.threads = e->opts.threads;
-	mo.act_quant = e->opts.act_quant;
-	mo.store = e->opts.store;
-	/* the MTP module drafts unless drafting is off (a model without one
-	 * simply loads none) */
-	mo.mtp = e->opts.draft != COLI_DRAFT_OFF;
-	mo.store.kv_ctx = e->opts.ctx;
-	mo.store.kv_ram = e->opts.kv_ram;
-	mo.store.kv_parallel = e->opts.parallel;
 	/* the KV never takes more than its share of the memory the process
 	 * may use now (engine_kv_budget), and the automatic expert budget
 	 * subtracts no more than that */
 	const int64_t room = store_budget_room_now();
-	mo.store.kv_cap = engine_kv_cap(e->opts.parallel, room);
-	/* the step state below: a row per slot and a prefill chunk (the
-	 * store's measurement takes a row per slot as the floor) */
 	const int prefill = e->opts.prefill_batch > 0 ? e->opts.prefill_batch : ENGINE_PREFILL_BATCH;
-	mo.store.state_batch = prefill + (e->opts.parallel > 0 ? e->opts.parallel : e->opts.parallel < 0
-					  ? COLI_MAX_PARALLEL : 4);
+	coli_model_plan plan = {
+		/* the MTP module drafts unless drafting is off (a model
+		 * without one simply loads none) */
+		.mtp = e->opts.draft != COLI_DRAFT_OFF,
+		.ctx = e->opts.ctx,
+		.kv_ram = e->opts.kv_ram,
+		.parallel = e->opts.parallel,
+		.kv_cap = engine_kv_cap(e->opts.parallel, room),
+		/* the step state below: a row per slot and a prefill chunk
+		 * (the store's measurement takes a row per slot as the floor) */
+		.state_batch = prefill + (e->opts.parallel > 0 ? e->opts.parallel : e->opts.parallel < 0
+					  ? COLI_MAX_PARALLEL : 4),
+	};
 	if (e->opts.cache_dir) {
 		snprintf(e->cache_dir, sizeof e->cache_dir, "%s", e->opts.cache_dir);
 	} else if ((rc = kv_cache_dir(e->model_dir, e->cache_dir, sizeof e->cache_dir, err))) {
 		goto fail;
 	}
 	snprintf(e->kv_dir, sizeof e->kv_dir, "%s/kv", e->cache_dir);
-	snprintf(e->heat_dir, sizeof e->heat_dir, "%s/hot-experts", e->cache_dir);
-	mo.store.heat_dir = e->opts.no_heat ? NULL : e->heat_dir;
 	/* a failed open must leave nothing behind: remember what is ours */
 	struct stat st;
 	made_cache = stat(e->cache_dir, &st) != 0;
-	made_heat = !e->opts.no_heat && stat(e->heat_dir, &st) != 0;
 	if (e->opts.no_heat) {
 		coli_info("routing heat off (--no-heat): no warm start, nothing saved");
-	} else if (kv_mkdirs(e->heat_dir, err)) {
+	} else if (coli_engine_heat_dir(e->cache_dir, e->heat_dir, sizeof e->heat_dir, &made_heat, err)) {
 		/* routing heat is an optimisation: run without persisting it */
 		coli_warn("%s; routing heat will not be saved", err->msg);
 		coli_err_clear(err);
-		mo.store.heat_dir = NULL;
+	} else {
+		plan.heat_dir = e->heat_dir;
 	}
+	coli_model_opts mo;
+	coli_engine_model_opts(&e->opts, &plan, &mo);
 	if ((rc = coli_model_open(e->model_dir, &mo, &e->model, err)))
 		goto fail;
 	const coli_config *c = &e->model->cfg;

@@ -5,6 +5,7 @@ libcoli_a_SOURCES += \
 	src/engine.c src/engine.h \
 	src/engine_request.c src/engine_request.h \
 	src/engine_flags.c src/engine_flags.h \
+	src/engine_model.c src/engine_model.h \
 	src/engine_session.c src/engine_session_writer.c src/engine_slot.c src/engine_step.c src/engine_kv.c src/engine_grammar.c src/engine_internal.h \
 	src/engine_draft.c src/engine_draft.h src/engine_draft_mode.c src/engine_draft_auto.c src/engine_draft_auto.h \
 	src/engine_stop_match.c src/engine_stop_match.h \

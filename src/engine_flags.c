@@ -7,6 +7,7 @@
 
 #include "util_args.h"
 #include "engine_flags.h"
+#include "engine_model.h"
 
 const char coli_engine_flags_help[] =
 	"engine options (see coli(1) for details and environment twins):\n"
@@ -253,8 +254,5 @@ int coli_engine_flags_parse_args(coli_engine_flags *f, coli_gen_params *gp, int 
 
 void coli_engine_flags_model_opts(const coli_engine_flags *f, coli_model_opts *mo)
 {
-	coli_model_opts_default(mo);
-	mo->threads = f->opts.threads;
-	mo->store = f->opts.store;
-	mo->act_quant = f->opts.act_quant;
+	coli_engine_model_opts(&f->opts, NULL, mo);
 }

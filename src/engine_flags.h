@@ -51,7 +51,8 @@ int coli_engine_flags_parse_args(coli_engine_flags *f, coli_gen_params *gp, int 
 				 coli_cmd_flag_fn own, void *ctx, const char **pos, coli_err *err);
 
 /* Model options (threads, expert store) from parsed engine flags, for
- * commands that run the model without the engine thread. */
+ * commands that run the model without the engine thread and declare no
+ * plan (coli_engine_model_opts with none; engine_model.h). */
 void coli_engine_flags_model_opts(const coli_engine_flags *f, coli_model_opts *mo);
 
 /* Usage lines for --help. */

@@ -106,6 +106,23 @@ int util_buf_read(util_buf *b, FILE *f, size_t max)
 	return ferror(f) ? -EIO : 0;
 }
 
+int util_buf_read_path(const char *path, size_t max, char **out, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -errno;
+	util_buf b = { 0 };
+	int rc = util_buf_read(&b, f, max);
+	fclose(f);
+	char *s = rc ? NULL : util_buf_steal(&b, len);
+	if (!rc && !s)
+		rc = -ENOMEM;
+	util_buf_free(&b);
+	if (!rc)
+		*out = s;
+	return rc;
+}
+
 int util_buf_ok(const util_buf *b)
 {
 	return b->oom ? -ENOMEM : 0;

@@ -37,6 +37,11 @@ int util_buf_json_escape(util_buf *b, const char *s, size_t n);
  * 0, -ENOMEM, -EFBIG when F holds more than MAX, -EIO on a read error;
  * after an error B holds what was read so far. */
 int util_buf_read(util_buf *b, FILE *f, size_t max);
+/* The whole file at PATH (whatever fopen reads: a FIFO, /dev/stdin too),
+ * at most MAX bytes (0: no limit), as a malloc'd NUL-terminated string in
+ * *out, its length in *len when len is non-NULL. 0; -errno when it cannot
+ * be opened; util_buf_read's -ENOMEM, -EFBIG or -EIO (*out untouched). */
+int util_buf_read_path(const char *path, size_t max, char **out, size_t *len);
 /* 0, or -ENOMEM when an allocation failed since the buffer was made. */
 int util_buf_ok(const util_buf *b);
 

@@ -1,7 +1,7 @@
 /* util_buf.c - the growable byte string (util_buf.h): appends of bytes,
  * strings and formatted text across many doublings, clear and consume,
  * steal (including an empty buffer), JSON string escapes, reading a stream whole and past a
- * limit, and the sticky -ENOMEM after a request too large to represent. */
+ * limit (and a file by its path), and the sticky -ENOMEM after a request too large to represent. */
 #include "config.h"
 
 #include <errno.h>
@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_util.h"
 #include "util_buf.h"
@@ -97,6 +98,32 @@ int main(int argc, char **argv)
 	CHECK_RC(util_buf_ok(&b), 0);
 	fclose(f);
 	util_buf_free(&b);
+
+	/* a file read whole by its path, past its limit, and one missing */
+	char dir[64], path[96];
+	snprintf(dir, sizeof dir, "/tmp/coli-util-buf-XXXXXX");
+	REQUIRE(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/f", dir);
+	f = fopen(path, "wb");
+	REQUIRE(f);
+	fputs("abc\ndef\n", f);
+	REQUIRE(fclose(f) == 0);
+	char *text = NULL;
+	n = 0;
+	CHECK_RC(util_buf_read_path(path, 0, &text, &n), 0);
+	CHECK(text && n == 8 && !strcmp(text, "abc\ndef\n"));
+	free(text);
+	text = NULL;
+	CHECK_RC(util_buf_read_path(path, 8, &text, NULL), 0);
+	CHECK(text && !strcmp(text, "abc\ndef\n"));
+	free(text);
+	text = NULL;
+	CHECK_RC(util_buf_read_path(path, 7, &text, &n), -EFBIG);
+	CHECK(text == NULL);
+	unlink(path);
+	CHECK_RC(util_buf_read_path(path, 0, &text, &n), -ENOENT);
+	CHECK(text == NULL);
+	rmdir(dir);
 
 	/* a size that cannot be represented: -ENOMEM, sticky, contents kept */
 	CHECK_RC(util_buf_puts(&b, "x"), 0);
