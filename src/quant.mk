@@ -3,6 +3,7 @@
 libcoli_a_SOURCES += \
 	src/quant.c src/quant.h \
 	src/quant_kernels.c src/quant_kernels_group.c src/quant_kernels_avx2.c src/quant_kernels_avx512.c src/quant_kernels.h src/quant_kernels_tiling.h src/quant_kernels_cpu.h \
+	src/quant_kernels_rows.h \
 	src/quant_kernels_avx512_inline.h \
 	src/quant_pool.c \
 	src/quant_kernel_bench.c src/quant_kernel_bench.h

@@ -26,7 +26,7 @@
  *
  * matvec takes rows in fours (each block of x is loaded once for four
  * rows: x of 16384 floats does not fit L1) and prefetches the same place
- * a few rows ahead (see PF_ROWS_Q4).
+ * a few rows ahead (see the prefetch rule below).
  *
  * Summation order (what the accuracy bound in quant_kernels.h counts): a block's
  * sum(q*x) is one chain of 4 FMAs over 16 lanes; blocks are accumulated
@@ -57,15 +57,15 @@
  * constants inside a tile so the 12 accumulators stay in registers. */
 #define RT 4
 #define KN_MAX 3
-/* Weights per matmul panel, kept in L2 while every input group passes. */
 /* INT4 blocks whose scales are converted ahead of the dot products (a
  * multiple of 16; the stack buffers are 2 x 4 x this many floats per tile). */
 #define DM_CHUNK 256
 
-/* matvec prefetch distance: the same place in the row PF_ROWS_* rows
- * ahead (two groups of 4 rows for int4, one for int8), kept within
- * [8, 32] KiB. Measured on the development VM (one thread streaming 512
- * MiB of matrices, best of 6, interleaved runs), GB/s:
+/* matvec prefetch distance (quant_kernels_rows.h hands it to vec_rows):
+ * the same place in the row COLI_PF_ROWS_* rows ahead (two groups of 4
+ * rows for int4, one for int8), kept within [8, 32] KiB. Measured on
+ * the development VM (one thread streaming 512 MiB of matrices, best of
+ * 6, interleaved runs), GB/s:
  *                      fixed 8 KiB  fixed 32 KiB  this rule
  *   int4 6144x2048          11.4          10.1       11.6
  *   int4 2048x6144           8.3           9.4       12.6
@@ -75,8 +75,6 @@
  * (6 or 12 rows instead of 8 and 3 or 6 instead of 4: within noise, no
  * better; no prefetch at all: ~9.) The right distance grows with the row
  * because four rows stream side by side. */
-#define PF_ROWS_Q4 COLI_PF_ROWS_Q4
-#define PF_ROWS_Q8 COLI_PF_ROWS_Q8
 
 /* Inputs per tile pass for `left` inputs to go: 1..3 in a tile of
  * constant height (accumulators in registers), or 4 in a tile of run-time
@@ -119,18 +117,6 @@ AVX512_INLINE float f32_dot(const float *a, const float *x, int cols)
 		a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + j), _mm512_maskz_loadu_ps(k, x + j), a1);
 	}
 	return coli_avx512_hsum16(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-}
-
-AVX512 static void rows_f32_avx512(const coli_qmat *w, const float *x, int n,
-				   const float *xsum, int r0, int r1, float *y)
-{
-	(void)xsum;
-	const float *W = w->data;
-	size_t cols = (size_t)w->cols;
-	for (int r = r0; r < r1; r++)
-		for (int k = 0; k < n; k++)
-			y[(size_t)k * (size_t)w->rows + (size_t)r] =
-				f32_dot(W + (size_t)r * cols, x + (size_t)k * cols, w->cols);
 }
 
 /* ---- shared by INT8 and INT4: sum(f * x) over one block of 64 ---- */
@@ -216,50 +202,6 @@ AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, const int rt, cons
 #define ACC(i, k) acc[i][k]
 	TILE_STORE(ACC, ACC, 0, rt, KN, y, ystride);
 #undef ACC
-}
-
-AVX512 static void rows_q8_avx512(const coli_qmat *w, const float *x, int n,
-				  const float *xsum, int r0, int r1, float *y)
-{
-	(void)xsum;
-	int nb = w->cols / COLI_QK;
-	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
-	const coli_block_q8 *W = w->data;
-	if (n == 1) {
-		size_t pf = coli_pf_bytes(nb * sizeof(coli_block_q8), PF_ROWS_Q8);
-		int r = r0;
-		for (; r + 4 <= r1; r += 4)
-			q8_rows(W + (size_t)r * (size_t)nb, nb, 4, x, pf, y + r);
-		for (; r < r1; r++)
-			q8_rows(W + (size_t)r * (size_t)nb, nb, 1, x, pf, y + r);
-		return;
-	}
-	int panel = coli_panel_rows(nb * sizeof(coli_block_q8), RT);
-	for (int p0 = r0; p0 < r1; p0 += panel) {
-		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k = 0, kn; k < n; k += kn) {
-			kn = input_group(n - k);
-			const float *xk = x + (size_t)k * cols;
-			for (int r = p0; r < p1;) {
-				const coli_block_q8 *row0 = W + (size_t)r * (size_t)nb;
-				float *yk = y + (size_t)k * rows + r;
-				if (kn == KN_TILE) {
-					/* run-time height (input_group) */
-					int rt4 = p1 - r < RT ? p1 - r : RT;
-					q8_tile(row0, nb, rt4, xk, cols, KN_TILE, yk, rows);
-					r += rt4;
-					continue;
-				}
-				/* whole tiles, then single rows: constant tile
-				 * heights keep the accumulators in registers */
-				int rt = p1 - r >= RT ? RT : 1;
-#define CALL(RTc, KNc) q8_tile(row0, nb, RTc, xk, cols, KNc, yk, rows)
-				TILE_SWITCH(rt, kn, CALL)
-#undef CALL
-				r += rt;
-			}
-		}
-	}
 }
 
 /* ---- INT4 ---- */
@@ -397,48 +339,49 @@ AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, const int rt, cons
 #undef ACCM
 }
 
-AVX512 static void rows_q4_avx512(const coli_qmat *w, const float *x, int n,
-				  const float *xsum, int r0, int r1, float *y)
+/* ---- the drivers (quant_kernels_rows.h) ---- */
+
+/* matvec: rows in fours while four are left, then one by one. */
+AVX512_INLINE int vec_rows(const char *row0, int nb, int left, const float *x, const float *xs, size_t pf,
+			   float *y, const int INT4)
 {
-	int nb = w->cols / COLI_QK;
-	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
-	const coli_block_q4 *W = w->data;
-	if (n == 1) {
-		size_t pf = coli_pf_bytes(nb * sizeof(coli_block_q4), PF_ROWS_Q4);
-		int r = r0;
-		for (; r + 4 <= r1; r += 4)
-			q4_rows(W + (size_t)r * (size_t)nb, nb, 4, x, xsum, pf, y + r);
-		for (; r < r1; r++)
-			q4_rows(W + (size_t)r * (size_t)nb, nb, 1, x, xsum, pf, y + r);
-		return;
-	}
-	int panel = coli_panel_rows(nb * sizeof(coli_block_q4), RT);
-	for (int p0 = r0; p0 < r1; p0 += panel) {
-		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k = 0, kn; k < n; k += kn) {
-			kn = input_group(n - k);
-			const float *xk = x + (size_t)k * cols, *xsk = xsum + (size_t)k * nb;
-			for (int r = p0; r < p1;) {
-				const coli_block_q4 *row0 = W + (size_t)r * (size_t)nb;
-				float *yk = y + (size_t)k * rows + r;
-				if (kn == KN_TILE) {
-					/* run-time height (input_group) */
-					int rt4 = p1 - r < RT ? p1 - r : RT;
-					q4_tile(row0, nb, rt4, xk, cols, xsk, KN_TILE, yk, rows);
-					r += rt4;
-					continue;
-				}
-				/* whole tiles, then single rows: constant tile
-				 * heights keep the accumulators in registers */
-				int rt = p1 - r >= RT ? RT : 1;
-#define CALL(RTc, KNc) q4_tile(row0, nb, RTc, xk, cols, xsk, KNc, yk, rows)
-				TILE_SWITCH(rt, kn, CALL)
-#undef CALL
-				r += rt;
-			}
-		}
-	}
+	const int R = left >= 4 ? 4 : 1;
+	if (INT4 && R == 4)
+		q4_rows((const coli_block_q4 *)row0, nb, 4, x, xs, pf, y);
+	else if (INT4)
+		q4_rows((const coli_block_q4 *)row0, nb, 1, x, xs, pf, y);
+	else if (R == 4)
+		q8_rows((const coli_block_q8 *)row0, nb, 4, x, pf, y);
+	else
+		q8_rows((const coli_block_q8 *)row0, nb, 1, x, pf, y);
+	return R;
 }
+
+/* matmul: kn inputs (input_group) against a tile of run-time height for
+ * KN_TILE inputs, else against whole tiles and then single rows: constant
+ * tile heights keep the accumulators in registers. */
+AVX512_INLINE int mm_tile(const char *row0, int nb, int left, const float *xk, size_t cols,
+			  const float *xsk, int kn, float *y, size_t ystride, const int INT4)
+{
+#define CALL(RTc, KNc)                                                                                   \
+	(INT4 ? q4_tile((const coli_block_q4 *)row0, nb, RTc, xk, cols, xsk, KNc, y, ystride)             \
+	      : q8_tile((const coli_block_q8 *)row0, nb, RTc, xk, cols, KNc, y, ystride))
+	if (kn == KN_TILE) {
+		const int rt4 = left < RT ? left : RT;
+		CALL(rt4, KN_TILE);
+		return rt4;
+	}
+	const int rt = left >= RT ? RT : 1;
+	TILE_SWITCH(rt, kn, CALL)
+#undef CALL
+	return rt;
+}
+
+#define ROWS_ATTR AVX512
+#define ROWS_INLINE AVX512_INLINE
+#define ROWS_SFX avx512
+#define ROWS_RT RT
+#include "quant_kernels_rows.h"
 
 coli_rows_fn coli_kernels_avx512_rows(int qtype)
 {
@@ -454,12 +397,7 @@ coli_rows_fn coli_kernels_avx512_rows(int qtype)
 	}
 	if (!h)
 		return NULL;
-	switch (qtype) {
-	case COLI_Q_F32: return rows_f32_avx512;
-	case COLI_Q_INT8: return rows_q8_avx512;
-	case COLI_Q_INT4: return rows_q4_avx512;
-	default: return NULL;
-	}
+	return rows_for_avx512(qtype);
 }
 
 #else
