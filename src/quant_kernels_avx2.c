@@ -44,10 +44,11 @@
  * this many rows, cutting the activation traffic from L2 by as much. */
 #define RT 8
 
-/* matmul loop nest: rows are taken in panels of about COLI_PANEL_BYTES of
- * weights; within a panel, each group of 4 inputs sweeps every RT-row
- * tile. The panel stays in L2 while all input groups pass over it, and a
- * group's activations stay in L2 while the panel's tiles pass over them;
+/* matmul loop nest (quant_kernels_rows.h): rows are taken in panels of
+ * about COLI_PANEL_BYTES of weights; within a panel, each group of 4
+ * inputs sweeps every RT-row tile. The panel stays in L2 while all input
+ * groups pass over it, and a group's activations stay in L2 while the
+ * panel's tiles pass over them;
  * without panels, 64 inputs of 6144 floats (1.5 MB) streamed from L3 once
  * per tile and n = 64 ran 4x slower per block than n = 4. */
 
@@ -80,18 +81,6 @@ AVX2_INLINE float f32_dot(const float *a, const float *x, int cols)
 	for (; j < cols; j++)
 		r = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a[j]), _mm_set_ss(x[j]), _mm_set_ss(r)));
 	return r;
-}
-
-AVX2 static void rows_f32_avx2(const coli_qmat *w, const float *x, int n,
-			       const float *xsum, int r0, int r1, float *y)
-{
-	(void)xsum;
-	const float *W = w->data;
-	size_t cols = (size_t)w->cols;
-	for (int r = r0; r < r1; r++)
-		for (int k = 0; k < n; k++)
-			y[(size_t)k * (size_t)w->rows + (size_t)r] =
-				f32_dot(W + (size_t)r * cols, x + (size_t)k * cols, w->cols);
 }
 
 /* ---- INT8 ---- */
@@ -172,39 +161,6 @@ AVX2_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const float 
 #pragma GCC unroll 4
 		for (int k = 0; k < KN; k++)
 			y[(size_t)k * ystride + (size_t)i] = hsum8(acc[i][k]);
-}
-
-AVX2 static void rows_q8_avx2(const coli_qmat *w, const float *x, int n,
-			      const float *xsum, int r0, int r1, float *y)
-{
-	(void)xsum;
-	int nb = w->cols / COLI_QK;
-	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
-	const coli_block_q8 *W = w->data;
-	if (n == 1) {
-		for (int r = r0; r < r1; r++)
-			y[r] = q8_dot(W + (size_t)r * (size_t)nb, x, nb);
-		return;
-	}
-	int panel = coli_panel_rows(nb * sizeof(coli_block_q8), RT);
-	for (int p0 = r0; p0 < r1; p0 += panel) {
-		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k = 0; k < n; k += 4) {
-			int kn = n - k < 4 ? n - k : 4;
-			const float *xk = x + (size_t)k * cols;
-			for (int r = p0; r < p1; r += RT) {
-				int rt = p1 - r < RT ? p1 - r : RT;
-				const coli_block_q8 *row0 = W + (size_t)r * (size_t)nb;
-				float *yk = y + (size_t)k * rows + r;
-				switch (kn) {
-				case 4: q8_tile(row0, nb, rt, xk, cols, 4, yk, rows); break;
-				case 3: q8_tile(row0, nb, rt, xk, cols, 3, yk, rows); break;
-				case 2: q8_tile(row0, nb, rt, xk, cols, 2, yk, rows); break;
-				default: q8_tile(row0, nb, rt, xk, cols, 1, yk, rows); break;
-				}
-			}
-		}
-	}
 }
 
 /* ---- INT4 ---- */
@@ -308,37 +264,50 @@ AVX2_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const float 
 			y[(size_t)k * ystride + (size_t)i] = hsum8(acc[i][k]) + _mm_cvtss_f32(accm[i][k]);
 }
 
-AVX2 static void rows_q4_avx2(const coli_qmat *w, const float *x, int n,
-			      const float *xsum, int r0, int r1, float *y)
+/* ---- the drivers (quant_kernels_rows.h) ---- */
+
+/* matvec: one row at a time, its accumulators in registers. */
+AVX2_INLINE int vec_rows(const char *row0, int nb, int left, const float *x, const float *xs, size_t pf,
+			 float *y, const int INT4)
 {
-	int nb = w->cols / COLI_QK;
-	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
-	const coli_block_q4 *W = w->data;
-	if (n == 1) {
-		for (int r = r0; r < r1; r++)
-			y[r] = q4_dot_row(W + (size_t)r * (size_t)nb, nb, x, xsum);
-		return;
-	}
-	int panel = coli_panel_rows(nb * sizeof(coli_block_q4), RT);
-	for (int p0 = r0; p0 < r1; p0 += panel) {
-		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k = 0; k < n; k += 4) {
-			int kn = n - k < 4 ? n - k : 4;
-			const float *xk = x + (size_t)k * cols, *xsk = xsum + (size_t)k * nb;
-			for (int r = p0; r < p1; r += RT) {
-				int rt = p1 - r < RT ? p1 - r : RT;
-				const coli_block_q4 *row0 = W + (size_t)r * (size_t)nb;
-				float *yk = y + (size_t)k * rows + r;
-				switch (kn) {
-				case 4: q4_tile(row0, nb, rt, xk, cols, xsk, 4, yk, rows); break;
-				case 3: q4_tile(row0, nb, rt, xk, cols, xsk, 3, yk, rows); break;
-				case 2: q4_tile(row0, nb, rt, xk, cols, xsk, 2, yk, rows); break;
-				default: q4_tile(row0, nb, rt, xk, cols, xsk, 1, yk, rows); break;
-				}
-			}
-		}
-	}
+	(void)left;
+	(void)pf; /* PF_DIST: a fixed distance measured for these kernels */
+	if (INT4)
+		*y = q4_dot_row((const coli_block_q4 *)row0, nb, x, xs);
+	else
+		*y = q8_dot((const coli_block_q8 *)row0, x, nb);
+	return 1;
 }
+
+/* matmul: a tile of up to RT rows against kn <= 4 inputs, kn a constant
+ * inside the tile. */
+AVX2_INLINE int mm_tile(const char *row0, int nb, int left, const float *xk, size_t cols, const float *xsk,
+			int kn, float *y, size_t ystride, const int INT4)
+{
+	const int rt = left < RT ? left : RT;
+#define CALL(KNc)                                                                                        \
+	(INT4 ? q4_tile((const coli_block_q4 *)row0, nb, rt, xk, cols, xsk, KNc, y, ystride)              \
+	      : q8_tile((const coli_block_q8 *)row0, nb, rt, xk, cols, KNc, y, ystride))
+	switch (kn) {
+	case 4: CALL(4); break;
+	case 3: CALL(3); break;
+	case 2: CALL(2); break;
+	default: CALL(1); break;
+	}
+#undef CALL
+	return rt;
+}
+
+static inline int input_group(int left)
+{
+	return left < 4 ? left : 4;
+}
+
+#define ROWS_ATTR AVX2
+#define ROWS_INLINE AVX2_INLINE
+#define ROWS_SFX avx2
+#define ROWS_RT RT
+#include "quant_kernels_rows.h"
 
 coli_rows_fn coli_kernels_avx2_rows(int qtype)
 {
@@ -352,12 +321,7 @@ coli_rows_fn coli_kernels_avx2_rows(int qtype)
 	}
 	if (!h)
 		return NULL;
-	switch (qtype) {
-	case COLI_Q_F32: return rows_f32_avx2;
-	case COLI_Q_INT8: return rows_q8_avx2;
-	case COLI_Q_INT4: return rows_q4_avx2;
-	default: return NULL;
-	}
+	return rows_for_avx2(qtype);
 }
 
 #else
