@@ -309,19 +309,15 @@ static inline int input_group(int left)
 #define ROWS_RT RT
 #include "quant_kernels_rows.h"
 
+static int cpu_has_avx2(void)
+{
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && coli_cpu_has_f16c();
+}
+
 coli_rows_fn coli_kernels_avx2_rows(int qtype)
 {
-	/* Every thread computes the same answer; relaxed is enough. */
 	static _Atomic int have = -1;
-	int h = atomic_load_explicit(&have, memory_order_relaxed);
-	if (h < 0) {
-		__builtin_cpu_init();
-		h = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && coli_cpu_has_f16c();
-		atomic_store_explicit(&have, h, memory_order_relaxed);
-	}
-	if (!h)
-		return NULL;
-	return rows_for_avx2(qtype);
+	return coli_cpu_once(&have, cpu_has_avx2) ? rows_for_avx2(qtype) : NULL;
 }
 
 #else

@@ -383,21 +383,17 @@ AVX512_INLINE int mm_tile(const char *row0, int nb, int left, const float *xk, s
 #define ROWS_RT RT
 #include "quant_kernels_rows.h"
 
+static int cpu_has_avx512(void)
+{
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+	       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && coli_cpu_has_f16c();
+}
+
 coli_rows_fn coli_kernels_avx512_rows(int qtype)
 {
-	/* Every thread computes the same answer; relaxed is enough. */
 	static _Atomic int have = -1;
-	int h = atomic_load_explicit(&have, memory_order_relaxed);
-	if (h < 0) {
-		__builtin_cpu_init();
-		h = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-		    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-		    __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && coli_cpu_has_f16c();
-		atomic_store_explicit(&have, h, memory_order_relaxed);
-	}
-	if (!h)
-		return NULL;
-	return rows_for_avx512(qtype);
+	return coli_cpu_once(&have, cpu_has_avx512) ? rows_for_avx512(qtype) : NULL;
 }
 
 #else
