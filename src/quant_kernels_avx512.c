@@ -143,7 +143,7 @@ AVX512_INLINE void q8_unpack(const int8_t *q, __m512 f[4])
  * with its own accumulator in a register. Taking rows in fours loads each
  * block of x once for four rows: with 16384 columns x (64 KiB) no longer
  * fits L1, and one row at a time read 7 bytes of x from L2 per byte of
- * weights. The rows' operations do not mix, so the bits are q8_tile's. */
+ * weights. The rows' operations do not mix, so the bits are tile's. */
 AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const float *x, size_t pf,
 			   float *y)
 {
@@ -170,38 +170,6 @@ AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const
 #pragma GCC unroll 4
 	for (int i = 0; i < R; i++)
 		y[i] = coli_avx512_hsum16(acc[i]);
-}
-
-/* A tile of rt <= RT rows against KN inputs, block-major: the inputs'
- * block is reused from L1 by every row, each unpacked weight block by
- * every input. Per (row, input) the operations are exactly q8_rows'. */
-AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, const int rt, const float *x, size_t cols,
-			   const int KN, float *y, size_t ystride)
-{
-	__m512 acc[RT][KN_TILE];
-#pragma GCC unroll 4
-	for (int i = 0; i < rt; i++)
-#pragma GCC unroll 4
-		for (int k = 0; k < KN; k++)
-			acc[i][k] = _mm512_setzero_ps();
-	for (int b = 0; b < nb; b++) {
-		const float *xb = x + (size_t)b * COLI_QK;
-#pragma GCC unroll 4
-		for (int i = 0; i < rt; i++) {
-			const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + b;
-			__m512 f[4];
-			_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
-			_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb) + 64, _MM_HINT_T1);
-			q8_unpack(blk->q, f);
-			__m512 d = _mm512_set1_ps(blk->d);
-#pragma GCC unroll 4
-			for (int k = 0; k < KN; k++)
-				acc[i][k] = _mm512_fmadd_ps(d, block_dot(f, xb + (size_t)k * cols), acc[i][k]);
-		}
-	}
-#define ACC(i, k) acc[i][k]
-	TILE_STORE(ACC, ACC, 0, rt, KN, y, ystride);
-#undef ACC
 }
 
 /* ---- INT4 ---- */
@@ -290,14 +258,54 @@ AVX512_INLINE void q4_rows(const coli_block_q4 *row0, int nb, const int R, const
 		y[i] = coli_avx512_hsum16(acc[i]) + coli_avx512_hsum16(accm[i]);
 }
 
-/* matmul tile: rt <= RT rows against KN inputs, block-major; per (row,
- * input) exactly q4_rows' operations, in the same order. */
-AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, const int rt, const float *x, size_t cols,
-			   const float *xs, const int KN, float *y, size_t ystride)
+/* ---- one block, both types (INT4 a constant) ---- */
+
+/* The block at blk as 4 float vectors f (the type's unpack) and its scale
+ * d, broadcast: int8's read from the block itself (a broadcast memory
+ * operand of the FMA), int4's converted ahead at *d4 (q4_scales). */
+AVX512_INLINE __m512 block_unpack(const char *blk, __m512 f[4], const float *d4, const int INT4)
 {
+	if (INT4) {
+		q4_unpack(((const coli_block_q4 *)blk)->q, f);
+		return _mm512_set1_ps(*d4);
+	}
+	const coli_block_q8 *b8 = (const coli_block_q8 *)blk;
+	q8_unpack(b8->q, f);
+	return _mm512_set1_ps(b8->d);
+}
+
+/* Block c0 + b of row i of the rows at row0 (nb blocks each), as typed
+ * pointer arithmetic: GCC then keeps one pointer per row in a register
+ * (from byte offsets computed by hand it built extra ones and spilled
+ * them in the loop). */
+AVX512_INLINE const char *block_at(const char *row0, int nb, int i, int c0, int b, const int INT4)
+{
+	if (INT4)
+		return (const char *)((const coli_block_q4 *)row0 + (size_t)i * (size_t)nb + c0 + b);
+	return (const char *)((const coli_block_q8 *)row0 + (size_t)i * (size_t)nb + c0 + b);
+}
+
+/* The lines of a block at p: two for int8's 68 bytes, one for int4's 36. */
+#define BLOCK_PREFETCH(p, hint, INT4)                                                                    \
+	do {                                                                                             \
+		_mm_prefetch((const char *)(p), hint);                                                   \
+		if (!(INT4))                                                                             \
+			_mm_prefetch((const char *)(p) + 64, hint);                                      \
+	} while (0)
+
+/* matmul tile: rt <= RT rows against KN inputs, block-major: the inputs'
+ * block is reused from L1 by every row, each unpacked weight block by
+ * every input. Per (row, input) exactly q8_rows' or q4_rows' operations,
+ * in the same order. */
+AVX512_INLINE void tile(const char *row0, int nb, const int rt, const float *x, size_t cols, const float *xs,
+			const int KN, float *y, size_t ystride, const int INT4)
+{
+	const size_t rs = (size_t)nb * (INT4 ? sizeof(coli_block_q4) : sizeof(coli_block_q8));
+	const int chunk = INT4 ? DM_CHUNK : nb;
 	float dbuf[RT][DM_CHUNK], mbuf[RT][DM_CHUNK];
-	/* the m terms are touched once per DM_CHUNK blocks: kept in memory,
-	 * so the RT x KN accumulators of the hot loop keep the registers */
+	/* int4's m terms are touched once per DM_CHUNK blocks: kept in
+	 * memory, so the RT x KN accumulators of the hot loop keep the
+	 * registers */
 	float accm[RT][KN_TILE][16];
 	__m512 acc[RT][KN_TILE];
 #pragma GCC unroll 4
@@ -305,13 +313,14 @@ AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, const int rt, cons
 #pragma GCC unroll 4
 		for (int k = 0; k < KN; k++) {
 			acc[i][k] = _mm512_setzero_ps();
-			_mm512_storeu_ps(accm[i][k], _mm512_setzero_ps());
+			if (INT4)
+				_mm512_storeu_ps(accm[i][k], _mm512_setzero_ps());
 		}
-	for (int c0 = 0; c0 < nb; c0 += DM_CHUNK) {
-		int cn = nb - c0 < DM_CHUNK ? nb - c0 : DM_CHUNK;
+	for (int c0 = 0; c0 < nb; c0 += chunk) {
+		const int cn = nb - c0 < chunk ? nb - c0 : chunk;
 #pragma GCC unroll 4
-		for (int i = 0; i < rt; i++) {
-			q4_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dbuf[i], mbuf[i]);
+		for (int i = 0; INT4 && i < rt; i++) {
+			q4_scales((const coli_block_q4 *)block_at(row0, nb, i, c0, 0, 1), cn, dbuf[i], mbuf[i]);
 #pragma GCC unroll 4
 			for (int k = 0; k < KN; k++)
 				_mm512_storeu_ps(accm[i][k], q4_mterm(mbuf[i], xs + (size_t)k * (size_t)nb + c0, cn,
@@ -321,11 +330,10 @@ AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, const int rt, cons
 			const float *xb = x + (size_t)(c0 + b) * COLI_QK;
 #pragma GCC unroll 4
 			for (int i = 0; i < rt; i++) {
-				const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
+				const char *blk = block_at(row0, nb, i, c0, b, INT4);
 				__m512 f[4];
-				_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
-				q4_unpack(blk->q, f);
-				__m512 d = _mm512_set1_ps(dbuf[i][b]);
+				BLOCK_PREFETCH(blk + RT * rs, _MM_HINT_T1, INT4);
+				const __m512 d = block_unpack(blk, f, &dbuf[i][b], INT4);
 #pragma GCC unroll 4
 				for (int k = 0; k < KN; k++)
 					acc[i][k] = _mm512_fmadd_ps(d, block_dot(f, xb + (size_t)k * cols), acc[i][k]);
@@ -334,7 +342,7 @@ AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, const int rt, cons
 	}
 #define ACC(i, k) acc[i][k]
 #define ACCM(i, k) _mm512_loadu_ps(accm[i][k])
-	TILE_STORE(ACC, ACCM, 1, rt, KN, y, ystride);
+	TILE_STORE(ACC, ACCM, INT4, rt, KN, y, ystride);
 #undef ACC
 #undef ACCM
 }
@@ -363,9 +371,7 @@ AVX512_INLINE int vec_rows(const char *row0, int nb, int left, const float *x, c
 AVX512_INLINE int mm_tile(const char *row0, int nb, int left, const float *xk, size_t cols,
 			  const float *xsk, int kn, float *y, size_t ystride, const int INT4)
 {
-#define CALL(RTc, KNc)                                                                                   \
-	(INT4 ? q4_tile((const coli_block_q4 *)row0, nb, RTc, xk, cols, xsk, KNc, y, ystride)             \
-	      : q8_tile((const coli_block_q8 *)row0, nb, RTc, xk, cols, KNc, y, ystride))
+#define CALL(RTc, KNc) tile(row0, nb, RTc, xk, cols, xsk, KNc, y, ystride, INT4)
 	if (kn == KN_TILE) {
 		const int rt4 = left < RT ? left : RT;
 		CALL(rt4, KN_TILE);
