@@ -212,9 +212,7 @@ static inline int input_group(int left)
 }
 
 #define ROWS_ATTR
-#define ROWS_INLINE PORTABLE_INLINE
 #define ROWS_SFX generic
-#define ROWS_RT RT
 #include "quant_kernels_rows.h"
 
 static coli_rows_fn rows_fn(int qtype)

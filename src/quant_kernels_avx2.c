@@ -271,9 +271,7 @@ static inline int input_group(int left)
 }
 
 #define ROWS_ATTR AVX2
-#define ROWS_INLINE AVX2_INLINE
 #define ROWS_SFX avx2
-#define ROWS_RT RT
 #include "quant_kernels_rows.h"
 
 static int cpu_has_avx2(void)

@@ -384,9 +384,7 @@ AVX512_INLINE int mm_tile(const char *row0, int nb, int left, const float *xk, s
 }
 
 #define ROWS_ATTR AVX512
-#define ROWS_INLINE AVX512_INLINE
 #define ROWS_SFX avx512
-#define ROWS_RT RT
 #include "quant_kernels_rows.h"
 
 static int cpu_has_avx512(void)

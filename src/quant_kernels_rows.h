@@ -10,11 +10,9 @@
  *
  * Included once per file, after the includer defines:
  *   ROWS_ATTR    the attribute of the row functions (a target, or empty)
- *   ROWS_INLINE  that of the inline driver below (static inline, always
- *                inlined, same target)
  *   ROWS_SFX     the suffix of what this header defines: rows_f32_SFX,
  *                rows_q8_SFX, rows_q4_SFX and the table rows_for_SFX(qtype)
- *   ROWS_RT      rows per matmul tile (panels are a multiple of it)
+ *   RT           rows per matmul tile (panels are a multiple of it)
  *   float f32_dot(const float *a, const float *x, int cols)
  *   int vec_rows(row0, nb, left, x, xs, pf, y, INT4)
  *                matvec: some of the `left` rows at row0 (nb blocks each)
@@ -33,6 +31,7 @@
 #define ROWS_CAT2(a, b) a##b
 #define ROWS_CAT(a, b) ROWS_CAT2(a, b)
 #define ROWS_FN(name) ROWS_CAT(name, ROWS_SFX)
+#define ROWS_INLINE static inline __attribute__((always_inline)) ROWS_ATTR
 
 /* F32: every (row, input) pair on its own, rows outer. */
 ROWS_ATTR static void ROWS_FN(rows_f32_)(const coli_qmat *w, const float *x, int n, const float *xsum,
@@ -63,7 +62,7 @@ ROWS_INLINE void rows_blocks(const coli_qmat *w, const float *x, int n, const fl
 			r += vec_rows(W + (size_t)r * row_bytes, nb, r1 - r, x, xsum, pf, y + r, INT4);
 		return;
 	}
-	const int panel = coli_panel_rows(row_bytes, ROWS_RT);
+	const int panel = coli_panel_rows(row_bytes, RT);
 	for (int p0 = r0; p0 < r1; p0 += panel) {
 		const int p1 = r1 - p0 < panel ? r1 : p0 + panel;
 		for (int k = 0, kn; k < n; k += kn) {
