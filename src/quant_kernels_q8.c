@@ -211,9 +211,7 @@ static coli_q8_rows_fn path_rows(int path, int qtype)
 	case P_AVXVNNI: return coli_kernels_q8_avxvnni_rows(qtype);
 	case P_AVX2: return coli_kernels_q8_avx2_rows(qtype);
 	default:
-		return qtype == COLI_Q_INT8 ? rows_q8_generic
-		       : qtype == COLI_Q_INT4 ? rows_q4_generic
-					      : NULL;
+		return coli_q8_rows_pick(1, qtype, rows_q8_generic, rows_q4_generic);
 	}
 }
 

@@ -361,13 +361,7 @@ static void rows_q8_pick(const coli_qmat *w, const coli_q8act *a, int n, int r0,
 
 coli_q8_rows_fn coli_kernels_q8_amx_rows(int qtype)
 {
-	if (!have_amx())
-		return NULL;
-	switch (qtype) {
-	case COLI_Q_INT8: return rows_q8_pick;
-	case COLI_Q_INT4: return rows_q4_pick;
-	default: return NULL;
-	}
+	return coli_q8_rows_pick(have_amx(), qtype, rows_q8_pick, rows_q4_pick);
 }
 
 #else

@@ -250,13 +250,7 @@ coli_q8_quant_fn coli_kernels_q8_avx512_quant(void)
 
 coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype)
 {
-	if (!have_vnni())
-		return NULL;
-	switch (qtype) {
-	case COLI_Q_INT8: return rows_q8_vnni;
-	case COLI_Q_INT4: return rows_q4_vnni;
-	default: return NULL;
-	}
+	return coli_q8_rows_pick(have_vnni(), qtype, rows_q8_vnni, rows_q4_vnni);
 }
 
 #else

@@ -99,13 +99,7 @@ static int have_avxvnni(void)
 
 coli_q8_rows_fn coli_kernels_q8_avxvnni_rows(int qtype)
 {
-	if (!have_avxvnni())
-		return NULL;
-	switch (qtype) {
-	case COLI_Q_INT8: return rows_q8_avxvnni;
-	case COLI_Q_INT4: return rows_q4_avxvnni;
-	default: return NULL;
-	}
+	return coli_q8_rows_pick(have_avxvnni(), qtype, rows_q8_avxvnni, rows_q4_avxvnni);
 }
 
 #else
