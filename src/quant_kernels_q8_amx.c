@@ -5,10 +5,11 @@
  * One tile product gives the exact integer block sums I_b of 16 inputs x
  * 16 rows at once: A = 16 inputs' block b (64 bytes each, read straight
  * from the quantized x, row stride cols), B = block b of 16 weight rows
- * transposed to dwords (B row j = dword j of the 16 rows, the layout the
- * VNNI path builds in registers), C = A.B: C row i holds input i's 16 rows
- * in its lanes, exactly the register the AVX-512 VNNI path gets from its
- * 16 vpdpbusd. From there the float part is that path's, lane for lane:
+ * transposed to dwords (B row j = dword j of the 16 rows, by the
+ * transposes the VNNI path keeps in registers:
+ * quant_kernels_q8_avx512_blocks.h), C = A.B: C row i holds input i's 16
+ * rows in its lanes, exactly the register the AVX-512 VNNI path gets from
+ * its 16 vpdpbusd. From there the float part is that path's, lane for lane:
  * acc = fma((float)I_b, d_w * d_x, acc), b ascending, one chain per
  * output; int4 adds accm = fma(m_b, sx_b, accm) and y = acc + accm.
  *
