@@ -272,17 +272,13 @@ static inline int input_group(int left)
 
 #define ROWS_ATTR AVX2
 #define ROWS_SFX avx2
+#define ROWS_ENTRY coli_kernels_avx2_rows
+#define ROWS_CPU cpu_has_avx2
 #include "quant_kernels_rows.h"
 
 static int cpu_has_avx2(void)
 {
 	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && coli_cpu_has_f16c();
-}
-
-coli_rows_fn coli_kernels_avx2_rows(int qtype)
-{
-	static _Atomic int have = -1;
-	return coli_cpu_once(&have, cpu_has_avx2) ? rows_for_avx2(qtype) : NULL;
 }
 
 #else

@@ -385,6 +385,8 @@ AVX512_INLINE int mm_tile(const char *row0, int nb, int left, const float *xk, s
 
 #define ROWS_ATTR AVX512
 #define ROWS_SFX avx512
+#define ROWS_ENTRY coli_kernels_avx512_rows
+#define ROWS_CPU cpu_has_avx512
 #include "quant_kernels_rows.h"
 
 static int cpu_has_avx512(void)
@@ -392,12 +394,6 @@ static int cpu_has_avx512(void)
 	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
 	       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
 	       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && coli_cpu_has_f16c();
-}
-
-coli_rows_fn coli_kernels_avx512_rows(int qtype)
-{
-	static _Atomic int have = -1;
-	return coli_cpu_once(&have, cpu_has_avx512) ? rows_for_avx512(qtype) : NULL;
 }
 
 #else

@@ -24,7 +24,13 @@
  *                xk (stride cols; xsk: their block sums, stride nb, int4
  *                only), y[k * ystride + i]; returns how many rows
  *   int input_group(int left)  inputs per tile pass with `left` to go
- * INT4 is a constant (1: coli_block_q4 rows, 0: coli_block_q8). */
+ * INT4 is a constant (1: coli_block_q4 rows, 0: coli_block_q8). A vector
+ * path also defines
+ *   ROWS_ENTRY   the name of its entry in quant_kernels.h (defined here:
+ *                the row function of qtype, or NULL for a CPU without the
+ *                path or a type it lacks)
+ *   ROWS_CPU     the name of its CPU test, int ROWS_CPU(void), asked once
+ *                (quant_kernels_cpu.h) and defined after the include. */
 
 #include "quant_kernels_tiling.h"
 
@@ -99,3 +105,15 @@ static coli_rows_fn ROWS_FN(rows_for_)(int qtype)
 	default: return NULL;
 	}
 }
+
+#ifdef ROWS_ENTRY
+#include "quant_kernels_cpu.h"
+
+static int ROWS_CPU(void);
+
+coli_rows_fn ROWS_ENTRY(int qtype)
+{
+	static _Atomic int have = -1;
+	return coli_cpu_once(&have, ROWS_CPU) ? ROWS_FN(rows_for_)(qtype) : NULL;
+}
+#endif
