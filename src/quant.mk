@@ -3,6 +3,7 @@
 libcoli_a_SOURCES += \
 	src/quant.c src/quant.h \
 	src/quant_kernels.c src/quant_kernels_group.c src/quant_kernels_avx2.c src/quant_kernels_avx512.c src/quant_kernels.h src/quant_kernels_tiling.h src/quant_kernels_cpu.h \
+	src/quant_kernels_rows.h \
 	src/quant_kernels_avx512_inline.h \
 	src/quant_pool.c \
 	src/quant_kernel_bench.c src/quant_kernel_bench.h
@@ -10,7 +11,7 @@ libcoli_a_SOURCES += \
 # int8 activations (opt-in --act-quant q8): quant_kernels_q8.h
 libcoli_a_SOURCES += \
 	src/quant_kernels_q8.c src/quant_kernels_q8.h src/quant_kernels_q8_avx512.c src/quant_kernels_q8_avx2.c \
-	src/quant_kernels_q8_avx2_gemm.c \
+	src/quant_kernels_q8_avx2_gemm.c src/quant_kernels_q8_avx512_blocks.h \
 	src/quant_kernels_q8_avxvnni.c src/quant_kernels_q8_avx2_rows.h src/quant_kernels_q8_amx.c
 check_PROGRAMS += tests/quant_q8act_test tests/quant_group_test
 TESTS += tests/quant_q8act_test tests/quant_group_test

@@ -128,7 +128,7 @@ static float lanes_sum(const float s[LANES])
 	return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
 
-static float f32_dot_generic(const float *a, const float *x, int cols)
+static float f32_dot(const float *a, const float *x, int cols)
 {
 	float s[LANES] = { 0 };
 	int j = 0;
@@ -141,69 +141,79 @@ static float f32_dot_generic(const float *a, const float *x, int cols)
 	return r;
 }
 
-static void rows_f32_generic(const coli_qmat *w, const float *x, int n,
-			     const float *xsum, int r0, int r1, float *y)
+static float q8_dot(const coli_block_q8 *row, int nb, const float *xk)
 {
-	(void)xsum;
-	const float *W = w->data;
-	size_t cols = (size_t)w->cols;
-	for (int r = r0; r < r1; r++)
-		for (int k = 0; k < n; k++)
-			y[(size_t)k * (size_t)w->rows + (size_t)r] =
-				f32_dot_generic(W + (size_t)r * cols, x + (size_t)k * cols, w->cols);
+	float acc = 0.0f;
+	for (int b = 0; b < nb; b++) {
+		const float *xb = xk + b * COLI_QK;
+		const int8_t *q = row[b].q;
+		float s[LANES] = { 0 };
+		for (int j = 0; j < COLI_QK; j += LANES)
+			for (int l = 0; l < LANES; l++)
+				s[l] += (float)q[j + l] * xb[j + l];
+		acc += row[b].d * lanes_sum(s);
+	}
+	return acc;
 }
 
-static void rows_q8_generic(const coli_qmat *w, const float *x, int n,
-			    const float *xsum, int r0, int r1, float *y)
+static float q4_dot(const coli_block_q4 *row, int nb, const float *xk, const float *xs)
 {
-	(void)xsum;
-	int nb = w->cols / COLI_QK;
-	for (int r = r0; r < r1; r++) {
-		const coli_block_q8 *row = (const coli_block_q8 *)w->data + (size_t)r * (size_t)nb;
-		for (int k = 0; k < n; k++) {
-			const float *xk = x + (size_t)k * (size_t)w->cols;
-			float acc = 0.0f;
-			for (int b = 0; b < nb; b++) {
-				const float *xb = xk + b * COLI_QK;
-				const int8_t *q = row[b].q;
-				float s[LANES] = { 0 };
-				for (int j = 0; j < COLI_QK; j += LANES)
-					for (int l = 0; l < LANES; l++)
-						s[l] += (float)q[j + l] * xb[j + l];
-				acc += row[b].d * lanes_sum(s);
-			}
-			y[(size_t)k * (size_t)w->rows + (size_t)r] = acc;
-		}
+	float acc = 0.0f, accm = 0.0f;
+	for (int b = 0; b < nb; b++) {
+		const float *xb = xk + b * COLI_QK;
+		const uint8_t *q = row[b].q;
+		float s[LANES] = { 0 };
+		for (int j = 0; j < COLI_QK / 2; j += LANES)
+			for (int l = 0; l < LANES; l++)
+				s[l] += (float)(q[j + l] & 0x0f) * xb[j + l];
+		for (int j = 0; j < COLI_QK / 2; j += LANES)
+			for (int l = 0; l < LANES; l++)
+				s[l] += (float)(q[j + l] >> 4) * xb[32 + j + l];
+		acc += coli_half_to_float(row[b].d) * lanes_sum(s);
+		accm += coli_half_to_float(row[b].m) * xs[b];
 	}
+	return acc + accm;
 }
 
-static void rows_q4_generic(const coli_qmat *w, const float *x, int n,
-			    const float *xsum, int r0, int r1, float *y)
+/* The drivers (quant_kernels_rows.h): no tiles, every (row, input) pair on
+ * its own; a row meets all of a pass's inputs while it is in cache. */
+#define RT 1
+#define PORTABLE_INLINE static inline __attribute__((always_inline))
+
+PORTABLE_INLINE float block_dot(const char *row, int nb, const float *x, const float *xs, const int INT4)
 {
-	int nb = w->cols / COLI_QK;
-	for (int r = r0; r < r1; r++) {
-		const coli_block_q4 *row = (const coli_block_q4 *)w->data + (size_t)r * (size_t)nb;
-		for (int k = 0; k < n; k++) {
-			const float *xk = x + (size_t)k * (size_t)w->cols;
-			const float *xs = xsum + (size_t)k * (size_t)nb;
-			float acc = 0.0f, accm = 0.0f;
-			for (int b = 0; b < nb; b++) {
-				const float *xb = xk + b * COLI_QK;
-				const uint8_t *q = row[b].q;
-				float s[LANES] = { 0 };
-				for (int j = 0; j < COLI_QK / 2; j += LANES)
-					for (int l = 0; l < LANES; l++)
-						s[l] += (float)(q[j + l] & 0x0f) * xb[j + l];
-				for (int j = 0; j < COLI_QK / 2; j += LANES)
-					for (int l = 0; l < LANES; l++)
-						s[l] += (float)(q[j + l] >> 4) * xb[32 + j + l];
-				acc += coli_half_to_float(row[b].d) * lanes_sum(s);
-				accm += coli_half_to_float(row[b].m) * xs[b];
-			}
-			y[(size_t)k * (size_t)w->rows + (size_t)r] = acc + accm;
-		}
-	}
+	if (INT4)
+		return q4_dot((const coli_block_q4 *)row, nb, x, xs);
+	return q8_dot((const coli_block_q8 *)row, nb, x);
 }
+
+PORTABLE_INLINE int vec_rows(const char *row0, int nb, int left, const float *x, const float *xs, size_t pf,
+			     float *y, const int INT4)
+{
+	(void)left;
+	(void)pf;
+	*y = block_dot(row0, nb, x, xs, INT4);
+	return 1;
+}
+
+PORTABLE_INLINE int mm_tile(const char *row0, int nb, int left, const float *xk, size_t cols,
+			    const float *xsk, int kn, float *y, size_t ystride, const int INT4)
+{
+	(void)left;
+	for (int k = 0; k < kn; k++)
+		y[(size_t)k * ystride] = block_dot(row0, nb, xk + (size_t)k * cols,
+						   INT4 ? xsk + (size_t)k * (size_t)nb : NULL, INT4);
+	return 1;
+}
+
+static inline int input_group(int left)
+{
+	return left;
+}
+
+#define ROWS_ATTR
+#define ROWS_SFX generic
+#include "quant_kernels_rows.h"
 
 static coli_rows_fn rows_fn(int qtype)
 {
@@ -213,14 +223,7 @@ static coli_rows_fn rows_fn(int qtype)
 	case ISA_AVX2: f = coli_kernels_avx2_rows(qtype); break;
 	default: break;
 	}
-	if (f)
-		return f;
-	switch (qtype) {
-	case COLI_Q_F32: return rows_f32_generic;
-	case COLI_Q_INT8: return rows_q8_generic;
-	case COLI_Q_INT4: return rows_q4_generic;
-	default: return NULL;
-	}
+	return f ? f : rows_for_generic(qtype);
 }
 
 const char *coli_kernels_isa(void)

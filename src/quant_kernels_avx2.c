@@ -4,11 +4,12 @@
  * stays generic; coli_kernels_avx2_rows() checks the CPU at run time.
  *
  * Bit-identity between matvec and matmul: for every (row, input) pair the
- * same inline helpers (q4_unpack + q4_dot, q8_unpack + q8_block_dot,
- * f32_dot) run in the same block order with the same accumulators, whether
- * through the n == 1 row loop or the matmul tiles (whose accumulators may
- * live in memory: storing a float does not change it). Matmul only reuses
- * the unpacked weights and the activations' cache lines.
+ * same inline helpers (block_unpack + block_dot, which int8 and int4
+ * share with a constant for the type; f32_dot) run in the same block
+ * order with the same accumulators, whether through the n == 1 row loop
+ * (row_dot) or the matmul tiles (tile, whose accumulators may live in
+ * memory: storing a float does not change it). Matmul only reuses the
+ * unpacked weights and the activations' cache lines.
  *
  * INT4 unpacking: vpmovzxbd straight from memory widens 8 packed bytes to
  * 8 dwords; "& 0x0f" gives elements j..j+7 and "& 0xf0" 16 x elements
@@ -44,10 +45,11 @@
  * this many rows, cutting the activation traffic from L2 by as much. */
 #define RT 8
 
-/* matmul loop nest: rows are taken in panels of about COLI_PANEL_BYTES of
- * weights; within a panel, each group of 4 inputs sweeps every RT-row
- * tile. The panel stays in L2 while all input groups pass over it, and a
- * group's activations stay in L2 while the panel's tiles pass over them;
+/* matmul loop nest (quant_kernels_rows.h): rows are taken in panels of
+ * about COLI_PANEL_BYTES of weights; within a panel, each group of 4
+ * inputs sweeps every RT-row tile. The panel stays in L2 while all input
+ * groups pass over it, and a group's activations stay in L2 while the
+ * panel's tiles pass over them;
  * without panels, 64 inputs of 6144 floats (1.5 MB) streamed from L3 once
  * per tile and n = 64 ran 4x slower per block than n = 4. */
 
@@ -82,18 +84,6 @@ AVX2_INLINE float f32_dot(const float *a, const float *x, int cols)
 	return r;
 }
 
-AVX2 static void rows_f32_avx2(const coli_qmat *w, const float *x, int n,
-			       const float *xsum, int r0, int r1, float *y)
-{
-	(void)xsum;
-	const float *W = w->data;
-	size_t cols = (size_t)w->cols;
-	for (int r = r0; r < r1; r++)
-		for (int k = 0; k < n; k++)
-			y[(size_t)k * (size_t)w->rows + (size_t)r] =
-				f32_dot(W + (size_t)r * cols, x + (size_t)k * cols, w->cols);
-}
-
 /* ---- INT8 ---- */
 
 AVX2_INLINE __m256 q8_load8(const int8_t *q)
@@ -101,8 +91,7 @@ AVX2_INLINE __m256 q8_load8(const int8_t *q)
 	return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q)));
 }
 
-/* One block as 8 float vectors, and its dot with x as 8 lanes (two
- * chains of 4); the same helpers serve matvec and matmul. */
+/* f[j] = elements 8j..8j+7 of the block. */
 AVX2_INLINE void q8_unpack(const int8_t *q, __m256 f[8])
 {
 	f[0] = q8_load8(q);
@@ -115,104 +104,11 @@ AVX2_INLINE void q8_unpack(const int8_t *q, __m256 f[8])
 	f[7] = q8_load8(q + 56);
 }
 
-AVX2_INLINE __m256 q8_block_dot(const __m256 f[8], const float *x)
-{
-	__m256 s0 = _mm256_mul_ps(f[0], _mm256_loadu_ps(x));
-	__m256 s1 = _mm256_mul_ps(f[1], _mm256_loadu_ps(x + 8));
-	s0 = _mm256_fmadd_ps(f[2], _mm256_loadu_ps(x + 16), s0);
-	s1 = _mm256_fmadd_ps(f[3], _mm256_loadu_ps(x + 24), s1);
-	s0 = _mm256_fmadd_ps(f[4], _mm256_loadu_ps(x + 32), s0);
-	s1 = _mm256_fmadd_ps(f[5], _mm256_loadu_ps(x + 40), s1);
-	s0 = _mm256_fmadd_ps(f[6], _mm256_loadu_ps(x + 48), s0);
-	s1 = _mm256_fmadd_ps(f[7], _mm256_loadu_ps(x + 56), s1);
-	return _mm256_add_ps(s0, s1);
-}
-
-/* matvec: one row, one input, accumulator in a register. */
-AVX2_INLINE float q8_dot(const coli_block_q8 *row, const float *x, int nb)
-{
-	__m256 acc = _mm256_setzero_ps();
-	for (int b = 0; b < nb; b++) {
-		__m256 f[8];
-		_mm_prefetch((const char *)(row + b) + PF_DIST, _MM_HINT_T0);
-		_mm_prefetch((const char *)(row + b) + PF_DIST + 64, _MM_HINT_T0);
-		q8_unpack(row[b].q, f);
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(row[b].d), q8_block_dot(f, x + (size_t)b * COLI_QK), acc);
-	}
-	return hsum8(acc);
-}
-
-/* matmul: a tile of rt <= RT rows against KN inputs, block-major so the
- * inputs' block (KN x 256 bytes) is reused from L1 by every row of the
- * tile and each unpacked weight block by every input. Per (row, input)
- * the operations are exactly q8_dot's. */
-AVX2_INLINE void q8_tile(const coli_block_q8 *row0, int nb, int rt, const float *x, size_t cols,
-			 const int KN, float *y, size_t ystride)
-{
-	__m256 acc[RT][4];
-	for (int i = 0; i < rt; i++)
-#pragma GCC unroll 4
-		for (int k = 0; k < KN; k++)
-			acc[i][k] = _mm256_setzero_ps();
-	for (int b = 0; b < nb; b++) {
-		const float *xb = x + (size_t)b * COLI_QK;
-		for (int i = 0; i < rt; i++) {
-			const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + b;
-			__m256 f[8];
-			_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
-			_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb) + 64, _MM_HINT_T1);
-			q8_unpack(blk->q, f);
-			__m256 d = _mm256_set1_ps(blk->d);
-#pragma GCC unroll 4
-			for (int k = 0; k < KN; k++)
-				acc[i][k] = _mm256_fmadd_ps(d, q8_block_dot(f, xb + (size_t)k * cols), acc[i][k]);
-		}
-	}
-	for (int i = 0; i < rt; i++)
-#pragma GCC unroll 4
-		for (int k = 0; k < KN; k++)
-			y[(size_t)k * ystride + (size_t)i] = hsum8(acc[i][k]);
-}
-
-AVX2 static void rows_q8_avx2(const coli_qmat *w, const float *x, int n,
-			      const float *xsum, int r0, int r1, float *y)
-{
-	(void)xsum;
-	int nb = w->cols / COLI_QK;
-	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
-	const coli_block_q8 *W = w->data;
-	if (n == 1) {
-		for (int r = r0; r < r1; r++)
-			y[r] = q8_dot(W + (size_t)r * (size_t)nb, x, nb);
-		return;
-	}
-	int panel = coli_panel_rows(nb * sizeof(coli_block_q8), RT);
-	for (int p0 = r0; p0 < r1; p0 += panel) {
-		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k = 0; k < n; k += 4) {
-			int kn = n - k < 4 ? n - k : 4;
-			const float *xk = x + (size_t)k * cols;
-			for (int r = p0; r < p1; r += RT) {
-				int rt = p1 - r < RT ? p1 - r : RT;
-				const coli_block_q8 *row0 = W + (size_t)r * (size_t)nb;
-				float *yk = y + (size_t)k * rows + r;
-				switch (kn) {
-				case 4: q8_tile(row0, nb, rt, xk, cols, 4, yk, rows); break;
-				case 3: q8_tile(row0, nb, rt, xk, cols, 3, yk, rows); break;
-				case 2: q8_tile(row0, nb, rt, xk, cols, 2, yk, rows); break;
-				default: q8_tile(row0, nb, rt, xk, cols, 1, yk, rows); break;
-				}
-			}
-		}
-	}
-}
-
 /* ---- INT4 ---- */
-
 
 /* f[0..3] = elements 0..31 (low nibbles); f[4..7] = 16 x elements 32..63
  * ("& 0xf0" instead of ">> 4" saves a shift; the 16 is taken out, exactly,
- * by q4_dot). */
+ * by block_dot). */
 AVX2_INLINE void q4_unpack(const uint8_t *q, __m256 f[8])
 {
 	const __m256i lo = _mm256_set1_epi32(0x0f), hi = _mm256_set1_epi32(0xf0);
@@ -230,21 +126,6 @@ AVX2_INLINE void q4_unpack(const uint8_t *q, __m256 f[8])
 	f[7] = _mm256_cvtepi32_ps(_mm256_and_si256(v3, hi));
 }
 
-/* sum(q * x) over one block as 8 lanes: two chains of 4, the high one
- * scaled back by 1/16 (a power of two: exact). */
-AVX2_INLINE __m256 q4_dot(const __m256 f[8], const float *x)
-{
-	__m256 s0 = _mm256_mul_ps(f[0], _mm256_loadu_ps(x));
-	__m256 s1 = _mm256_mul_ps(f[4], _mm256_loadu_ps(x + 32));
-	s0 = _mm256_fmadd_ps(f[1], _mm256_loadu_ps(x + 8), s0);
-	s1 = _mm256_fmadd_ps(f[5], _mm256_loadu_ps(x + 40), s1);
-	s0 = _mm256_fmadd_ps(f[2], _mm256_loadu_ps(x + 16), s0);
-	s1 = _mm256_fmadd_ps(f[6], _mm256_loadu_ps(x + 48), s1);
-	s0 = _mm256_fmadd_ps(f[3], _mm256_loadu_ps(x + 24), s0);
-	s1 = _mm256_fmadd_ps(f[7], _mm256_loadu_ps(x + 56), s1);
-	return _mm256_fmadd_ps(s1, _mm256_set1_ps(0.0625f), s0);
-}
-
 /* (d, m, 0, 0) from the block's two halves. */
 AVX2_INLINE __m128 q4_dm(const coli_block_q4 *blk)
 {
@@ -253,29 +134,78 @@ AVX2_INLINE __m128 q4_dm(const coli_block_q4 *blk)
 	return _mm_cvtph_ps(_mm_cvtsi32_si128((int)bits));
 }
 
-/* matvec: one row, one input, accumulators in registers. */
-AVX2_INLINE float q4_dot_row(const coli_block_q4 *row, int nb, const float *x, const float *xs)
+/* ---- one block, both types (INT4 a constant) ---- */
+
+/* The block at blk as 8 float vectors f (the type's unpack) and its scale
+ * d, broadcast; int4's m in lane 0 of *m. */
+AVX2_INLINE __m256 block_unpack(const char *blk, __m256 f[8], __m128 *m, const int INT4)
 {
+	if (!INT4) {
+		const coli_block_q8 *b8 = (const coli_block_q8 *)blk;
+		q8_unpack(b8->q, f);
+		return _mm256_set1_ps(b8->d);
+	}
+	const coli_block_q4 *b4 = (const coli_block_q4 *)blk;
+	q4_unpack(b4->q, f);
+	const __m128 dm = q4_dm(b4);
+	*m = _mm_movehdup_ps(dm);
+	return _mm256_broadcastss_ps(dm);
+}
+
+/* sum(f * x) over the block as 8 lanes, two chains of 4 whose order is
+ * part of the bits: int8's over the even and the odd vectors, added;
+ * int4's over the low and the high nibbles, the high one scaled back by
+ * 1/16 (a power of two: exact). */
+AVX2_INLINE __m256 block_dot(const __m256 f[8], const float *x, const int INT4)
+{
+	const int step = INT4 ? 1 : 2, c1 = INT4 ? 4 : 1; /* chain 1's first vector */
+	__m256 s0 = _mm256_mul_ps(f[0], _mm256_loadu_ps(x));
+	__m256 s1 = _mm256_mul_ps(f[c1], _mm256_loadu_ps(x + 8 * c1));
+#pragma GCC unroll 3
+	for (int i = 1; i < 4; i++) {
+		s0 = _mm256_fmadd_ps(f[step * i], _mm256_loadu_ps(x + 8 * step * i), s0);
+		s1 = _mm256_fmadd_ps(f[c1 + step * i], _mm256_loadu_ps(x + 8 * (c1 + step * i)), s1);
+	}
+	return INT4 ? _mm256_fmadd_ps(s1, _mm256_set1_ps(0.0625f), s0) : _mm256_add_ps(s0, s1);
+}
+
+/* The lines of a block at p: two for int8's 68 bytes, one for int4's 36. */
+#define BLOCK_PREFETCH(p, hint, INT4)                                                                    \
+	do {                                                                                             \
+		_mm_prefetch((const char *)(p), hint);                                                   \
+		if (!(INT4))                                                                             \
+			_mm_prefetch((const char *)(p) + 64, hint);                                      \
+	} while (0)
+
+/* matvec: one row, one input, accumulators in registers. */
+AVX2_INLINE float row_dot(const char *row, int nb, const float *x, const float *xs, const int INT4)
+{
+	const size_t bb = INT4 ? sizeof(coli_block_q4) : sizeof(coli_block_q8);
 	__m256 acc = _mm256_setzero_ps();
 	__m128 accm = _mm_setzero_ps();
 	for (int b = 0; b < nb; b++) {
+		const char *blk = row + (size_t)b * bb;
 		__m256 f[8];
-		_mm_prefetch((const char *)(row + b) + PF_DIST, _MM_HINT_T0);
-		q4_unpack(row[b].q, f);
-		__m128 dm = q4_dm(&row[b]);
-		acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(dm), q4_dot(f, x + (size_t)b * COLI_QK), acc);
-		accm = _mm_fmadd_ss(_mm_movehdup_ps(dm), _mm_load_ss(xs + b), accm);
+		__m128 m = _mm_setzero_ps();
+		BLOCK_PREFETCH(blk + PF_DIST, _MM_HINT_T0, INT4);
+		const __m256 d = block_unpack(blk, f, &m, INT4);
+		acc = _mm256_fmadd_ps(d, block_dot(f, x + (size_t)b * COLI_QK, INT4), acc);
+		if (INT4)
+			accm = _mm_fmadd_ss(m, _mm_load_ss(xs + b), accm);
 	}
-	return hsum8(acc) + _mm_cvtss_f32(accm);
+	return INT4 ? hsum8(acc) + _mm_cvtss_f32(accm) : hsum8(acc);
 }
 
 /* matmul: a tile of rt <= RT rows against KN inputs (KN constant after
- * inlining), block-major: the inputs' block is reused from L1 by every row
- * of the tile, each unpacked weight block by every input. Per (row, input)
- * the operations are exactly q4_dot_row's, so the bits are too. */
-AVX2_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const float *x, size_t cols,
-			 const float *xs, const int KN, float *y, size_t ystride)
+ * inlining), block-major: the inputs' block (KN x 256 bytes) is reused
+ * from L1 by every row of the tile, each unpacked weight block by every
+ * input. Per (row, input) the operations are exactly row_dot's, so the
+ * bits are too (accumulators in memory: storing a float does not change
+ * it). */
+AVX2_INLINE void tile(const char *row0, int nb, int rt, const float *x, size_t cols, const float *xs,
+		      const int KN, float *y, size_t ystride, const int INT4)
 {
+	const size_t bb = INT4 ? sizeof(coli_block_q4) : sizeof(coli_block_q8), rs = (size_t)nb * bb;
 	__m256 acc[RT][4];
 	__m128 accm[RT][4];
 	for (int i = 0; i < rt; i++)
@@ -287,77 +217,68 @@ AVX2_INLINE void q4_tile(const coli_block_q4 *row0, int nb, int rt, const float 
 	for (int b = 0; b < nb; b++) {
 		const float *xb = x + (size_t)b * COLI_QK;
 		for (int i = 0; i < rt; i++) {
-			const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + b;
+			const char *blk = row0 + (size_t)i * rs + (size_t)b * bb;
 			__m256 f[8];
-			_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
-			q4_unpack(blk->q, f);
-			__m128 dm = q4_dm(blk);
-			__m256 d = _mm256_broadcastss_ps(dm);
-			__m128 m = _mm_movehdup_ps(dm);
+			__m128 m = _mm_setzero_ps();
+			BLOCK_PREFETCH(blk + RT * rs, _MM_HINT_T1, INT4);
+			const __m256 d = block_unpack(blk, f, &m, INT4);
 #pragma GCC unroll 4
 			for (int k = 0; k < KN; k++) {
-				acc[i][k] = _mm256_fmadd_ps(d, q4_dot(f, xb + (size_t)k * cols), acc[i][k]);
-				accm[i][k] = _mm_fmadd_ss(m, _mm_load_ss(xs + (size_t)k * (size_t)nb + b),
-							  accm[i][k]);
+				acc[i][k] = _mm256_fmadd_ps(d, block_dot(f, xb + (size_t)k * cols, INT4), acc[i][k]);
+				if (INT4)
+					accm[i][k] = _mm_fmadd_ss(m, _mm_load_ss(xs + (size_t)k * (size_t)nb + b),
+								  accm[i][k]);
 			}
 		}
 	}
 	for (int i = 0; i < rt; i++)
 #pragma GCC unroll 4
 		for (int k = 0; k < KN; k++)
-			y[(size_t)k * ystride + (size_t)i] = hsum8(acc[i][k]) + _mm_cvtss_f32(accm[i][k]);
+			y[(size_t)k * ystride + (size_t)i] =
+				INT4 ? hsum8(acc[i][k]) + _mm_cvtss_f32(accm[i][k]) : hsum8(acc[i][k]);
 }
 
-AVX2 static void rows_q4_avx2(const coli_qmat *w, const float *x, int n,
-			      const float *xsum, int r0, int r1, float *y)
+/* ---- the drivers (quant_kernels_rows.h) ---- */
+
+/* matvec: one row at a time, its accumulators in registers. */
+AVX2_INLINE int vec_rows(const char *row0, int nb, int left, const float *x, const float *xs, size_t pf,
+			 float *y, const int INT4)
 {
-	int nb = w->cols / COLI_QK;
-	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
-	const coli_block_q4 *W = w->data;
-	if (n == 1) {
-		for (int r = r0; r < r1; r++)
-			y[r] = q4_dot_row(W + (size_t)r * (size_t)nb, nb, x, xsum);
-		return;
-	}
-	int panel = coli_panel_rows(nb * sizeof(coli_block_q4), RT);
-	for (int p0 = r0; p0 < r1; p0 += panel) {
-		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k = 0; k < n; k += 4) {
-			int kn = n - k < 4 ? n - k : 4;
-			const float *xk = x + (size_t)k * cols, *xsk = xsum + (size_t)k * nb;
-			for (int r = p0; r < p1; r += RT) {
-				int rt = p1 - r < RT ? p1 - r : RT;
-				const coli_block_q4 *row0 = W + (size_t)r * (size_t)nb;
-				float *yk = y + (size_t)k * rows + r;
-				switch (kn) {
-				case 4: q4_tile(row0, nb, rt, xk, cols, xsk, 4, yk, rows); break;
-				case 3: q4_tile(row0, nb, rt, xk, cols, xsk, 3, yk, rows); break;
-				case 2: q4_tile(row0, nb, rt, xk, cols, xsk, 2, yk, rows); break;
-				default: q4_tile(row0, nb, rt, xk, cols, xsk, 1, yk, rows); break;
-				}
-			}
-		}
-	}
+	(void)left;
+	(void)pf; /* PF_DIST: a fixed distance measured for these kernels */
+	*y = row_dot(row0, nb, x, xs, INT4);
+	return 1;
 }
 
-coli_rows_fn coli_kernels_avx2_rows(int qtype)
+/* matmul: a tile of up to RT rows against kn <= 4 inputs, kn a constant
+ * inside the tile. */
+AVX2_INLINE int mm_tile(const char *row0, int nb, int left, const float *xk, size_t cols, const float *xsk,
+			int kn, float *y, size_t ystride, const int INT4)
 {
-	/* Every thread computes the same answer; relaxed is enough. */
-	static _Atomic int have = -1;
-	int h = atomic_load_explicit(&have, memory_order_relaxed);
-	if (h < 0) {
-		__builtin_cpu_init();
-		h = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && coli_cpu_has_f16c();
-		atomic_store_explicit(&have, h, memory_order_relaxed);
+	const int rt = left < RT ? left : RT;
+	switch (kn) {
+	case 4: tile(row0, nb, rt, xk, cols, xsk, 4, y, ystride, INT4); break;
+	case 3: tile(row0, nb, rt, xk, cols, xsk, 3, y, ystride, INT4); break;
+	case 2: tile(row0, nb, rt, xk, cols, xsk, 2, y, ystride, INT4); break;
+	default: tile(row0, nb, rt, xk, cols, xsk, 1, y, ystride, INT4); break;
 	}
-	if (!h)
-		return NULL;
-	switch (qtype) {
-	case COLI_Q_F32: return rows_f32_avx2;
-	case COLI_Q_INT8: return rows_q8_avx2;
-	case COLI_Q_INT4: return rows_q4_avx2;
-	default: return NULL;
-	}
+	return rt;
+}
+
+static inline int input_group(int left)
+{
+	return left < 4 ? left : 4;
+}
+
+#define ROWS_ATTR AVX2
+#define ROWS_SFX avx2
+#define ROWS_ENTRY coli_kernels_avx2_rows
+#define ROWS_CPU cpu_has_avx2
+#include "quant_kernels_rows.h"
+
+static int cpu_has_avx2(void)
+{
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && coli_cpu_has_f16c();
 }
 
 #else

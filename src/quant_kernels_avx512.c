@@ -26,7 +26,7 @@
  *
  * matvec takes rows in fours (each block of x is loaded once for four
  * rows: x of 16384 floats does not fit L1) and prefetches the same place
- * a few rows ahead (see PF_ROWS_Q4).
+ * a few rows ahead (see the prefetch rule below).
  *
  * Summation order (what the accuracy bound in quant_kernels.h counts): a block's
  * sum(q*x) is one chain of 4 FMAs over 16 lanes; blocks are accumulated
@@ -57,15 +57,15 @@
  * constants inside a tile so the 12 accumulators stay in registers. */
 #define RT 4
 #define KN_MAX 3
-/* Weights per matmul panel, kept in L2 while every input group passes. */
 /* INT4 blocks whose scales are converted ahead of the dot products (a
  * multiple of 16; the stack buffers are 2 x 4 x this many floats per tile). */
 #define DM_CHUNK 256
 
-/* matvec prefetch distance: the same place in the row PF_ROWS_* rows
- * ahead (two groups of 4 rows for int4, one for int8), kept within
- * [8, 32] KiB. Measured on the development VM (one thread streaming 512
- * MiB of matrices, best of 6, interleaved runs), GB/s:
+/* matvec prefetch distance (quant_kernels_rows.h hands it to vec_rows):
+ * the same place in the row COLI_PF_ROWS_* rows ahead (two groups of 4
+ * rows for int4, one for int8), kept within [8, 32] KiB. Measured on
+ * the development VM (one thread streaming 512 MiB of matrices, best of
+ * 6, interleaved runs), GB/s:
  *                      fixed 8 KiB  fixed 32 KiB  this rule
  *   int4 6144x2048          11.4          10.1       11.6
  *   int4 2048x6144           8.3           9.4       12.6
@@ -75,8 +75,6 @@
  * (6 or 12 rows instead of 8 and 3 or 6 instead of 4: within noise, no
  * better; no prefetch at all: ~9.) The right distance grows with the row
  * because four rows stream side by side. */
-#define PF_ROWS_Q4 COLI_PF_ROWS_Q4
-#define PF_ROWS_Q8 COLI_PF_ROWS_Q8
 
 /* Inputs per tile pass for `left` inputs to go: 1..3 in a tile of
  * constant height (accumulators in registers), or 4 in a tile of run-time
@@ -121,18 +119,6 @@ AVX512_INLINE float f32_dot(const float *a, const float *x, int cols)
 	return coli_avx512_hsum16(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
-AVX512 static void rows_f32_avx512(const coli_qmat *w, const float *x, int n,
-				   const float *xsum, int r0, int r1, float *y)
-{
-	(void)xsum;
-	const float *W = w->data;
-	size_t cols = (size_t)w->cols;
-	for (int r = r0; r < r1; r++)
-		for (int k = 0; k < n; k++)
-			y[(size_t)k * (size_t)w->rows + (size_t)r] =
-				f32_dot(W + (size_t)r * cols, x + (size_t)k * cols, w->cols);
-}
-
 /* ---- shared by INT8 and INT4: sum(f * x) over one block of 64 ---- */
 
 AVX512_INLINE __m512 block_dot(const __m512 f[4], const float *x)
@@ -157,7 +143,7 @@ AVX512_INLINE void q8_unpack(const int8_t *q, __m512 f[4])
  * with its own accumulator in a register. Taking rows in fours loads each
  * block of x once for four rows: with 16384 columns x (64 KiB) no longer
  * fits L1, and one row at a time read 7 bytes of x from L2 per byte of
- * weights. The rows' operations do not mix, so the bits are q8_tile's. */
+ * weights. The rows' operations do not mix, so the bits are tile's. */
 AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const float *x, size_t pf,
 			   float *y)
 {
@@ -184,82 +170,6 @@ AVX512_INLINE void q8_rows(const coli_block_q8 *row0, int nb, const int R, const
 #pragma GCC unroll 4
 	for (int i = 0; i < R; i++)
 		y[i] = coli_avx512_hsum16(acc[i]);
-}
-
-/* A tile of rt <= RT rows against KN inputs, block-major: the inputs'
- * block is reused from L1 by every row, each unpacked weight block by
- * every input. Per (row, input) the operations are exactly q8_rows'. */
-AVX512_INLINE void q8_tile(const coli_block_q8 *row0, int nb, const int rt, const float *x, size_t cols,
-			   const int KN, float *y, size_t ystride)
-{
-	__m512 acc[RT][KN_TILE];
-#pragma GCC unroll 4
-	for (int i = 0; i < rt; i++)
-#pragma GCC unroll 4
-		for (int k = 0; k < KN; k++)
-			acc[i][k] = _mm512_setzero_ps();
-	for (int b = 0; b < nb; b++) {
-		const float *xb = x + (size_t)b * COLI_QK;
-#pragma GCC unroll 4
-		for (int i = 0; i < rt; i++) {
-			const coli_block_q8 *blk = row0 + (size_t)i * (size_t)nb + b;
-			__m512 f[4];
-			_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
-			_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb) + 64, _MM_HINT_T1);
-			q8_unpack(blk->q, f);
-			__m512 d = _mm512_set1_ps(blk->d);
-#pragma GCC unroll 4
-			for (int k = 0; k < KN; k++)
-				acc[i][k] = _mm512_fmadd_ps(d, block_dot(f, xb + (size_t)k * cols), acc[i][k]);
-		}
-	}
-#define ACC(i, k) acc[i][k]
-	TILE_STORE(ACC, ACC, 0, rt, KN, y, ystride);
-#undef ACC
-}
-
-AVX512 static void rows_q8_avx512(const coli_qmat *w, const float *x, int n,
-				  const float *xsum, int r0, int r1, float *y)
-{
-	(void)xsum;
-	int nb = w->cols / COLI_QK;
-	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
-	const coli_block_q8 *W = w->data;
-	if (n == 1) {
-		size_t pf = coli_pf_bytes(nb * sizeof(coli_block_q8), PF_ROWS_Q8);
-		int r = r0;
-		for (; r + 4 <= r1; r += 4)
-			q8_rows(W + (size_t)r * (size_t)nb, nb, 4, x, pf, y + r);
-		for (; r < r1; r++)
-			q8_rows(W + (size_t)r * (size_t)nb, nb, 1, x, pf, y + r);
-		return;
-	}
-	int panel = coli_panel_rows(nb * sizeof(coli_block_q8), RT);
-	for (int p0 = r0; p0 < r1; p0 += panel) {
-		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k = 0, kn; k < n; k += kn) {
-			kn = input_group(n - k);
-			const float *xk = x + (size_t)k * cols;
-			for (int r = p0; r < p1;) {
-				const coli_block_q8 *row0 = W + (size_t)r * (size_t)nb;
-				float *yk = y + (size_t)k * rows + r;
-				if (kn == KN_TILE) {
-					/* run-time height (input_group) */
-					int rt4 = p1 - r < RT ? p1 - r : RT;
-					q8_tile(row0, nb, rt4, xk, cols, KN_TILE, yk, rows);
-					r += rt4;
-					continue;
-				}
-				/* whole tiles, then single rows: constant tile
-				 * heights keep the accumulators in registers */
-				int rt = p1 - r >= RT ? RT : 1;
-#define CALL(RTc, KNc) q8_tile(row0, nb, RTc, xk, cols, KNc, yk, rows)
-				TILE_SWITCH(rt, kn, CALL)
-#undef CALL
-				r += rt;
-			}
-		}
-	}
 }
 
 /* ---- INT4 ---- */
@@ -348,14 +258,54 @@ AVX512_INLINE void q4_rows(const coli_block_q4 *row0, int nb, const int R, const
 		y[i] = coli_avx512_hsum16(acc[i]) + coli_avx512_hsum16(accm[i]);
 }
 
-/* matmul tile: rt <= RT rows against KN inputs, block-major; per (row,
- * input) exactly q4_rows' operations, in the same order. */
-AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, const int rt, const float *x, size_t cols,
-			   const float *xs, const int KN, float *y, size_t ystride)
+/* ---- one block, both types (INT4 a constant) ---- */
+
+/* The block at blk as 4 float vectors f (the type's unpack) and its scale
+ * d, broadcast: int8's read from the block itself (a broadcast memory
+ * operand of the FMA), int4's converted ahead at *d4 (q4_scales). */
+AVX512_INLINE __m512 block_unpack(const char *blk, __m512 f[4], const float *d4, const int INT4)
 {
+	if (INT4) {
+		q4_unpack(((const coli_block_q4 *)blk)->q, f);
+		return _mm512_set1_ps(*d4);
+	}
+	const coli_block_q8 *b8 = (const coli_block_q8 *)blk;
+	q8_unpack(b8->q, f);
+	return _mm512_set1_ps(b8->d);
+}
+
+/* Block c0 + b of row i of the rows at row0 (nb blocks each), as typed
+ * pointer arithmetic: GCC then keeps one pointer per row in a register
+ * (from byte offsets computed by hand it built extra ones and spilled
+ * them in the loop). */
+AVX512_INLINE const char *block_at(const char *row0, int nb, int i, int c0, int b, const int INT4)
+{
+	if (INT4)
+		return (const char *)((const coli_block_q4 *)row0 + (size_t)i * (size_t)nb + c0 + b);
+	return (const char *)((const coli_block_q8 *)row0 + (size_t)i * (size_t)nb + c0 + b);
+}
+
+/* The lines of a block at p: two for int8's 68 bytes, one for int4's 36. */
+#define BLOCK_PREFETCH(p, hint, INT4)                                                                    \
+	do {                                                                                             \
+		_mm_prefetch((const char *)(p), hint);                                                   \
+		if (!(INT4))                                                                             \
+			_mm_prefetch((const char *)(p) + 64, hint);                                      \
+	} while (0)
+
+/* matmul tile: rt <= RT rows against KN inputs, block-major: the inputs'
+ * block is reused from L1 by every row, each unpacked weight block by
+ * every input. Per (row, input) exactly q8_rows' or q4_rows' operations,
+ * in the same order. */
+AVX512_INLINE void tile(const char *row0, int nb, const int rt, const float *x, size_t cols, const float *xs,
+			const int KN, float *y, size_t ystride, const int INT4)
+{
+	const size_t rs = (size_t)nb * (INT4 ? sizeof(coli_block_q4) : sizeof(coli_block_q8));
+	const int chunk = INT4 ? DM_CHUNK : nb;
 	float dbuf[RT][DM_CHUNK], mbuf[RT][DM_CHUNK];
-	/* the m terms are touched once per DM_CHUNK blocks: kept in memory,
-	 * so the RT x KN accumulators of the hot loop keep the registers */
+	/* int4's m terms are touched once per DM_CHUNK blocks: kept in
+	 * memory, so the RT x KN accumulators of the hot loop keep the
+	 * registers */
 	float accm[RT][KN_TILE][16];
 	__m512 acc[RT][KN_TILE];
 #pragma GCC unroll 4
@@ -363,13 +313,14 @@ AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, const int rt, cons
 #pragma GCC unroll 4
 		for (int k = 0; k < KN; k++) {
 			acc[i][k] = _mm512_setzero_ps();
-			_mm512_storeu_ps(accm[i][k], _mm512_setzero_ps());
+			if (INT4)
+				_mm512_storeu_ps(accm[i][k], _mm512_setzero_ps());
 		}
-	for (int c0 = 0; c0 < nb; c0 += DM_CHUNK) {
-		int cn = nb - c0 < DM_CHUNK ? nb - c0 : DM_CHUNK;
+	for (int c0 = 0; c0 < nb; c0 += chunk) {
+		const int cn = nb - c0 < chunk ? nb - c0 : chunk;
 #pragma GCC unroll 4
-		for (int i = 0; i < rt; i++) {
-			q4_scales(row0 + (size_t)i * (size_t)nb + c0, cn, dbuf[i], mbuf[i]);
+		for (int i = 0; INT4 && i < rt; i++) {
+			q4_scales((const coli_block_q4 *)block_at(row0, nb, i, c0, 0, 1), cn, dbuf[i], mbuf[i]);
 #pragma GCC unroll 4
 			for (int k = 0; k < KN; k++)
 				_mm512_storeu_ps(accm[i][k], q4_mterm(mbuf[i], xs + (size_t)k * (size_t)nb + c0, cn,
@@ -379,11 +330,10 @@ AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, const int rt, cons
 			const float *xb = x + (size_t)(c0 + b) * COLI_QK;
 #pragma GCC unroll 4
 			for (int i = 0; i < rt; i++) {
-				const coli_block_q4 *blk = row0 + (size_t)i * (size_t)nb + c0 + b;
+				const char *blk = block_at(row0, nb, i, c0, b, INT4);
 				__m512 f[4];
-				_mm_prefetch((const char *)(blk + (size_t)RT * (size_t)nb), _MM_HINT_T1);
-				q4_unpack(blk->q, f);
-				__m512 d = _mm512_set1_ps(dbuf[i][b]);
+				BLOCK_PREFETCH(blk + RT * rs, _MM_HINT_T1, INT4);
+				const __m512 d = block_unpack(blk, f, &dbuf[i][b], INT4);
 #pragma GCC unroll 4
 				for (int k = 0; k < KN; k++)
 					acc[i][k] = _mm512_fmadd_ps(d, block_dot(f, xb + (size_t)k * cols), acc[i][k]);
@@ -392,74 +342,58 @@ AVX512_INLINE void q4_tile(const coli_block_q4 *row0, int nb, const int rt, cons
 	}
 #define ACC(i, k) acc[i][k]
 #define ACCM(i, k) _mm512_loadu_ps(accm[i][k])
-	TILE_STORE(ACC, ACCM, 1, rt, KN, y, ystride);
+	TILE_STORE(ACC, ACCM, INT4, rt, KN, y, ystride);
 #undef ACC
 #undef ACCM
 }
 
-AVX512 static void rows_q4_avx512(const coli_qmat *w, const float *x, int n,
-				  const float *xsum, int r0, int r1, float *y)
+/* ---- the drivers (quant_kernels_rows.h) ---- */
+
+/* matvec: rows in fours while four are left, then one by one. */
+AVX512_INLINE int vec_rows(const char *row0, int nb, int left, const float *x, const float *xs, size_t pf,
+			   float *y, const int INT4)
 {
-	int nb = w->cols / COLI_QK;
-	size_t cols = (size_t)w->cols, rows = (size_t)w->rows;
-	const coli_block_q4 *W = w->data;
-	if (n == 1) {
-		size_t pf = coli_pf_bytes(nb * sizeof(coli_block_q4), PF_ROWS_Q4);
-		int r = r0;
-		for (; r + 4 <= r1; r += 4)
-			q4_rows(W + (size_t)r * (size_t)nb, nb, 4, x, xsum, pf, y + r);
-		for (; r < r1; r++)
-			q4_rows(W + (size_t)r * (size_t)nb, nb, 1, x, xsum, pf, y + r);
-		return;
-	}
-	int panel = coli_panel_rows(nb * sizeof(coli_block_q4), RT);
-	for (int p0 = r0; p0 < r1; p0 += panel) {
-		int p1 = r1 - p0 < panel ? r1 : p0 + panel;
-		for (int k = 0, kn; k < n; k += kn) {
-			kn = input_group(n - k);
-			const float *xk = x + (size_t)k * cols, *xsk = xsum + (size_t)k * nb;
-			for (int r = p0; r < p1;) {
-				const coli_block_q4 *row0 = W + (size_t)r * (size_t)nb;
-				float *yk = y + (size_t)k * rows + r;
-				if (kn == KN_TILE) {
-					/* run-time height (input_group) */
-					int rt4 = p1 - r < RT ? p1 - r : RT;
-					q4_tile(row0, nb, rt4, xk, cols, xsk, KN_TILE, yk, rows);
-					r += rt4;
-					continue;
-				}
-				/* whole tiles, then single rows: constant tile
-				 * heights keep the accumulators in registers */
-				int rt = p1 - r >= RT ? RT : 1;
-#define CALL(RTc, KNc) q4_tile(row0, nb, RTc, xk, cols, xsk, KNc, yk, rows)
-				TILE_SWITCH(rt, kn, CALL)
-#undef CALL
-				r += rt;
-			}
-		}
-	}
+	const int R = left >= 4 ? 4 : 1;
+	if (INT4 && R == 4)
+		q4_rows((const coli_block_q4 *)row0, nb, 4, x, xs, pf, y);
+	else if (INT4)
+		q4_rows((const coli_block_q4 *)row0, nb, 1, x, xs, pf, y);
+	else if (R == 4)
+		q8_rows((const coli_block_q8 *)row0, nb, 4, x, pf, y);
+	else
+		q8_rows((const coli_block_q8 *)row0, nb, 1, x, pf, y);
+	return R;
 }
 
-coli_rows_fn coli_kernels_avx512_rows(int qtype)
+/* matmul: kn inputs (input_group) against a tile of run-time height for
+ * KN_TILE inputs, else against whole tiles and then single rows: constant
+ * tile heights keep the accumulators in registers. */
+AVX512_INLINE int mm_tile(const char *row0, int nb, int left, const float *xk, size_t cols,
+			  const float *xsk, int kn, float *y, size_t ystride, const int INT4)
 {
-	/* Every thread computes the same answer; relaxed is enough. */
-	static _Atomic int have = -1;
-	int h = atomic_load_explicit(&have, memory_order_relaxed);
-	if (h < 0) {
-		__builtin_cpu_init();
-		h = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-		    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-		    __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && coli_cpu_has_f16c();
-		atomic_store_explicit(&have, h, memory_order_relaxed);
+#define CALL(RTc, KNc) tile(row0, nb, RTc, xk, cols, xsk, KNc, y, ystride, INT4)
+	if (kn == KN_TILE) {
+		const int rt4 = left < RT ? left : RT;
+		CALL(rt4, KN_TILE);
+		return rt4;
 	}
-	if (!h)
-		return NULL;
-	switch (qtype) {
-	case COLI_Q_F32: return rows_f32_avx512;
-	case COLI_Q_INT8: return rows_q8_avx512;
-	case COLI_Q_INT4: return rows_q4_avx512;
-	default: return NULL;
-	}
+	const int rt = left >= RT ? RT : 1;
+	TILE_SWITCH(rt, kn, CALL)
+#undef CALL
+	return rt;
+}
+
+#define ROWS_ATTR AVX512
+#define ROWS_SFX avx512
+#define ROWS_ENTRY coli_kernels_avx512_rows
+#define ROWS_CPU cpu_has_avx512
+#include "quant_kernels_rows.h"
+
+static int cpu_has_avx512(void)
+{
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+	       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && coli_cpu_has_f16c();
 }
 
 #else

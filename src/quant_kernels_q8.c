@@ -137,50 +137,64 @@ int coli_q8act_quantize(coli_q8act *a, const float *x, int n, int cols)
 
 /* ---- portable kernels (the definition of the arithmetic) ---- */
 
+/* Output (row, input k) for int4 weights. */
+static float q4_pair(const coli_block_q4 *row, int nb, const coli_q8act *a, int k)
+{
+	const size_t kb = (size_t)k * (size_t)nb;
+	float acc = 0.0f, accm = 0.0f;
+	for (int b = 0; b < nb; b++) {
+		const int8_t *qx = a->q + (kb + (size_t)b) * COLI_QK;
+		const uint8_t *q = row[b].q;
+		int32_t sum = 0;
+		for (int e = 0; e < COLI_QK / 2; e++)
+			sum += (q[e] & 0x0f) * qx[e] + (q[e] >> 4) * qx[e + COLI_QK / 2];
+		float s = coli_half_to_float(row[b].d) * a->d[kb + (size_t)b];
+		acc = fmaf((float)sum, s, acc);
+		accm = fmaf(coli_half_to_float(row[b].m), a->sx[kb + (size_t)b], accm);
+	}
+	return acc + accm;
+}
+
+/* Output (row, input k) for int8 weights. */
+static float q8_pair(const coli_block_q8 *row, int nb, const coli_q8act *a, int k)
+{
+	const size_t kb = (size_t)k * (size_t)nb;
+	float acc = 0.0f;
+	for (int b = 0; b < nb; b++) {
+		const int8_t *qx = a->q + (kb + (size_t)b) * COLI_QK;
+		const int8_t *q = row[b].q;
+		int32_t sum = 0;
+		for (int e = 0; e < COLI_QK; e++)
+			sum += q[e] * qx[e];
+		acc = fmaf((float)sum, row[b].d * a->d[kb + (size_t)b], acc);
+	}
+	return acc;
+}
+
+/* Every (row, input) pair on its own, rows outer; INT4 a constant. */
+static inline __attribute__((always_inline)) void rows_pairs(const coli_qmat *w, const coli_q8act *a,
+							     int n, int r0, int r1, float *y,
+							     const int INT4)
+{
+	const int nb = w->cols / COLI_QK;
+	const size_t rows = (size_t)w->rows;
+	for (int r = r0; r < r1; r++)
+		for (int k = 0; k < n; k++)
+			y[(size_t)k * rows + (size_t)r] =
+				INT4 ? q4_pair((const coli_block_q4 *)w->data + (size_t)r * (size_t)nb, nb, a, k)
+				     : q8_pair((const coli_block_q8 *)w->data + (size_t)r * (size_t)nb, nb, a, k);
+}
+
 static void rows_q4_generic(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
 			    float *y)
 {
-	int nb = w->cols / COLI_QK;
-	for (int r = r0; r < r1; r++) {
-		const coli_block_q4 *row = (const coli_block_q4 *)w->data + (size_t)r * (size_t)nb;
-		for (int k = 0; k < n; k++) {
-			size_t kb = (size_t)k * (size_t)nb;
-			float acc = 0.0f, accm = 0.0f;
-			for (int b = 0; b < nb; b++) {
-				const int8_t *qx = a->q + (kb + (size_t)b) * COLI_QK;
-				const uint8_t *q = row[b].q;
-				int32_t sum = 0;
-				for (int e = 0; e < COLI_QK / 2; e++)
-					sum += (q[e] & 0x0f) * qx[e] + (q[e] >> 4) * qx[e + COLI_QK / 2];
-				float s = coli_half_to_float(row[b].d) * a->d[kb + (size_t)b];
-				acc = fmaf((float)sum, s, acc);
-				accm = fmaf(coli_half_to_float(row[b].m), a->sx[kb + (size_t)b], accm);
-			}
-			y[(size_t)k * (size_t)w->rows + (size_t)r] = acc + accm;
-		}
-	}
+	rows_pairs(w, a, n, r0, r1, y, 1);
 }
 
 static void rows_q8_generic(const coli_qmat *w, const coli_q8act *a, int n, int r0, int r1,
 			    float *y)
 {
-	int nb = w->cols / COLI_QK;
-	for (int r = r0; r < r1; r++) {
-		const coli_block_q8 *row = (const coli_block_q8 *)w->data + (size_t)r * (size_t)nb;
-		for (int k = 0; k < n; k++) {
-			size_t kb = (size_t)k * (size_t)nb;
-			float acc = 0.0f;
-			for (int b = 0; b < nb; b++) {
-				const int8_t *qx = a->q + (kb + (size_t)b) * COLI_QK;
-				const int8_t *q = row[b].q;
-				int32_t sum = 0;
-				for (int e = 0; e < COLI_QK; e++)
-					sum += q[e] * qx[e];
-				acc = fmaf((float)sum, row[b].d * a->d[kb + (size_t)b], acc);
-			}
-			y[(size_t)k * (size_t)w->rows + (size_t)r] = acc;
-		}
-	}
+	rows_pairs(w, a, n, r0, r1, y, 0);
 }
 
 /* ---- path choice: follows quant_kernels.c's unless a test forces one ---- */
@@ -197,9 +211,7 @@ static coli_q8_rows_fn path_rows(int path, int qtype)
 	case P_AVXVNNI: return coli_kernels_q8_avxvnni_rows(qtype);
 	case P_AVX2: return coli_kernels_q8_avx2_rows(qtype);
 	default:
-		return qtype == COLI_Q_INT8 ? rows_q8_generic
-		       : qtype == COLI_Q_INT4 ? rows_q4_generic
-					      : NULL;
+		return coli_q8_rows_pick(1, qtype, rows_q8_generic, rows_q4_generic);
 	}
 }
 

@@ -116,6 +116,15 @@ int coli_kernels_q8_force_path(const char *name);
  * quantized in a (inputs 0..n-1 of a). */
 typedef void (*coli_q8_rows_fn)(const coli_qmat *w, const coli_q8act *a, int n, int r0,
 				int r1, float *y);
+/* Each path's table: q8 for INT8 weights, q4 for INT4, NULL for others
+ * (or for a path the CPU lacks, have == 0). */
+static inline coli_q8_rows_fn coli_q8_rows_pick(int have, int qtype, coli_q8_rows_fn q8,
+						coli_q8_rows_fn q4)
+{
+	if (!have)
+		return NULL;
+	return qtype == COLI_Q_INT8 ? q8 : qtype == COLI_Q_INT4 ? q4 : NULL;
+}
 coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype);
 coli_q8_rows_fn coli_kernels_q8_avx2_rows(int qtype);
 coli_q8_rows_fn coli_kernels_q8_avxvnni_rows(int qtype);

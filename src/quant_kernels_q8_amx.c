@@ -5,10 +5,11 @@
  * One tile product gives the exact integer block sums I_b of 16 inputs x
  * 16 rows at once: A = 16 inputs' block b (64 bytes each, read straight
  * from the quantized x, row stride cols), B = block b of 16 weight rows
- * transposed to dwords (B row j = dword j of the 16 rows, the layout the
- * VNNI path builds in registers), C = A.B: C row i holds input i's 16 rows
- * in its lanes, exactly the register the AVX-512 VNNI path gets from its
- * 16 vpdpbusd. From there the float part is that path's, lane for lane:
+ * transposed to dwords (B row j = dword j of the 16 rows, by the
+ * transposes the VNNI path keeps in registers:
+ * quant_kernels_q8_avx512_blocks.h), C = A.B: C row i holds input i's 16
+ * rows in its lanes, exactly the register the AVX-512 VNNI path gets from
+ * its 16 vpdpbusd. From there the float part is that path's, lane for lane:
  * acc = fma((float)I_b, d_w * d_x, acc), b ascending, one chain per
  * output; int4 adds accm = fma(m_b, sx_b, accm) and y = acc + accm.
  *
@@ -58,6 +59,7 @@
 
 #include "coli_log.h"
 #include "quant_kernels_avx512_inline.h"
+#include "quant_kernels_q8_avx512_blocks.h"
 
 #define AMX_TARGET COLI_AVX512_TARGET ",amx-tile,amx-int8"
 #define AMX __attribute__((target(AMX_TARGET)))
@@ -108,101 +110,23 @@ AMX_INLINE void tiles_config(struct tilecfg *c, int n)
 	_tile_loadconfig(c);
 }
 
-AMX_INLINE __mmask16 rows_mask(int nr)
+/* ---- the B tiles: block b of 16 weight rows, B row j = the W[j] of
+ * quant_kernels_q8_avx512_blocks.h (int4: unsigned nibbles, j < 8 low
+ * ones, elements 4j..; j >= 8 high ones, 32 + 4(j - 8)..; lanes in
+ * q4_perm() order. int8: signed as stored, lanes in row order) ---- */
+
+/* Block of nr rows at blk (row stride nb blocks) into B (16 x 64 bytes),
+ * and the rows' d and int4's m (rows >= nr: zero). */
+AMX_INLINE void b_tile(const void *blk, int nb, int nr, int8_t *B, __m512 *dv, __m512 *mv, const int INT4)
 {
-	return nr >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nr) - 1u);
-}
-
-/* Four rows' registers R[0..3] -> U[c]: in each 128-bit lane, dword c of
- * that lane of the four rows, in row order (two stages of a dword
- * transpose) */
-AMX_INLINE void dword_quad(const __m512i R[4], __m512i U[4])
-{
-	__m512i t0 = _mm512_unpacklo_epi32(R[0], R[1]), t1 = _mm512_unpackhi_epi32(R[0], R[1]);
-	__m512i t2 = _mm512_unpacklo_epi32(R[2], R[3]), t3 = _mm512_unpackhi_epi32(R[2], R[3]);
-	U[0] = _mm512_unpacklo_epi64(t0, t2);
-	U[1] = _mm512_unpackhi_epi64(t0, t2);
-	U[2] = _mm512_unpacklo_epi64(t1, t3);
-	U[3] = _mm512_unpackhi_epi64(t1, t3);
-}
-
-/* ---- INT4: B row j = dword j of the 16 rows' unpacked nibbles (j < 8:
- * low nibbles, elements 4j..; j >= 8: high, 32 + 4(j - 8)..), lanes in
- * q4_perm() order (rows i and i + 8 share a register before the
- * transpose, which saves two shuffle stages) ---- */
-
-AMX_INLINE __m512i q4_perm(void)
-{
-	return _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
-}
-
-/* Block of nr rows (row stride nb blocks) into B (16 x 64 bytes), and the
- * rows' d and m (rows >= nr: zero). */
-AMX_INLINE void q4_tile(const coli_block_q4 *blk, int nb, int nr, int8_t *B, __m512 *dv, __m512 *mv)
-{
-	__m512i R[8], U[2][4];
-	const size_t rs = (size_t)nb;
-#pragma GCC unroll 8
-	for (int i = 0; i < 8; i++) {
-		__m256i lo = i < nr ? _mm256_loadu_si256((const __m256i *)blk[(size_t)i * rs].q)
-				    : _mm256_setzero_si256();
-		__m256i hi = i + 8 < nr ? _mm256_loadu_si256((const __m256i *)blk[(size_t)(i + 8) * rs].q)
-					: _mm256_setzero_si256();
-		R[i] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-	}
-	dword_quad(R, U[0]);
-	dword_quad(R + 4, U[1]);
-	const __m512i m4 = _mm512_set1_epi8(0x0f);
-#pragma GCC unroll 4
-	for (int c = 0; c < 4; c++) {
-		__m512i d0 = _mm512_shuffle_i32x4(U[0][c], U[1][c], _MM_SHUFFLE(2, 0, 2, 0));
-		__m512i d4 = _mm512_shuffle_i32x4(U[0][c], U[1][c], _MM_SHUFFLE(3, 1, 3, 1));
-		_mm512_store_si512(B + 64 * c, _mm512_and_si512(d0, m4));
-		_mm512_store_si512(B + 64 * (c + 4), _mm512_and_si512(d4, m4));
-		_mm512_store_si512(B + 64 * (c + 8), _mm512_and_si512(_mm512_srli_epi32(d0, 4), m4));
-		_mm512_store_si512(B + 64 * (c + 12), _mm512_and_si512(_mm512_srli_epi32(d4, 4), m4));
-	}
-	/* (d, m) pairs: 36-byte blocks, 9 dwords */
-	const __m512i idx = _mm512_mullo_epi32(q4_perm(), _mm512_set1_epi32(9 * nb));
-	__mmask16 k = _mm512_cmplt_epi32_mask(q4_perm(), _mm512_set1_epi32(nr));
-	__m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), k, idx, blk, 4);
-	*dv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
-	*mv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
-}
-
-/* ---- INT8: B row j = dword j of the 16 rows (signed, as stored), lanes
- * in row order ---- */
-
-AMX_INLINE void q8_tile(const coli_block_q8 *blk, int nb, int nr, int8_t *B, __m512 *dv)
-{
-	__m512i R[16], U[4][4];
-	const size_t rs = (size_t)nb;
+	__m512i W[16];
+	if (INT4)
+		q4_block(blk, nb, 0, nr, W, dv, mv);
+	else
+		q8_block(blk, nb, 0, nr, 0, W, dv);
 #pragma GCC unroll 16
-	for (int i = 0; i < 16; i++)
-		R[i] = i < nr ? _mm512_loadu_si512(blk[(size_t)i * rs].q) : _mm512_setzero_si512();
-	/* U[q][c], 128-bit lane L: rows 4q..4q+3, dword 4L + c */
-#pragma GCC unroll 4
-	for (int q = 0; q < 4; q++)
-		dword_quad(R + 4 * q, U[q]);
-#pragma GCC unroll 4
-	for (int c = 0; c < 4; c++) {
-		/* e0: (quad 0 lane 0, quad 0 lane 2, quad 1 lane 0, quad 1 lane 2),
-		 * e1 the same with lanes 1 and 3, f0 and f1 for quads 2 and 3;
-		 * then B row 4L + c = lane L of the four quads */
-		__m512i e0 = _mm512_shuffle_i32x4(U[0][c], U[1][c], _MM_SHUFFLE(2, 0, 2, 0));
-		__m512i e1 = _mm512_shuffle_i32x4(U[0][c], U[1][c], _MM_SHUFFLE(3, 1, 3, 1));
-		__m512i f0 = _mm512_shuffle_i32x4(U[2][c], U[3][c], _MM_SHUFFLE(2, 0, 2, 0));
-		__m512i f1 = _mm512_shuffle_i32x4(U[2][c], U[3][c], _MM_SHUFFLE(3, 1, 3, 1));
-		_mm512_store_si512(B + 64 * c, _mm512_shuffle_i32x4(e0, f0, _MM_SHUFFLE(2, 0, 2, 0)));
-		_mm512_store_si512(B + 64 * (c + 8), _mm512_shuffle_i32x4(e0, f0, _MM_SHUFFLE(3, 1, 3, 1)));
-		_mm512_store_si512(B + 64 * (c + 4), _mm512_shuffle_i32x4(e1, f1, _MM_SHUFFLE(2, 0, 2, 0)));
-		_mm512_store_si512(B + 64 * (c + 12), _mm512_shuffle_i32x4(e1, f1, _MM_SHUFFLE(3, 1, 3, 1)));
-	}
-	/* d of the 16 rows: 68-byte blocks, 17 dwords */
-	const __m512i idx = _mm512_mullo_epi32(
-		_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-		_mm512_set1_epi32(17 * nb));
-	*dv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), rows_mask(nr), idx, blk, 4);
+	for (int j = 0; j < 16; j++)
+		_mm512_store_si512(B + 64 * j, W[j]);
 }
 
 /* ---- both weight types ---- */
@@ -301,6 +225,7 @@ AMX_INLINE void panel_pass(struct panel *P, const char *row0, size_t row_bytes, 
 			   const coli_q8act *a, int n, int k0, int kn, float *y, size_t ystride,
 			   const int INT4)
 {
+	const size_t blk_bytes = INT4 ? sizeof(coli_block_q4) : sizeof(coli_block_q8);
 	const int ng = nr > GROUP ? 2 : 1;
 	for (int g = 0; g < ng; g++)
 		for (int k = 0; k < kn; k++)
@@ -310,14 +235,9 @@ AMX_INLINE void panel_pass(struct panel *P, const char *row0, size_t row_bytes, 
 		for (int g = 0; g < ng; g++) {
 			const int gr = nr - GROUP * g < GROUP ? nr - GROUP * g : GROUP;
 			const char *rg = row0 + (size_t)(GROUP * g) * row_bytes;
-			for (int c = 0; c < bn; c++) {
-				if (INT4)
-					q4_tile((const coli_block_q4 *)rg + b0 + c, nb, gr, P->B[g][c],
-						&P->dv[g][c], &P->mv[g][c]);
-				else
-					q8_tile((const coli_block_q8 *)rg + b0 + c, nb, gr, P->B[g][c],
-						&P->dv[g][c]);
-			}
+			for (int c = 0; c < bn; c++)
+				b_tile(rg + (size_t)(b0 + c) * blk_bytes, nb, gr, P->B[g][c], &P->dv[g][c],
+				       &P->mv[g][c], INT4);
 		}
 		TILE_FENCE(P);
 		for (int t = 0; t < kn; t += GROUP)
@@ -442,13 +362,7 @@ static void rows_q8_pick(const coli_qmat *w, const coli_q8act *a, int n, int r0,
 
 coli_q8_rows_fn coli_kernels_q8_amx_rows(int qtype)
 {
-	if (!have_amx())
-		return NULL;
-	switch (qtype) {
-	case COLI_Q_INT8: return rows_q8_pick;
-	case COLI_Q_INT4: return rows_q4_pick;
-	default: return NULL;
-	}
+	return coli_q8_rows_pick(have_amx(), qtype, rows_q8_pick, rows_q4_pick);
 }
 
 #else

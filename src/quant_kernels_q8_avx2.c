@@ -153,13 +153,7 @@ coli_q8_quant_fn coli_kernels_q8_avx2_quant(void)
 
 coli_q8_rows_fn coli_kernels_q8_avx2_rows(int qtype)
 {
-	if (!have_avx2())
-		return NULL;
-	switch (qtype) {
-	case COLI_Q_INT8: return rows_q8_avx2;
-	case COLI_Q_INT4: return rows_q4_avx2;
-	default: return NULL;
-	}
+	return coli_q8_rows_pick(have_avx2(), qtype, rows_q8_avx2, rows_q4_avx2);
 }
 
 #else

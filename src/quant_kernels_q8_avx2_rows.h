@@ -133,24 +133,37 @@ Q8_INLINE __m256i join(__m256i A, __m256i B)
 				_mm256_permute2x128_si256(A, B, 0x31));
 }
 
-/* The group's rows: byte offsets from its first row (rows past cnt repeat
- * the last one) and the store mask. */
-Q8_INLINE void group_rows(size_t row_bytes, int cnt, size_t off[8], __m256i *mask)
+/* Rows g..g+cnt-1 of w (cnt <= 8): the first one's address, the byte
+ * offsets of the 8 from it (rows past cnt repeat the last one, so their
+ * loads stay in bounds) and the store mask. */
+struct group8 {
+	const char *base;
+	size_t off[8];
+	__m256i mask;
+	int cnt;
+};
+
+Q8_INLINE void group_rows(struct group8 *G, const coli_qmat *w, size_t blk_bytes, int g, int cnt)
 {
+	const size_t row_bytes = (size_t)(w->cols / COLI_QK) * blk_bytes;
 	int32_t m[8];
+	G->base = (const char *)w->data + (size_t)g * row_bytes;
+	G->cnt = cnt;
 	for (int i = 0; i < 8; i++) {
-		off[i] = (size_t)(i < cnt ? i : cnt - 1) * row_bytes;
+		G->off[i] = (size_t)(i < cnt ? i : cnt - 1) * row_bytes;
 		m[i] = i < cnt ? -1 : 0;
 	}
-	*mask = _mm256_loadu_si256((const __m256i *)m);
+	G->mask = _mm256_loadu_si256((const __m256i *)m);
 }
 
-Q8_INLINE void store_rows(float *y, __m256 v, int cnt, __m256i mask)
+/* v's lanes as rows g.. of input k of y (Y[n][w->rows]). */
+Q8_INLINE void store_rows(const struct group8 *G, const coli_qmat *w, int g, int k, float *y, __m256 v)
 {
-	if (cnt == 8)
+	y += (size_t)k * (size_t)w->rows + (size_t)g;
+	if (G->cnt == 8)
 		_mm256_storeu_ps(y, v);
 	else
-		_mm256_maskstore_ps(y, mask, v);
+		_mm256_maskstore_ps(y, G->mask, v);
 }
 
 /* Prefetch distance: the same block of the next group of 8 rows, far
@@ -173,11 +186,8 @@ Q8_INLINE void q4_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 			size_t pf, float *y)
 {
 	const int nb = w->cols / COLI_QK;
-	const size_t row_bytes = (size_t)nb * sizeof(coli_block_q4);
-	const char *base = (const char *)w->data + (size_t)g * row_bytes;
-	size_t off[8];
-	__m256i mask;
-	group_rows(row_bytes, cnt, off, &mask);
+	struct group8 G;
+	group_rows(&G, w, sizeof(coli_block_q4), g, cnt);
 	/* (d, m) dwords -> d halves in 128-bit lane 0, m halves in lane 1 */
 	const __m256i dmsplit = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
 						 0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
@@ -185,11 +195,11 @@ Q8_INLINE void q4_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 	for (int kk = 0; kk < kn; kk++)
 		acc[kk] = accm[kk] = _mm256_setzero_ps();
 	for (int b = 0; b < nb; b++) {
-		const char *bb = base + (size_t)b * sizeof(coli_block_q4);
+		const char *bb = G.base + (size_t)b * sizeof(coli_block_q4);
 #pragma GCC unroll 8
 		for (int i = 0; i < 8; i++)
-			_mm_prefetch(bb + off[i] + pf, _MM_HINT_T0);
-		__m256i dm = col_dwords(bb, off);
+			_mm_prefetch(bb + G.off[i] + pf, _MM_HINT_T0);
+		__m256i dm = col_dwords(bb, G.off);
 		dm = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(dm, dmsplit), 0xd8);
 		const __m256 dw = _mm256_cvtph_ps(_mm256_castsi256_si128(dm));
 		const __m256 mw = _mm256_cvtph_ps(_mm256_extracti128_si256(dm, 1));
@@ -201,7 +211,7 @@ Q8_INLINE void q4_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 #pragma GCC unroll 2
 			for (int h = 0; h < 2; h++) {
 				__m256i t[4], lo[4], hi[4];
-				load_t4(bb + offsetof(coli_block_q4, q), off + 4 * h, t);
+				load_t4(bb + offsetof(coli_block_q4, q), G.off + 4 * h, t);
 				q4_prep(t, lo, hi);
 				AB[h] = q4_dot(lo, hi, X);
 			}
@@ -212,7 +222,7 @@ Q8_INLINE void q4_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 		}
 		/* the block prepared once for the tile of inputs */
 		__m256i t[8], lo[8], hi[8];
-		load_t8(bb + offsetof(coli_block_q4, q), off, t);
+		load_t8(bb + offsetof(coli_block_q4, q), G.off, t);
 		q4_prep(t, lo, hi);
 		q4_prep(t + 4, lo + 4, hi + 4);
 		for (int kk = 0; kk < kn; kk++) {
@@ -226,8 +236,7 @@ Q8_INLINE void q4_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 		}
 	}
 	for (int kk = 0; kk < kn; kk++)
-		store_rows(y + (size_t)(k0 + kk) * (size_t)w->rows + (size_t)g,
-			   _mm256_add_ps(acc[kk], accm[kk]), cnt, mask);
+		store_rows(&G, w, g, k0 + kk, y, _mm256_add_ps(acc[kk], accm[kk]));
 }
 
 /* ---- INT8 ---- */
@@ -236,22 +245,19 @@ Q8_INLINE void q8_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 			size_t pf, float *y)
 {
 	const int nb = w->cols / COLI_QK;
-	const size_t row_bytes = (size_t)nb * sizeof(coli_block_q8);
-	const char *base = (const char *)w->data + (size_t)g * row_bytes;
-	size_t off[8];
-	__m256i mask;
-	group_rows(row_bytes, cnt, off, &mask);
+	struct group8 G;
+	group_rows(&G, w, sizeof(coli_block_q8), g, cnt);
 	__m256 acc[Q8_KT];
 	for (int kk = 0; kk < kn; kk++)
 		acc[kk] = _mm256_setzero_ps();
 	for (int b = 0; b < nb; b++) {
-		const char *bb = base + (size_t)b * sizeof(coli_block_q8);
+		const char *bb = G.base + (size_t)b * sizeof(coli_block_q8);
 		/* one line per row and block (68 bytes): the block's last one,
 		 * mostly the next block's first */
 #pragma GCC unroll 8
 		for (int i = 0; i < 8; i++)
-			_mm_prefetch(bb + off[i] + pf + 64, _MM_HINT_T0);
-		const __m256 dw = _mm256_castsi256_ps(col_dwords(bb, off));
+			_mm_prefetch(bb + G.off[i] + pf + 64, _MM_HINT_T0);
+		const __m256 dw = _mm256_castsi256_ps(col_dwords(bb, G.off));
 		if (kn == 1) {
 			/* decode: half a block (32 bytes) of a quad of rows at a
 			 * time, the operands in registers */
@@ -265,7 +271,7 @@ Q8_INLINE void q8_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 #pragma GCC unroll 2
 				for (int q = 0; q < 2; q++) {
 					__m256i t[4], p[Q8_NP];
-					load_t4(bb + offsetof(coli_block_q8, q) + 32 * h, off + 4 * q, t);
+					load_t4(bb + offsetof(coli_block_q8, q) + 32 * h, G.off + 4 * q, t);
 					q8_prep(t, p);
 					AB[q] = q8_dot(p, X, AB[q]);
 				}
@@ -280,7 +286,7 @@ Q8_INLINE void q8_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 #pragma GCC unroll 2
 		for (int h = 0; h < 2; h++) {
 			__m256i t[8];
-			load_t8(bb + offsetof(coli_block_q8, q) + 32 * h, off, t);
+			load_t8(bb + offsetof(coli_block_q8, q) + 32 * h, G.off, t);
 			q8_prep(t, p[h][0]);
 			q8_prep(t + 4, p[h][1]);
 		}
@@ -298,7 +304,7 @@ Q8_INLINE void q8_group(const coli_qmat *w, const coli_q8act *a, int g, int cnt,
 		}
 	}
 	for (int kk = 0; kk < kn; kk++)
-		store_rows(y + (size_t)(k0 + kk) * (size_t)w->rows + (size_t)g, acc[kk], cnt, mask);
+		store_rows(&G, w, g, k0 + kk, y, acc[kk]);
 }
 
 /* ---- both weight types ---- */

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "quant_kernels_avx512_inline.h"
+#include "quant_kernels_q8_avx512_blocks.h"
 
 #define TARGET_Q8_512 COLI_AVX512_TARGET ",avx512vnni"
 #define AVX512 __attribute__((target(TARGET_Q8_512)))
@@ -55,11 +56,6 @@ AVX512_INLINE void group_prefetch(const void *row0, int nb, size_t blk_bytes, in
 		_mm_prefetch(p + l, _MM_HINT_T1);
 }
 
-AVX512_INLINE __mmask16 rows_mask(int nr)
-{
-	return nr >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nr) - 1u);
-}
-
 /* x's 4-byte group at p, broadcast (vpdpbusd's m32bcst operand) */
 AVX512_INLINE __m512i bcast4(const int8_t *p)
 {
@@ -68,69 +64,7 @@ AVX512_INLINE __m512i bcast4(const int8_t *p)
 	return _mm512_set1_epi32(v);
 }
 
-/* Four rows' registers R[0..3] -> U[c], c = 0..3: in each 128-bit lane,
- * element c of that lane of the four rows, in row order (the first two
- * stages of a dword transpose, both weight types) */
-AVX512_INLINE void dword_quad(const __m512i R[4], __m512i U[4])
-{
-	__m512i t0 = _mm512_unpacklo_epi32(R[0], R[1]), t1 = _mm512_unpackhi_epi32(R[0], R[1]);
-	__m512i t2 = _mm512_unpacklo_epi32(R[2], R[3]), t3 = _mm512_unpackhi_epi32(R[2], R[3]);
-	U[0] = _mm512_unpacklo_epi64(t0, t2);
-	U[1] = _mm512_unpackhi_epi64(t0, t2);
-	U[2] = _mm512_unpacklo_epi64(t1, t3);
-	U[3] = _mm512_unpackhi_epi64(t1, t3);
-}
-
 /* ---- INT4 ---- */
-
-/* Lane l of the int4 transpose holds row q4_perm()[l] of the group: rows i
- * and i + 8 share a register before the transpose (one 256-bit half
- * each), which saves two shuffle stages and leaves this order. */
-AVX512_INLINE __m512i q4_perm(void)
-{
-	return _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
-}
-
-/* Block b of the group's nr rows (row stride nb blocks) as 16 registers
- * of unsigned nibbles W[j] (lanes in q4_perm() order; rows >= nr are 0),
- * and their d and m as floats. */
-AVX512_INLINE void q4_block(const coli_block_q4 *blk, int nb, const int FULL, int nr,
-			    __m512i W[16], __m512 *dv, __m512 *mv)
-{
-	__m512i R[8], U[2][4];
-	const size_t rs = (size_t)nb;
-#pragma GCC unroll 8
-	for (int i = 0; i < 8; i++) {
-		__m256i lo = FULL || i < nr ? _mm256_loadu_si256((const __m256i *)blk[(size_t)i * rs].q)
-					    : _mm256_setzero_si256();
-		__m256i hi = FULL || i + 8 < nr
-				     ? _mm256_loadu_si256((const __m256i *)blk[(size_t)(i + 8) * rs].q)
-				     : _mm256_setzero_si256();
-		R[i] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-	}
-	/* U[q][c], 128-bit lane L: rows 4q..4q+3 (L = 0, 1) or 8+4q.. (L = 2,
-	 * 3) of dword c (L even) or c + 4 (L odd) */
-	dword_quad(R, U[0]);
-	dword_quad(R + 4, U[1]);
-	const __m512i m4 = _mm512_set1_epi8(0x0f);
-#pragma GCC unroll 4
-	for (int c = 0; c < 4; c++) {
-		__m512i d0 = _mm512_shuffle_i32x4(U[0][c], U[1][c], _MM_SHUFFLE(2, 0, 2, 0));
-		__m512i d4 = _mm512_shuffle_i32x4(U[0][c], U[1][c], _MM_SHUFFLE(3, 1, 3, 1));
-		W[c] = _mm512_and_si512(d0, m4);
-		W[c + 4] = _mm512_and_si512(d4, m4);
-		W[c + 8] = _mm512_and_si512(_mm512_srli_epi32(d0, 4), m4);
-		W[c + 12] = _mm512_and_si512(_mm512_srli_epi32(d4, 4), m4);
-	}
-	/* (d, m) pairs of the 16 rows: 36-byte blocks, 9 dwords */
-	const int s9 = 9 * nb;
-	const __m512i idx = _mm512_mullo_epi32(q4_perm(), _mm512_set1_epi32(s9));
-	__mmask16 k = FULL ? (__mmask16)0xffff
-			   : _mm512_cmplt_epi32_mask(q4_perm(), _mm512_set1_epi32(nr));
-	__m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), k, idx, blk, 4);
-	*dv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
-	*mv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
-}
 
 /* I_b of the 16 rows against one input's block xb, exact int32, added to
  * init (0 for int4; -128 sum(qx) for int8's offset form) */
@@ -213,8 +147,8 @@ AVX512_INLINE void q4_group(const coli_block_q4 *row0, int nb, const int FULL, i
 			accm[k] = _mm512_fmadd_ps(mv, _mm512_set1_ps(a->sx[kb]), accm[k]);
 		}
 	}
-	/* lanes back to row order */
-	const __m512i back = q4_perm(); /* the order is its own inverse */
+	/* lanes back to row order (q4_perm is its own inverse) */
+	const __m512i back = q4_perm();
 	const __mmask16 st = rows_mask(nr);
 	for (int k = 0; k < cnt; k++)
 		_mm512_mask_storeu_ps(y + (size_t)(k0 + k) * ystride, st,
@@ -222,49 +156,6 @@ AVX512_INLINE void q4_group(const coli_block_q4 *row0, int nb, const int FULL, i
 }
 
 /* ---- INT8 ---- */
-
-/* Block b of the group's nr rows as 16 registers of q + 128 (dword j of
- * every row, lanes in row order; rows >= nr are 0) and their d. */
-AVX512_INLINE void q8_block(const coli_block_q8 *blk, int nb, const int FULL, int nr,
-			    __m512i W[16], __m512 *dv)
-{
-	__m512i R[16], U[4][4], V[2][4][2];
-	const size_t rs = (size_t)nb;
-#pragma GCC unroll 16
-	for (int i = 0; i < 16; i++)
-		R[i] = FULL || i < nr ? _mm512_loadu_si512(blk[(size_t)i * rs].q) : _mm512_setzero_si512();
-	/* U[q][c], 128-bit lane L: rows 4q..4q+3, dword 4L + c */
-#pragma GCC unroll 4
-	for (int q = 0; q < 4; q++)
-		dword_quad(R + 4 * q, U[q]);
-	/* V[h][c][0]: lanes (quad 2h lane 0, quad 2h lane 2, quad 2h+1 lane 0,
-	 * quad 2h+1 lane 2); V[h][c][1] the same with lanes 1 and 3 */
-#pragma GCC unroll 2
-	for (int h = 0; h < 2; h++)
-#pragma GCC unroll 4
-		for (int c = 0; c < 4; c++) {
-			V[h][c][0] = _mm512_shuffle_i32x4(U[2 * h][c], U[2 * h + 1][c], _MM_SHUFFLE(2, 0, 2, 0));
-			V[h][c][1] = _mm512_shuffle_i32x4(U[2 * h][c], U[2 * h + 1][c], _MM_SHUFFLE(3, 1, 3, 1));
-		}
-	const __m512i off = _mm512_set1_epi8((char)0x80);
-#pragma GCC unroll 4
-	for (int c = 0; c < 4; c++) {
-		/* dword 4L + c of rows 0..15 in order */
-		W[c] = _mm512_shuffle_i32x4(V[0][c][0], V[1][c][0], _MM_SHUFFLE(2, 0, 2, 0));
-		W[c + 8] = _mm512_shuffle_i32x4(V[0][c][0], V[1][c][0], _MM_SHUFFLE(3, 1, 3, 1));
-		W[c + 4] = _mm512_shuffle_i32x4(V[0][c][1], V[1][c][1], _MM_SHUFFLE(2, 0, 2, 0));
-		W[c + 12] = _mm512_shuffle_i32x4(V[0][c][1], V[1][c][1], _MM_SHUFFLE(3, 1, 3, 1));
-		W[c] = _mm512_xor_si512(W[c], off);
-		W[c + 4] = _mm512_xor_si512(W[c + 4], off);
-		W[c + 8] = _mm512_xor_si512(W[c + 8], off);
-		W[c + 12] = _mm512_xor_si512(W[c + 12], off);
-	}
-	/* d of the 16 rows: 68-byte blocks, 17 dwords */
-	const __m512i idx = _mm512_mullo_epi32(
-		_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-		_mm512_set1_epi32(17 * nb));
-	*dv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), rows_mask(FULL ? GROUP : nr), idx, blk, 4);
-}
 
 AVX512_INLINE void q8_group(const coli_block_q8 *row0, int nb, const int FULL, int nr,
 			    const coli_q8act *a, int k0, const int KN, int kn, float *y,
@@ -279,7 +170,7 @@ AVX512_INLINE void q8_group(const coli_block_q8 *row0, int nb, const int FULL, i
 		__m512i W[16];
 		__m512 dv;
 		group_prefetch(row0, nb, sizeof *row0, b);
-		q8_block(row0 + b, nb, FULL, nr, W, &dv);
+		q8_block(row0 + b, nb, FULL, nr, 1, W, &dv); /* q + 128 */
 		int k = 0;
 		for (; k + 4 <= cnt; k += 4) {
 			const size_t kb = (size_t)(k0 + k) * (size_t)nb + (size_t)b;
@@ -417,13 +308,7 @@ coli_q8_quant_fn coli_kernels_q8_avx512_quant(void)
 
 coli_q8_rows_fn coli_kernels_q8_avx512_rows(int qtype)
 {
-	if (!have_vnni())
-		return NULL;
-	switch (qtype) {
-	case COLI_Q_INT8: return rows_q8_vnni;
-	case COLI_Q_INT4: return rows_q4_vnni;
-	default: return NULL;
-	}
+	return coli_q8_rows_pick(have_vnni(), qtype, rows_q8_vnni, rows_q4_vnni);
 }
 
 #else

@@ -19,10 +19,10 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
-#include <cpuid.h>
 #include <immintrin.h>
 #include <math.h>
-#include <stdatomic.h>
+
+#include "quant_kernels_cpu.h"
 
 #define Q8_TARGET "avx2,fma,f16c,avxvnni"
 #define Q8_SFX avxvnni
@@ -84,28 +84,22 @@ q8_dot(const __m256i p[Q8_NP], const __m256i X[4], __m256i acc)
 /* quant_kernels_avx2.c's CPU check (AVX2, FMA, F16C) plus AVX-VNNI: cpuid leaf
  * 7 subleaf 1, eax bit 4 (not every compiler knows a
  * __builtin_cpu_supports name for it). */
+static int cpu_has_avxvnni(void)
+{
+	unsigned a, b, c, d;
+	return coli_kernels_avx2_rows(COLI_Q_F32) != NULL && __get_cpuid_count(7, 1, &a, &b, &c, &d) &&
+	       ((a >> 4) & 1);
+}
+
 static int have_avxvnni(void)
 {
-	static _Atomic int have = -1; /* every thread computes the same answer */
-	int h = atomic_load_explicit(&have, memory_order_relaxed);
-	if (h < 0) {
-		unsigned a, b, c, d;
-		h = coli_kernels_avx2_rows(COLI_Q_F32) != NULL && __get_cpuid_count(7, 1, &a, &b, &c, &d) &&
-		    ((a >> 4) & 1);
-		atomic_store_explicit(&have, h, memory_order_relaxed);
-	}
-	return h;
+	static _Atomic int have = -1;
+	return coli_cpu_once(&have, cpu_has_avxvnni);
 }
 
 coli_q8_rows_fn coli_kernels_q8_avxvnni_rows(int qtype)
 {
-	if (!have_avxvnni())
-		return NULL;
-	switch (qtype) {
-	case COLI_Q_INT8: return rows_q8_avxvnni;
-	case COLI_Q_INT4: return rows_q4_avxvnni;
-	default: return NULL;
-	}
+	return coli_q8_rows_pick(have_avxvnni(), qtype, rows_q8_avxvnni, rows_q4_avxvnni);
 }
 
 #else

@@ -1,6 +1,7 @@
 /* quant_kernels_tiling.h - the cache-blocking rules every vector row kernel
- * shares (quant_kernels_avx2.c, quant_kernels_avx512.c and the q8 kernels), measured
- * once in quant_kernels_avx512.c and kept in one place so the paths cannot drift.
+ * shares (quant_kernels_rows.h's drivers of quant_kernels_avx2.c and
+ * quant_kernels_avx512.c, and the q8 kernels), measured once in
+ * quant_kernels_avx512.c and kept in one place so the paths cannot drift.
  *
  * matmul: rows are taken in panels of about COLI_PANEL_BYTES of weights;
  * each group of inputs passes over a panel while it sits in L2, so a large
