@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine.h"
 #include "engine_test.h"
@@ -35,6 +36,7 @@ int main(int argc, char **argv)
 	p.max_tokens = CTX - 3; /* prompt + max_tokens: the whole window */
 	coli_err err = { 0 };
 	coli_event last;
+	memset(&last, 0, sizeof last);
 	coli_request *a = NULL, *b = NULL;
 	CHECK(coli_engine_submit(e, pa, 3, &p, &a, &err) == 0, "submit A: %s", err.msg);
 	/* A is admitted and decoding before B arrives */

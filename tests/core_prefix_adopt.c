@@ -25,11 +25,11 @@
 
 #include "coli_log.h"
 #include "engine.h"
+#include "engine_test.h"
 #include "test_util.h"
 
 #define NP 40
 #define NTOK 12
-#define MAX_TOK 256
 
 /* The prefix lines of the log, for the reuse and fallback messages. */
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -69,34 +69,8 @@ static void log_reset(void)
 	pthread_mutex_unlock(&log_mu);
 }
 
-typedef struct {
-	coli_request *r;
-	int tok[MAX_TOK];
-	int n;
-	coli_event last;
-} turn;
+typedef test_turn turn;
 
-/* Read up to `upto` tokens (0: to the end); -1 when it stalls for
- * minutes (a broken engine, not a slow machine). */
-static int drain(turn *t, int upto)
-{
-	coli_event ev;
-	while (t->r) {
-		if (upto && t->n >= upto)
-			return 0;
-		if (!coli_request_next(t->r, &ev, 300 * 1000))
-			return -1;
-		if (ev.kind == COLI_EV_TEXT) {
-			if (t->n < MAX_TOK)
-				t->tok[t->n++] = ev.token;
-			continue;
-		}
-		t->last = ev;
-		coli_request_free(t->r);
-		t->r = NULL;
-	}
-	return 0;
-}
 
 static coli_engine *open_engine(const char *model, const char *cache, int share)
 {
@@ -104,9 +78,7 @@ static coli_engine *open_engine(const char *model, const char *cache, int share)
 	coli_engine_opts_default(&o);
 	o.model_dir = model;
 	o.cache_dir = cache;
-	/* three: with prefix sharing every request takes a whole window of
-	 * KV, and a slot's KV is a little more than its rows, so two slots'
-	 * budget admits one at a time */
+	/* three: the prefix request, the one beside it, and a free slot */
 	o.parallel = 3;
 	o.ctx = 512;
 	o.threads = 1;
@@ -118,22 +90,6 @@ static coli_engine *open_engine(const char *model, const char *cache, int share)
 	return e;
 }
 
-/* Submit, and read up to `upto` tokens (0: to the end; <0: none). */
-static void go(coli_engine *e, const char *session, const int *prompt, int n, int max, turn *t, int upto)
-{
-	coli_gen_params p;
-	coli_gen_params_default(&p);
-	p.ignore_eos = 1;
-	p.every_token = 1;
-	p.max_tokens = max;
-	p.session = session;
-	coli_err err = { 0 };
-	memset(t, 0, sizeof *t);
-	CHECK(coli_engine_submit(e, prompt, n, &p, &t->r, &err) == 0, "submit %s: %s",
-	      session ? session : "(none)", err.msg);
-	if (t->r && upto >= 0)
-		CHECK(drain(t, upto) == 0, "%s never ended", session ? session : "(none)");
-}
 
 /* Q's turn matches the reference: done, `cached` tokens reused, the same
  * tokens. */
@@ -168,7 +124,7 @@ int main(int argc, char **argv)
 	/* 1. the reference, with no prefix sharing */
 	coli_engine *e = open_engine(model, c0, 0);
 	REQUIRE(e, "engine without prefix sharing");
-	go(e, NULL, Q, NP + 1, NTOK, &ref, 0);
+	test_turn_go(e, NULL, Q, NP + 1, NTOK, &ref, 0);
 	coli_engine_free(e);
 	CHECK(ref.last.kind == COLI_EV_DONE && ref.n == NTOK && ref.last.cached_tokens == 0,
 	      "reference: %d tokens, %d cached: %s", ref.n, ref.last.cached_tokens, ref.last.message);
@@ -176,7 +132,7 @@ int main(int argc, char **argv)
 	/* session s holds P */
 	e = open_engine(model, c1, 1);
 	REQUIRE(e, "engine with prefix sharing");
-	go(e, "s", P, NP, 2, &s1, 0);
+	test_turn_go(e, "s", P, NP, 2, &s1, 0);
 	coli_engine_free(e);
 	REQUIRE(s1.last.kind == COLI_EV_DONE && !s1.last.message[0], "session s: %s", s1.last.message);
 
@@ -190,9 +146,9 @@ int main(int argc, char **argv)
 	e = open_engine(model, c1, 1);
 	REQUIRE(e, "a fresh engine");
 	log_reset();
-	go(e, NULL, pb, 4, 200, &other, 1);
-	go(e, NULL, Q, NP + 1, NTOK, &q, -1);
-	CHECK(drain(&other, 21) == 0 && other.n == 21, "the other slot stopped at %d tokens", other.n);
+	test_turn_go(e, NULL, pb, 4, 200, &other, 1);
+	test_turn_go(e, NULL, Q, NP + 1, NTOK, &q, -1);
+	CHECK(test_turn_drain(&other, 21) == 0 && other.n == 21, "the other slot stopped at %d tokens", other.n);
 #ifdef COLI_FAULT_INJECTION
 	coli_event ev;
 	CHECK(q.r && !coli_request_next(q.r, &ev, 0), "Q went on while its prefix's row read was held");
@@ -201,8 +157,8 @@ int main(int argc, char **argv)
 	if (f)
 		fclose(f);
 #endif
-	CHECK(drain(&q, 0) == 0, "Q never ended");
-	CHECK(drain(&other, 0) == 0, "the other request never ended");
+	CHECK(test_turn_drain(&q, 0) == 0, "Q never ended");
+	CHECK(test_turn_drain(&other, 0) == 0, "the other request never ended");
 	coli_engine_free(e);
 	same(&q, &ref, NP, "prefix reused from s");
 	CHECK(logged("prompt prefix of 40 tokens reused from session s"), "no reuse line:\n%s", log_buf);
@@ -216,7 +172,7 @@ int main(int argc, char **argv)
 	e = open_engine(model, c1, 1);
 	REQUIRE(e, "a fresh engine");
 	log_reset();
-	go(e, NULL, Q, NP + 1, NTOK, &q, 0);
+	test_turn_go(e, NULL, Q, NP + 1, NTOK, &q, 0);
 	CHECK(logged("prefix reuse from session s skipped") && logged("Input/output error"),
 	      "no fallback warning:\n%s", log_buf);
 	coli_engine_free(e);
@@ -229,7 +185,7 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof path, "%s/kv/s.kv", c1);
 	REQUIRE(unlink(path) == 0, "%s", path);
 	log_reset();
-	go(e, NULL, Q, NP + 1, NTOK, &q, 0);
+	test_turn_go(e, NULL, Q, NP + 1, NTOK, &q, 0);
 	CHECK(logged("prefix reuse from session s skipped"), "no fallback warning:\n%s", log_buf);
 	coli_engine_free(e);
 	same(&q, &ref, 0, "removed session");

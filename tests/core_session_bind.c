@@ -15,71 +15,14 @@
 #include <string.h>
 
 #include "engine.h"
+#include "engine_test.h"
 #include "test_util.h"
 
-#define MAX_TOK 256
 
-typedef struct {
-	coli_request *r;
-	int tok[MAX_TOK];
-	int n;
-	coli_event last;
-} turn;
+typedef test_turn turn;
 
-/* Read up to `upto` tokens (0: to the end); -1 when it stalls for
- * minutes (a broken engine, not a slow machine). */
-static int drain(turn *t, int upto)
-{
-	coli_event ev;
-	while (t->r) {
-		if (upto && t->n >= upto)
-			return 0;
-		if (!coli_request_next(t->r, &ev, 300 * 1000))
-			return -1;
-		if (ev.kind == COLI_EV_TEXT) {
-			if (t->n < MAX_TOK)
-				t->tok[t->n++] = ev.token;
-			continue;
-		}
-		t->last = ev;
-		coli_request_free(t->r);
-		t->r = NULL;
-	}
-	return 0;
-}
 
-static coli_engine *open_engine(const char *model, const char *cache)
-{
-	coli_engine_opts o;
-	coli_engine_opts_default(&o);
-	o.model_dir = model;
-	o.cache_dir = cache;
-	o.parallel = 2;
-	o.ctx = 512;
-	o.threads = 1;
-	coli_err err = { 0 };
-	coli_engine *e = NULL;
-	if (coli_engine_new(&o, &e, &err))
-		fprintf(stderr, "engine: %s\n", err.msg);
-	return e;
-}
 
-/* Submit and read to the end (or just submit when upto < 0). */
-static void go(coli_engine *e, const char *session, const int *prompt, int n, int max, turn *t, int upto)
-{
-	coli_gen_params p;
-	coli_gen_params_default(&p);
-	p.ignore_eos = 1;
-	p.every_token = 1;
-	p.max_tokens = max;
-	p.session = session;
-	coli_err err = { 0 };
-	memset(t, 0, sizeof *t);
-	CHECK(coli_engine_submit(e, prompt, n, &p, &t->r, &err) == 0, "submit %s: %s",
-	      session ? session : "(none)", err.msg);
-	if (t->r && upto >= 0)
-		CHECK(drain(t, upto) == 0, "%s never ended", session ? session : "(none)");
-}
 
 int main(int argc, char **argv)
 {
@@ -91,23 +34,23 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 300; i++)
 		p1[i] = 2 + i % 100;
 	static turn a1, b1, b2, a2, bad, other;
-	coli_engine *e = open_engine(argv[1], argv[2]);
+	coli_engine *e = test_engine_open(argv[1], argv[2], 2, 512, 0);
 	CHECK(e != NULL, "engine with two slots");
 	if (!e)
 		return test_summary(__FILE__);
-	go(e, "a", p1, 300, 20, &a1, 0);
-	go(e, "b", p1, 300, 20, &b1, 0);
-	go(e, "b", p2, 3, 30, &b2, 0);
+	test_turn_go(e, "a", p1, 300, 20, &a1, 0);
+	test_turn_go(e, "b", p1, 300, 20, &b1, 0);
+	test_turn_go(e, "b", p2, 3, 30, &b2, 0);
 	CHECK(a1.n == 20 && b1.n == 20 && !memcmp(a1.tok, b1.tok, sizeof a1.tok), "twin first turns differ");
 	coli_engine_free(e);
 
-	e = open_engine(argv[1], argv[2]);
+	e = test_engine_open(argv[1], argv[2], 2, 512, 0);
 	CHECK(e != NULL, "a fresh engine");
 	if (!e)
 		return test_summary(__FILE__);
 #ifdef COLI_FAULT_INJECTION
 	setenv("COLI_FAULT_KV_RESUME_EIO", "1", 1);
-	go(e, "a", p2, 3, 30, &bad, 0);
+	test_turn_go(e, "a", p2, 3, 30, &bad, 0);
 	unsetenv("COLI_FAULT_KV_RESUME_EIO");
 	CHECK(bad.last.kind == COLI_EV_ERROR && strstr(bad.last.message, "session a") &&
 	      strstr(bad.last.message, "Input/output error"), "a failed resume: kind %d: %s", bad.last.kind,
@@ -117,9 +60,9 @@ int main(int argc, char **argv)
 	setenv("COLI_FAULT_KV_RESUME_WAIT", hold, 1);
 #endif
 	/* the other slot decodes; then a resumes beside it */
-	go(e, NULL, pb, 4, 200, &other, 1);
-	go(e, "a", p2, 3, 30, &a2, -1);
-	CHECK(drain(&other, 21) == 0 && other.n == 21, "the other slot stopped at %d tokens", other.n);
+	test_turn_go(e, NULL, pb, 4, 200, &other, 1);
+	test_turn_go(e, "a", p2, 3, 30, &a2, -1);
+	CHECK(test_turn_drain(&other, 21) == 0 && other.n == 21, "the other slot stopped at %d tokens", other.n);
 #ifdef COLI_FAULT_INJECTION
 	/* a's rows are still held: it has no event yet */
 	coli_event ev;
@@ -129,8 +72,8 @@ int main(int argc, char **argv)
 	if (f)
 		fclose(f);
 #endif
-	CHECK(drain(&a2, 0) == 0, "a's second turn never ended");
-	CHECK(drain(&other, 0) == 0, "the other request never ended");
+	CHECK(test_turn_drain(&a2, 0) == 0, "a's second turn never ended");
+	CHECK(test_turn_drain(&other, 0) == 0, "the other request never ended");
 #ifdef COLI_FAULT_INJECTION
 	unsetenv("COLI_FAULT_KV_RESUME_WAIT");
 #endif

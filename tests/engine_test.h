@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "test_util.h"
 
 /* Read r to its end; the text into buf (cut at cap), the last event into
  * *last. -1 when it never ends: minutes without an event is a hang, not
@@ -63,6 +64,27 @@ static inline int test_turn_drain(test_turn *t, int upto)
 		t->r = NULL;
 	}
 	return 0;
+}
+
+/* Submit a greedy turn of up to max tokens on `session` (NULL: none), every
+ * token an event, and read up to `upto` tokens (0: to the end; < 0: just
+ * submit), checking both. */
+static inline void test_turn_go(coli_engine *e, const char *session, const int *prompt, int n, int max,
+				test_turn *t, int upto)
+{
+	coli_gen_params p;
+	coli_gen_params_default(&p);
+	p.ignore_eos = 1;
+	p.every_token = 1;
+	p.max_tokens = max;
+	p.session = session;
+	coli_err err = { 0 };
+	memset(t, 0, sizeof *t);
+	t->session = session;
+	CHECK(coli_engine_submit(e, prompt, n, &p, &t->r, &err) == 0, "submit %s: %s",
+	      session ? session : "(none)", err.msg);
+	if (t->r && upto >= 0)
+		CHECK(test_turn_drain(t, upto) == 0, "%s never ended", session ? session : "(none)");
 }
 
 /* An engine of `parallel` slots of ctx tokens (kv_ram 0: all in RAM) on
