@@ -31,44 +31,6 @@
 #define NP 40
 #define NTOK 12
 
-/* The prefix lines of the log, for the reuse and fallback messages. */
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static char log_buf[1 << 16];
-static size_t log_len;
-
-static void sink(void *opaque, int level, const char *line)
-{
-	(void)opaque;
-	(void)level;
-	if (!strstr(line, "prefix"))
-		return;
-	pthread_mutex_lock(&log_mu);
-	size_t n = strlen(line);
-	if (log_len + n + 2 < sizeof log_buf) {
-		memcpy(log_buf + log_len, line, n);
-		log_buf[log_len + n] = '\n';
-		log_len += n + 1;
-		log_buf[log_len] = '\0';
-	}
-	pthread_mutex_unlock(&log_mu);
-}
-
-static int logged(const char *what)
-{
-	pthread_mutex_lock(&log_mu);
-	int found = strstr(log_buf, what) != NULL;
-	pthread_mutex_unlock(&log_mu);
-	return found;
-}
-
-static void log_reset(void)
-{
-	pthread_mutex_lock(&log_mu);
-	log_len = 0;
-	log_buf[0] = '\0';
-	pthread_mutex_unlock(&log_mu);
-}
-
 typedef test_turn turn;
 
 
@@ -113,8 +75,7 @@ int main(int argc, char **argv)
 	char c0[4096], c1[4096], path[4200];
 	snprintf(c0, sizeof c0, "%.4000s/c0", argv[2]);
 	snprintf(c1, sizeof c1, "%.4000s/c1", argv[2]);
-	coli_log_set_sink(sink, NULL);
-	coli_log_set_level(COLI_LOG_DEBUG);
+	test_log_capture("prefix");
 	int P[NP], Q[NP + 1], pb[4] = { 21, 22, 23, 24 };
 	for (int i = 0; i < NP; i++)
 		P[i] = Q[i] = 2 + (i * 7) % 100;
@@ -145,7 +106,7 @@ int main(int argc, char **argv)
 	/* 2. Q reuses P from s's file while the other slot decodes */
 	e = open_engine(model, c1, 1);
 	REQUIRE(e, "a fresh engine");
-	log_reset();
+	test_log_reset();
 	test_turn_go(e, NULL, pb, 4, 200, &other, 1);
 	test_turn_go(e, NULL, Q, NP + 1, NTOK, &q, -1);
 	CHECK(test_turn_drain(&other, 21) == 0 && other.n == 21, "the other slot stopped at %d tokens", other.n);
@@ -161,7 +122,7 @@ int main(int argc, char **argv)
 	CHECK(test_turn_drain(&other, 0) == 0, "the other request never ended");
 	coli_engine_free(e);
 	same(&q, &ref, NP, "prefix reused from s");
-	CHECK(logged("prompt prefix of 40 tokens reused from session s"), "no reuse line:\n%s", log_buf);
+	CHECK(test_logged("prompt prefix of 40 tokens reused from session s"), "no reuse line:\n%s", test_log_buf);
 	CHECK(other.last.kind == COLI_EV_DONE && other.n == 200, "the other request: %d tokens: %s", other.n,
 	      other.last.message);
 
@@ -171,10 +132,10 @@ int main(int argc, char **argv)
 	setenv("COLI_FAULT_KV_RESUME_EIO", "1", 1);
 	e = open_engine(model, c1, 1);
 	REQUIRE(e, "a fresh engine");
-	log_reset();
+	test_log_reset();
 	test_turn_go(e, NULL, Q, NP + 1, NTOK, &q, 0);
-	CHECK(logged("prefix reuse from session s skipped") && logged("Input/output error"),
-	      "no fallback warning:\n%s", log_buf);
+	CHECK(test_logged("prefix reuse from session s skipped") && test_logged("Input/output error"),
+	      "no fallback warning:\n%s", test_log_buf);
 	coli_engine_free(e);
 	unsetenv("COLI_FAULT_KV_RESUME_EIO");
 	same(&q, &ref, 0, "failed row read");
@@ -184,9 +145,9 @@ int main(int argc, char **argv)
 	REQUIRE(e, "a fresh engine");
 	snprintf(path, sizeof path, "%s/kv/s.kv", c1);
 	REQUIRE(unlink(path) == 0, "%s", path);
-	log_reset();
+	test_log_reset();
 	test_turn_go(e, NULL, Q, NP + 1, NTOK, &q, 0);
-	CHECK(logged("prefix reuse from session s skipped"), "no fallback warning:\n%s", log_buf);
+	CHECK(test_logged("prefix reuse from session s skipped"), "no fallback warning:\n%s", test_log_buf);
 	coli_engine_free(e);
 	same(&q, &ref, 0, "removed session");
 	unsetenv("COLI_FAULT_KV_NO_REFRESH");

@@ -22,49 +22,12 @@
 
 #include "coli_log.h"
 #include "engine.h"
+#include "engine_test.h"
 #include "test_util.h"
 
 #define NTOK 6
 
 static const char *model, *work, *coli;
-
-/* Log lines, for waiting on the refresher and checking warnings. */
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static char log_buf[1 << 16];
-static size_t log_len;
-
-static void sink(void *opaque, int level, const char *line)
-{
-	(void)opaque;
-	(void)level;
-	if (!strstr(line, "prefix"))
-		return; /* the index's lines only: the buffer stays small */
-	pthread_mutex_lock(&log_mu);
-	size_t n = strlen(line);
-	if (log_len + n + 2 < sizeof log_buf) {
-		memcpy(log_buf + log_len, line, n);
-		log_buf[log_len + n] = '\n';
-		log_len += n + 1;
-		log_buf[log_len] = '\0';
-	}
-	pthread_mutex_unlock(&log_mu);
-}
-
-static int logged(const char *what)
-{
-	pthread_mutex_lock(&log_mu);
-	int found = strstr(log_buf, what) != NULL;
-	pthread_mutex_unlock(&log_mu);
-	return found;
-}
-
-static void log_reset(void)
-{
-	pthread_mutex_lock(&log_mu);
-	log_len = 0;
-	log_buf[0] = '\0';
-	pthread_mutex_unlock(&log_mu);
-}
 
 /* One greedy request to its end: its tokens and cached count. */
 static int run(coli_engine *e, const int *prompt, int n, const char *session, int *toks, int *cached)
@@ -159,8 +122,7 @@ int main(int argc, char **argv)
 	model = argv[1];
 	work = argv[2];
 	coli = argv[3];
-	coli_log_set_sink(sink, NULL);
-	coli_log_set_level(COLI_LOG_DEBUG);
+	test_log_capture("prefix");
 	char c1[4096], c2[4096], path[4200];
 	snprintf(c1, sizeof c1, "%.4000s/c1", work);
 	snprintf(c2, sizeof c2, "%.4000s/c2", work);
@@ -171,14 +133,14 @@ int main(int argc, char **argv)
 	REQUIRE(e);
 	REQUIRE(probe(e, base, &cached) == 0);
 	CHECK(cached == 0, "nothing saved yet, yet %d cached", cached);
-	log_reset();
+	test_log_reset();
 	REQUIRE(other_process(c1, "o", P_TEXT) == 0, "coli generate --session o");
 	/* the refresher's line for o once it holds the prompt (8) and the
 	 * answer (2) */
 	int seen = 0;
-	for (int i = 0; i < 6000 && !(seen = logged("prefix index: o: 10 tokens")); i++)
+	for (int i = 0; i < 6000 && !(seen = test_logged("prefix index: o: 10 tokens")); i++)
 		nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
-	CHECK(seen, "the refresher never read session o (30 s):\n%s", log_buf);
+	CHECK(seen, "the refresher never read session o (30 s):\n%s", test_log_buf);
 	REQUIRE(probe(e, toks, &cached) == 0);
 	CHECK(cached == NP, "another process's session: %d cached, want %d", cached, NP);
 	CHECK(!memcmp(toks, base, sizeof base), "reused tokens differ from prefilled ones");
@@ -197,15 +159,15 @@ int main(int argc, char **argv)
 	/* 3a. removed behind the engine's back */
 	snprintf(path, sizeof path, "%s/kv/s.kv", c2);
 	REQUIRE(unlink(path) == 0, "%s", path);
-	log_reset();
+	test_log_reset();
 	REQUIRE(probe(e, toks, &cached) == 0);
 	CHECK(cached == 0, "removed session: %d cached", cached);
 	CHECK(!memcmp(toks, base, sizeof base), "removed session: tokens differ");
-	CHECK(logged("prefix reuse from session s skipped"), "no fallback warning:\n%s", log_buf);
+	CHECK(test_logged("prefix reuse from session s skipped"), "no fallback warning:\n%s", test_log_buf);
 	/* dropped: the next lookup does not try it again */
-	log_reset();
+	test_log_reset();
 	REQUIRE(probe(e, toks, &cached) == 0);
-	CHECK(!logged("session s skipped"), "the stale entry was not dropped:\n%s", log_buf);
+	CHECK(!test_logged("session s skipped"), "the stale entry was not dropped:\n%s", test_log_buf);
 
 	/* 3b. replaced by another text behind the engine's back */
 	REQUIRE(run(e, P, NP, "u", NULL, NULL) == 0);
@@ -214,11 +176,11 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof path, "%s/kv/u.lock", c2);
 	unlink(path);
 	REQUIRE(other_process(c2, "u", "1,5,9,2,4") == 0, "coli generate --session u");
-	log_reset();
+	test_log_reset();
 	REQUIRE(probe(e, toks, &cached) == 0);
 	CHECK(cached == 0, "replaced session: %d cached", cached);
 	CHECK(!memcmp(toks, base, sizeof base), "replaced session: tokens differ");
-	CHECK(logged("prefix reuse from session u skipped"), "no fallback warning:\n%s", log_buf);
+	CHECK(test_logged("prefix reuse from session u skipped"), "no fallback warning:\n%s", test_log_buf);
 	coli_engine_free(e);
 	unsetenv("COLI_FAULT_KV_NO_REFRESH");
 #else

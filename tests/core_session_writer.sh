@@ -4,11 +4,11 @@
 # turn's end, as before the writer thread: `coli generate --session`
 # prints it.
 set -u
-: "${COLI:?}" "${top_builddir:?}"
+: "${COLI:?}" "${top_builddir:?}" "${top_srcdir:?}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$COLI" synth "$tmp/hf" --preset tiny --seed 5 >/dev/null || { echo "FAIL: coli synth"; exit 1; }
-"$COLI" convert "$tmp/hf" "$tmp/m" --quant int8 >/dev/null 2>&1 || { echo "FAIL: coli convert"; exit 1; }
+. "$top_srcdir/tests/tiny_model.sh"
+tiny_model "$tmp"
 "$top_builddir/tests/core_session_writer" "$tmp/m" "$tmp/cache" || exit 1
 grep -q 'define COLI_FAULT_INJECTION 1' "$top_builddir/config.h" || exit 0
 COLI_CACHE_DIR="$tmp/cache2" COLI_FAULT_KV_WRITE=2 "$COLI" generate "$tmp/m" --ids --tokens 5,6,7 -n 4 \

@@ -2,9 +2,9 @@
 # Runs core_stalled_client on a synthesized tiny model (random weights:
 # every token has text, so an unread stream fills its buffer quickly).
 set -u
-: "${COLI:?}" "${top_builddir:?}"
+: "${COLI:?}" "${top_builddir:?}" "${top_srcdir:?}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$COLI" synth "$tmp/hf" --preset tiny --seed 5 >/dev/null || { echo "FAIL: coli synth"; exit 1; }
-"$COLI" convert "$tmp/hf" "$tmp/m" --quant int8 >/dev/null 2>&1 || { echo "FAIL: coli convert"; exit 1; }
+. "$top_srcdir/tests/tiny_model.sh"
+tiny_model "$tmp"
 "$top_builddir/tests/core_stalled_client" "$tmp/m" "$tmp/cache"

@@ -1,12 +1,16 @@
 /* engine_test.h - what the C tests that drive a coli_engine share: a
- * request read to its end (its text, or its token ids) and the small
- * engine they open. Header-only, like test_util.h. */
+ * request read to its end (its text, or its token ids), the small engine
+ * they open, and the log lines they wait for. Header-only, like
+ * test_util.h (one test program is one file, so the log buffer below is
+ * that program's). */
 #ifndef COLI_ENGINE_TEST_H
 #define COLI_ENGINE_TEST_H
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "coli_log.h"
 #include "engine.h"
 #include "test_util.h"
 
@@ -104,6 +108,54 @@ static inline coli_engine *test_engine_open(const char *model, const char *cache
 	if (coli_engine_new(&o, &e, &err))
 		fprintf(stderr, "engine: %s\n", err.msg);
 	return e;
+}
+
+/* The log lines that contain a filter string, kept for test_logged (the
+ * filter keeps the buffer small; the engine's threads log too). */
+static pthread_mutex_t test_log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char test_log_buf[1 << 16];
+static size_t test_log_len;
+static const char *test_log_filter;
+
+static inline void test_log_sink(void *opaque, int level, const char *line)
+{
+	(void)opaque;
+	(void)level;
+	if (test_log_filter && !strstr(line, test_log_filter))
+		return;
+	pthread_mutex_lock(&test_log_mu);
+	size_t n = strlen(line);
+	if (test_log_len + n + 2 < sizeof test_log_buf) {
+		memcpy(test_log_buf + test_log_len, line, n);
+		test_log_buf[test_log_len + n] = '\n';
+		test_log_len += n + 1;
+		test_log_buf[test_log_len] = '\0';
+	}
+	pthread_mutex_unlock(&test_log_mu);
+}
+
+/* Keep the lines containing `filter` (NULL: all), debug level on. */
+static inline void test_log_capture(const char *filter)
+{
+	test_log_filter = filter;
+	coli_log_set_sink(test_log_sink, NULL);
+	coli_log_set_level(COLI_LOG_DEBUG);
+}
+
+static inline int test_logged(const char *what)
+{
+	pthread_mutex_lock(&test_log_mu);
+	int found = strstr(test_log_buf, what) != NULL;
+	pthread_mutex_unlock(&test_log_mu);
+	return found;
+}
+
+static inline void test_log_reset(void)
+{
+	pthread_mutex_lock(&test_log_mu);
+	test_log_len = 0;
+	test_log_buf[0] = '\0';
+	pthread_mutex_unlock(&test_log_mu);
 }
 
 #endif

@@ -3,7 +3,7 @@
 # (src/<module>.mk, cli/cli.mk, tui/tui.mk) beside its sources.
 # test_skip (a missing outside tool skips, fails in CI), the C tests' CHECK
 # macros and the corpus walker:
-EXTRA_DIST += tests/test_skip.sh tests/test_util.h tests/engine_test.h tests/fuzz_corpus.h
+EXTRA_DIST += tests/test_skip.sh tests/tiny_model.sh tests/test_util.h tests/engine_test.h tests/fuzz_corpus.h
 # tools/summarize-tests.sh counts each test once per configuration.
 TESTS += tests/tools_summary.sh
 EXTRA_DIST += tests/tools_summary.sh
