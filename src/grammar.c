@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "grammar_impl.h"
+#include "util_unicode.h"
 
 enum { O_OPEN, O_KEY, O_COLON, O_VALUE, O_AFTER, O_NEXT };
 enum { A_OPEN, A_AFTER, A_NEXT };
@@ -79,30 +80,17 @@ static void step_ws(grammar_matcher *m, const grammar_frame *f, grammar_state *o
 	grammar_emit(out, n);
 }
 
-/* UTF-8 lead byte: continuation count and the range of the next byte
- * (overlong forms and surrogates excluded). */
+/* UTF-8 lead byte (not ASCII: the caller handles it): continuation count
+ * and the range of the next byte (util_unicode.h's table). */
 static int utf8_lead(int c, grammar_frame *n)
 {
-	int need, lo = 0x80, hi = 0xBF;
-	if (c >= 0xC2 && c <= 0xDF)
-		need = 1;
-	else if (c >= 0xE0 && c <= 0xEF)
-		need = 2;
-	else if (c >= 0xF0 && c <= 0xF4)
-		need = 3;
-	else
+	uint8_t lo, hi;
+	const int len = unicode_utf8_lead((uint8_t)c, &lo, &hi);
+	if (len < 2)
 		return 0;
-	if (c == 0xE0)
-		lo = 0xA0;
-	else if (c == 0xED)
-		hi = 0x9F;
-	else if (c == 0xF0)
-		lo = 0x90;
-	else if (c == 0xF4)
-		hi = 0x8F;
-	n->u8need = (uint8_t)need;
-	n->u8lo = (uint8_t)lo;
-	n->u8hi = (uint8_t)hi;
+	n->u8need = (uint8_t)(len - 1);
+	n->u8lo = lo;
+	n->u8hi = hi;
 	return 1;
 }
 

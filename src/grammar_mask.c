@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "grammar_impl.h"
+#include "util_unicode.h"
 #include "grammar_mask.h"
 
 #define MASK_MAX_TOKEN 256  /* longer tokens are never allowed */
@@ -80,16 +81,10 @@ static int str_class(const uint8_t *b, uint32_t n)
 			return 2; /* what follows depends on the state: walk it */
 		if (c < 0x80)
 			continue;
-		if (c >= 0xC2 && c <= 0xDF)
-			need = 1;
-		else if (c >= 0xE0 && c <= 0xEF)
-			need = 2;
-		else if (c >= 0xF0 && c <= 0xF4)
-			need = 3;
-		else
+		const int len = unicode_utf8_lead(c, &lo, &hi);
+		if (len < 2)
 			return 0;
-		lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
-		hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+		need = len - 1;
 	}
 	return 1;
 }
