@@ -212,10 +212,7 @@ int store_slot_load(expert_store *s, int layer, int e, int demand)
 		/* Only in-flight reads nobody holds could free room. */
 		if (!demand || !slot_any_loading_unheld(s))
 			return -ENOBUFS;
-		int rc = store_io_submit(s);
-		if (rc < 0)
-			return rc;
-		rc = store_io_reap(s, 1);
+		int rc = store_io_make_room(s);
 		if (rc < 0)
 			return rc;
 	}

@@ -245,6 +245,9 @@ int store_io_submit(expert_store *s);
 /* Reap completions: wait for at least one when `wait` and some are in
  * flight. Returns the number reaped or a negative errno. */
 int store_io_reap(expert_store *s, int wait);
+/* Submit what is queued and wait for one completion: how a caller that
+ * needs a free slot or ring entry makes room. 0 or a negative errno. */
+int store_io_make_room(expert_store *s);
 /* After a failed read of layer's shard on the primary: if its path now
  * names another file (a shard restored by a rename), reopen it so that
  * reads see that file, with one warning, and return 1 (the failed stripe

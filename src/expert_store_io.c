@@ -561,14 +561,20 @@ int store_io_reap(expert_store *s, int wait)
 	return n;
 }
 
+int store_io_make_room(expert_store *s)
+{
+	int rc = store_io_submit(s);
+	if (rc < 0)
+		return rc;
+	rc = store_io_reap(s, 1);
+	return rc < 0 ? rc : 0;
+}
+
 static int io_get(expert_store *s)
 {
 	while (s->io_free < 0) {
 		/* Ring full: push what is queued and make room. */
-		int rc = store_io_submit(s);
-		if (rc < 0)
-			return rc;
-		rc = store_io_reap(s, 1);
+		int rc = store_io_make_room(s);
 		if (rc < 0)
 			return rc;
 	}
