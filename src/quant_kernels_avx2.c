@@ -169,14 +169,6 @@ AVX2_INLINE __m256 block_dot(const __m256 f[8], const float *x, const int INT4)
 	return INT4 ? _mm256_fmadd_ps(s1, _mm256_set1_ps(0.0625f), s0) : _mm256_add_ps(s0, s1);
 }
 
-/* The lines of a block at p: two for int8's 68 bytes, one for int4's 36. */
-#define BLOCK_PREFETCH(p, hint, INT4)                                                                    \
-	do {                                                                                             \
-		_mm_prefetch((const char *)(p), hint);                                                   \
-		if (!(INT4))                                                                             \
-			_mm_prefetch((const char *)(p) + 64, hint);                                      \
-	} while (0)
-
 /* matvec: one row, one input, accumulators in registers. */
 AVX2_INLINE float row_dot(const char *row, int nb, const float *x, const float *xs, const int INT4)
 {
@@ -187,7 +179,7 @@ AVX2_INLINE float row_dot(const char *row, int nb, const float *x, const float *
 		const char *blk = row + (size_t)b * bb;
 		__m256 f[8];
 		__m128 m = _mm_setzero_ps();
-		BLOCK_PREFETCH(blk + PF_DIST, _MM_HINT_T0, INT4);
+		COLI_BLOCK_PREFETCH(blk + PF_DIST, _MM_HINT_T0, INT4);
 		const __m256 d = block_unpack(blk, f, &m, INT4);
 		acc = _mm256_fmadd_ps(d, block_dot(f, x + (size_t)b * COLI_QK, INT4), acc);
 		if (INT4)
@@ -220,7 +212,7 @@ AVX2_INLINE void tile(const char *row0, int nb, int rt, const float *x, size_t c
 			const char *blk = row0 + (size_t)i * rs + (size_t)b * bb;
 			__m256 f[8];
 			__m128 m = _mm_setzero_ps();
-			BLOCK_PREFETCH(blk + RT * rs, _MM_HINT_T1, INT4);
+			COLI_BLOCK_PREFETCH(blk + RT * rs, _MM_HINT_T1, INT4);
 			const __m256 d = block_unpack(blk, f, &m, INT4);
 #pragma GCC unroll 4
 			for (int k = 0; k < KN; k++) {

@@ -285,14 +285,6 @@ AVX512_INLINE const char *block_at(const char *row0, int nb, int i, int c0, int 
 	return (const char *)((const coli_block_q8 *)row0 + (size_t)i * (size_t)nb + c0 + b);
 }
 
-/* The lines of a block at p: two for int8's 68 bytes, one for int4's 36. */
-#define BLOCK_PREFETCH(p, hint, INT4)                                                                    \
-	do {                                                                                             \
-		_mm_prefetch((const char *)(p), hint);                                                   \
-		if (!(INT4))                                                                             \
-			_mm_prefetch((const char *)(p) + 64, hint);                                      \
-	} while (0)
-
 /* matmul tile: rt <= RT rows against KN inputs, block-major: the inputs'
  * block is reused from L1 by every row, each unpacked weight block by
  * every input. Per (row, input) exactly q8_rows' or q4_rows' operations,
@@ -332,7 +324,7 @@ AVX512_INLINE void tile(const char *row0, int nb, const int rt, const float *x, 
 			for (int i = 0; i < rt; i++) {
 				const char *blk = block_at(row0, nb, i, c0, b, INT4);
 				__m512 f[4];
-				BLOCK_PREFETCH(blk + RT * rs, _MM_HINT_T1, INT4);
+				COLI_BLOCK_PREFETCH(blk + RT * rs, _MM_HINT_T1, INT4);
 				const __m512 d = block_unpack(blk, f, &dbuf[i][b], INT4);
 #pragma GCC unroll 4
 				for (int k = 0; k < KN; k++)

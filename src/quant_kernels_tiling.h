@@ -36,4 +36,13 @@ static inline int coli_panel_rows(size_t row_bytes, int rt)
 	return p > (1u << 30) ? 1 << 30 : (int)p;
 }
 
+/* The lines of a block at p: two for int8's 68 bytes, one for int4's 36
+ * (hint: an _MM_HINT_* level; x86 vector files only). */
+#define COLI_BLOCK_PREFETCH(p, hint, INT4)                                                               \
+	do {                                                                                             \
+		_mm_prefetch((const char *)(p), hint);                                                   \
+		if (!(INT4))                                                                             \
+			_mm_prefetch((const char *)(p) + 64, hint);                                      \
+	} while (0)
+
 #endif
