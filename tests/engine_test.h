@@ -91,6 +91,20 @@ static inline void test_turn_go(coli_engine *e, const char *session, const int *
 		CHECK(test_turn_drain(t, upto) == 0, "%s never ended", session ? session : "(none)");
 }
 
+/* A turn whose session read the writer holds (COLI_FAULT_KV_RESUME_WAIT
+ * names `hold`; test builds): check it has no event yet, then release the
+ * read by creating `hold`. */
+static inline void test_turn_release(test_turn *t, const char *hold)
+{
+	coli_event ev;
+	CHECK(t->r && !coli_request_next(t->r, &ev, 0), "%s went on while its read was held",
+	      t->session ? t->session : "(none)");
+	FILE *f = fopen(hold, "w");
+	CHECK(f != NULL, "create %s", hold);
+	if (f)
+		fclose(f);
+}
+
 /* An engine of `parallel` slots of ctx tokens (kv_ram 0: all in RAM) on
  * one thread; NULL after printing why. */
 static inline coli_engine *test_engine_open(const char *model, const char *cache, int parallel, int ctx, int kv_ram)
