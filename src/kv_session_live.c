@@ -45,15 +45,15 @@ static uint64_t rows_offset(const kv_session *s, const kv_rec *r, uint32_t slot,
 	       (kv_geom_slot_start(g, r->n, slot) + (uint64_t)(pos - r->first) * kv_geom_slot_width(g, slot)) * 4u;
 }
 
-int kv_session_read_rows(kv_session *s, int layer, int first_token, int n, float *out,
-			 coli_err *err)
+/* Rows [pos, pos + n) of one slot into dst (the row of pos first): one
+ * read per record the range spans (a record holds a slot's rows of
+ * consecutive positions back to back), queued on rd or, without one,
+ * pread at once. *total grows by the bytes. The range is the caller's to
+ * check. */
+static int read_range(kv_session *s, kv_reader *rd, uint32_t slot, uint32_t pos, uint32_t n, float *dst,
+		      uint64_t *total, coli_err *err)
 {
-	if (layer < 0 || (uint32_t)layer >= kv_geom_slots(session_geom(s)) || first_token < 0 || n < 0 ||
-	    (int64_t)first_token + n > s->n_tokens)
-		return coli_err_set(err, -EINVAL, "%s: rows %d+%d of layer %d out of range (%d tokens)",
-				    s->path, first_token, n, layer, s->n_tokens);
-	const uint32_t sw = kv_geom_slot_width(session_geom(s), (uint32_t)layer);
-	uint32_t pos = (uint32_t)first_token, stop = pos + (uint32_t)n;
+	const uint32_t sw = kv_geom_slot_width(session_geom(s), slot), stop = pos + n;
 	while (pos < stop) {
 		const kv_rec *r = live_find(s, pos);
 		if (!r)
@@ -61,13 +61,27 @@ int kv_session_read_rows(kv_session *s, int layer, int first_token, int n, float
 		uint32_t take = r->first + r->live - pos;
 		if (take > stop - pos)
 			take = stop - pos;
-		int rc = kv_fmt_pread_full(s->fd, out, (size_t)take * sw * 4u, rows_offset(s, r, (uint32_t)layer, pos));
+		const size_t len = (size_t)take * sw * 4u;
+		const uint64_t off = rows_offset(s, r, slot, pos);
+		int rc = rd ? kv_reader_add(rd, s->fd, dst, len, off) : kv_fmt_pread_full(s->fd, dst, len, off);
 		if (rc < 0)
 			return coli_err_set(err, rc, "%s: read rows: %s", s->path, strerror(-rc));
-		out += (size_t)take * sw;
+		*total += len;
+		dst += (size_t)take * sw;
 		pos += take;
 	}
 	return 0;
+}
+
+int kv_session_read_rows(kv_session *s, int layer, int first_token, int n, float *out,
+			 coli_err *err)
+{
+	if (layer < 0 || (uint32_t)layer >= kv_geom_slots(session_geom(s)) || first_token < 0 || n < 0 ||
+	    (int64_t)first_token + n > s->n_tokens)
+		return coli_err_set(err, -EINVAL, "%s: rows %d+%d of layer %d out of range (%d tokens)",
+				    s->path, first_token, n, layer, s->n_tokens);
+	uint64_t total = 0;
+	return read_range(s, NULL, (uint32_t)layer, (uint32_t)first_token, (uint32_t)n, out, &total, err);
 }
 
 int kv_session_read_runs(kv_session *s, kv_reader *rd, int slot, const int *runs, int n_runs, float *out,
@@ -85,29 +99,9 @@ int kv_session_read_runs(kv_session *s, kv_reader *rd, int slot, const int *runs
 					  first, n, slot, s->n_tokens);
 			break;
 		}
-		/* a run is one read per record it spans: a record holds a
-		 * slot's rows of consecutive positions back to back */
-		uint32_t pos = (uint32_t)first, stop = pos + (uint32_t)n;
-		while (pos < stop) {
-			const kv_rec *r = live_find(s, pos);
-			if (!r) {
-				rc = coli_err_set(err, -EIO, "%s: no record holds token %u", s->path, pos);
-				break;
-			}
-			uint32_t take = r->first + r->live - pos;
-			if (take > stop - pos)
-				take = stop - pos;
-			const size_t len = (size_t)take * sw * 4u;
-			float *dst = out + (size_t)pos * sw;
-			const uint64_t off = rows_offset(s, r, (uint32_t)slot, pos);
-			rc = rd ? kv_reader_add(rd, s->fd, dst, len, off) : kv_fmt_pread_full(s->fd, dst, len, off);
-			if (rc < 0) {
-				rc = coli_err_set(err, rc, "%s: read rows: %s", s->path, strerror(-rc));
-				break;
-			}
-			total += len;
-			pos += take;
-		}
+		/* each row lands at its position in out */
+		rc = read_range(s, rd, (uint32_t)slot, (uint32_t)first, (uint32_t)n, out + (size_t)first * sw, &total,
+				err);
 	}
 	if (rd) {
 		/* every queued read finishes before the buffer is used or the
