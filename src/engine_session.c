@@ -464,8 +464,8 @@ void engine_session_adopted(coli_engine *e, engine_slot *sl)
 	if (l->rc > 0)
 		return; /* nothing read: the slot holds what it held */
 	if (l->rc < 0) {
-		coli_seq_rewind(sl->seq, 0);
-		sl->n_hist = 0;
+		/* some rows were read: the KV is partly the file's */
+		engine_session_forget(sl);
 		return;
 	}
 	/* the file's tokens are the prompt's (the writer checked) */
